@@ -1,0 +1,527 @@
+/*
+ * db: opening, recovering and closing a store, and the files of its
+ * directory.  FORMAT.md "Directory" and "Recovery".
+ *
+ * Directory: LOCK, CURRENT, MANIFEST-NNNNNN, NNNNNN.log (commit logs),
+ * NNNNNN.sst (tables).  Open = lock, read CURRENT/MANIFEST, replay every
+ * commit log numbered >= the MANIFEST's log number in order, write what was
+ * replayed to level-0 tables, start a new log, record all of it in one
+ * MANIFEST edit, then delete what that edit made obsolete.  Nothing is
+ * deleted before the edit that makes it obsolete is durable.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_int.h"
+#include "dbformat.h"
+
+void store_options_init(struct store_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->create_if_missing = true;
+	o->write_buffer_size = 8u << 20;
+	o->block_size = 4096;
+	o->block_restart_interval = 16;
+	o->block_cache_bytes = 8u << 20;
+	o->bloom_bits_per_key = 10;
+	o->compression = STORE_COMPRESSION_LZ4;
+	o->max_open_files = 1000;
+	o->target_file_size = 4u << 20;
+	o->level_base_bytes = 16u << 20;
+	o->level_multiplier = 10;
+	o->l0_compaction_trigger = 4;
+	o->l0_slowdown_trigger = 8;
+	o->l0_stop_trigger = 12;
+}
+
+static int check_options(const struct store_options *o)
+{
+	if (o->write_buffer_size < 4096 || o->block_size < 64 ||
+	    o->block_restart_interval < 1 || o->bloom_bits_per_key < 0 ||
+	    o->bloom_bits_per_key > 64 || o->max_open_files < 1 ||
+	    o->target_file_size < 1024 || o->level_base_bytes < 1024 ||
+	    o->level_multiplier < 2 || o->l0_compaction_trigger < 1 ||
+	    o->l0_slowdown_trigger < o->l0_compaction_trigger ||
+	    o->l0_stop_trigger < o->l0_slowdown_trigger ||
+	    (o->compression != STORE_COMPRESSION_NONE &&
+	     o->compression != STORE_COMPRESSION_LZ4))
+		return -EINVAL;
+	return 0;
+}
+
+void db_report(struct store *st, bool locked, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!locked)
+		pthread_mutex_lock(&st->mu);
+	snprintf(st->errmsg, sizeof(st->errmsg), "%s", msg);
+	if (!locked)
+		pthread_mutex_unlock(&st->mu);
+	if (st->opt.log)
+		st->opt.log(st->opt.log_ctx, msg);
+}
+
+void store_errmsg(struct store *st, char *buf, size_t len)
+{
+	pthread_mutex_lock(&st->mu);
+	snprintf(buf, len, "%s", st->errmsg);
+	pthread_mutex_unlock(&st->mu);
+}
+
+void db_log_file_name(char *out, size_t len, const char *dir, uint64_t number)
+{
+	snprintf(out, len, "%s/%06" PRIu64 ".log", dir, number);
+}
+
+int db_pending_add(struct store *st, uint64_t number)
+{
+	if (st->npending == st->cap_pending) {
+		size_t cap = st->cap_pending ? st->cap_pending * 2 : 8;
+		uint64_t *p = realloc(st->pending_outputs, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		st->pending_outputs = p;
+		st->cap_pending = cap;
+	}
+	st->pending_outputs[st->npending++] = number;
+	return 0;
+}
+
+void db_pending_remove(struct store *st, uint64_t number)
+{
+	for (size_t i = 0; i < st->npending; i++) {
+		if (st->pending_outputs[i] == number) {
+			st->pending_outputs[i] = st->pending_outputs[--st->npending];
+			return;
+		}
+	}
+}
+
+enum file_kind { FK_OTHER, FK_LOG, FK_SST, FK_MANIFEST, FK_TEMP };
+
+/* Classify a directory entry and extract its number. */
+static enum file_kind parse_file_name(const char *name, uint64_t *number)
+{
+	char *end;
+	size_t n = strlen(name);
+	if (n > 4 && strcmp(name + n - 4, ".tmp") == 0)
+		return FK_TEMP;
+	if (strncmp(name, "MANIFEST-", 9) == 0) {
+		*number = strtoull(name + 9, &end, 10);
+		return (*end == '\0' && end != name + 9) ? FK_MANIFEST : FK_OTHER;
+	}
+	if (name[0] < '0' || name[0] > '9')
+		return FK_OTHER;
+	*number = strtoull(name, &end, 10);
+	if (strcmp(end, ".log") == 0)
+		return FK_LOG;
+	if (strcmp(end, ".sst") == 0)
+		return FK_SST;
+	return FK_OTHER;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void db_delete_obsolete_files(struct store *st)
+{
+	uint64_t *live = NULL;
+	size_t nlive = 0;
+	if (st->bg_error || version_set_live_files(st->vs, &live, &nlive)) {
+		/* After an error we cannot be sure what is live: keep all. */
+		free(live);
+		return;
+	}
+	for (size_t i = 0; i < st->npending; i++) {
+		uint64_t *p = realloc(live, (nlive + 1) * sizeof(*p));
+		if (!p) {
+			free(live);
+			return;
+		}
+		live = p;
+		live[nlive++] = st->pending_outputs[i];
+	}
+	qsort(live, nlive, sizeof(*live), cmp_u64);
+	uint64_t log_number = version_set_log_number(st->vs);
+	uint64_t manifest_number = version_set_manifest_number(st->vs);
+
+	pthread_mutex_unlock(&st->mu);
+	char **names = NULL;
+	size_t count = 0;
+	if (st->env->ops->list_dir(st->env, st->dir, &names, &count) == 0) {
+		for (size_t i = 0; i < count; i++) {
+			uint64_t number = 0;
+			bool keep = true;
+			switch (parse_file_name(names[i], &number)) {
+			case FK_LOG:
+				keep = number >= log_number;
+				break;
+			case FK_SST:
+				keep = bsearch(&number, live, nlive, sizeof(*live),
+					       cmp_u64) != NULL;
+				if (!keep)
+					table_cache_evict(st->tables, number);
+				break;
+			case FK_MANIFEST:
+				keep = number >= manifest_number;
+				break;
+			case FK_TEMP:
+				keep = false;
+				break;
+			case FK_OTHER:
+				break;
+			}
+			if (!keep) {
+				char path[4096];
+				snprintf(path, sizeof(path), "%s/%s", st->dir, names[i]);
+				/* A file we fail to delete is only wasted space;
+				 * the next pass tries again. */
+				(void)st->env->ops->unlink(st->env, path);
+			}
+		}
+		env_free_names(names, count);
+	}
+	free(live);
+	pthread_mutex_lock(&st->mu);
+}
+
+struct replay_ctx {
+	struct store *st;
+	struct memtable *mem;
+	uint64_t max_seq;
+};
+
+static int replay_op(void *ctx, uint64_t seq, int type, const uint8_t *key,
+		     size_t klen, const uint8_t *val, size_t vlen)
+{
+	struct replay_ctx *rc = ctx;
+	if (seq > rc->max_seq)
+		rc->max_seq = seq;
+	return memtable_add(rc->mem, seq, type, key, klen, val, vlen);
+}
+
+/*
+ * Replay one commit log into rc->mem, flushing to level-0 tables (added to
+ * edit) whenever the memtable fills.  newest: this is the last log, whose
+ * torn tail may be cut.
+ */
+static int replay_log(struct store *st, uint64_t number, bool newest,
+		      struct replay_ctx *rc, struct version_edit *edit)
+{
+	char path[4096];
+	db_log_file_name(path, sizeof(path), st->dir, number);
+	struct wal_reader *r;
+	int rc_ = wal_reader_open(st->env, path, &r);
+	if (rc_) {
+		db_report(st, true, "%s: cannot open commit log: %s", path,
+			  strerror(-rc_));
+		return rc_;
+	}
+	const uint8_t *rec;
+	size_t len;
+	int ret = 0;
+	for (;;) {
+		int n = wal_read_record(r, &rec, &len);
+		if (n == 0)
+			break;
+		if (n < 0) {
+			const struct wal_error *e = wal_reader_error(r);
+			if (n == -EUCLEAN && e->tail && newest &&
+			    !st->opt.paranoid_checks) {
+				uint64_t good = wal_reader_good_offset(r);
+				uint64_t size = 0;
+				(void)st->env->ops->file_size(st->env, path, &size);
+				db_report(st, true,
+					  "%s: torn tail at offset %" PRIu64
+					  " (%s): cut %" PRIu64 " bytes",
+					  path, e->offset, e->msg, size - good);
+				if (!st->opt.read_only)
+					ret = st->env->ops->truncate(st->env, path, good);
+			} else if (n == -EUCLEAN) {
+				db_report(st, true, "%s: offset %" PRIu64 ": %s",
+					  path, e->offset, e->msg);
+				ret = -EUCLEAN;
+			} else {
+				db_report(st, true, "%s: read error: %s", path,
+					  strerror(-n));
+				ret = n;
+			}
+			break;
+		}
+		ret = batch_iterate(rec, len, replay_op, rc);
+		if (ret == -EUCLEAN) {
+			db_report(st, true,
+				  "%s: record ending at offset %" PRIu64
+				  " is not a valid write batch",
+				  path, wal_reader_good_offset(r));
+			break;
+		}
+		if (ret)
+			break;
+		if (!st->opt.read_only &&
+		    memtable_memory_usage(rc->mem) > st->opt.write_buffer_size) {
+			ret = db_write_level0_table(st, rc->mem, edit, NULL);
+			memtable_unref(rc->mem);
+			rc->mem = memtable_new();
+			if (!rc->mem)
+				ret = ret ? ret : -ENOMEM;
+			if (ret)
+				break;
+		}
+	}
+	wal_reader_close(r);
+	return ret;
+}
+
+static int new_log(struct store *st, uint64_t number)
+{
+	char path[4096];
+	db_log_file_name(path, sizeof(path), st->dir, number);
+	return wal_writer_open(st->env, path, &st->log);
+}
+
+/* mu held. */
+static int recover(struct store *st)
+{
+	int rc = version_set_recover(st->vs);
+	if (rc == -ENOENT) {
+		if (!st->opt.create_if_missing) {
+			db_report(st, true, "%s: no store here (CURRENT missing)",
+				  st->dir);
+			return -ENOENT;
+		}
+		if (st->opt.read_only)
+			return -ENOENT;
+		rc = version_set_create(st->vs);
+	} else if (rc == 0 && st->opt.error_if_exists) {
+		db_report(st, true, "%s: store exists", st->dir);
+		return -EEXIST;
+	}
+	if (rc)
+		return rc;
+
+	/* Find the commit logs to replay. */
+	char **names = NULL;
+	size_t count = 0;
+	rc = st->env->ops->list_dir(st->env, st->dir, &names, &count);
+	if (rc)
+		return rc;
+	uint64_t *logs = calloc(count + 1, sizeof(*logs));
+	size_t nlogs = 0;
+	if (!logs) {
+		env_free_names(names, count);
+		return -ENOMEM;
+	}
+	uint64_t min_log = version_set_log_number(st->vs);
+	for (size_t i = 0; i < count; i++) {
+		uint64_t number;
+		enum file_kind k = parse_file_name(names[i], &number);
+		if (k == FK_LOG || k == FK_SST || k == FK_MANIFEST)
+			version_set_mark_file_number_used(st->vs, number);
+		if (k == FK_LOG && number >= min_log)
+			logs[nlogs++] = number;
+	}
+	env_free_names(names, count);
+	qsort(logs, nlogs, sizeof(*logs), cmp_u64);
+
+	struct version_edit edit;
+	version_edit_init(&edit);
+	struct replay_ctx rctx = { .st = st, .mem = memtable_new(),
+				   .max_seq = version_set_last_sequence(st->vs) };
+	if (!rctx.mem) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nlogs && rc == 0; i++)
+		rc = replay_log(st, logs[i], i + 1 == nlogs, &rctx, &edit);
+	if (rc)
+		goto out;
+	version_set_set_last_sequence(st->vs, rctx.max_seq);
+
+	if (st->opt.read_only) {
+		/* Serve the replayed writes from memory; write nothing. */
+		st->mem = rctx.mem;
+		rctx.mem = NULL;
+		goto out;
+	}
+	if (memtable_count(rctx.mem) > 0) {
+		rc = db_write_level0_table(st, rctx.mem, &edit, NULL);
+		if (rc)
+			goto out;
+	}
+	uint64_t log_number = version_set_new_file_number(st->vs);
+	rc = new_log(st, log_number);
+	if (rc) {
+		db_report(st, true, "%s: cannot create commit log: %s", st->dir,
+			  strerror(-rc));
+		goto out;
+	}
+	st->log_number = log_number;
+	version_edit_set_log_number(&edit, log_number);
+	rc = version_set_log_and_apply(st->vs, &edit, &st->mu);
+	if (rc)
+		goto out;
+	st->mem = memtable_new();
+	if (!st->mem) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	db_delete_obsolete_files(st);
+out:
+	if (rctx.mem)
+		memtable_unref(rctx.mem);
+	version_edit_free(&edit);
+	free(logs);
+	return rc;
+}
+
+static void store_free(struct store *st)
+{
+	if (st->log)
+		(void)wal_writer_close(st->log); /* close reports via its caller */
+	if (st->mem)
+		memtable_unref(st->mem);
+	if (st->imm)
+		memtable_unref(st->imm);
+	if (st->vs)
+		version_set_free(st->vs);
+	if (st->tables)
+		table_cache_free(st->tables);
+	if (st->cache)
+		block_cache_free(st->cache);
+	if (st->lock)
+		st->env->ops->unlock(st->lock);
+	store_batch_free(st->group);
+	pthread_mutex_destroy(&st->mu);
+	pthread_cond_destroy(&st->bg_cv);
+	pthread_cond_destroy(&st->work_cv);
+	free(st->pending_outputs);
+	free(st->dir);
+	free(st);
+}
+
+int store_open(const char *dir, const struct store_options *opt,
+	       struct store **out)
+{
+	struct store_options defaults;
+	if (!opt) {
+		store_options_init(&defaults);
+		opt = &defaults;
+	}
+	if (check_options(opt)) {
+		if (opt->log)
+			opt->log(opt->log_ctx, "store_open: invalid options");
+		return -EINVAL;
+	}
+	struct store *st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->opt = *opt;
+	st->env = opt->env ? opt->env : store_env_posix();
+	st->dir = strdup(dir);
+	pthread_mutex_init(&st->mu, NULL);
+	pthread_cond_init(&st->bg_cv, NULL);
+	pthread_cond_init(&st->work_cv, NULL);
+	st->snapshots.next = st->snapshots.prev = &st->snapshots;
+	st->group = store_batch_new();
+	st->cache = block_cache_new(opt->block_cache_bytes);
+	if (!st->dir || !st->group || !st->cache) {
+		store_free(st);
+		return -ENOMEM;
+	}
+	int rc;
+	if (!opt->read_only && opt->create_if_missing) {
+		rc = st->env->ops->mkdir(st->env, dir);
+		if (rc && rc != -EEXIST) {
+			db_report(st, false, "%s: cannot create directory: %s", dir,
+				  strerror(-rc));
+			store_free(st);
+			return rc;
+		}
+	}
+	if (!opt->read_only) {
+		char lockpath[4096];
+		snprintf(lockpath, sizeof(lockpath), "%s/LOCK", dir);
+		rc = st->env->ops->lock(st->env, lockpath, &st->lock);
+		if (rc) {
+			db_report(st, false, "%s: cannot lock: %s", lockpath,
+				  rc == -EBUSY ? "store in use by another process"
+					       : strerror(-rc));
+			store_free(st);
+			return rc;
+		}
+	}
+	/* Keep a few descriptors for logs and the MANIFEST. */
+	int tables_open = opt->max_open_files > 20 ? opt->max_open_files - 10
+						   : opt->max_open_files;
+	st->tables = table_cache_new(st->env, st->dir, tables_open, st->cache,
+				     &st->counters);
+	struct version_set_options vo = {
+		.env = st->env, .dir = st->dir, .opt = &st->opt,
+		.tables = st->tables, .manifest_bytes = &st->manifest_bytes,
+		.log = opt->log, .log_ctx = opt->log_ctx,
+	};
+	st->vs = st->tables ? version_set_new(&vo) : NULL;
+	if (!st->vs) {
+		store_free(st);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&st->mu);
+	rc = recover(st);
+	pthread_mutex_unlock(&st->mu);
+	if (rc == 0 && !opt->read_only) {
+		if (pthread_create(&st->bg_thread, NULL, db_bg_main, st))
+			rc = -EAGAIN;
+		else
+			st->bg_started = true;
+	}
+	if (rc) {
+		store_free(st);
+		return rc;
+	}
+	*out = st;
+	return 0;
+}
+
+int store_close(struct store *st)
+{
+	if (!st)
+		return 0;
+	pthread_mutex_lock(&st->mu);
+	st->shutting_down = true;
+	pthread_cond_broadcast(&st->work_cv);
+	pthread_mutex_unlock(&st->mu);
+	if (st->bg_started)
+		pthread_join(st->bg_thread, NULL);
+	int rc = st->bg_error;
+	if (st->log) {
+		/* A clean close leaves every acknowledged write durable. */
+		int r = rc ? 0 : wal_sync(st->log);
+		int c = wal_writer_close(st->log);
+		st->log = NULL;
+		if (!rc)
+			rc = r ? r : c;
+	}
+	if (!st->snapshots.next || st->snapshots.next != &st->snapshots) {
+		/* Unreleased snapshots are the caller's leak; free them. */
+		struct store_snapshot *s = st->snapshots.next;
+		while (s && s != &st->snapshots) {
+			struct store_snapshot *n = s->next;
+			free(s);
+			s = n;
+		}
+	}
+	store_free(st);
+	return rc;
+}

@@ -1,0 +1,142 @@
+/*
+ * db_int: the store object shared by db.c (open, recovery, close), db_write.c
+ * (group commit), db_read.c (point reads, snapshots, stats), db_iter.c (user
+ * iterators) and db_compact.c (the background thread: flushes and
+ * compactions).
+ *
+ * Locking: st->mu guards everything below marked (mu).  The head of the
+ * writer queue appends to the commit log and inserts into st->mem without
+ * holding mu (it is the only thread that touches the log and the only
+ * memtable writer); readers of st->mem need no lock (memtable.h).  One
+ * background thread does every flush and compaction, so at most one
+ * version_set_log_and_apply runs at a time after open.
+ */
+#ifndef LSMFS_STORE_DB_INT_H
+#define LSMFS_STORE_DB_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "env.h"
+#include "memtable.h"
+#include "sst.h"
+#include "store.h"
+#include "version.h"
+#include "wal.h"
+
+struct writer {
+	const struct store_batch *batch; /* NULL: sync-only or force-flush */
+	bool sync;
+	bool force_flush;
+	bool done;
+	int status;
+	pthread_cond_t cv;
+	struct writer *next;
+};
+
+struct store_snapshot {
+	uint64_t seq;
+	struct store_snapshot *prev, *next; /* list ordered by seq (mu) */
+};
+
+struct manual_compaction {
+	int level;
+	const uint8_t *begin, *end; /* user keys; NULL = open */
+	size_t blen, elen;
+	bool done;
+	int status;
+};
+
+struct store {
+	char *dir;
+	struct store_options opt;
+	struct store_env *env;
+	struct env_lock *lock;
+
+	pthread_mutex_t mu;
+	pthread_cond_t bg_cv;   /* background work finished or error (mu) */
+	pthread_cond_t work_cv; /* wakes the background thread (mu) */
+
+	struct memtable *mem;   /* (mu for the pointer) */
+	struct memtable *imm;   /* being flushed, or NULL (mu) */
+	atomic_bool has_imm;
+	struct wal_writer *log; /* owned by the writer-queue head */
+	uint64_t log_number;    /* (mu) */
+
+	struct version_set *vs;
+	struct table_cache *tables;
+	struct block_cache *cache;
+	struct sst_counters counters;
+
+	struct writer *writers_head, *writers_tail; /* (mu) */
+	struct store_batch *group; /* the head's scratch batch */
+
+	struct store_snapshot snapshots; /* sentinel of the list (mu) */
+
+	pthread_t bg_thread;
+	bool bg_started;
+	bool shutting_down;     /* (mu) */
+	bool bg_busy;           /* (mu) */
+	int bg_error;           /* sticky; writes fail with it (mu) */
+	struct manual_compaction *manual; /* (mu) */
+	uint64_t *pending_outputs; /* files being written (mu) */
+	size_t npending, cap_pending;
+
+	char errmsg[512];       /* last error (mu) */
+
+	/* statistics (mu unless atomic) */
+	atomic_uint_least64_t user_bytes;
+	atomic_uint_least64_t wal_bytes;
+	atomic_uint_least64_t wal_syncs;
+	uint64_t flush_bytes;
+	uint64_t compaction_read;
+	uint64_t compaction_written;
+	uint64_t manifest_bytes;
+	uint64_t flushes;
+	uint64_t compactions;
+	uint64_t stall_micros;
+};
+
+/* db.c */
+/* Format a message, send it to opt.log and keep it for store_errmsg.
+ * mu must NOT be held when locked is false. */
+void db_report(struct store *st, bool locked, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void db_log_file_name(char *out, size_t len, const char *dir, uint64_t number);
+int db_pending_add(struct store *st, uint64_t number); /* mu held */
+void db_pending_remove(struct store *st, uint64_t number); /* mu held */
+/* Delete files no live version or pending output needs.  mu held (dropped
+ * while unlinking). */
+void db_delete_obsolete_files(struct store *st);
+
+/* db_compact.c */
+void *db_bg_main(void *arg);
+/* Write mem to a new table; add it to edit at the level chosen for it.
+ * base may be NULL (level 0).  mu held (dropped during I/O). */
+int db_write_level0_table(struct store *st, struct memtable *mem,
+			  struct version_edit *edit, struct version *base);
+/* Record a background error (mu held) and wake everyone. */
+void db_set_bg_error(struct store *st, int err);
+
+/* db_read.c */
+/* The oldest sequence any snapshot can see (mu held). */
+uint64_t db_smallest_snapshot(struct store *st);
+/* Look ukey up at seq in the version's tables.  Returns 0 with *found set
+ * to MEMTABLE_FOUND (value in *val, malloc'd), MEMTABLE_DELETED or
+ * MEMTABLE_MISSING; or a negative errno. */
+int db_version_get(struct store *st, struct version *v, const uint8_t *ukey,
+		   size_t ulen, uint64_t seq, int *found, void **val,
+		   size_t *vlen);
+
+/* db_iter.c */
+/* A user iterator over internal iterator `internal` at sequence seq.
+ * Takes ownership of internal; cleanup(st, arg) runs at free. */
+struct store_iter *db_iter_new(struct store *st, struct iter *internal,
+			       uint64_t seq, const struct store_iter_options *o,
+			       void (*cleanup)(struct store *, void *),
+			       void *cleanup_arg);
+
+#endif

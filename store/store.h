@@ -1,0 +1,195 @@
+/*
+ * store.h: the public API of the lsmfs LSM key-value store.  The only store
+ * header that fs/, mkfs/ and tools/ include.
+ *
+ * Keys and values are byte strings, ordered by memcmp (shorter first on a
+ * common prefix).  Every function that can fail returns 0 or a negative
+ * errno: -ENOENT (no such key), -ENOMEM, -EIO, -ENOSPC, -EINVAL (bad
+ * argument or options), -EBUSY (store locked by another user), -EEXIST
+ * (error_if_exists), -EUCLEAN (corruption; the message names file and
+ * offset and is passed to options.log and kept for store_errmsg()).
+ *
+ * Thread safety: a struct store may be used by any number of threads at
+ * once.  A batch or an iterator belongs to one thread at a time.
+ * On-disk format: store/FORMAT.md.
+ */
+#ifndef LSMFS_STORE_H
+#define LSMFS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+struct store_batch;
+struct store_iter;
+struct store_snapshot;
+struct store_env; /* file I/O layer; NULL means the real filesystem */
+
+#define STORE_MAX_LEVELS 7
+
+enum store_compression {
+	STORE_COMPRESSION_NONE = 0,
+	STORE_COMPRESSION_LZ4 = 1,
+};
+
+struct store_options {
+	bool create_if_missing;     /* default true */
+	bool error_if_exists;       /* default false */
+	bool read_only;             /* default false: no writes, no compaction */
+	bool paranoid_checks;       /* default false: a torn log tail is an error */
+	bool sync;                  /* default false: fsync the log on every write */
+	size_t write_buffer_size;   /* memtable bytes before a flush; default 8 MiB */
+	size_t block_size;          /* uncompressed data block target; default 4 KiB */
+	size_t block_restart_interval; /* keys between restart points; default 16 */
+	size_t block_cache_bytes;   /* LRU cache of data blocks; default 8 MiB */
+	int bloom_bits_per_key;     /* 0 = no filter; default 10 */
+	enum store_compression compression; /* default lz4 */
+	int max_open_files;         /* table cache bound; default 1000 */
+	uint64_t target_file_size;  /* SSTable split size; default 4 MiB */
+	uint64_t level_base_bytes;  /* L1 target size; default 16 MiB */
+	int level_multiplier;       /* each level's target x this; default 10 */
+	int l0_compaction_trigger;  /* default 4 */
+	int l0_slowdown_trigger;    /* default 8: writers sleep 1 ms per write */
+	int l0_stop_trigger;        /* default 12: writers wait for compaction */
+	struct store_env *env;      /* default NULL: real files */
+	/* Reports (a torn log tail that was cut, background errors, corruption),
+	 * one line each without a newline.  NULL: reports are dropped. */
+	void (*log)(void *ctx, const char *msg);
+	void *log_ctx;
+};
+
+/* Fill *opt with the defaults above. */
+void store_options_init(struct store_options *opt);
+
+/*
+ * Open (or create) the store in directory dir.  Recovers from the commit
+ * log; a torn tail of the newest log is cut and reported through opt->log.
+ * Returns 0 and *out, or a negative errno; on -EUCLEAN the message naming
+ * file and offset went to opt->log.
+ */
+int store_open(const char *dir, const struct store_options *opt,
+	       struct store **out);
+/* Stop background work and release everything.  Unflushed memtable data
+ * stays in the commit log.  Returns the first background error, if any. */
+int store_close(struct store *st);
+
+/* Write flags. */
+#define STORE_WRITE_SYNC 1u /* make this write durable before returning */
+
+int store_put(struct store *st, const void *key, size_t klen,
+	      const void *val, size_t vlen, unsigned flags);
+int store_delete(struct store *st, const void *key, size_t klen,
+		 unsigned flags);
+/* Apply every operation of the batch atomically (all or none, also across
+ * a crash).  The batch is left unchanged. */
+int store_write(struct store *st, const struct store_batch *b, unsigned flags);
+/* Make every write acknowledged so far durable. */
+int store_sync(struct store *st);
+
+/*
+ * Point read at snap (NULL: the latest).  On success *val is a malloc'd
+ * copy (free() it; it is NUL-terminated for convenience) and *vlen its
+ * length.  -ENOENT if absent.
+ */
+int store_get(struct store *st, const struct store_snapshot *snap,
+	      const void *key, size_t klen, void **val, size_t *vlen);
+
+/* Snapshots pin a sequence number: reads through them see the store as it
+ * was.  Release each exactly once. */
+const struct store_snapshot *store_snapshot_new(struct store *st);
+void store_snapshot_release(struct store *st, const struct store_snapshot *snap);
+uint64_t store_snapshot_seq(const struct store_snapshot *snap);
+
+/* Write batches. */
+struct store_batch *store_batch_new(void);
+void store_batch_free(struct store_batch *b);
+void store_batch_clear(struct store_batch *b);
+int store_batch_put(struct store_batch *b, const void *key, size_t klen,
+		    const void *val, size_t vlen);
+int store_batch_delete(struct store_batch *b, const void *key, size_t klen);
+size_t store_batch_count(const struct store_batch *b);
+
+/*
+ * Iterators see one consistent snapshot (snap, or the store when created).
+ * Bounds: keys in [lower, upper); NULL means unbounded.  The bound bytes are
+ * copied.
+ */
+struct store_iter_options {
+	const struct store_snapshot *snap;
+	const void *lower;
+	size_t lower_len;
+	const void *upper;
+	size_t upper_len;
+};
+int store_iter_new(struct store *st, const struct store_iter_options *opt,
+		   struct store_iter **out);
+void store_iter_free(struct store_iter *it);
+void store_iter_seek_first(struct store_iter *it);
+void store_iter_seek_last(struct store_iter *it);
+/* First key >= key. */
+void store_iter_seek(struct store_iter *it, const void *key, size_t klen);
+/* Last key <= key. */
+void store_iter_seek_for_prev(struct store_iter *it, const void *key, size_t klen);
+bool store_iter_valid(const struct store_iter *it);
+/* REQUIRES: valid. */
+void store_iter_next(struct store_iter *it);
+void store_iter_prev(struct store_iter *it);
+/* REQUIRES: valid.  Pointers stay good until the iterator moves. */
+const void *store_iter_key(const struct store_iter *it, size_t *len);
+const void *store_iter_value(const struct store_iter *it, size_t *len);
+/* 0, or the first error the iterator met (sticky). */
+int store_iter_status(const struct store_iter *it);
+
+/* Write the memtable to an L0 table and wait for it. */
+int store_flush(struct store *st);
+/* Compact every level over [begin, end] (NULL: open end) down to the
+ * bottom, and wait. */
+int store_compact_range(struct store *st, const void *begin, size_t blen,
+			const void *end, size_t elen);
+
+struct store_stats {
+	uint64_t user_bytes_written;   /* keys + values handed to writes */
+	uint64_t wal_bytes_written;
+	uint64_t wal_syncs;
+	uint64_t flush_bytes_written;
+	uint64_t compaction_bytes_read;
+	uint64_t compaction_bytes_written;
+	uint64_t manifest_bytes_written;
+	uint64_t flushes;
+	uint64_t compactions;
+	uint64_t level_files[STORE_MAX_LEVELS];
+	uint64_t level_bytes[STORE_MAX_LEVELS];
+	uint64_t block_cache_hits;
+	uint64_t block_cache_misses;
+	uint64_t block_cache_bytes;    /* in use now */
+	uint64_t bloom_checked;        /* filter consulted */
+	uint64_t bloom_useful;         /* filter said "absent": a read avoided */
+	uint64_t bloom_false_positive; /* filter said "maybe", key absent */
+	uint64_t write_stall_micros;   /* writers slowed or stopped */
+	uint64_t memtable_bytes;       /* active + immutable, now */
+	uint64_t last_sequence;
+};
+void store_get_stats(struct store *st, struct store_stats *out);
+/* Write amplification: (wal + flush + compaction + manifest) / user bytes. */
+double store_stats_write_amp(const struct store_stats *s);
+
+/* Copy the last error message into buf (empty if none). */
+void store_errmsg(struct store *st, char *buf, size_t len);
+
+/*
+ * Offline tools (used by store-tool and fsck).  They open nothing for
+ * writing.  report() receives one line per finding or dumped item.
+ *
+ * store_verify: read every file the MANIFEST names and every commit log,
+ * checking every checksum; 0 if all is whole, -EUCLEAN if anything is not
+ * (each problem reported, naming file and offset).
+ */
+typedef void (*store_report_fn)(void *ctx, const char *line);
+int store_verify(const char *dir, const struct store_options *opt,
+		 store_report_fn report, void *ctx);
+/* what: "manifest", "tables", "keys", "logs". */
+int store_dump(const char *dir, const struct store_options *opt,
+	       const char *what, store_report_fn report, void *ctx);
+
+#endif
