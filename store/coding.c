@@ -38,6 +38,9 @@ const uint8_t *get_varint64(const uint8_t *p, const uint8_t *limit, uint64_t *v)
 	uint64_t r = 0;
 	for (int shift = 0; shift <= 63 && p < limit; shift += 7) {
 		uint64_t byte = *p++;
+		/* The 10th byte holds bit 63 only: more would overflow. */
+		if (shift == 63 && byte > 1)
+			return NULL;
 		r |= (byte & 0x7f) << shift;
 		if (!(byte & 0x80)) {
 			*v = r;

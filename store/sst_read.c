@@ -1,0 +1,1004 @@
+/*
+ * sst_read: reading an SSTable: open (footer, index, filter), point
+ * lookups, the two-level iterator, verification.  FORMAT.md "SSTable".
+ *
+ * A reader keeps the index block and the filter in memory for its whole
+ * life; sst_open checks the footer and both blocks' checksums and walks
+ * the whole index once, so every data block handle used later is known to
+ * lie inside the data area.  Data blocks are read with env pread, checked
+ * (checksum, type, LZ4 length) and, unless the caller says otherwise, put
+ * in the block cache under (file number, block offset) with the block's
+ * memory as value: a cache hit is a hash lookup and a pin, no copy.
+ *
+ * Corruption is -EUCLEAN with a message "path: <what> at offset N: <why>".
+ * Iterators have no message channel: their message is kept in the reader
+ * (first one wins) and their status is -EUCLEAN.
+ *
+ * Thread safety: a reader is immutable after open, except for the kept
+ * iterator message (mu); many threads may get and iterate at once.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <lz4.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "block.h"
+#include "dbformat.h"
+#include "sst.h"
+
+/* Block memory: a struct block, then the payload (one allocation, freed
+ * with free(); also the block cache's value). */
+#define BLOCK_HEAD ((sizeof(struct block) + 15) & ~(size_t)15)
+
+struct sst_reader {
+	struct store_env *env;
+	struct env_rfile *file;
+	char *path;
+	uint64_t number;
+	uint64_t size;
+	struct block_cache *cache;
+	struct sst_counters *counters;
+	struct block_handle index_handle;
+	struct block_handle filter_handle;
+	struct block *index;   /* BLOCK_HEAD memory */
+	void *filter_mem;
+	const uint8_t *filter; /* NULL: no filter */
+	size_t filter_len;
+	uint64_t data_end; /* data blocks lie in [0, data_end) */
+	uint64_t data_blocks;
+	void *owner;
+	pthread_mutex_t mu;
+	char *iter_errmsg;
+};
+
+/* ---- messages and counters ---- */
+
+__attribute__((format(printf, 1, 2)))
+static char *msgf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return n < 0 ? NULL : s;
+}
+
+static void give_msg(char **errmsg, char *m)
+{
+	if (errmsg)
+		*errmsg = m;
+	else
+		free(m);
+}
+
+/* Keep the first iterator error message; take ownership of m. */
+static void note_iter_error(struct sst_reader *r, char *m)
+{
+	pthread_mutex_lock(&r->mu);
+	if (!r->iter_errmsg) {
+		r->iter_errmsg = m;
+		m = NULL;
+	}
+	pthread_mutex_unlock(&r->mu);
+	free(m);
+}
+
+/* Bump a shared counter (counters may be NULL). */
+#define COUNT(r, field)                                                      \
+	do {                                                                 \
+		if ((r)->counters)                                           \
+			atomic_fetch_add_explicit(&(r)->counters->field, 1,  \
+						  memory_order_relaxed);     \
+	} while (0)
+
+/* ---- block reading ---- */
+
+/* Is h a block (payload + trailer) inside [0, end)? */
+static bool handle_within(const struct block_handle *h, uint64_t end)
+{
+	return h->size <= end && end - h->size >= BLOCK_TRAILER_SIZE &&
+	       h->offset <= end - h->size - BLOCK_TRAILER_SIZE;
+}
+
+/*
+ * Read the stored block h (payload + trailer) into dst and check it.  On
+ * success *type is its compression type.
+ */
+static int read_raw(struct sst_reader *r, const char *what,
+		    const struct block_handle *h, uint8_t *dst, uint8_t *type,
+		    char **msg)
+{
+	size_t n = (size_t)h->size + BLOCK_TRAILER_SIZE;
+	size_t got = 0;
+	int rc = r->env->ops->pread(r->file, dst, n, h->offset, &got);
+	if (rc) {
+		give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": read failed: %s",
+				   r->path, what, h->offset, strerror(-rc)));
+		return rc;
+	}
+	if (got != n) {
+		give_msg(msg, msgf("%s: %s at offset %" PRIu64
+				   ": short read (%zu of %zu bytes)",
+				   r->path, what, h->offset, got, n));
+		return -EUCLEAN;
+	}
+	if (get_le32(dst + h->size + 1) != checksum32(dst, (size_t)h->size + 1)) {
+		give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": checksum mismatch",
+				   r->path, what, h->offset));
+		return -EUCLEAN;
+	}
+	*type = dst[h->size];
+	if (*type != BLOCK_TYPE_NONE && *type != BLOCK_TYPE_LZ4) {
+		give_msg(msg, msgf("%s: %s at offset %" PRIu64
+				   ": unknown compression type %u",
+				   r->path, what, h->offset, *type));
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* The uncompressed length and the LZ4 data of an LZ4 payload. */
+static int lz4_header(struct sst_reader *r, const char *what,
+		      const struct block_handle *h, const uint8_t *p,
+		      uint32_t *ulen, const uint8_t **src, size_t *slen,
+		      char **msg)
+{
+	const uint8_t *limit = p + h->size;
+	const uint8_t *q = get_varint32(p, limit, ulen);
+	/* LZ4 cannot expand data more than 255 times. */
+	if (!q || (uint64_t)*ulen > 255 * (uint64_t)(limit - q) + 64 ||
+	    *ulen > LZ4_MAX_INPUT_SIZE) {
+		give_msg(msg, msgf("%s: %s at offset %" PRIu64
+				   ": bad compressed length", r->path, what,
+				   h->offset));
+		return -EUCLEAN;
+	}
+	*src = q;
+	*slen = (size_t)(limit - q);
+	return 0;
+}
+
+static int lz4_decode(struct sst_reader *r, const char *what,
+		      const struct block_handle *h, const uint8_t *src,
+		      size_t slen, uint8_t *dst, uint32_t ulen, char **msg)
+{
+	int n = LZ4_decompress_safe((const char *)src, (char *)dst, (int)slen,
+				    (int)ulen);
+	if (n < 0 || (uint32_t)n != ulen) {
+		give_msg(msg, msgf("%s: %s at offset %" PRIu64
+				   ": bad LZ4 data", r->path, what, h->offset));
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/*
+ * Read block h into a new allocation: BLOCK_HEAD bytes of room, then the
+ * (decompressed) payload at *data, *len bytes.
+ */
+static int read_block_alloc(struct sst_reader *r, const char *what,
+			    const struct block_handle *h, void **mem,
+			    const uint8_t **data, size_t *len, char **msg)
+{
+	*mem = NULL;
+	if (h->size > SIZE_MAX / 2) {
+		give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": too large",
+				   r->path, what, h->offset));
+		return -EUCLEAN;
+	}
+	uint8_t *raw = malloc(BLOCK_HEAD + h->size + BLOCK_TRAILER_SIZE);
+	if (!raw)
+		return -ENOMEM;
+	uint8_t type;
+	int rc = read_raw(r, what, h, raw + BLOCK_HEAD, &type, msg);
+	if (rc) {
+		free(raw);
+		return rc;
+	}
+	if (type == BLOCK_TYPE_NONE) {
+		*mem = raw;
+		*data = raw + BLOCK_HEAD;
+		*len = h->size;
+		return 0;
+	}
+	uint32_t ulen;
+	const uint8_t *src;
+	size_t slen;
+	uint8_t *plain = NULL;
+	rc = lz4_header(r, what, h, raw + BLOCK_HEAD, &ulen, &src, &slen, msg);
+	if (rc == 0) {
+		plain = malloc(BLOCK_HEAD + ulen);
+		rc = plain ? lz4_decode(r, what, h, src, slen, plain + BLOCK_HEAD,
+					ulen, msg)
+			   : -ENOMEM;
+	}
+	free(raw);
+	if (rc) {
+		free(plain);
+		return rc;
+	}
+	*mem = plain;
+	*data = plain + BLOCK_HEAD;
+	*len = ulen;
+	return 0;
+}
+
+/* Read block h into the reusable buffers io (raw) and plain
+ * (decompressed). */
+static int read_block_scratch(struct sst_reader *r, const struct block_handle *h,
+			      struct buf *io, struct buf *plain,
+			      const uint8_t **data, size_t *len, char **msg)
+{
+	buf_clear(io);
+	if (h->size > SIZE_MAX / 2 ||
+	    buf_reserve(io, (size_t)h->size + BLOCK_TRAILER_SIZE))
+		return -ENOMEM;
+	uint8_t type;
+	int rc = read_raw(r, "block", h, io->data, &type, msg);
+	if (rc)
+		return rc;
+	if (type == BLOCK_TYPE_NONE) {
+		*data = io->data;
+		*len = h->size;
+		return 0;
+	}
+	uint32_t ulen;
+	const uint8_t *src;
+	size_t slen;
+	rc = lz4_header(r, "block", h, io->data, &ulen, &src, &slen, msg);
+	if (rc)
+		return rc;
+	buf_clear(plain);
+	if (buf_reserve(plain, ulen ? ulen : 1))
+		return -ENOMEM;
+	rc = lz4_decode(r, "block", h, src, slen, plain->data, ulen, msg);
+	if (rc)
+		return rc;
+	*data = plain->data;
+	*len = ulen;
+	return 0;
+}
+
+static int bad_block(struct sst_reader *r, const char *what,
+		     const struct block_handle *h, char **msg)
+{
+	give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": malformed block",
+			   r->path, what, h->offset));
+	return -EUCLEAN;
+}
+
+/* A data block read into its own allocation (BLOCK_HEAD layout). */
+static int read_data_block(struct sst_reader *r, const struct block_handle *h,
+			   struct block **out, char **msg)
+{
+	void *mem;
+	const uint8_t *data;
+	size_t len;
+	int rc = read_block_alloc(r, "block", h, &mem, &data, &len, msg);
+	if (rc)
+		return rc;
+	struct block *b = mem;
+	if (block_init(b, data, len)) {
+		free(mem);
+		return bad_block(r, "block", h, msg);
+	}
+	*out = b;
+	return 0;
+}
+
+static void block_deleter(void *value)
+{
+	free(value);
+}
+
+/*
+ * The data block h, from the cache or the file.  It is pinned by *handle
+ * (cache) or owned through *owned (free it); exactly one is set.
+ */
+static int get_block(struct sst_reader *r, const struct block_handle *h,
+		     const struct block **out, struct cache_handle **handle,
+		     void **owned, char **msg)
+{
+	*handle = NULL;
+	*owned = NULL;
+	if (r->cache) {
+		*handle = block_cache_lookup(r->cache, r->number, h->offset);
+		if (*handle) {
+			*out = block_cache_value(*handle);
+			return 0;
+		}
+	}
+	struct block *b;
+	int rc = read_data_block(r, h, &b, msg);
+	if (rc)
+		return rc;
+	COUNT(r, block_reads);
+	if (r->cache)
+		*handle = block_cache_insert(r->cache, r->number, h->offset, b,
+					     BLOCK_HEAD + b->size, block_deleter);
+	if (!*handle)
+		*owned = b; /* no cache, or the insert failed */
+	*out = b;
+	return 0;
+}
+
+/* ---- open / close ---- */
+
+static int check_index(struct sst_reader *r, char **msg)
+{
+	struct block_iter it;
+	block_iter_init(&it, ikey_compare);
+	block_iter_reset(&it, r->index);
+	uint64_t n = 0, next_off = 0;
+	int rc = 0;
+	for (block_iter_seek_first(&it); block_iter_valid(&it);
+	     block_iter_next(&it)) {
+		struct block_handle h;
+		const uint8_t *end = block_handle_decode(it.val, it.val + it.vlen, &h);
+		/* Blocks follow each other in key order. */
+		if (!end || end != it.val + it.vlen || it.klen < IKEY_TAG_LEN ||
+		    !handle_within(&h, r->data_end) || h.offset < next_off) {
+			rc = -EUCLEAN;
+			break;
+		}
+		next_off = h.offset + h.size + BLOCK_TRAILER_SIZE;
+		n++;
+	}
+	if (rc == 0)
+		rc = it.status;
+	block_iter_release(&it);
+	if (rc == -EUCLEAN)
+		give_msg(msg, msgf("%s: index block at offset %" PRIu64
+				   ": bad entry %" PRIu64, r->path,
+				   r->index_handle.offset, n));
+	r->data_blocks = n;
+	return rc;
+}
+
+static int read_footer(struct sst_reader *r, char **msg)
+{
+	if (r->size < SST_FOOTER_SIZE) {
+		give_msg(msg, msgf("%s: %" PRIu64 " bytes: too short for a table",
+				   r->path, r->size));
+		return -EUCLEAN;
+	}
+	uint64_t foot = r->size - SST_FOOTER_SIZE;
+	uint8_t f[SST_FOOTER_SIZE];
+	size_t got = 0;
+	int rc = r->env->ops->pread(r->file, f, sizeof(f), foot, &got);
+	if (rc) {
+		give_msg(msg, msgf("%s: footer at offset %" PRIu64 ": read failed: %s",
+				   r->path, foot, strerror(-rc)));
+		return rc;
+	}
+	const char *why = NULL;
+	const uint8_t *p = f, *limit = f + 40;
+	if (got != sizeof(f))
+		why = "short read (file truncated?)";
+	else if (get_le32(f + 44) != SST_MAGIC)
+		why = "bad magic number";
+	else if (get_le32(f + 40) != SST_FORMAT_VERSION)
+		why = "unsupported format version";
+	else if (!(p = block_handle_decode(p, limit, &r->filter_handle)) ||
+		 !(p = block_handle_decode(p, limit, &r->index_handle)))
+		why = "bad block handles";
+	if (!why) {
+		while (p < limit && *p == 0)
+			p++;
+		if (p != limit)
+			why = "nonzero padding";
+	}
+	if (!why && !handle_within(&r->index_handle, foot))
+		why = "index handle out of range";
+	if (!why && r->filter_handle.size == 0 && r->filter_handle.offset != 0)
+		why = "bad filter handle";
+	if (!why && r->filter_handle.size &&
+	    !handle_within(&r->filter_handle, r->index_handle.offset))
+		why = "filter handle out of range";
+	if (why) {
+		give_msg(msg, msgf("%s: footer at offset %" PRIu64 ": %s", r->path,
+				   foot, why));
+		return -EUCLEAN;
+	}
+	r->data_end = r->filter_handle.size ? r->filter_handle.offset
+					    : r->index_handle.offset;
+	return 0;
+}
+
+int sst_open(struct store_env *env, const char *path, uint64_t file_number,
+	     uint64_t file_size, struct block_cache *cache,
+	     struct sst_counters *counters, struct sst_reader **out,
+	     char **errmsg)
+{
+	*out = NULL;
+	struct sst_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->path = strdup(path);
+	if (!r->path || pthread_mutex_init(&r->mu, NULL)) {
+		free(r->path);
+		free(r);
+		return -ENOMEM;
+	}
+	r->env = env;
+	r->number = file_number;
+	r->size = file_size;
+	r->cache = cache;
+	r->counters = counters;
+
+	int rc = env->ops->open_readable(env, path, &r->file);
+	if (rc) {
+		give_msg(errmsg, msgf("%s: cannot open: %s", path, strerror(-rc)));
+		r->file = NULL;
+		goto out;
+	}
+	rc = read_footer(r, errmsg);
+	if (rc)
+		goto out;
+
+	void *mem;
+	const uint8_t *data;
+	size_t len;
+	rc = read_block_alloc(r, "index block", &r->index_handle, &mem, &data,
+			      &len, errmsg);
+	if (rc)
+		goto out;
+	r->index = mem;
+	if (block_init(r->index, data, len)) {
+		rc = bad_block(r, "index block", &r->index_handle, errmsg);
+		goto out;
+	}
+	rc = check_index(r, errmsg);
+	if (rc)
+		goto out;
+
+	if (r->filter_handle.size) {
+		rc = read_block_alloc(r, "filter block", &r->filter_handle,
+				      &r->filter_mem, &r->filter, &r->filter_len,
+				      errmsg);
+		if (rc)
+			goto out;
+	}
+	*out = r;
+out:
+	if (rc)
+		sst_close(r);
+	return rc;
+}
+
+void sst_close(struct sst_reader *r)
+{
+	if (!r)
+		return;
+	if (r->file)
+		r->env->ops->close_readable(r->file);
+	free(r->index);
+	free(r->filter_mem);
+	free(r->iter_errmsg);
+	free(r->path);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}
+
+void sst_reader_set_owner(struct sst_reader *r, void *owner)
+{
+	r->owner = owner;
+}
+
+void *sst_reader_owner(const struct sst_reader *r)
+{
+	return r->owner;
+}
+
+void sst_describe(struct sst_reader *r, uint64_t *data_blocks,
+		  uint64_t *filter_bytes, uint64_t *index_bytes)
+{
+	if (data_blocks)
+		*data_blocks = r->data_blocks;
+	if (filter_bytes)
+		*filter_bytes = r->filter_len;
+	if (index_bytes)
+		*index_bytes = r->index->size;
+}
+
+/* ---- point lookups ---- */
+
+static int index_value_handle(struct sst_reader *r, const struct block_iter *ii,
+			      struct block_handle *h, char **msg)
+{
+	/* check_index vetted every entry; this guards against nothing but
+	 * a bug, cheaply. */
+	if (!block_handle_decode(ii->val, ii->val + ii->vlen, h) ||
+	    !handle_within(h, r->data_end)) {
+		give_msg(msg, msgf("%s: index block at offset %" PRIu64
+				   ": bad block handle", r->path,
+				   r->index_handle.offset));
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+int sst_get(struct sst_reader *r, const uint8_t *ikey, size_t klen,
+	    sst_saver_fn saver, void *ctx, char **errmsg)
+{
+	if (klen < IKEY_TAG_LEN)
+		return -EINVAL;
+	bool filtered = false;
+	if (r->filter) {
+		COUNT(r, bloom_checked);
+		if (!bloom_may_contain(r->filter, r->filter_len, ikey,
+				       klen - IKEY_TAG_LEN)) {
+			COUNT(r, bloom_useful);
+			return 0;
+		}
+		filtered = true;
+	}
+
+	struct block_iter ii, di;
+	block_iter_init(&ii, ikey_compare);
+	block_iter_init(&di, ikey_compare);
+	block_iter_reset(&ii, r->index);
+	struct cache_handle *handle = NULL;
+	void *owned = NULL;
+	bool found = false;
+	int rc = 0;
+
+	block_iter_seek(&ii, ikey, klen);
+	if (!block_iter_valid(&ii)) {
+		if (ii.status) {
+			rc = ii.status;
+			give_msg(errmsg, msgf("%s: index block at offset %" PRIu64
+					      ": corrupt entry", r->path,
+					      r->index_handle.offset));
+		}
+		goto out;
+	}
+	struct block_handle h;
+	rc = index_value_handle(r, &ii, &h, errmsg);
+	if (rc)
+		goto out;
+	const struct block *b;
+	rc = get_block(r, &h, &b, &handle, &owned, errmsg);
+	if (rc)
+		goto out;
+	block_iter_reset(&di, b);
+	block_iter_seek(&di, ikey, klen);
+	if (block_iter_valid(&di)) {
+		found = di.klen >= IKEY_TAG_LEN &&
+			ukey_compare(di.key, di.klen - IKEY_TAG_LEN, ikey,
+				     klen - IKEY_TAG_LEN) == 0;
+		saver(ctx, di.key, di.klen, di.val, di.vlen);
+	} else if (di.status) {
+		rc = di.status;
+		give_msg(errmsg, msgf("%s: block at offset %" PRIu64
+				      ": corrupt entry", r->path, h.offset));
+	}
+out:
+	if (rc == 0 && filtered && !found)
+		COUNT(r, bloom_false_positive);
+	if (handle)
+		block_cache_release(r->cache, handle);
+	free(owned);
+	block_iter_release(&ii);
+	block_iter_release(&di);
+	return rc;
+}
+
+/* ---- two-level iterator ---- */
+
+struct sst_iter {
+	struct iter base;
+	struct sst_reader *r;
+	bool fill_cache;
+	int status;
+	bool have_block; /* data is over block_offset's block */
+	uint64_t block_offset;
+	struct cache_handle *handle; /* the block pinned in the cache, or */
+	void *owned;                 /* a block read for the iterator alone */
+	struct block scratch;        /* ... or one in io/plain */
+	struct buf io, plain;
+	struct block_iter index;
+	struct block_iter data;
+	void (*done)(void *a, void *b);
+	void *done_a, *done_b;
+};
+
+static void release_block(struct sst_iter *it)
+{
+	if (it->handle) {
+		block_cache_release(it->r->cache, it->handle);
+		it->handle = NULL;
+	}
+	free(it->owned);
+	it->owned = NULL;
+	it->have_block = false;
+	block_iter_reset(&it->data, NULL);
+}
+
+/* Make the iterator fail with rc; m (owned) goes to the reader. */
+static void fail(struct sst_iter *it, int rc, char *m)
+{
+	release_block(it);
+	it->status = rc;
+	if (m)
+		note_iter_error(it->r, m);
+}
+
+static void fail_index(struct sst_iter *it)
+{
+	fail(it, it->index.status,
+	     msgf("%s: index block at offset %" PRIu64 ": corrupt entry",
+		  it->r->path, it->r->index_handle.offset));
+}
+
+/* Load the block the index iterator points at (if not loaded already). */
+static void init_data_block(struct sst_iter *it)
+{
+	if (!block_iter_valid(&it->index)) {
+		if (it->index.status)
+			fail_index(it);
+		else
+			release_block(it);
+		return;
+	}
+	struct block_handle h;
+	char *m = NULL;
+	int rc = index_value_handle(it->r, &it->index, &h, &m);
+	if (rc) {
+		fail(it, rc, m);
+		return;
+	}
+	if (it->have_block && it->block_offset == h.offset)
+		return;
+	release_block(it);
+
+	const struct block *b = NULL;
+	struct sst_reader *r = it->r;
+	if (it->fill_cache && r->cache) {
+		rc = get_block(r, &h, &b, &it->handle, &it->owned, &m);
+	} else {
+		/* Use a cached copy if there is one, but add nothing. */
+		if (r->cache)
+			it->handle = block_cache_lookup(r->cache, r->number,
+							h.offset);
+		if (it->handle) {
+			b = block_cache_value(it->handle);
+		} else {
+			const uint8_t *data;
+			size_t len;
+			rc = read_block_scratch(r, &h, &it->io, &it->plain,
+						&data, &len, &m);
+			if (rc == 0 && block_init(&it->scratch, data, len))
+				rc = bad_block(r, "block", &h, &m);
+			if (rc == 0) {
+				COUNT(r, block_reads);
+				b = &it->scratch;
+			}
+		}
+	}
+	if (rc) {
+		fail(it, rc, m);
+		return;
+	}
+	block_iter_reset(&it->data, b);
+	it->have_block = true;
+	it->block_offset = h.offset;
+}
+
+static void fail_data(struct sst_iter *it)
+{
+	fail(it, it->data.status,
+	     msgf("%s: block at offset %" PRIu64 ": corrupt entry", it->r->path,
+		  it->block_offset));
+}
+
+/* Move forward past exhausted or empty blocks. */
+static void skip_forward(struct sst_iter *it)
+{
+	while (!it->status) {
+		if (it->have_block) {
+			if (block_iter_valid(&it->data))
+				return;
+			if (it->data.status) {
+				fail_data(it);
+				return;
+			}
+		}
+		if (!block_iter_valid(&it->index)) {
+			init_data_block(it); /* releases, or fails */
+			return;
+		}
+		block_iter_next(&it->index);
+		init_data_block(it);
+		if (it->have_block)
+			block_iter_seek_first(&it->data);
+	}
+}
+
+static void skip_backward(struct sst_iter *it)
+{
+	while (!it->status) {
+		if (it->have_block) {
+			if (block_iter_valid(&it->data))
+				return;
+			if (it->data.status) {
+				fail_data(it);
+				return;
+			}
+		}
+		if (!block_iter_valid(&it->index)) {
+			init_data_block(it);
+			return;
+		}
+		block_iter_prev(&it->index);
+		init_data_block(it);
+		if (it->have_block)
+			block_iter_seek_last(&it->data);
+	}
+}
+
+static bool si_valid(struct iter *base)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	return it->have_block && block_iter_valid(&it->data);
+}
+
+static void si_seek_first(struct iter *base)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	if (it->status)
+		return;
+	block_iter_seek_first(&it->index);
+	init_data_block(it);
+	if (it->have_block)
+		block_iter_seek_first(&it->data);
+	skip_forward(it);
+}
+
+static void si_seek_last(struct iter *base)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	if (it->status)
+		return;
+	block_iter_seek_last(&it->index);
+	init_data_block(it);
+	if (it->have_block)
+		block_iter_seek_last(&it->data);
+	skip_backward(it);
+}
+
+static void si_seek(struct iter *base, const uint8_t *t, size_t n)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	if (it->status)
+		return;
+	block_iter_seek(&it->index, t, n);
+	init_data_block(it);
+	if (it->have_block)
+		block_iter_seek(&it->data, t, n);
+	skip_forward(it);
+}
+
+static void si_next(struct iter *base)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	if (!si_valid(base))
+		return;
+	block_iter_next(&it->data);
+	skip_forward(it);
+}
+
+static void si_prev(struct iter *base)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	if (!si_valid(base))
+		return;
+	block_iter_prev(&it->data);
+	skip_backward(it);
+}
+
+static const uint8_t *si_key(struct iter *base, size_t *n)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	*n = it->data.klen;
+	return it->data.key;
+}
+
+static const uint8_t *si_value(struct iter *base, size_t *n)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	*n = it->data.vlen;
+	return it->data.val;
+}
+
+static int si_status(struct iter *base)
+{
+	return ((struct sst_iter *)base)->status;
+}
+
+static void si_destroy(struct iter *base)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	release_block(it);
+	block_iter_release(&it->index);
+	block_iter_release(&it->data);
+	buf_free(&it->io);
+	buf_free(&it->plain);
+	if (it->done)
+		it->done(it->done_a, it->done_b);
+	free(it);
+}
+
+static const struct iter_ops sst_iter_ops = {
+	.valid = si_valid,
+	.seek_first = si_seek_first,
+	.seek_last = si_seek_last,
+	.seek = si_seek,
+	.next = si_next,
+	.prev = si_prev,
+	.key = si_key,
+	.value = si_value,
+	.status = si_status,
+	.destroy = si_destroy,
+};
+
+struct iter *sst_iter_new(struct sst_reader *r, bool fill_cache)
+{
+	struct sst_iter *it = calloc(1, sizeof(*it));
+	if (!it)
+		return NULL;
+	it->base.ops = &sst_iter_ops;
+	it->r = r;
+	it->fill_cache = fill_cache;
+	buf_init(&it->io);
+	buf_init(&it->plain);
+	block_iter_init(&it->index, ikey_compare);
+	block_iter_reset(&it->index, r->index);
+	block_iter_init(&it->data, ikey_compare);
+	return &it->base;
+}
+
+void sst_iter_on_destroy(struct iter *base, void (*done)(void *a, void *b),
+			 void *a, void *b)
+{
+	struct sst_iter *it = (struct sst_iter *)base;
+	it->done = done;
+	it->done_a = a;
+	it->done_b = b;
+}
+
+/* ---- verification ---- */
+
+struct verify {
+	struct sst_reader *r;
+	void (*report)(void *ctx, const char *line);
+	void *ctx;
+	int problems;
+};
+
+static void verify_report(struct verify *v, char *m)
+{
+	v->problems++;
+	v->report(v->ctx, m ? m : "out of memory formatting a problem");
+	free(m);
+}
+
+/* Check one data block's entries: parseable internal keys, ascending, all
+ * <= the index key and > prev_sep (the previous index key). */
+static void verify_entries(struct verify *v, const struct block *b,
+			   const struct block_handle *h, const uint8_t *sep,
+			   size_t seplen, const struct buf *prev_sep)
+{
+	struct sst_reader *r = v->r;
+	struct block_iter it;
+	block_iter_init(&it, ikey_compare);
+	block_iter_reset(&it, b);
+	struct buf last;
+	buf_init(&last);
+	const char *why = NULL;
+	uint64_t n = 0;
+	for (block_iter_seek_first(&it); block_iter_valid(&it);
+	     block_iter_next(&it), n++) {
+		struct parsed_ikey p;
+		if (ikey_parse(it.key, it.klen, &p)) {
+			why = "bad internal key";
+			break;
+		}
+		if (n == 0 && prev_sep->len &&
+		    ikey_compare(prev_sep->data, prev_sep->len, it.key, it.klen) >= 0) {
+			why = "first key not above the previous index key";
+			break;
+		}
+		if (n > 0 && ikey_compare(last.data, last.len, it.key, it.klen) >= 0) {
+			why = "keys out of order";
+			break;
+		}
+		if (ikey_compare(it.key, it.klen, sep, seplen) > 0) {
+			why = "key above its index key";
+			break;
+		}
+		buf_clear(&last);
+		buf_append(&last, it.key, it.klen);
+	}
+	if (!why && it.status)
+		why = it.status == -EUCLEAN ? "corrupt entry" : "out of memory";
+	if (!why && n == 0)
+		why = "empty data block";
+	if (why)
+		verify_report(v, msgf("%s: block at offset %" PRIu64 ": entry %"
+				      PRIu64 ": %s", r->path, h->offset, n, why));
+	buf_free(&last);
+	block_iter_release(&it);
+}
+
+/* Re-read a whole block from the file and report if it is bad. */
+static void verify_block(struct verify *v, const char *what,
+			 const struct block_handle *h, bool entries,
+			 const uint8_t *sep, size_t seplen,
+			 const struct buf *prev_sep)
+{
+	void *mem;
+	const uint8_t *data;
+	size_t len;
+	char *m = NULL;
+	int rc = read_block_alloc(v->r, what, h, &mem, &data, &len, &m);
+	if (rc) {
+		if (!m)
+			m = msgf("%s: %s at offset %" PRIu64 ": %s", v->r->path,
+				 what, h->offset, strerror(-rc));
+		verify_report(v, m);
+		return;
+	}
+	if (entries) {
+		struct block b;
+		if (block_init(&b, data, len))
+			verify_report(v, msgf("%s: %s at offset %" PRIu64
+					      ": malformed block", v->r->path,
+					      what, h->offset));
+		else
+			verify_entries(v, &b, h, sep, seplen, prev_sep);
+	}
+	free(mem);
+}
+
+int sst_verify(struct sst_reader *r, void (*report)(void *ctx, const char *line),
+	       void *ctx)
+{
+	struct verify v = { .r = r, .report = report, .ctx = ctx };
+	/* The index and filter were checked at open; read them again so a
+	 * file damaged since then is caught too. */
+	verify_block(&v, "index block", &r->index_handle, false, NULL, 0, NULL);
+	if (r->filter_handle.size)
+		verify_block(&v, "filter block", &r->filter_handle, false, NULL,
+			     0, NULL);
+
+	struct block_iter ii;
+	block_iter_init(&ii, ikey_compare);
+	block_iter_reset(&ii, r->index);
+	struct buf prev_sep;
+	buf_init(&prev_sep);
+	for (block_iter_seek_first(&ii); block_iter_valid(&ii);
+	     block_iter_next(&ii)) {
+		struct block_handle h;
+		char *m = NULL;
+		if (index_value_handle(r, &ii, &h, &m)) {
+			verify_report(&v, m);
+			continue;
+		}
+		verify_block(&v, "block", &h, true, ii.key, ii.klen, &prev_sep);
+		buf_clear(&prev_sep);
+		buf_append(&prev_sep, ii.key, ii.klen);
+	}
+	if (ii.status)
+		verify_report(&v, msgf("%s: index block at offset %" PRIu64
+				       ": corrupt entry", r->path,
+				       r->index_handle.offset));
+	buf_free(&prev_sep);
+	block_iter_release(&ii);
+	return v.problems ? -EUCLEAN : 0;
+}

@@ -1,0 +1,239 @@
+/*
+ * test_powercut: power cuts at every point of a workload (suite "powercut").
+ *
+ * The store runs on fault_env (in memory, with a power-cut model).  A
+ * seeded workload (tu_wl: puts, deletes, batches, some with
+ * STORE_WRITE_SYNC, store_sync, gets, flushes, compactions, reopens; small
+ * buffers so tables are written and compacted) is first run without faults
+ * to count the env's mutating ops.  Then, for cut points spread over that
+ * range (every op when it is small, a stride with jitter otherwise), a fresh
+ * env is armed with FAULT_POWER_CUT after N ops and the workload runs until
+ * an op fails (then nothing more is issued).  store_close may fail but must
+ * not crash or leak; fault_env_power_cut() drops everything not durable;
+ * store_open must then succeed, and tu_dm_verify checks:
+ *   - every durable write (SYNC flag, options.sync, or acked before a
+ *     successful store_sync) is there, or a later write of the same key;
+ *   - writes that were never made durable may or may not be there, but any
+ *     value is one that was written to that key (never garbage);
+ *   - no batch is half applied;
+ * and the store takes a put + get, and closes cleanly.
+ *
+ * Variants: "mixed" (15% SYNC writes + store_sync calls) and "sync"
+ * (options.sync: every acked write is durable).
+ *
+ * Environment: LSMFS_SEED, LSMFS_POWERCUT_POINTS, LSMFS_POWERCUT_OPS,
+ * LSMFS_SOAK=1.
+ */
+#include <check.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault_env.h"
+#include "store.h"
+#include "testutil.h"
+
+#define DIR "/db"
+
+struct variant {
+	const char *name;
+	bool opt_sync;
+	unsigned sync_write_pct;
+	unsigned store_sync_permille;
+	uint64_t points; /* cut points in the normal run */
+};
+
+static const struct variant variants[] = {
+	{ "mixed", false, 15, 40, 250 },
+	{ "sync", true, 0, 10, 120 },
+};
+
+static void configure(struct tu_wl_config *cfg, const struct variant *v,
+		      uint64_t seed, struct fault_env *fe, struct tu_log *log)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->seed = seed;
+	cfg->nkeys = 400;
+	cfg->max_value = 400;
+	cfg->sync_write_pct = v->sync_write_pct;
+	cfg->store_sync_permille = v->store_sync_permille;
+	cfg->flush_permille = 10;
+	cfg->compact_permille = 5;
+	cfg->reopen_permille = 4;
+	cfg->dir = DIR;
+	store_options_init(&cfg->opt);
+	cfg->opt.sync = v->opt_sync;
+	cfg->opt.write_buffer_size = 16 * 1024;
+	cfg->opt.target_file_size = 16 * 1024;
+	cfg->opt.level_base_bytes = 64 * 1024;
+	cfg->opt.block_size = 1024;
+	cfg->opt.l0_compaction_trigger = 2;
+	cfg->opt.env = fault_env_env(fe);
+	cfg->opt.log = tu_log_fn;
+	cfg->opt.log_ctx = log;
+}
+
+struct outcome {
+	uint64_t steps;     /* workload steps issued */
+	uint64_t env_ops;   /* env ops when the workload stopped */
+	bool struck;
+};
+
+/*
+ * One run: arm (unless after == UINT64_MAX), run the workload until an op
+ * fails or nops steps are done, close, cut the power, reopen, verify.
+ */
+static void run_one(const struct variant *v, uint64_t seed, uint64_t nops,
+		    uint64_t after, struct outcome *res)
+{
+	struct fault_env *fe = fault_env_new();
+	ck_assert_ptr_nonnull(fe);
+	struct tu_log log;
+	tu_log_init(&log, false);
+	struct tu_wl_config cfg;
+	configure(&cfg, v, seed, fe, &log);
+	struct tu_wl wl;
+	tu_wl_init(&wl, &cfg);
+	if (after != UINT64_MAX)
+		fault_env_arm(fe, FAULT_POWER_CUT, after);
+
+	while (wl.steps < nops) {
+		int rc = tu_wl_step(&wl);
+		ck_assert_msg(!wl.mismatch[0],
+			      "powercut %s seed=%" PRIu64 " cut=%" PRIu64 ": %s",
+			      v->name, seed, after, wl.mismatch);
+		if (rc) {
+			/* Before the cut nothing may fail. */
+			ck_assert_msg(fault_env_struck(fe),
+				      "powercut %s seed=%" PRIu64 " cut=%" PRIu64
+				      ": step %" PRIu64 " (%s) failed with %d "
+				      "before any fault", v->name, seed, after,
+				      wl.steps, wl.last_op, rc);
+			break;
+		}
+	}
+	res->steps = wl.steps;
+	res->env_ops = fault_env_ops(fe);
+	int crc = tu_wl_close(&wl);
+	res->struck = fault_env_struck(fe);
+	if (!res->struck)
+		ck_assert_msg(crc == 0, "powercut %s seed=%" PRIu64 ": close: %d",
+			      v->name, seed, crc);
+
+	fault_env_power_cut(fe);
+
+	tu_log_clear(&log);
+	struct store *st = NULL;
+	int rc = store_open(DIR, &cfg.opt, &st);
+	if (rc)
+		tu_log_dump(&log, "  store log: ");
+	ck_assert_msg(rc == 0,
+		      "powercut %s seed=%" PRIu64 " cut=%" PRIu64 ": open after "
+		      "the cut (workload stopped at step %" PRIu64 ", %s): %d",
+		      v->name, seed, after, wl.steps, wl.last_op, rc);
+	char err[512];
+	rc = tu_dm_verify(wl.dm, st, false, err, sizeof(err));
+	if (rc)
+		tu_log_dump(&log, "  store log: ");
+	ck_assert_msg(rc == 0,
+		      "powercut %s seed=%" PRIu64 " cut=%" PRIu64 " (replay: "
+		      "LSMFS_SEED=<base> LSMFS_POWERCUT_CUT=%" PRIu64 "), stopped at "
+		      "step %" PRIu64 " (%s): %s",
+		      v->name, seed, after, after, wl.steps, wl.last_op, err);
+
+	/* Usable: a put and a get. */
+	rc = store_put(st, "after-cut", 9, "ok", 2, STORE_WRITE_SYNC);
+	ck_assert_msg(rc == 0, "powercut %s seed=%" PRIu64 " cut=%" PRIu64
+		      ": put after reopen: %d", v->name, seed, after, rc);
+	void *val = NULL;
+	size_t vlen = 0;
+	rc = store_get(st, NULL, "after-cut", 9, &val, &vlen);
+	ck_assert_msg(rc == 0 && vlen == 2 && memcmp(val, "ok", 2) == 0,
+		      "powercut %s seed=%" PRIu64 " cut=%" PRIu64
+		      ": get after reopen: %d", v->name, seed, after, rc);
+	free(val);
+	rc = store_close(st);
+	ck_assert_msg(rc == 0, "powercut %s seed=%" PRIu64 " cut=%" PRIu64
+		      ": close after reopen: %d", v->name, seed, after, rc);
+	tu_wl_free(&wl);
+	tu_log_free(&log);
+	fault_env_free(fe);
+}
+
+START_TEST(test_powercut)
+{
+	const struct variant *v = &variants[_i];
+	uint64_t base = tu_seed("powercut");
+	uint64_t seed = tu_mix64(base + (uint64_t)_i);
+	uint64_t nops = tu_env_u64("LSMFS_POWERCUT_OPS", 2500);
+	uint64_t npoints = tu_env_u64("LSMFS_POWERCUT_POINTS", v->points);
+	if (tu_soak()) {
+		nops *= 4;
+		npoints *= 10;
+	}
+	uint64_t t0 = tu_now_ms();
+
+	/* The fault-free run: how many env ops does the workload take? */
+	struct outcome base_run;
+	run_one(v, seed, nops, UINT64_MAX, &base_run);
+	uint64_t total = base_run.env_ops;
+	fprintf(stderr, "powercut %s: seed=%" PRIu64 " (base %" PRIu64 "), %" PRIu64
+		" steps, %" PRIu64 " env ops without faults\n", v->name, seed, base,
+		nops, total);
+
+	struct tu_rng rng;
+	tu_rng_init(&rng, seed ^ 0x1234);
+	uint64_t only = tu_env_u64("LSMFS_POWERCUT_CUT", UINT64_MAX);
+	uint64_t runs = 0, struck = 0;
+	if (only != UINT64_MAX) {
+		struct outcome o;
+		run_one(v, seed, nops, only, &o);
+		runs = 1;
+		struck = o.struck;
+	} else {
+		/* Every op for small ranges, a jittered stride otherwise; the
+		 * first ops (creating the store) always. */
+		uint64_t dense = total < npoints ? total + 1 : 20;
+		for (uint64_t p = 0; p < dense; p++, runs++) {
+			struct outcome o;
+			run_one(v, seed, nops, p, &o);
+			struck += o.struck;
+		}
+		if (total >= npoints) {
+			uint64_t left = npoints - dense;
+			double stride = (double)(total - dense) / (double)left;
+			for (uint64_t i = 0; i < left; i++, runs++) {
+				uint64_t p = dense + (uint64_t)(stride * (double)i) +
+					tu_rng_below(&rng, (uint64_t)stride + 1);
+				struct outcome o;
+				run_one(v, seed, nops, p, &o);
+				struck += o.struck;
+			}
+		}
+	}
+	fprintf(stderr, "powercut %s: %" PRIu64 " cut points (%" PRIu64
+		" struck) in %.1f s\n", v->name, runs, struck,
+		(double)(tu_now_ms() - t0) / 1000.0);
+}
+END_TEST
+
+static Suite *powercut_suite(void)
+{
+	Suite *s = suite_create("powercut");
+	TCase *tc = tcase_create("powercut");
+	tcase_set_timeout(tc, tu_soak() ? 36000 : 1200);
+	tcase_add_loop_test(tc, test_powercut, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(powercut_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
