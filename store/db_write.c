@@ -78,6 +78,13 @@ static int make_room_for_write(struct store *st, bool force)
 			int rc = wal_sync(st->log);
 			if (rc == 0)
 				rc = wal_writer_open(st->env, path, &w);
+			if (rc == 0) {
+				/* A synced record in a log whose directory entry
+				 * is not durable would be lost with the file. */
+				rc = st->env->ops->sync_dir(st->env, st->dir);
+				if (rc)
+					(void)wal_writer_close(w); /* failing anyway */
+			}
 			if (rc) {
 				memtable_unref(m);
 				version_set_reuse_file_number(st->vs, number);

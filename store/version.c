@@ -758,6 +758,10 @@ int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 
 	if (!e->has_log_number)
 		version_edit_set_log_number(e, vs->log_number);
+	/* The tables an edit adds, and the commit log it names, must not be
+	 * lost from the directory once the edit is durable: sync the
+	 * directory before the record is written. */
+	bool sync_dir = e->nadded > 0 || e->log_number != vs->log_number;
 	version_edit_set_last_sequence(e, vs->last_sequence);
 	bool new_manifest = vs->manifest == NULL;
 	uint64_t mnum = new_manifest ? version_set_new_file_number(vs)
@@ -792,14 +796,14 @@ int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 		pthread_mutex_unlock(mu);
 	/* Only this thread touches vs->manifest while mu is dropped. */
 	struct wal_writer *w = vs->manifest;
-	uint64_t before = 0;
+	uint64_t before = w ? wal_writer_size(w) : 0;
 	bool current_touched = false;
-	if (new_manifest) {
+	if (sync_dir)
+		rc = vs->env->ops->sync_dir(vs->env, vs->dir);
+	if (rc == 0 && new_manifest) {
 		rc = wal_writer_open(vs->env, mpath, &w);
 		if (rc == 0)
 			rc = wal_add_record(w, snap.data, snap.len);
-	} else {
-		before = wal_writer_size(w);
 	}
 	if (rc == 0)
 		rc = wal_add_record(w, rec.data, rec.len);
