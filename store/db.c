@@ -291,6 +291,42 @@ static int new_log(struct store *st, uint64_t number)
 	return wal_writer_open(st->env, path, &st->log);
 }
 
+/* Every table the MANIFEST names must be in the directory: a missing one
+ * is damage (and reads would otherwise see its keys as absent).  mu held. */
+static int check_live_tables(struct store *st, char **names, size_t count)
+{
+	uint64_t *live = NULL, *have = calloc(count + 1, sizeof(*have));
+	size_t nlive = 0, nhave = 0;
+	int rc = have ? version_set_live_files(st->vs, &live, &nlive) : -ENOMEM;
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < count; i++) {
+		uint64_t number;
+		if (parse_file_name(names[i], &number) == FK_SST)
+			have[nhave++] = number;
+	}
+	qsort(have, nhave, sizeof(*have), cmp_u64);
+	size_t missing = 0;
+	uint64_t first = 0;
+	for (size_t i = 0; i < nlive; i++) {
+		if (!bsearch(&live[i], have, nhave, sizeof(*have), cmp_u64)) {
+			if (!missing++)
+				first = live[i];
+		}
+	}
+	if (missing) {
+		db_report(st, true,
+			  "%s/%06" PRIu64 ".sst: missing (named by the MANIFEST); "
+			  "%zu tables missing in all",
+			  st->dir, first, missing);
+		rc = -EUCLEAN;
+	}
+out:
+	free(live);
+	free(have);
+	return rc;
+}
+
 /* mu held. */
 static int recover(struct store *st)
 {
@@ -332,7 +368,12 @@ static int recover(struct store *st)
 		if (k == FK_LOG && number >= min_log)
 			logs[nlogs++] = number;
 	}
+	rc = check_live_tables(st, names, count);
 	env_free_names(names, count);
+	if (rc) {
+		free(logs);
+		return rc;
+	}
 	qsort(logs, nlogs, sizeof(*logs), cmp_u64);
 
 	struct version_edit edit;

@@ -432,6 +432,14 @@ int sst_open(struct store_env *env, const char *path, uint64_t file_number,
 	r->counters = counters;
 
 	int rc = env->ops->open_readable(env, path, &r->file);
+	if (rc == -ENOENT) {
+		/* The MANIFEST names this table: its absence is damage, and
+		 * must never read as "no such key". */
+		give_msg(errmsg, msgf("%s: missing (named by the MANIFEST)", path));
+		r->file = NULL;
+		rc = -EUCLEAN;
+		goto out;
+	}
 	if (rc) {
 		give_msg(errmsg, msgf("%s: cannot open: %s", path, strerror(-rc)));
 		r->file = NULL;
