@@ -53,27 +53,31 @@ static int check_options(const struct store_options *o)
 	return 0;
 }
 
-void db_report(struct store *st, bool locked, const char *fmt, ...)
+void db_report(struct store *st, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (!locked)
-		pthread_mutex_lock(&st->mu);
+	pthread_mutex_lock(&st->errmu);
 	snprintf(st->errmsg, sizeof(st->errmsg), "%s", msg);
-	if (!locked)
-		pthread_mutex_unlock(&st->mu);
+	pthread_mutex_unlock(&st->errmu);
 	if (st->opt.log)
 		st->opt.log(st->opt.log_ctx, msg);
 }
 
+/* sst_counters.report: damage met under an iterator. */
+static void table_report(void *ctx, const char *msg)
+{
+	db_report(ctx, "%s", msg);
+}
+
 void store_errmsg(struct store *st, char *buf, size_t len)
 {
-	pthread_mutex_lock(&st->mu);
+	pthread_mutex_lock(&st->errmu);
 	snprintf(buf, len, "%s", st->errmsg);
-	pthread_mutex_unlock(&st->mu);
+	pthread_mutex_unlock(&st->errmu);
 }
 
 void db_log_file_name(char *out, size_t len, const char *dir, uint64_t number)
@@ -224,7 +228,7 @@ static int replay_log(struct store *st, uint64_t number, bool newest,
 	struct wal_reader *r;
 	int rc_ = wal_reader_open(st->env, path, &r);
 	if (rc_) {
-		db_report(st, true, "%s: cannot open commit log: %s", path,
+		db_report(st, "%s: cannot open commit log: %s", path,
 			  strerror(-rc_));
 		return rc_;
 	}
@@ -242,18 +246,17 @@ static int replay_log(struct store *st, uint64_t number, bool newest,
 				uint64_t good = wal_reader_good_offset(r);
 				uint64_t size = 0;
 				(void)st->env->ops->file_size(st->env, path, &size);
-				db_report(st, true,
-					  "%s: torn tail at offset %" PRIu64
+				db_report(st, "%s: torn tail at offset %" PRIu64
 					  " (%s): cut %" PRIu64 " bytes",
 					  path, e->offset, e->msg, size - good);
 				if (!st->opt.read_only)
 					ret = st->env->ops->truncate(st->env, path, good);
 			} else if (n == -EUCLEAN) {
-				db_report(st, true, "%s: offset %" PRIu64 ": %s",
+				db_report(st, "%s: offset %" PRIu64 ": %s",
 					  path, e->offset, e->msg);
 				ret = -EUCLEAN;
 			} else {
-				db_report(st, true, "%s: read error: %s", path,
+				db_report(st, "%s: read error: %s", path,
 					  strerror(-n));
 				ret = n;
 			}
@@ -261,8 +264,7 @@ static int replay_log(struct store *st, uint64_t number, bool newest,
 		}
 		ret = batch_iterate(rec, len, replay_op, rc);
 		if (ret == -EUCLEAN) {
-			db_report(st, true,
-				  "%s: record ending at offset %" PRIu64
+			db_report(st, "%s: record ending at offset %" PRIu64
 				  " is not a valid write batch",
 				  path, wal_reader_good_offset(r));
 			break;
@@ -315,8 +317,7 @@ static int check_live_tables(struct store *st, char **names, size_t count)
 		}
 	}
 	if (missing) {
-		db_report(st, true,
-			  "%s/%06" PRIu64 ".sst: missing (named by the MANIFEST); "
+		db_report(st, "%s/%06" PRIu64 ".sst: missing (named by the MANIFEST); "
 			  "%zu tables missing in all",
 			  st->dir, first, missing);
 		rc = -EUCLEAN;
@@ -333,7 +334,7 @@ static int recover(struct store *st)
 	int rc = version_set_recover(st->vs);
 	if (rc == -ENOENT) {
 		if (!st->opt.create_if_missing) {
-			db_report(st, true, "%s: no store here (CURRENT missing)",
+			db_report(st, "%s: no store here (CURRENT missing)",
 				  st->dir);
 			return -ENOENT;
 		}
@@ -341,7 +342,7 @@ static int recover(struct store *st)
 			return -ENOENT;
 		rc = version_set_create(st->vs);
 	} else if (rc == 0 && st->opt.error_if_exists) {
-		db_report(st, true, "%s: store exists", st->dir);
+		db_report(st, "%s: store exists", st->dir);
 		return -EEXIST;
 	}
 	if (rc)
@@ -404,7 +405,7 @@ static int recover(struct store *st)
 	uint64_t log_number = version_set_new_file_number(st->vs);
 	rc = new_log(st, log_number);
 	if (rc) {
-		db_report(st, true, "%s: cannot create commit log: %s", st->dir,
+		db_report(st, "%s: cannot create commit log: %s", st->dir,
 			  strerror(-rc));
 		goto out;
 	}
@@ -445,6 +446,7 @@ static void store_free(struct store *st)
 		st->env->ops->unlock(st->lock);
 	store_batch_free(st->group);
 	pthread_mutex_destroy(&st->mu);
+	pthread_mutex_destroy(&st->errmu);
 	pthread_cond_destroy(&st->bg_cv);
 	pthread_cond_destroy(&st->work_cv);
 	free(st->pending_outputs);
@@ -472,6 +474,9 @@ int store_open(const char *dir, const struct store_options *opt,
 	st->env = opt->env ? opt->env : store_env_posix();
 	st->dir = strdup(dir);
 	pthread_mutex_init(&st->mu, NULL);
+	pthread_mutex_init(&st->errmu, NULL);
+	st->counters.report = table_report;
+	st->counters.report_ctx = st;
 	pthread_cond_init(&st->bg_cv, NULL);
 	pthread_cond_init(&st->work_cv, NULL);
 	st->snapshots.next = st->snapshots.prev = &st->snapshots;
@@ -485,7 +490,7 @@ int store_open(const char *dir, const struct store_options *opt,
 	if (!opt->read_only && opt->create_if_missing) {
 		rc = st->env->ops->mkdir(st->env, dir);
 		if (rc && rc != -EEXIST) {
-			db_report(st, false, "%s: cannot create directory: %s", dir,
+			db_report(st, "%s: cannot create directory: %s", dir,
 				  strerror(-rc));
 			store_free(st);
 			return rc;
@@ -496,7 +501,7 @@ int store_open(const char *dir, const struct store_options *opt,
 		snprintf(lockpath, sizeof(lockpath), "%s/LOCK", dir);
 		rc = st->env->ops->lock(st->env, lockpath, &st->lock);
 		if (rc) {
-			db_report(st, false, "%s: cannot lock: %s", lockpath,
+			db_report(st, "%s: cannot lock: %s", lockpath,
 				  rc == -EBUSY ? "store in use by another process"
 					       : strerror(-rc));
 			store_free(st);

@@ -138,7 +138,7 @@ int db_write_level0_table(struct store *st, struct memtable *mem,
 	}
 	iter_destroy(it);
 	if (rc)
-		db_report(st, false, "%s: flush failed: %s", path, strerror(-rc));
+		db_report(st, "%s: flush failed: %s", path, strerror(-rc));
 	memtable_unref(mem);
 
 	pthread_mutex_lock(&st->mu);
@@ -313,8 +313,7 @@ static int do_compaction_work(struct store *st, struct compaction *c)
 		struct parsed_ikey p;
 		if (ikey_parse(k, kn, &p)) {
 			rc = -EUCLEAN;
-			db_report(st, false,
-				  "%s: compaction met a malformed key in level %d/%d inputs",
+			db_report(st, "%s: compaction met a malformed key in level %d/%d inputs",
 				  st->dir, c->level, c->level + 1);
 			break;
 		}
@@ -365,7 +364,7 @@ static int do_compaction_work(struct store *st, struct compaction *c)
 	iter_destroy(in);
 	buf_free(&cur_ukey);
 	if (rc && rc != -EUCLEAN)
-		db_report(st, false, "%s: compaction of level %d failed: %s",
+		db_report(st, "%s: compaction of level %d failed: %s",
 			  st->dir, c->level, strerror(-rc));
 
 	pthread_mutex_lock(&st->mu);

@@ -85,7 +85,9 @@ struct store {
 	uint64_t *pending_outputs; /* files being written (mu) */
 	size_t npending, cap_pending;
 
-	char errmsg[512];       /* last error (mu) */
+	pthread_mutex_t errmu;  /* guards errmsg only: reports come from
+				 * threads that may or may not hold mu */
+	char errmsg[512];       /* last error (errmu) */
 
 	/* statistics (mu unless atomic) */
 	atomic_uint_least64_t user_bytes;
@@ -102,9 +104,9 @@ struct store {
 
 /* db.c */
 /* Format a message, send it to opt.log and keep it for store_errmsg.
- * mu must NOT be held when locked is false. */
-void db_report(struct store *st, bool locked, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+ * Callable with or without mu. */
+void db_report(struct store *st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 void db_log_file_name(char *out, size_t len, const char *dir, uint64_t number);
 int db_pending_add(struct store *st, uint64_t number); /* mu held */
 void db_pending_remove(struct store *st, uint64_t number); /* mu held */

@@ -71,9 +71,9 @@ static int table_get(struct store *st, struct file_meta *f,
 		rc = g->err;
 	if (rc) {
 		if (msg)
-			db_report(st, false, "%s", msg);
+			db_report(st, "%s", msg);
 		else
-			db_report(st, false, "%s: table %06llu: read failed: %s",
+			db_report(st, "%s: table %06llu: read failed: %s",
 				  st->dir, (unsigned long long)f->number,
 				  strerror(-rc));
 	}

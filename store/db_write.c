@@ -88,7 +88,7 @@ static int make_room_for_write(struct store *st, bool force)
 			if (rc) {
 				memtable_unref(m);
 				version_set_reuse_file_number(st->vs, number);
-				db_report(st, true, "%s: cannot start commit log: %s",
+				db_report(st, "%s: cannot start commit log: %s",
 					  path, strerror(-rc));
 				db_set_bg_error(st, rc);
 				return rc;
@@ -221,7 +221,7 @@ static int do_write(struct store *st, const struct store_batch *batch,
 			version_set_set_last_sequence(st->vs,
 						      seq + batch_count(group) - 1);
 		} else {
-			db_report(st, true, "%s: commit log write failed: %s",
+			db_report(st, "%s: commit log write failed: %s",
 				  st->dir, strerror(-rc));
 			/* The log or memtable may hold part of the group: no
 			 * further write may be acknowledged on top of it. */
@@ -236,7 +236,7 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		rc = wal_sync(st->log);
 		pthread_mutex_lock(&st->mu);
 		if (rc) {
-			db_report(st, true, "%s: commit log sync failed: %s",
+			db_report(st, "%s: commit log sync failed: %s",
 				  st->dir, strerror(-rc));
 			db_set_bg_error(st, rc);
 		} else {

@@ -40,6 +40,11 @@ struct sst_counters {
 	atomic_uint_least64_t bloom_useful;
 	atomic_uint_least64_t bloom_false_positive;
 	atomic_uint_least64_t block_reads; /* data blocks read from the file */
+	/* Damage met where no message can be returned (iterators, tables
+	 * that fail to open under an iterator) is reported here, one line
+	 * naming file and offset.  NULL: dropped.  Set before first use. */
+	void (*report)(void *ctx, const char *msg);
+	void *report_ctx;
 };
 
 /* ---- Bloom filter (bloom.c) ---- */

@@ -79,6 +79,8 @@ static void give_msg(char **errmsg, char *m)
 /* Keep the first iterator error message; take ownership of m. */
 static void note_iter_error(struct sst_reader *r, char *m)
 {
+	if (m && r->counters && r->counters->report)
+		r->counters->report(r->counters->report_ctx, m);
 	pthread_mutex_lock(&r->mu);
 	if (!r->iter_errmsg) {
 		r->iter_errmsg = m;

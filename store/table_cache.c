@@ -258,7 +258,10 @@ struct iter *table_cache_iter(struct table_cache *tc, uint64_t number,
 	struct sst_reader *r;
 	char *msg = NULL;
 	int rc = table_cache_get(tc, number, size, &r, &msg);
-	/* An iterator has no message channel; its status carries the error. */
+	/* An iterator has no message channel: report, and let its status
+	 * carry the error. */
+	if (rc && msg && tc->counters && tc->counters->report)
+		tc->counters->report(tc->counters->report_ctx, msg);
 	free(msg);
 	if (rc)
 		return iter_new_error(rc);

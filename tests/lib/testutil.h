@@ -135,8 +135,8 @@ bool tu_val_decode(const void *v, size_t len, uint64_t *opid, uint32_t *sub);
  * (the call returned 0) or failed (it returned an error: it may or may not
  * have been applied).  Durable: an acked op with the durable flag (a SYNC
  * write, or options.sync), or acked before a successful store_sync()
- * (tu_dm_sync_all), or - when verifying with all_acked_durable - any acked
- * op (no power was lost).
+ * (tu_dm_sync_all) and after the last power cut (tu_dm_power_cut), or -
+ * when verifying with all_acked_durable - any acked op (no power was lost).
  *
  * tu_dm_verify() reads every key of the space and scans the store, and
  * checks per key: the value is one the key's writes produced (never
@@ -153,12 +153,16 @@ uint64_t tu_dm_issue(struct tu_dm *dm, uint32_t nsub, const uint32_t *keys,
 uint64_t tu_dm_next_op(const struct tu_dm *dm);
 void tu_dm_ack(struct tu_dm *dm, uint64_t opid, bool durable);
 void tu_dm_fail(struct tu_dm *dm, uint64_t opid);
-/* Every op acked so far is durable. */
+/* A successful store_sync(): every op acked so far (since the last power
+ * cut) is durable. */
 void tu_dm_sync_all(struct tu_dm *dm);
+/* The power was cut: acked ops that were not durable may be lost, and a
+ * later store_sync() does not make them durable. */
+void tu_dm_power_cut(struct tu_dm *dm);
 /* Number of failed ops. */
 uint64_t tu_dm_failed(const struct tu_dm *dm);
-/* The exact current value of key if no op failed so far: 1 and the op/sub
- * that wrote it, or 0 if absent; -1 if unknown (an op failed). */
+/* The exact current value of key if no op failed and no power was cut so
+ * far: 1 and the op/sub that wrote it, or 0 if absent; -1 if unknown. */
 int tu_dm_expected(const struct tu_dm *dm, uint32_t key, uint64_t *opid,
 		   uint32_t *sub, uint32_t *vlen);
 /* 0 if the store is consistent with the model; else -1 and a message. */

@@ -24,7 +24,7 @@
  * Findings are collected and printed; the test fails at the end if there
  * were any, so one run shows every problem.
  *
- * Environment: LSMFS_SEED.
+ * Environment: LSMFS_SEED, LSMFS_CORRUPT_VERBOSE=1 (print every outcome).
  */
 #include <check.h>
 #include <dirent.h>
@@ -43,10 +43,11 @@
 
 #define NKEYS 3000
 #define NEW_IN_LOG 100 /* keys first written after the last flush */
+#define HIST_MAX 16
 
 /* What each key went through: every op id written, the last wins. */
 struct history {
-	uint64_t ops[4];
+	uint64_t ops[HIST_MAX];
 	int n;
 	bool only_in_log; /* first written after the last flush */
 };
@@ -64,6 +65,8 @@ struct ctx {
 	/* the current case */
 	char file[256];
 	char what[128];
+	const char *name; /* the damaged file */
+	bool verbose;     /* LSMFS_CORRUPT_VERBOSE=1: print every outcome */
 	struct tu_log log;
 };
 
@@ -98,16 +101,54 @@ static void opts(struct store_options *o, struct tu_log *log)
 	}
 }
 
+/*
+ * The offset where the last record of a file in the commit-log framing
+ * (FORMAT.md "Commit log": 32 KiB blocks of fragments, each a 7-byte header
+ * checksum le32 | length le16 | type u8, then the payload; a block tail
+ * shorter than a header is padding) starts: the last FULL or FIRST
+ * fragment.  Read from the pristine file.
+ */
+static uint64_t last_record_start(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	long flen = ftell(f);
+	ck_assert_int_ge(flen, 0);
+	uint64_t len = (uint64_t)flen;
+	uint8_t *buf = malloc(len ? len : 1);
+	ck_assert_ptr_nonnull(buf);
+	rewind(f);
+	ck_assert_uint_eq(fread(buf, 1, len, f), len);
+	fclose(f);
+	uint64_t off = 0, last = 0;
+	while (off + 7 <= len) {
+		uint64_t in_block = 32768 - off % 32768;
+		if (in_block < 7) {
+			off += in_block;
+			continue;
+		}
+		uint32_t flen16 = (uint32_t)buf[off + 4] | (uint32_t)buf[off + 5] << 8;
+		uint8_t type = buf[off + 6];
+		if (type == 1 || type == 2) /* FULL, FIRST */
+			last = off;
+		off += 7 + flen16;
+	}
+	free(buf);
+	return last;
+}
+
 static void put_key(struct ctx *c, struct store *st, uint32_t k)
 {
 	uint8_t key[TU_KEY_MAX], val[400];
+	if (c->hist[k].n == HIST_MAX)
+		return; /* overwritten often enough already */
 	size_t kl = tu_key(key, k);
 	uint32_t vlen = (uint32_t)tu_rng_range(&c->rng, 60, 300);
 	uint64_t id = c->next_op++;
 	tu_val_make(val, id, 0, vlen);
 	ck_assert_int_eq(store_put(st, key, kl, val, vlen, 0), 0);
 	struct history *h = &c->hist[k];
-	ck_assert_int_lt(h->n, 4);
 	h->ops[h->n++] = id;
 }
 
@@ -130,12 +171,13 @@ static void build(struct ctx *c)
 	for (uint32_t i = 0; i < 150; i++)
 		put_key(c, st, (uint32_t)tu_rng_below(&c->rng, base));
 	ck_assert_int_eq(store_flush(st), 0);
-	/* Unflushed: overwrites and new keys, only in the commit log. */
-	for (uint32_t i = 0; i < 100; i++) {
-		uint32_t k = (uint32_t)tu_rng_below(&c->rng, base);
-		if (c->hist[k].n < 4)
-			put_key(c, st, k);
-	}
+	/* Unflushed: overwrites and new keys, only in the commit log.  A large
+	 * write buffer for this part keeps them all in one log. */
+	ck_assert_int_eq(store_close(st), 0);
+	o.write_buffer_size = 4u << 20;
+	ck_assert_int_eq(store_open(c->src, &o, &st), 0);
+	for (uint32_t i = 0; i < 100; i++)
+		put_key(c, st, (uint32_t)tu_rng_below(&c->rng, base));
 	for (uint32_t k = base; k < NKEYS; k++) {
 		c->hist[k].only_in_log = true;
 		put_key(c, st, k);
@@ -300,6 +342,9 @@ static void check_eclean_logged(struct ctx *c, struct store *st, const char *how
 		problem(c, "%s: -EUCLEAN but store_errmsg is empty", how);
 	if (tu_log_count(&c->log) == 0)
 		problem(c, "%s: -EUCLEAN but nothing went to options.log", how);
+	else if (!tu_log_contains(&c->log, c->name))
+		problem(c, "%s: -EUCLEAN but no options.log line names %s", how,
+			c->name);
 }
 
 static void read_everything(struct ctx *c, struct store *st, enum loss lossy,
@@ -320,8 +365,9 @@ static void read_everything(struct ctx *c, struct store *st, enum loss lossy,
 			check_eclean_logged(c, st, "get");
 		}
 	}
-	/* Scan forward, then backward. */
+	/* Scan forward, then backward; each checks its own reports. */
 	for (int dir = 0; dir < 2; dir++) {
+		tu_log_clear(&c->log);
 		struct store_iter *it;
 		int rc = store_iter_new(st, NULL, &it);
 		if (rc) {
@@ -366,10 +412,11 @@ static void read_everything(struct ctx *c, struct store *st, enum loss lossy,
 }
 
 static void one_case(struct ctx *c, const char *name, enum kind kind,
-		     uint64_t len, const struct damage *d, bool newest_log,
-		     const struct keyidx *ki)
+		     uint64_t len, uint64_t last_start, const struct damage *d,
+		     bool newest_log, const struct keyidx *ki)
 {
 	c->cases++;
+	c->name = name;
 	snprintf(c->file, sizeof(c->file), "%s (%" PRIu64 " bytes)", name, len);
 	if (d->truncate)
 		snprintf(c->what, sizeof(c->what), "truncated to %" PRIu64 " (%s)",
@@ -377,11 +424,23 @@ static void one_case(struct ctx *c, const char *name, enum kind kind,
 	else
 		snprintf(c->what, sizeof(c->what), "byte %" PRIu64 " ^= 0x%02x (%s)",
 			 d->pos, d->mask, d->label);
-	bool tail_of_newest_log = kind == K_LOG && newest_log &&
-		(d->truncate ? true : d->pos >= len - 1);
-	/* The last record is a torn tail: where does it start?  We do not
-	 * know the record boundaries, so only the last byte and truncations
-	 * count as "the last record". */
+	/* Damage to the last record of the newest log is a torn tail. */
+	enum { TAIL_NO, TAIL_YES } tail = TAIL_NO;
+	bool torn = false; /* something of the last record was cut or damaged */
+	if (kind == K_LOG && newest_log) {
+		if (d->truncate) {
+			tail = TAIL_YES; /* a cut anywhere is a torn tail */
+			torn = d->pos > last_start;
+		} else if (d->pos >= last_start) {
+			tail = TAIL_YES;
+			torn = true;
+		}
+	}
+	/* The MANIFEST's last record may be treated the same way (a crash
+	 * while writing an edit); damage before it must be found. */
+	bool manifest_tail = kind == K_MANIFEST &&
+		(d->truncate ? d->pos > 0 : d->pos >= last_start);
+	bool tail_of_newest_log = tail == TAIL_YES;
 	bool must_detect; /* verify must return -EUCLEAN */
 	switch (kind) {
 	case K_SST:
@@ -392,10 +451,10 @@ static void one_case(struct ctx *c, const char *name, enum kind kind,
 		must_detect = d->pos < len - 1;
 		break;
 	case K_MANIFEST:
-		must_detect = !d->truncate && d->pos < len - 1;
+		must_detect = !manifest_tail;
 		break;
 	case K_LOG:
-		must_detect = !tail_of_newest_log;
+		must_detect = tail == TAIL_NO;
 		break;
 	default:
 		must_detect = false;
@@ -405,8 +464,6 @@ static void one_case(struct ctx *c, const char *name, enum kind kind,
 		lossy = LOSS_LOG;
 	else if (kind == K_MANIFEST && !must_detect)
 		lossy = LOSS_ANY;
-	/* A torn tail worth reporting: something was cut. */
-	bool torn = tail_of_newest_log && d->pos > 0 && d->pos < len;
 
 	/* store_verify. */
 	fresh_copy(c);
@@ -456,6 +513,10 @@ static void one_case(struct ctx *c, const char *name, enum kind kind,
 			problem(c, "store_open failed (%d) on a torn tail of the "
 				"newest log", orc);
 	} else {
+		if (kind == K_LOG && must_detect)
+			problem(c, "store_open accepted a damaged commit-log record "
+				"that valid records follow (FORMAT.md \"Recovery\": "
+				"-EUCLEAN)");
 		if (torn && !tu_log_contains(&c->log, name))
 			problem(c, "store_open cut a torn tail without reporting it "
 				"through options.log");
@@ -464,6 +525,10 @@ static void one_case(struct ctx *c, const char *name, enum kind kind,
 		if (crc != 0 && crc != -EUCLEAN && crc != -EIO)
 			problem(c, "store_close returned %d", crc);
 	}
+
+	if (c->verbose)
+		fprintf(stderr, "  %s, %s: verify %d, open %d%s\n", c->file, c->what,
+			vrc, orc, tail == TAIL_YES || manifest_tail ? " (tail)" : "");
 
 	/* A torn tail with paranoid_checks is an error. */
 	if (torn) {
@@ -493,6 +558,7 @@ START_TEST(test_corrupt)
 	ck_assert_ptr_nonnull(c);
 	c->seed = tu_seed("corrupt");
 	tu_rng_init(&c->rng, c->seed);
+	c->verbose = tu_env_u64("LSMFS_CORRUPT_VERBOSE", 0) != 0;
 	c->nkeys = NKEYS;
 	c->hist = calloc(NKEYS, sizeof(*c->hist));
 	ck_assert_ptr_nonnull(c->hist);
@@ -567,7 +633,7 @@ START_TEST(test_corrupt)
 		uint64_t len = (uint64_t)sb.st_size;
 		if (len == 0)
 			continue;
-		struct damage ds[12];
+		struct damage ds[16];
 		int nd = 0;
 		ds[nd++] = (struct damage){ false, 0, 0x01, "start" };
 		ds[nd++] = (struct damage){ false, len / 2, 0x80, "middle" };
@@ -580,12 +646,20 @@ START_TEST(test_corrupt)
 		ds[nd++] = (struct damage){ true, 0, 0, "empty" };
 		ds[nd++] = (struct damage){ true, len / 2, 0, "half" };
 		ds[nd++] = (struct damage){ true, len - 1, 0, "all but one byte" };
-		if (kind == K_LOG && len > 100)
-			ds[nd++] = (struct damage){ true, len - 1 - tu_rng_below(&c->rng, 100),
-				0, "torn last record" };
+		uint64_t last_start = 0;
+		if (kind == K_LOG || kind == K_MANIFEST) {
+			last_start = last_record_start(path);
+			ds[nd++] = (struct damage){ false, tu_rng_range(&c->rng,
+				last_start, len - 1), 0x04, "in the last record" };
+			if (last_start > 0)
+				ds[nd++] = (struct damage){ false, last_start - 1, 0x04,
+					"just before the last record" };
+			ds[nd++] = (struct damage){ true, tu_rng_range(&c->rng,
+				last_start + 1, len - 1), 0, "torn last record" };
+		}
 		bool newest = newest_log && strcmp(name, newest_log) == 0;
 		for (int j = 0; j < nd; j++)
-			one_case(c, name, kind, len, &ds[j], newest, &ki);
+			one_case(c, name, kind, len, last_start, &ds[j], newest, &ki);
 	}
 	fprintf(stderr, "corrupt: %d cases in %.1f s, %d problems\n", c->cases,
 		(double)(tu_now_ms() - t0) / 1000.0, c->problems);

@@ -18,10 +18,15 @@
  *   - no batch is half applied;
  * and the store takes a put + get, and closes cleanly.
  *
+ * A quarter of the runs cut the power a second time during the recovery
+ * (and the few writes after it), so recovery of a half-done recovery is
+ * tested too.
+ *
  * Variants: "mixed" (15% SYNC writes + store_sync calls) and "sync"
  * (options.sync: every acked write is durable).
  *
  * Environment: LSMFS_SEED, LSMFS_POWERCUT_POINTS, LSMFS_POWERCUT_OPS,
+ * LSMFS_POWERCUT_CUT (+ LSMFS_POWERCUT_CUT2): replay one cut point,
  * LSMFS_SOAK=1.
  */
 #include <check.h>
@@ -35,6 +40,9 @@
 #include "store.h"
 #include "testutil.h"
 
+/* The run's base seed (LSMFS_SEED or the clock), printed once. */
+static uint64_t base_seed;
+
 #define DIR "/db"
 
 struct variant {
@@ -46,8 +54,8 @@ struct variant {
 };
 
 static const struct variant variants[] = {
-	{ "mixed", false, 15, 40, 250 },
-	{ "sync", true, 0, 10, 120 },
+	{ "mixed", false, 15, 40, 1000 },
+	{ "sync", true, 0, 10, 500 },
 };
 
 static void configure(struct tu_wl_config *cfg, const struct variant *v,
@@ -86,7 +94,7 @@ struct outcome {
  * fails or nops steps are done, close, cut the power, reopen, verify.
  */
 static void run_one(const struct variant *v, uint64_t seed, uint64_t nops,
-		    uint64_t after, struct outcome *res)
+		    uint64_t after, uint64_t second_cut, struct outcome *res)
 {
 	struct fault_env *fe = fault_env_new();
 	ck_assert_ptr_nonnull(fe);
@@ -116,6 +124,16 @@ static void run_one(const struct variant *v, uint64_t seed, uint64_t nops,
 	}
 	res->steps = wl.steps;
 	res->env_ops = fault_env_ops(fe);
+	if (after == UINT64_MAX && wl.st) {
+		struct store_stats ss;
+		store_get_stats(wl.st, &ss);
+		fprintf(stderr, "  fault-free run: %" PRIu64 " flushes, %" PRIu64
+			" compactions since the last open; tables per level:",
+			ss.flushes, ss.compactions);
+		for (int l = 0; l < STORE_MAX_LEVELS; l++)
+			fprintf(stderr, " %" PRIu64, ss.level_files[l]);
+		fprintf(stderr, "\n");
+	}
 	int crc = tu_wl_close(&wl);
 	res->struck = fault_env_struck(fe);
 	if (!res->struck)
@@ -123,10 +141,24 @@ static void run_one(const struct variant *v, uint64_t seed, uint64_t nops,
 			      v->name, seed, crc);
 
 	fault_env_power_cut(fe);
+	tu_dm_power_cut(wl.dm);
+
+	struct store *st = NULL;
+	int rc;
+	if (second_cut != UINT64_MAX) {
+		/* The power fails again during recovery. */
+		fault_env_arm(fe, FAULT_POWER_CUT, second_cut);
+		rc = tu_wl_open(&wl);
+		/* Recovered before the cut: write a little, then die. */
+		for (int i = 0; i < 5 && rc == 0; i++)
+			rc = tu_wl_step(&wl);
+		(void)tu_wl_close(&wl); /* may fail: the power is gone */
+		fault_env_power_cut(fe);
+		tu_dm_power_cut(wl.dm);
+	}
 
 	tu_log_clear(&log);
-	struct store *st = NULL;
-	int rc = store_open(DIR, &cfg.opt, &st);
+	rc = store_open(DIR, &cfg.opt, &st);
 	if (rc)
 		tu_log_dump(&log, "  store log: ");
 	ck_assert_msg(rc == 0,
@@ -138,10 +170,12 @@ static void run_one(const struct variant *v, uint64_t seed, uint64_t nops,
 	if (rc)
 		tu_log_dump(&log, "  store log: ");
 	ck_assert_msg(rc == 0,
-		      "powercut %s seed=%" PRIu64 " cut=%" PRIu64 " (replay: "
-		      "LSMFS_SEED=<base> LSMFS_POWERCUT_CUT=%" PRIu64 "), stopped at "
+		      "powercut %s seed=%" PRIu64 " cut=%" PRIu64 " second cut=%"
+		      PRId64 " (replay: LSMFS_SEED=<base> LSMFS_POWERCUT_CUT=%"
+		      PRIu64 " LSMFS_POWERCUT_CUT2=<second cut>), stopped at "
 		      "step %" PRIu64 " (%s): %s",
-		      v->name, seed, after, after, wl.steps, wl.last_op, err);
+		      v->name, seed, after, (int64_t)second_cut, after, wl.steps,
+		      wl.last_op, err);
 
 	/* Usable: a put and a get. */
 	rc = store_put(st, "after-cut", 9, "ok", 2, STORE_WRITE_SYNC);
@@ -162,12 +196,21 @@ static void run_one(const struct variant *v, uint64_t seed, uint64_t nops,
 	fault_env_free(fe);
 }
 
+/* A quarter of the runs lose power again while recovering, after 0-40
+ * more env ops (UINT64_MAX: no second cut). */
+static uint64_t second_cut(struct tu_rng *rng)
+{
+	if (!tu_rng_chance(rng, 1, 4))
+		return UINT64_MAX;
+	return tu_rng_below(rng, 41);
+}
+
 START_TEST(test_powercut)
 {
 	const struct variant *v = &variants[_i];
-	uint64_t base = tu_seed("powercut");
+	uint64_t base = base_seed;
 	uint64_t seed = tu_mix64(base + (uint64_t)_i);
-	uint64_t nops = tu_env_u64("LSMFS_POWERCUT_OPS", 2500);
+	uint64_t nops = tu_env_u64("LSMFS_POWERCUT_OPS", 5000);
 	uint64_t npoints = tu_env_u64("LSMFS_POWERCUT_POINTS", v->points);
 	if (tu_soak()) {
 		nops *= 4;
@@ -177,7 +220,7 @@ START_TEST(test_powercut)
 
 	/* The fault-free run: how many env ops does the workload take? */
 	struct outcome base_run;
-	run_one(v, seed, nops, UINT64_MAX, &base_run);
+	run_one(v, seed, nops, UINT64_MAX, UINT64_MAX, &base_run);
 	uint64_t total = base_run.env_ops;
 	fprintf(stderr, "powercut %s: seed=%" PRIu64 " (base %" PRIu64 "), %" PRIu64
 		" steps, %" PRIu64 " env ops without faults\n", v->name, seed, base,
@@ -189,7 +232,8 @@ START_TEST(test_powercut)
 	uint64_t runs = 0, struck = 0;
 	if (only != UINT64_MAX) {
 		struct outcome o;
-		run_one(v, seed, nops, only, &o);
+		run_one(v, seed, nops, only,
+			tu_env_u64("LSMFS_POWERCUT_CUT2", UINT64_MAX), &o);
 		runs = 1;
 		struck = o.struck;
 	} else {
@@ -198,7 +242,7 @@ START_TEST(test_powercut)
 		uint64_t dense = total < npoints ? total + 1 : 20;
 		for (uint64_t p = 0; p < dense; p++, runs++) {
 			struct outcome o;
-			run_one(v, seed, nops, p, &o);
+			run_one(v, seed, nops, p, second_cut(&rng), &o);
 			struck += o.struck;
 		}
 		if (total >= npoints) {
@@ -208,7 +252,7 @@ START_TEST(test_powercut)
 				uint64_t p = dense + (uint64_t)(stride * (double)i) +
 					tu_rng_below(&rng, (uint64_t)stride + 1);
 				struct outcome o;
-				run_one(v, seed, nops, p, &o);
+				run_one(v, seed, nops, p, second_cut(&rng), &o);
 				struck += o.struck;
 			}
 		}
@@ -231,6 +275,8 @@ static Suite *powercut_suite(void)
 
 int main(void)
 {
+	/* One base seed for every case (the cases run in forked children). */
+	base_seed = tu_seed("powercut");
 	SRunner *sr = srunner_create(powercut_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
