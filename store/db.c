@@ -385,8 +385,19 @@ static int recover(struct store *st)
 		rc = -ENOMEM;
 		goto out;
 	}
+	/* Only the last log that holds anything can have a torn tail: an
+	 * empty log after it is one a crashed open created before it could
+	 * record its MANIFEST edit. */
+	size_t newest = 0;
+	for (size_t i = 0; i < nlogs; i++) {
+		char path[4096];
+		uint64_t size = 0;
+		db_log_file_name(path, sizeof(path), st->dir, logs[i]);
+		if (st->env->ops->file_size(st->env, path, &size) == 0 && size > 0)
+			newest = i;
+	}
 	for (size_t i = 0; i < nlogs && rc == 0; i++)
-		rc = replay_log(st, logs[i], i + 1 == nlogs, &rctx, &edit);
+		rc = replay_log(st, logs[i], i == newest, &rctx, &edit);
 	if (rc)
 		goto out;
 	version_set_set_last_sequence(st->vs, rctx.max_seq);

@@ -162,17 +162,21 @@ int db_write_level0_table(struct store *st, struct memtable *mem,
 	return rc;
 }
 
-/* Flush st->imm.  mu held. */
-static int compact_memtable(struct store *st)
+/*
+ * Flush st->imm.  deeper: the table may skip to level 1 or 2 when it
+ * overlaps nothing; not while a compaction runs, whose output could land
+ * in the same key gap of that level.  mu held.
+ */
+static int compact_memtable(struct store *st, bool deeper)
 {
 	struct version_edit edit;
 	version_edit_init(&edit);
-	struct version *base = version_set_current(st->vs);
-	version_ref(base);
+	struct version *base = deeper ? version_set_current(st->vs) : NULL;
+	if (base)
+		version_ref(base);
 	int rc = db_write_level0_table(st, st->imm, &edit, base);
-	version_unref(base);
-	if (rc == 0 && st->shutting_down)
-		rc = 0; /* finish the flush anyway: it is cheap to keep */
+	if (base)
+		version_unref(base);
 	if (rc == 0) {
 		/* Logs older than the current one now live in tables. */
 		version_edit_set_log_number(&edit, st->log_number);
@@ -296,7 +300,7 @@ static int do_compaction_work(struct store *st, struct compaction *c)
 		if (atomic_load(&st->has_imm)) {
 			pthread_mutex_lock(&st->mu);
 			if (st->imm && !st->bg_error)
-				(void)compact_memtable(st); /* error is sticky */
+				(void)compact_memtable(st, false); /* error is sticky */
 			pthread_cond_broadcast(&st->bg_cv);
 			rc = st->bg_error;
 			pthread_mutex_unlock(&st->mu);
@@ -401,7 +405,7 @@ static int do_compaction_work(struct store *st, struct compaction *c)
 static void background_work(struct store *st)
 {
 	if (st->imm) {
-		(void)compact_memtable(st); /* errors are sticky in bg_error */
+		(void)compact_memtable(st, true); /* errors are sticky */
 		return;
 	}
 	struct manual_compaction *m = st->manual;
@@ -435,7 +439,9 @@ static void background_work(struct store *st)
 	compaction_free(c);
 	if (rc) {
 		db_set_bg_error(st, rc);
-		if (m) {
+		/* The caller may have given up on m (bg error): touch it only
+		 * while it is still hooked. */
+		if (m && st->manual == m) {
 			m->status = rc;
 			m->done = true;
 			st->manual = NULL;
@@ -482,13 +488,14 @@ int store_compact_range(struct store *st, const void *begin, size_t blen,
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&st->mu);
-	/* Compact each level that has files in the range, top down. */
-	int max_level = 0;
-	struct version *v = version_set_current(st->vs);
-	for (int l = 0; l < NUM_LEVELS; l++)
-		if (v->nfiles[l])
-			max_level = l;
+	/* Compact each level that has files in the range, top down, to the
+	 * deepest level that has files (at least level 1). */
+	int max_level = 1;
 	for (int level = 0; level < max_level && rc == 0; level++) {
+		struct version *v = version_set_current(st->vs);
+		for (int l = level + 1; l < NUM_LEVELS; l++)
+			if (v->nfiles[l] && l > max_level)
+				max_level = l;
 		struct manual_compaction m = {
 			.level = level, .begin = begin, .blen = blen,
 			.end = end, .elen = elen,
@@ -504,7 +511,10 @@ int store_compact_range(struct store *st, const void *begin, size_t blen,
 		while (!m.done && !st->bg_error)
 			pthread_cond_wait(&st->bg_cv, &st->mu);
 		if (!m.done) {
-			/* bg error while queued: unhook. */
+			/* bg error: wait until the background thread is out of
+			 * its work (it may be using m), then unhook m. */
+			while (st->bg_busy)
+				pthread_cond_wait(&st->bg_cv, &st->mu);
 			if (st->manual == &m)
 				st->manual = NULL;
 			rc = st->bg_error;

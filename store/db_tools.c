@@ -176,6 +176,14 @@ static int check_logs(struct tool *t, bool print)
 	int rc = live_logs(t, &logs, &n), ret = 0;
 	if (rc)
 		return rc;
+	size_t newest = 0; /* the last non-empty log: see db.c recover() */
+	for (size_t i = 0; i < n; i++) {
+		char path[4096];
+		uint64_t size = 0;
+		db_log_file_name(path, sizeof(path), t->dir, logs[i]);
+		if (t->env->ops->file_size(t->env, path, &size) == 0 && size > 0)
+			newest = i;
+	}
 	for (size_t i = 0; i < n; i++) {
 		char path[4096];
 		db_log_file_name(path, sizeof(path), t->dir, logs[i]);
@@ -200,7 +208,7 @@ static int check_logs(struct tool *t, bool print)
 					reportf(t, "%s: read error: %s", path,
 						strerror(-k));
 					ret = k;
-				} else if (e->tail && i + 1 == n) {
+				} else if (e->tail && i == newest) {
 					reportf(t, "%s: torn tail at offset %" PRIu64
 						" (%s): would be cut at open",
 						path, e->offset, e->msg);
@@ -332,10 +340,13 @@ static void dump_tables(struct tool *t)
 			uint64_t blocks, fbytes, ibytes, entries = 0;
 			sst_describe(r, &blocks, &fbytes, &ibytes);
 			struct iter *it = sst_iter_new(r, false);
-			for (iter_seek_first(it); iter_valid(it); iter_next(it))
-				entries++;
-			int st = iter_status(it);
-			iter_destroy(it);
+			int st = -ENOMEM;
+			if (it) {
+				for (iter_seek_first(it); iter_valid(it); iter_next(it))
+					entries++;
+				st = iter_status(it);
+				iter_destroy(it);
+			}
 			reportf(t, "%s: level %d, %" PRIu64 " bytes, %" PRIu64
 				" entries, %" PRIu64 " data blocks, filter %" PRIu64
 				" bytes, index %" PRIu64 " bytes%s",

@@ -229,9 +229,9 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		}
 		if (group == st->group)
 			store_batch_clear(st->group);
-	} else if (rc == 0 && sync && !batch && !force_flush) {
-		/* store_sync: the head syncs the current log for everyone
-		 * queued so far. */
+	} else if (rc == 0 && sync && !force_flush) {
+		/* store_sync, or an empty synced batch: the head syncs the
+		 * current log for everyone queued so far. */
 		pthread_mutex_unlock(&st->mu);
 		rc = wal_sync(st->log);
 		pthread_mutex_lock(&st->mu);

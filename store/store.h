@@ -54,7 +54,8 @@ struct store_options {
 	int l0_stop_trigger;        /* default 12: writers wait for compaction */
 	struct store_env *env;      /* default NULL: real files */
 	/* Reports (a torn log tail that was cut, background errors, corruption),
-	 * one line each without a newline.  NULL: reports are dropped. */
+	 * one line each without a newline.  NULL: reports are dropped.  It may
+	 * be called with the store's locks held: it must not call the store. */
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
 };
