@@ -2,8 +2,8 @@
  * store.h: the public API of the lsmfs LSM key-value store.  The only store
  * header that fs/, mkfs/ and tools/ include.
  *
- * Keys and values are byte strings, ordered by memcmp (shorter first on a
- * common prefix).  Every function that can fail returns 0 or a negative
+ * Keys and values are byte strings (the empty key is a key like any
+ * other), ordered by memcmp (shorter first on a common prefix).  Every function that can fail returns 0 or a negative
  * errno: -ENOENT (no such key), -ENOMEM, -EIO, -ENOSPC, -EINVAL (bad
  * argument or options), -EBUSY (store locked by another user), -EEXIST
  * (error_if_exists), -EUCLEAN (corruption; the message names file and
@@ -97,7 +97,7 @@ int store_get(struct store *st, const struct store_snapshot *snap,
 	      const void *key, size_t klen, void **val, size_t *vlen);
 
 /* Snapshots pin a sequence number: reads through them see the store as it
- * was.  Release each exactly once. */
+ * was.  Release each exactly once.  NULL only when out of memory. */
 const struct store_snapshot *store_snapshot_new(struct store *st);
 void store_snapshot_release(struct store *st, const struct store_snapshot *snap);
 uint64_t store_snapshot_seq(const struct store_snapshot *snap);
@@ -128,7 +128,7 @@ int store_iter_new(struct store *st, const struct store_iter_options *opt,
 void store_iter_free(struct store_iter *it);
 void store_iter_seek_first(struct store_iter *it);
 void store_iter_seek_last(struct store_iter *it);
-/* First key >= key. */
+/* First key >= key (and >= the lower bound). */
 void store_iter_seek(struct store_iter *it, const void *key, size_t klen);
 /* Last key <= key. */
 void store_iter_seek_for_prev(struct store_iter *it, const void *key, size_t klen);
@@ -136,7 +136,8 @@ bool store_iter_valid(const struct store_iter *it);
 /* REQUIRES: valid. */
 void store_iter_next(struct store_iter *it);
 void store_iter_prev(struct store_iter *it);
-/* REQUIRES: valid.  Pointers stay good until the iterator moves. */
+/* REQUIRES: valid.  Pointers stay good until the iterator moves; an
+ * empty key or value may come back as a NULL pointer with length 0. */
 const void *store_iter_key(const struct store_iter *it, size_t *len);
 const void *store_iter_value(const struct store_iter *it, size_t *len);
 /* 0, or the first error the iterator met (sticky). */

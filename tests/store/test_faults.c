@@ -11,8 +11,8 @@
  *     a background flush/compaction met it first (a sticky error);
  *   - once the fault has struck, a put + store_sync fails: an error is
  *     never swallowed;
- *   - after fault_env_clear() a few more writes are issued (they may fail
- *     if the store keeps a sticky error, or succeed), then store_close;
+ *   - after fault_env_clear() a few more steps run: each succeeds or fails
+ *     with the fault's errno (a sticky error), then store_close;
  *   - the store reopens, and holds every write it acknowledged (variant
  *     "close": no power lost, so every acked write must be there) or every
  *     durable write (variant "cut": fault_env_power_cut() after the close,
@@ -21,7 +21,8 @@
  *   - the reopened store takes a put + get and closes cleanly.
  *
  * Environment: LSMFS_SEED, LSMFS_FAULTS_POINTS (per kind and variant),
- * LSMFS_FAULTS_OPS, LSMFS_SOAK=1.
+ * LSMFS_FAULTS_OPS, LSMFS_FAULTS_AFTER (replay one fault point),
+ * LSMFS_SOAK=1.
  */
 #include <check.h>
 #include <errno.h>
