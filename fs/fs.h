@@ -1,0 +1,136 @@
+/*
+ * fs.h: the public face of the lsmfs filesystem module for the daemon's
+ * command line, mkfs.lsmfs and the offline tools (fsck, inspect).
+ *
+ * Three parts:
+ *   - superblocks: one checksummed file per backing disk, <disk>/.lsmfs/super
+ *     (format in fs/SCHEMA.md, "Superblock");
+ *   - disk sets: the disks of one filesystem, checked against each other,
+ *     ordered by disk index, optionally locked against a second user;
+ *   - formatting: the initial contents of the metadata store.
+ * The FUSE side (struct fs and its operations) is internal: fs_int.h.
+ *
+ * Every function returns 0 or a negative errno.  Those that take an
+ * (err, errlen) pair write a one-line reason there on failure, naming the
+ * disk or file, ready to print after "prog: ".
+ */
+#ifndef LSMFS_FS_H
+#define LSMFS_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LSMFS_VERSION 1              /* on-disk format version */
+#define LSMFS_MAX_DISKS 64
+#define LSMFS_LABEL_MAX 16           /* bytes, like ext4's volume label */
+#define LSMFS_META_PATH_MAX 1024
+#define LSMFS_DEFAULT_SECTIONS 1024
+#define LSMFS_DEFAULT_CHUNK_SIZE (4u << 20)
+#define LSMFS_DEFAULT_INLINE_MAX 4096u
+#define LSMFS_ROOT_INO 1
+#define LSMFS_LOST_FOUND_INO 2
+
+/* Names of things inside a backing disk. */
+#define LSMFS_DIR ".lsmfs"               /* <disk>/.lsmfs/ */
+#define LSMFS_SUPER_FILE "super"         /* <disk>/.lsmfs/super */
+#define LSMFS_LOCK_FILE "lock"           /* <disk>/.lsmfs/lock (flock) */
+#define LSMFS_META_DIR "meta"            /* default store: <disk0>/.lsmfs/meta */
+#define LSMFS_SECTIONS_DIR "sections"    /* <disk>/.lsmfs/sections/<s>/ */
+#define LSMFS_META_MARK "lsmfs-meta"     /* file in a --meta directory */
+
+/* One disk's superblock, decoded (SCHEMA.md, "Superblock"). */
+struct lsmfs_super {
+	uint32_t version;
+	uint8_t fs_uuid[16];
+	uint8_t disk_uuid[16];
+	uint32_t disk_index;             /* 0 .. disk_count-1 */
+	uint32_t disk_count;
+	uint32_t sections;               /* N, fixed at mkfs */
+	uint64_t chunk_size;             /* bytes, a power of two >= 4096 */
+	uint32_t inline_max;             /* bytes */
+	uint64_t created;                /* seconds since the epoch */
+	char label[LSMFS_LABEL_MAX + 1]; /* NUL-terminated */
+	/* "" when the store lives in <disk 0>/.lsmfs/meta, else an absolute
+	 * directory (mkfs --meta). */
+	char meta_dir[LSMFS_META_PATH_MAX];
+	uint8_t disk_uuids[LSMFS_MAX_DISKS][16]; /* every disk, by index */
+};
+
+/* Encode into buf (cap bytes); *len is the encoded size.  -ENOSPC if cap is
+ * too small (LSMFS_SUPER_MAX is always enough). */
+#define LSMFS_SUPER_MAX 4096
+int super_encode(const struct lsmfs_super *sb, uint8_t *buf, size_t cap,
+		 size_t *len);
+/* Decode and verify magic, version and checksum.  -EUCLEAN on damage, with
+ * the reason (naming the byte offset) in err. */
+int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
+		 char *err, size_t errlen);
+/* Read <disk>/.lsmfs/super.  -ENOENT if the disk has no superblock (not an
+ * lsmfs disk), -EUCLEAN if it is damaged. */
+int super_read(const char *disk, struct lsmfs_super *sb, char *err,
+	       size_t errlen);
+/* Write <disk>/.lsmfs/super atomically and durably (temp file, fsync,
+ * rename, fsync the directory).  Creates <disk>/.lsmfs if needed. */
+int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
+		size_t errlen);
+/* Format a UUID as 36 characters plus NUL into out[37]; parse one back. */
+void lsmfs_uuid_format(const uint8_t uuid[16], char out[37]);
+int lsmfs_uuid_parse(const char *s, uint8_t uuid[16]);
+/* 16 random bytes shaped as a version 4 UUID (getrandom). */
+int lsmfs_uuid_generate(uint8_t uuid[16]);
+
+/* An opened set of disks: every disk of one filesystem, each exactly once. */
+struct lsmfs_diskset {
+	uint32_t ndisks;
+	char *paths[LSMFS_MAX_DISKS];    /* by disk index, as given (realpath) */
+	struct lsmfs_super sb;           /* disk 0's superblock */
+	char meta_dir[LSMFS_META_PATH_MAX + 64]; /* resolved store directory */
+	int lock_fds[LSMFS_MAX_DISKS];   /* -1 when not locked */
+};
+
+#define DISKSET_LOCK 1u  /* take every disk's lock (daemon, fsck repair) */
+
+/*
+ * Open the disks named in spec ("DISK[:DISK...]", any order).  Refuses,
+ * with a one-line reason naming the disk in err:
+ *   -ENOENT   a disk that does not exist or is not a directory;
+ *   -EMEDIUMTYPE  a directory without an lsmfs superblock;
+ *   -EUCLEAN  a damaged superblock;
+ *   -EXDEV    a disk of another filesystem (filesystem UUID differs, or
+ *             disagreement on sections, chunk size, disk count);
+ *   -EEXIST   a disk given twice (same path, same directory, or same disk
+ *             index/UUID);
+ *   -ENODEV   a disk of the filesystem missing from the list;
+ *   -EBUSY    (with DISKSET_LOCK) a disk locked by a running daemon or
+ *             tool; the lock file holds that process's pid.
+ * On success *out is sorted by disk index; close it with diskset_close.
+ */
+int diskset_open(const char *spec, unsigned flags,
+		 struct lsmfs_diskset **out, char *err, size_t errlen);
+void diskset_close(struct lsmfs_diskset *ds);
+
+/* Parameters of a new filesystem, for fs_format. */
+struct fs_format_params {
+	uint8_t fs_uuid[16];
+	uint32_t sections;
+	uint64_t chunk_size;
+	uint32_t inline_max;
+	uint32_t ndisks;
+	const char *disk_paths[LSMFS_MAX_DISKS];
+	uint8_t disk_uuids[LSMFS_MAX_DISKS][16];
+	const char *label;
+	uint64_t created;
+};
+
+/*
+ * Create the metadata store in store_dir (which must not hold one) and
+ * write the initial keys: filesystem info, inode counter, disk table,
+ * section map (section s on disk s mod ndisks), the root directory and
+ * /lost+found.  Also creates <disk>/.lsmfs/sections/<s>/ for every section
+ * on the disk it maps to.  Durable when it returns 0.
+ */
+int fs_format(const char *store_dir, const struct fs_format_params *p,
+	      char *err, size_t errlen);
+
+#endif

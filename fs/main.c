@@ -1,0 +1,3 @@
+/* lsmfs daemon: being written. */
+#include "fs.h"
+int main(void) { return 1; }

@@ -1,0 +1,2 @@
+/* FUSE handlers: being written. */
+#include "fs.h"

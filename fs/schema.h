@@ -1,0 +1,139 @@
+/*
+ * schema.h: encoders and decoders for the keys and records of the metadata
+ * store, exactly as fs/SCHEMA.md ("Keys of the metadata store") lays them
+ * out.  Shared by the daemon, mkfs (fs_format) and the offline tools.
+ * Pure functions, no locking.  Decoders take (p, len) and return -EUCLEAN
+ * on a short or malformed input.
+ */
+#ifndef LSMFS_SCHEMA_H
+#define LSMFS_SCHEMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Key types (first byte). */
+#define KEY_META 'M'
+#define KEY_DISK 'K'
+#define KEY_SECTION 'P'
+#define KEY_INODE 'I'
+#define KEY_DIRENT 'D'
+#define KEY_XATTR 'X'
+#define KEY_DATA 'F'
+#define KEY_CHUNK 'C'
+#define KEY_ORPHAN 'O'
+
+#define META_FS "fs"
+#define META_NEXT_INO "next_ino"
+
+#define NAME_MAX_BYTES 255
+/* Longest key: type, be64 parent, be64 hash, 255-byte name. */
+#define KEY_MAX (1 + 8 + 8 + NAME_MAX_BYTES)
+
+static inline void sc_put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void sc_put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint32_t sc_get_le32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+static inline uint64_t sc_get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+static inline void sc_put_be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+static inline void sc_put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+static inline uint32_t sc_get_be32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 0; i < 4; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+static inline uint64_t sc_get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* Keys: each writes into out (KEY_MAX bytes) and returns the key length. */
+size_t key_meta(uint8_t *out, const char *name);
+size_t key_disk(uint8_t *out, uint32_t index);
+size_t key_section(uint8_t *out, uint32_t section);
+size_t key_inode(uint8_t *out, uint64_t ino);
+/* Full dirent key; name is nlen bytes (1..255). */
+size_t key_dirent(uint8_t *out, uint64_t parent, const char *name, size_t nlen);
+/* Dirent key without the name: the position of hash in parent's listing. */
+size_t key_dirent_pos(uint8_t *out, uint64_t parent, uint64_t hash);
+/* Prefix of every key of parent's entries (9 bytes). */
+size_t key_dirent_prefix(uint8_t *out, uint64_t parent);
+size_t key_xattr(uint8_t *out, uint64_t ino, const char *name, size_t nlen);
+size_t key_xattr_prefix(uint8_t *out, uint64_t ino);
+size_t key_data(uint8_t *out, uint64_t ino);
+size_t key_chunk(uint8_t *out, uint64_t ino, uint64_t chunk);
+size_t key_chunk_prefix(uint8_t *out, uint64_t ino);
+size_t key_orphan(uint8_t *out, uint64_t ino);
+
+/* The readdir hash of a name (SCHEMA.md, "Directory entries"): >= 3. */
+uint64_t dirent_hash(const char *name, size_t nlen);
+
+/* Section of a chunk: XXH3-64(le64(ino) || le64(chunk)) mod sections. */
+uint32_t chunk_section(uint64_t ino, uint64_t chunk, uint32_t sections);
+
+/* Inode record (SCHEMA.md, "Inode record"). */
+#define INODE_REC_LEN 98
+#define INODE_FLAG_CHUNKED 1u
+struct inode_rec {
+	uint8_t flags;
+	uint32_t mode, uid, gid, nlink;
+	uint64_t size, blocks, rdev, generation;
+	int64_t atime_sec, mtime_sec, ctime_sec, btime_sec;
+	uint32_t atime_nsec, mtime_nsec, ctime_nsec, btime_nsec;
+};
+void inode_rec_encode(const struct inode_rec *r, uint8_t out[INODE_REC_LEN]);
+int inode_rec_decode(const uint8_t *p, size_t len, struct inode_rec *r);
+
+/* Directory entry value: le64 ino, u8 type. */
+#define DIRENT_VAL_LEN 9
+void dirent_val_encode(uint64_t ino, uint8_t type, uint8_t out[DIRENT_VAL_LEN]);
+int dirent_val_decode(const uint8_t *p, size_t len, uint64_t *ino,
+		      uint8_t *type);
+
+/* Filesystem info (`M` `fs`). */
+struct fs_info {
+	uint32_t version;
+	uint8_t fs_uuid[16];
+	uint32_t sections;
+	uint64_t chunk_size;
+	uint32_t inline_max;
+	uint32_t ndisks;
+	uint64_t created;
+	char label[17];
+};
+#define FS_INFO_MAX (4 + 16 + 4 + 8 + 4 + 4 + 8 + 1 + 16)
+size_t fs_info_encode(const struct fs_info *fi, uint8_t out[FS_INFO_MAX]);
+int fs_info_decode(const uint8_t *p, size_t len, struct fs_info *fi);
+
+#endif

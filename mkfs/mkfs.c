@@ -1,0 +1,3 @@
+/* mkfs.lsmfs: being written. */
+#include "fs.h"
+int main(void) { return 1; }
