@@ -1,0 +1,50 @@
+/*
+ * fstest.h: what every 'fs' suite test needs: scratch directories, mkfs,
+ * mounting the daemon in the foreground as a child process, unmounting,
+ * and killing it.  Binaries come from the environment meson sets:
+ * LSMFS_BIN (the daemon), MKFS_BIN (mkfs.lsmfs).
+ *
+ * Functions return 0 or -1 after printing why to stderr.
+ */
+#ifndef LSMFS_FSTEST_H
+#define LSMFS_FSTEST_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define FST_MAX_DISKS 8
+
+struct fst {
+	char root[256];                    /* scratch dir, removed by fst_cleanup */
+	int ndisks;
+	char disks[FST_MAX_DISKS][300];    /* root/diskN */
+	char spec[FST_MAX_DISKS * 301];    /* "d0:d1:..." for the daemon */
+	char mnt[300];                     /* root/mnt */
+	pid_t daemon;                      /* 0 when not mounted */
+};
+
+/* Exit 77 with a loud message when /dev/fuse or the binaries are missing. */
+void fst_require_fuse(void);
+/* Make the scratch tree: root, ndisks empty disk dirs, mnt. */
+int fst_init(struct fst *f, const char *tag, int ndisks);
+/* Run mkfs.lsmfs -q [extra args...] on the disks.  extra may be NULL. */
+int fst_mkfs(struct fst *f, const char *const *extra);
+/* Start `lsmfs -f [-o opts] spec mnt` and wait until it is mounted. */
+int fst_mount(struct fst *f, const char *opts);
+/* fusermount3 -u and wait for the daemon to exit with status 0. */
+int fst_umount(struct fst *f);
+/* SIGKILL the daemon, detach the dead mount, reap the child. */
+int fst_kill(struct fst *f);
+/* Unmount if needed and remove the scratch tree. */
+void fst_cleanup(struct fst *f);
+/* Run argv (NULL-terminated), capture stdout+stderr into out (cap bytes,
+ * NUL-terminated); return the exit status, or 128+signal. */
+int fst_run(const char *const *argv, char *out, size_t cap);
+/* rm -rf path. */
+int fst_rmtree(const char *path);
+/* Seed from LSMFS_SEED or the clock, printed to stderr. */
+unsigned long fst_seed(const char *test);
+/* True when LSMFS_SOAK=1. */
+bool fst_soak(void);
+
+#endif
