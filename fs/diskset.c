@@ -1,0 +1,353 @@
+/*
+ * diskset.c: opening the disks of one filesystem (fs.h, "disk sets";
+ * fs/SCHEMA.md, "Backing disks").
+ *
+ * The user names the disks in any order; every superblock names the
+ * filesystem and lists the UUIDs of all its disks by index.  A set is
+ * accepted only if each disk appears once, all agree with each other, and
+ * none is missing, so the daemon never mounts half a filesystem or mixes
+ * two.  The optional lock is an flock on <disk>/.lsmfs/lock holding the
+ * owner's pid: the kernel drops it when the owner dies, so a crash never
+ * leaves a stale lock, and the pid is only there to name the culprit.
+ * No shared state; a diskset belongs to its opener.
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* What we learn about one disk of the spec before ordering them. */
+struct given {
+	char *path;                 /* realpath */
+	dev_t dev;
+	ino_t ino;
+	struct lsmfs_super sb;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static int look_at_disk(const char *name, struct given *g, char *err,
+			size_t errlen)
+{
+	struct stat st;
+	if (stat(name, &st) != 0) {
+		int rc = -errno;
+		set_err(err, errlen, "%s: %s", name, strerror(-rc));
+		return rc == -ENOTDIR ? -ENOENT : rc;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		set_err(err, errlen, "%s: not a directory", name);
+		return -ENOENT;
+	}
+	g->dev = st.st_dev;
+	g->ino = st.st_ino;
+	g->path = realpath(name, NULL);
+	if (!g->path) {
+		int rc = -errno;
+		set_err(err, errlen, "%s: %s", name, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+/* Two names of one directory: as given, or through links and bind mounts
+ * (same device and inode). */
+static int check_not_twice(const char *name, const struct given *g,
+			   const struct given *seen, uint32_t nseen,
+			   char *err, size_t errlen)
+{
+	for (uint32_t j = 0; j < nseen; j++) {
+		if (strcmp(seen[j].path, g->path) == 0 ||
+		    (seen[j].dev == g->dev && seen[j].ino == g->ino)) {
+			set_err(err, errlen, "%s: given twice (same directory as %s)",
+				name, seen[j].path);
+			return -EEXIST;
+		}
+	}
+	return 0;
+}
+
+/* Every disk must describe the same filesystem as the first one read. */
+static int check_agrees(const char *name, const struct lsmfs_super *a,
+			const struct lsmfs_super *ref, const char *ref_name,
+			char *err, size_t errlen)
+{
+	char ua[37], ub[37];
+	if (memcmp(a->fs_uuid, ref->fs_uuid, 16) != 0) {
+		lsmfs_uuid_format(a->fs_uuid, ua);
+		lsmfs_uuid_format(ref->fs_uuid, ub);
+		set_err(err, errlen, "%s: belongs to another filesystem (UUID %s, "
+			"not %s as %s)", name, ua, ub, ref_name);
+		return -EXDEV;
+	}
+	const char *what = NULL;
+	if (a->sections != ref->sections)
+		what = "section count";
+	else if (a->chunk_size != ref->chunk_size)
+		what = "chunk size";
+	else if (a->disk_count != ref->disk_count)
+		what = "disk count";
+	else if (a->inline_max != ref->inline_max)
+		what = "inline limit";
+	else if (strcmp(a->meta_dir, ref->meta_dir) != 0)
+		what = "metadata directory";
+	else if (memcmp(a->disk_uuids, ref->disk_uuids, 16u * a->disk_count) != 0)
+		what = "list of disk UUIDs";
+	else if (memcmp(a->disk_uuid, a->disk_uuids[a->disk_index], 16) != 0)
+		what = "its own disk UUID";
+	if (what) {
+		set_err(err, errlen, "%s: disagrees with %s on the %s "
+			"(same filesystem UUID, different filesystem)",
+			name, ref_name, what);
+		return -EXDEV;
+	}
+	return 0;
+}
+
+/* The metadata store must exist and, when it lives outside the disks,
+ * carry this filesystem's mark: a stale --meta path must not lead the
+ * daemon into another filesystem's store. */
+static int resolve_meta(struct lsmfs_diskset *ds, char *err, size_t errlen)
+{
+	const struct lsmfs_super *sb = &ds->sb;
+	char want[37];
+	lsmfs_uuid_format(sb->fs_uuid, want);
+	int n;
+	if (sb->meta_dir[0] == 0)
+		n = snprintf(ds->meta_dir, sizeof(ds->meta_dir),
+			     "%s/" LSMFS_DIR "/" LSMFS_META_DIR, ds->paths[0]);
+	else
+		n = snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s",
+			     sb->meta_dir);
+	if (n < 0 || (size_t)n >= sizeof(ds->meta_dir)) {
+		set_err(err, errlen, "%s: path of the metadata store too long",
+			ds->paths[0]);
+		return -ENAMETOOLONG;
+	}
+
+	struct stat st;
+	if (stat(ds->meta_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		set_err(err, errlen, "%s: metadata store of filesystem %s is "
+			"missing", ds->meta_dir, want);
+		return -ENOENT;
+	}
+	if (sb->meta_dir[0] == 0)
+		return 0;
+
+	char mark[sizeof(ds->meta_dir) + sizeof(LSMFS_META_MARK) + 1];
+	snprintf(mark, sizeof(mark), "%s/" LSMFS_META_MARK, ds->meta_dir);
+	FILE *f = fopen(mark, "re");
+	if (!f) {
+		int rc = -errno;
+		set_err(err, errlen, "%s: %s (metadata store of filesystem %s)",
+			mark, strerror(-rc), want);
+		return rc;
+	}
+	char line[64] = "";
+	bool got = fgets(line, sizeof(line), f) != NULL;
+	fclose(f);
+	line[strcspn(line, "\n")] = 0;
+	uint8_t uuid[16];
+	if (!got || lsmfs_uuid_parse(line, uuid) != 0 ||
+	    memcmp(uuid, sb->fs_uuid, 16) != 0) {
+		set_err(err, errlen, "%s: holds the metadata of another "
+			"filesystem ('%s', not %s)", ds->meta_dir, line, want);
+		return -EXDEV;
+	}
+	return 0;
+}
+
+static int lock_disk(struct lsmfs_diskset *ds, uint32_t i, char *err,
+		     size_t errlen)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/" LSMFS_DIR "/" LSMFS_LOCK_FILE,
+		 ds->paths[i]);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int rc = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int rc = -errno;
+		if (rc == -EWOULDBLOCK) {
+			char pid[32] = "";
+			ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+			pid[n > 0 ? n : 0] = 0;
+			pid[strcspn(pid, "\n")] = 0;
+			set_err(err, errlen, "%s: in use by process %s (lock %s)",
+				ds->paths[i], *pid ? pid : "(unknown)", path);
+			rc = -EBUSY;
+		} else {
+			set_err(err, errlen, "%s: flock: %s", path, strerror(-rc));
+		}
+		close(fd);
+		return rc;
+	}
+	char pid[32];
+	int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+		int rc = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	ds->lock_fds[i] = fd;
+	return 0;
+}
+
+int diskset_open(const char *spec, unsigned flags,
+		 struct lsmfs_diskset **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	char *copy = strdup(spec);
+	struct given *given = calloc(LSMFS_MAX_DISKS, sizeof(*given));
+	struct lsmfs_diskset *ds = calloc(1, sizeof(*ds));
+	uint32_t ngiven = 0;
+	int rc = 0;
+	if (!copy || !given || !ds) {
+		rc = -ENOMEM;
+		set_err(err, errlen, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < LSMFS_MAX_DISKS; i++)
+		ds->lock_fds[i] = -1;
+
+	/* Split by hand: strtok would hide an empty name ("a::b"). */
+	char *name = copy;
+	for (;;) {
+		char *colon = strchr(name, ':');
+		if (colon)
+			*colon = 0;
+		if (*name == 0) {
+			rc = -EINVAL;
+			set_err(err, errlen, "%s: empty disk name in the disk list",
+				spec);
+			goto out;
+		}
+		if (ngiven == LSMFS_MAX_DISKS) {
+			rc = -EINVAL;
+			set_err(err, errlen, "more than %d disks given",
+				LSMFS_MAX_DISKS);
+			goto out;
+		}
+		struct given *g = &given[ngiven];
+		rc = look_at_disk(name, g, err, errlen);
+		if (rc == 0)
+			rc = check_not_twice(name, g, given, ngiven, err, errlen);
+		if (rc) {
+			free(g->path);
+			g->path = NULL;
+			goto out;
+		}
+		ngiven++;
+		if (!colon)
+			break;
+		name = colon + 1;
+	}
+
+	/* Superblocks only after every name is known to be a distinct
+	 * directory: "given twice" is the more useful message. */
+	for (uint32_t i = 0; i < ngiven; i++) {
+		struct given *g = &given[i];
+		rc = super_read(g->path, &g->sb, err, errlen);
+		if (rc == -ENOENT)
+			rc = -EMEDIUMTYPE; /* message already says why */
+		if (rc)
+			goto out;
+		if (i > 0) {
+			rc = check_agrees(g->path, &g->sb, &given[0].sb,
+					  given[0].path, err, errlen);
+			if (rc)
+				goto out;
+		}
+		uint32_t idx = g->sb.disk_index;
+		if (ds->paths[idx]) {
+			rc = -EEXIST;
+			set_err(err, errlen, "%s: disk %u of the filesystem given "
+				"twice (also %s)", g->path, idx, ds->paths[idx]);
+			goto out;
+		}
+		ds->paths[idx] = g->path;
+		g->path = NULL; /* now owned by ds */
+	}
+
+	uint32_t count = given[0].sb.disk_count;
+	for (uint32_t i = 0; i < count; i++) {
+		if (!ds->paths[i]) {
+			char uuid[37], fs[37];
+			lsmfs_uuid_format(given[0].sb.disk_uuids[i], uuid);
+			lsmfs_uuid_format(given[0].sb.fs_uuid, fs);
+			rc = -ENODEV;
+			set_err(err, errlen, "disk %u of %u (UUID %s) of filesystem "
+				"%s is missing from the list", i, count, uuid, fs);
+			goto out;
+		}
+	}
+	ds->ndisks = count;
+	for (uint32_t i = 0; i < ngiven; i++)
+		if (given[i].sb.disk_index == 0)
+			ds->sb = given[i].sb;
+
+	rc = resolve_meta(ds, err, errlen);
+	if (rc)
+		goto out;
+	if (flags & DISKSET_LOCK) {
+		for (uint32_t i = 0; i < count && rc == 0; i++)
+			rc = lock_disk(ds, i, err, errlen);
+		if (rc)
+			goto out;
+	}
+	*out = ds;
+	ds = NULL;
+out:
+	if (given)
+		for (uint32_t i = 0; i < ngiven; i++)
+			free(given[i].path);
+	free(given);
+	free(copy);
+	if (ds) {
+		/* ndisks may still be 0 here: release whatever was taken. */
+		ds->ndisks = LSMFS_MAX_DISKS;
+		diskset_close(ds);
+	}
+	return rc;
+}
+
+void diskset_close(struct lsmfs_diskset *ds)
+{
+	if (!ds)
+		return;
+	for (uint32_t i = 0; i < ds->ndisks && i < LSMFS_MAX_DISKS; i++) {
+		if (ds->lock_fds[i] >= 0) {
+			/* Still under our lock: clear the pid so the file never
+			 * names a process that has let go.  A failure only
+			 * leaves a stale pid, which the next locker replaces. */
+			if (ftruncate(ds->lock_fds[i], 0) != 0)
+				errno = 0;
+			close(ds->lock_fds[i]);
+		}
+		free(ds->paths[i]);
+	}
+	free(ds);
+}

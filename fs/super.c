@@ -1,0 +1,371 @@
+/*
+ * super.c: the per-disk superblock, <disk>/.lsmfs/super (fs/SCHEMA.md,
+ * "Superblock"), and the UUID helpers every part of lsmfs shares.
+ *
+ * The superblock is small, written once by mkfs and replaced only as a
+ * whole: a temp file is written and fsynced, renamed over the old one and
+ * the directory fsynced, so a reader sees either the old or the new block,
+ * never a mix.  Its XXH3-64 trailer covers every byte before it; a reader
+ * trusts no field until the magic, version, length and checksum agree.
+ * Pure functions plus file I/O; no shared state, no locking.
+ */
+#include "fs.h"
+#include "schema.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define SUPER_MAGIC "LSMFS-SB"
+#define SUPER_FIXED 98     /* bytes before the metadata path */
+#define SUPER_CSUM_LEN 8
+
+/* Offsets of SCHEMA.md "Superblock"; decode messages name them. */
+#define OFF_VERSION 8
+#define OFF_LENGTH 12
+#define OFF_FS_UUID 16
+#define OFF_DISK_UUID 32
+#define OFF_INDEX 48
+#define OFF_COUNT 52
+#define OFF_SECTIONS 56
+#define OFF_INLINE 60
+#define OFF_CHUNK 64
+#define OFF_CREATED 72
+#define OFF_LABEL 80
+#define OFF_META_LEN 96
+#define OFF_META 98
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int super_encode(const struct lsmfs_super *sb, uint8_t *buf, size_t cap,
+		 size_t *len)
+{
+	size_t mlen = strnlen(sb->meta_dir, sizeof(sb->meta_dir));
+	size_t llen = strnlen(sb->label, LSMFS_LABEL_MAX);
+	if (sb->disk_count == 0 || sb->disk_count > LSMFS_MAX_DISKS ||
+	    mlen >= sizeof(sb->meta_dir))
+		return -EINVAL;
+	size_t total = SUPER_FIXED + mlen + 16u * sb->disk_count + SUPER_CSUM_LEN;
+	if (total > cap)
+		return -ENOSPC;
+
+	memset(buf, 0, total);
+	memcpy(buf, SUPER_MAGIC, 8);
+	sc_put_le32(buf + OFF_VERSION, sb->version);
+	sc_put_le32(buf + OFF_LENGTH, (uint32_t)total);
+	memcpy(buf + OFF_FS_UUID, sb->fs_uuid, 16);
+	memcpy(buf + OFF_DISK_UUID, sb->disk_uuid, 16);
+	sc_put_le32(buf + OFF_INDEX, sb->disk_index);
+	sc_put_le32(buf + OFF_COUNT, sb->disk_count);
+	sc_put_le32(buf + OFF_SECTIONS, sb->sections);
+	sc_put_le32(buf + OFF_INLINE, sb->inline_max);
+	sc_put_le64(buf + OFF_CHUNK, sb->chunk_size);
+	sc_put_le64(buf + OFF_CREATED, sb->created);
+	memcpy(buf + OFF_LABEL, sb->label, llen); /* rest stays NUL */
+	buf[OFF_META_LEN] = (uint8_t)mlen;
+	buf[OFF_META_LEN + 1] = (uint8_t)(mlen >> 8);
+	memcpy(buf + OFF_META, sb->meta_dir, mlen);
+	memcpy(buf + OFF_META + mlen, sb->disk_uuids, 16u * sb->disk_count);
+	sc_put_le64(buf + total - SUPER_CSUM_LEN,
+		    XXH3_64bits(buf, total - SUPER_CSUM_LEN));
+	*len = total;
+	return 0;
+}
+
+int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
+		 char *err, size_t errlen)
+{
+	memset(sb, 0, sizeof(*sb));
+	/* Order matters: the version decides the layout, the length decides
+	 * where the checksum is, and only a verified block has fields worth
+	 * range-checking. */
+	if (len < 8 || memcmp(buf, SUPER_MAGIC, 8) != 0) {
+		set_err(err, errlen, "offset 0: bad magic (not an lsmfs superblock)");
+		return -EUCLEAN;
+	}
+	if (len < SUPER_FIXED + SUPER_CSUM_LEN) {
+		set_err(err, errlen, "offset %zu: superblock truncated (%zu bytes)",
+			len, len);
+		return -EUCLEAN;
+	}
+	uint32_t version = sc_get_le32(buf + OFF_VERSION);
+	if (version != LSMFS_VERSION) {
+		set_err(err, errlen, "offset %d: unsupported format version %u",
+			OFF_VERSION, version);
+		return -EUCLEAN;
+	}
+	uint32_t total = sc_get_le32(buf + OFF_LENGTH);
+	if (total != len) {
+		set_err(err, errlen, "offset %d: length %u disagrees with the "
+			"file size %zu", OFF_LENGTH, total, len);
+		return -EUCLEAN;
+	}
+	uint64_t stored = sc_get_le64(buf + total - SUPER_CSUM_LEN);
+	uint64_t actual = XXH3_64bits(buf, total - SUPER_CSUM_LEN);
+	if (stored != actual) {
+		set_err(err, errlen, "offset %u: checksum mismatch (stored %016llx, "
+			"computed %016llx)", total - SUPER_CSUM_LEN,
+			(unsigned long long)stored, (unsigned long long)actual);
+		return -EUCLEAN;
+	}
+
+	sb->version = version;
+	memcpy(sb->fs_uuid, buf + OFF_FS_UUID, 16);
+	memcpy(sb->disk_uuid, buf + OFF_DISK_UUID, 16);
+	sb->disk_index = sc_get_le32(buf + OFF_INDEX);
+	sb->disk_count = sc_get_le32(buf + OFF_COUNT);
+	sb->sections = sc_get_le32(buf + OFF_SECTIONS);
+	sb->inline_max = sc_get_le32(buf + OFF_INLINE);
+	sb->chunk_size = sc_get_le64(buf + OFF_CHUNK);
+	sb->created = sc_get_le64(buf + OFF_CREATED);
+	memcpy(sb->label, buf + OFF_LABEL, LSMFS_LABEL_MAX);
+	sb->label[LSMFS_LABEL_MAX] = 0;
+
+	if (sb->disk_count == 0 || sb->disk_count > LSMFS_MAX_DISKS) {
+		set_err(err, errlen, "offset %d: disk count %u out of range 1..%d",
+			OFF_COUNT, sb->disk_count, LSMFS_MAX_DISKS);
+		return -EUCLEAN;
+	}
+	if (sb->disk_index >= sb->disk_count) {
+		set_err(err, errlen, "offset %d: disk index %u not below the disk "
+			"count %u", OFF_INDEX, sb->disk_index, sb->disk_count);
+		return -EUCLEAN;
+	}
+	if (sb->sections == 0) {
+		set_err(err, errlen, "offset %d: section count is 0", OFF_SECTIONS);
+		return -EUCLEAN;
+	}
+	if (sb->chunk_size < 4096 || (sb->chunk_size & (sb->chunk_size - 1))) {
+		set_err(err, errlen, "offset %d: chunk size %llu is not a power of "
+			"two >= 4096", OFF_CHUNK, (unsigned long long)sb->chunk_size);
+		return -EUCLEAN;
+	}
+	size_t mlen = (size_t)buf[OFF_META_LEN] | (size_t)buf[OFF_META_LEN + 1] << 8;
+	if (mlen >= LSMFS_META_PATH_MAX ||
+	    SUPER_FIXED + mlen + 16u * sb->disk_count + SUPER_CSUM_LEN != total) {
+		set_err(err, errlen, "offset %d: metadata path length %zu does not "
+			"fit the superblock length %u", OFF_META_LEN, mlen, total);
+		return -EUCLEAN;
+	}
+	if (mlen && (buf[OFF_META] != '/' || memchr(buf + OFF_META, 0, mlen))) {
+		set_err(err, errlen, "offset %d: metadata path is not an absolute "
+			"path", OFF_META);
+		return -EUCLEAN;
+	}
+	memcpy(sb->meta_dir, buf + OFF_META, mlen);
+	sb->meta_dir[mlen] = 0;
+	memcpy(sb->disk_uuids, buf + OFF_META + mlen, 16u * sb->disk_count);
+	return 0;
+}
+
+static int read_all(int fd, uint8_t *buf, size_t cap, size_t *len)
+{
+	size_t used = 0;
+	while (used < cap) {
+		ssize_t n = read(fd, buf + used, cap - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		used += (size_t)n;
+	}
+	*len = used;
+	return 0;
+}
+
+int super_read(const char *disk, struct lsmfs_super *sb, char *err,
+	       size_t errlen)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/" LSMFS_DIR "/" LSMFS_SUPER_FILE, disk);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int rc = -errno;
+		if (rc == -ENOENT)
+			set_err(err, errlen, "%s: not an lsmfs disk (no superblock)",
+				disk);
+		else
+			set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	/* One byte more than the largest superblock tells "too long" apart
+	 * from "exactly the maximum". */
+	uint8_t buf[LSMFS_SUPER_MAX + 1];
+	size_t len = 0;
+	int rc = read_all(fd, buf, sizeof(buf), &len);
+	close(fd);
+	if (rc) {
+		set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (len > LSMFS_SUPER_MAX) {
+		set_err(err, errlen, "%s: offset %d: superblock longer than %d bytes",
+			path, LSMFS_SUPER_MAX, LSMFS_SUPER_MAX);
+		return -EUCLEAN;
+	}
+	char why[256];
+	rc = super_decode(buf, len, sb, why, sizeof(why));
+	if (rc)
+		set_err(err, errlen, "%s: %s", path, why);
+	return rc;
+}
+
+static int fsync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
+		size_t errlen)
+{
+	uint8_t buf[LSMFS_SUPER_MAX];
+	size_t len;
+	int rc = super_encode(sb, buf, sizeof(buf), &len);
+	if (rc) {
+		set_err(err, errlen, "%s: cannot encode the superblock: %s", disk,
+			strerror(-rc));
+		return rc;
+	}
+
+	char dir[4096], tmp[4200], path[4200];
+	snprintf(dir, sizeof(dir), "%s/" LSMFS_DIR, disk);
+	snprintf(tmp, sizeof(tmp), "%s/" LSMFS_SUPER_FILE ".tmp", dir);
+	snprintf(path, sizeof(path), "%s/" LSMFS_SUPER_FILE, dir);
+	bool made_dir = false;
+	if (mkdir(dir, 0755) == 0) {
+		made_dir = true;
+	} else if (errno != EEXIST) {
+		rc = -errno;
+		set_err(err, errlen, "%s: cannot create: %s", dir, strerror(-rc));
+		return rc;
+	}
+
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		set_err(err, errlen, "%s: %s", tmp, strerror(-rc));
+		return rc;
+	}
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = write(fd, buf + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			goto out;
+		}
+		done += (size_t)n;
+	}
+	if (fsync(fd) < 0)
+		rc = -errno;
+out:
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc) {
+		set_err(err, errlen, "%s: %s", tmp, strerror(-rc));
+		(void)unlink(tmp); /* best effort: a stale temp file is harmless */
+		return rc;
+	}
+	if (rename(tmp, path) < 0) {
+		rc = -errno;
+		set_err(err, errlen, "%s: rename: %s", path, strerror(-rc));
+		(void)unlink(tmp); /* best effort, as above */
+		return rc;
+	}
+	/* The rename is durable only once the directory is; a new .lsmfs
+	 * needs its own entry in the disk's directory made durable too. */
+	rc = fsync_path(dir);
+	if (rc == 0 && made_dir)
+		rc = fsync_path(disk);
+	if (rc)
+		set_err(err, errlen, "%s: fsync: %s", made_dir ? disk : dir,
+			strerror(-rc));
+	return rc;
+}
+
+void lsmfs_uuid_format(const uint8_t uuid[16], char out[37])
+{
+	static const char hex[] = "0123456789abcdef";
+	char *p = out;
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*p++ = '-';
+		*p++ = hex[uuid[i] >> 4];
+		*p++ = hex[uuid[i] & 15];
+	}
+	*p = 0;
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int lsmfs_uuid_parse(const char *s, uint8_t uuid[16])
+{
+	uint8_t out[16];
+	if (strlen(s) != 36)
+		return -EINVAL;
+	size_t pos = 0;
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10) {
+			if (s[pos] != '-')
+				return -EINVAL;
+			pos++;
+		}
+		int hi = hex_value(s[pos]), lo = hex_value(s[pos + 1]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = (uint8_t)(hi << 4 | lo);
+		pos += 2;
+	}
+	memcpy(uuid, out, 16);
+	return 0;
+}
+
+int lsmfs_uuid_generate(uint8_t uuid[16])
+{
+	size_t got = 0;
+	while (got < 16) {
+		ssize_t n = getrandom(uuid + got, 16 - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		got += (size_t)n;
+	}
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40); /* version 4 */
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	return 0;
+}
