@@ -1,3 +1,312 @@
-/* lsmfs daemon: being written. */
-#include "fs.h"
-int main(void) { return 1; }
+/*
+ * main.c: the lsmfs daemon's command line.
+ *
+ *   lsmfs [-f] [-d] [-o OPTIONS] DISK[:DISK...] MOUNTPOINT
+ *
+ * Also the argument order mount.fuse3 uses from /etc/fstab (type
+ * fuse.lsmfs): the options may come after the two paths.  Unless -f, the
+ * daemon detaches, but only after the disks, the store and the mount are
+ * all in place: until then the parent waits, and any refusal is printed by
+ * the parent as one line with exit status 1.
+ */
+#include "fs_int.h"
+#include "ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <syslog.h>
+#include <unistd.h>
+
+struct cmdline {
+	char *disks;
+	char *mountpoint;
+	int foreground;
+	int debug;
+	int read_only;
+	int help, version;
+	int nowriteback;
+	double attr_timeout, entry_timeout;
+	long cache_mib;
+};
+
+enum { KEY_FG, KEY_DEBUG, KEY_RO, KEY_HELP, KEY_VERSION, KEY_DROP };
+
+#define OPT(t, m) {t, offsetof(struct cmdline, m), 1}
+static const struct fuse_opt opts[] = {
+	FUSE_OPT_KEY("-f", KEY_FG),
+	FUSE_OPT_KEY("-d", KEY_DEBUG),
+	FUSE_OPT_KEY("debug", KEY_DEBUG),
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	/* fstab words that mean nothing to a FUSE mount */
+	FUSE_OPT_KEY("defaults", KEY_DROP),
+	FUSE_OPT_KEY("auto", KEY_DROP),
+	FUSE_OPT_KEY("noauto", KEY_DROP),
+	FUSE_OPT_KEY("user", KEY_DROP),
+	FUSE_OPT_KEY("users", KEY_DROP),
+	FUSE_OPT_KEY("nouser", KEY_DROP),
+	FUSE_OPT_KEY("nofail", KEY_DROP),
+	FUSE_OPT_KEY("_netdev", KEY_DROP),
+	FUSE_OPT_KEY("rw", KEY_DROP),
+	OPT("attr_timeout=%lf", attr_timeout),
+	OPT("entry_timeout=%lf", entry_timeout),
+	OPT("cache_mib=%ld", cache_mib),
+	OPT("no_writeback", nowriteback),
+	FUSE_OPT_END,
+};
+
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
+{
+	(void)out;
+	struct cmdline *c = data;
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (!c->disks) {
+			c->disks = strdup(arg);
+			return 0;
+		}
+		if (!c->mountpoint) {
+			c->mountpoint = strdup(arg);
+			return 0;
+		}
+		fprintf(stderr, "lsmfs: unexpected argument: %s\n", arg);
+		return -1;
+	case KEY_FG:
+		c->foreground = 1;
+		return 0;
+	case KEY_DEBUG:
+		c->debug = 1;
+		c->foreground = 1;
+		return 1; /* libfuse prints requests */
+	case KEY_RO:
+		c->read_only = 1;
+		return 1; /* also a mount option */
+	case KEY_HELP:
+		c->help = 1;
+		return 0;
+	case KEY_VERSION:
+		c->version = 1;
+		return 0;
+	case KEY_DROP:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: lsmfs [-f] [-d] [-o OPTIONS] DISK[:DISK...] MOUNTPOINT\n"
+		"\n"
+		"Mounts the lsmfs filesystem whose disks are listed (every disk, any order).\n"
+		"  -f                 stay in the foreground\n"
+		"  -d                 debug: foreground, print every request\n"
+		"  -o ro              read-only\n"
+		"  -o allow_other     let other users in (and the usual FUSE mount options)\n"
+		"  -o attr_timeout=S  seconds the kernel caches attributes (default 60)\n"
+		"  -o entry_timeout=S seconds the kernel caches names (default 60)\n"
+		"  -o cache_mib=N     metadata store block cache (default 64)\n"
+		"  -o no_writeback    disable the kernel writeback cache\n"
+		"Unmount with: fusermount3 -u MOUNTPOINT\n"
+		"In /etc/fstab: /d0:/d1  /mnt/lsmfs  fuse.lsmfs  defaults,allow_other  0 0\n"
+		"Exit status: 0 after a clean unmount, 1 on any error.\n");
+}
+
+/* Where reports go: stderr in the foreground, syslog once detached. */
+struct logger {
+	int use_syslog;
+};
+
+static void log_line(void *ctx, const char *msg)
+{
+	struct logger *lg = ctx;
+	if (lg->use_syslog)
+		syslog(LOG_WARNING, "%s", msg);
+	else
+		fprintf(stderr, "lsmfs: %s\n", msg);
+}
+
+/* Tell the waiting parent how it went: "" for success, else the reason. */
+static void notify(int fd, const char *msg)
+{
+	if (fd < 0)
+		return;
+	size_t n = strlen(msg) + 1;
+	if (write(fd, msg, n) != (ssize_t)n)
+		(void)0; /* the parent died: nobody to tell */
+	close(fd);
+}
+
+static int fail(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int fd, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (fd >= 0)
+		notify(fd, msg);
+	else
+		fprintf(stderr, "lsmfs: %s\n", msg);
+	return 1;
+}
+
+/* Fork; the parent waits for the child's verdict and exits with it. */
+static int detach(void)
+{
+	int p[2];
+	if (pipe(p) != 0) {
+		perror("lsmfs: pipe");
+		exit(1);
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("lsmfs: fork");
+		exit(1);
+	}
+	if (pid > 0) {
+		close(p[1]);
+		char msg[2048];
+		size_t used = 0;
+		ssize_t n;
+		while (used < sizeof(msg) - 1 && (n = read(p[0], msg + used, sizeof(msg) - 1 - used)) > 0)
+			used += (size_t)n;
+		msg[used] = 0;
+		if (used == 0) {
+			fprintf(stderr, "lsmfs: the daemon died while starting\n");
+			exit(1);
+		}
+		if (msg[0]) {
+			fprintf(stderr, "lsmfs: %s\n", msg);
+			exit(1);
+		}
+		exit(0);
+	}
+	close(p[0]);
+	setsid();
+	return p[1];
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl); /* best effort: fds are cached, not required */
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct cmdline c = {.attr_timeout = 60, .entry_timeout = 60, .cache_mib = 64};
+	if (fuse_opt_parse(&args, &c, opts, opt_proc) != 0) {
+		usage(stderr);
+		return 1;
+	}
+	if (c.help) {
+		usage(stdout);
+		return 0;
+	}
+	if (c.version) {
+		printf("lsmfs 0.1.0 (format %d, libfuse %s)\n", LSMFS_VERSION, fuse_pkgversion());
+		return 0;
+	}
+	if (!c.disks || !c.mountpoint) {
+		usage(stderr);
+		return 1;
+	}
+	char mnt[PATH_MAX];
+	if (!realpath(c.mountpoint, mnt)) {
+		fprintf(stderr, "lsmfs: %s: %s\n", c.mountpoint, strerror(errno));
+		return 1;
+	}
+	raise_fd_limit();
+
+	int fd = c.foreground ? -1 : detach();
+	struct logger lg = {0};
+	char err[1024] = "";
+	struct lsmfs_diskset *ds = NULL;
+	int rc = diskset_open(c.disks, c.read_only ? 0 : DISKSET_LOCK, &ds, err, sizeof(err));
+	if (rc)
+		return fail(fd, "%s", err);
+	struct fs_options fo = {
+		.read_only = c.read_only,
+		.writeback = !c.nowriteback,
+		.attr_timeout = c.attr_timeout,
+		.entry_timeout = c.entry_timeout,
+		.cache_bytes = (size_t)c.cache_mib << 20,
+	};
+	struct fs *fs = NULL;
+	rc = fs_open(ds, &fo, log_line, &lg, &fs, err, sizeof(err));
+	if (rc) {
+		diskset_close(ds);
+		return fail(fd, "%s", err);
+	}
+
+	/* fsname shows the disks in mount(8) and df, as mergerfs does. */
+	char fsname[LSMFS_MAX_DISKS * 64];
+	snprintf(fsname, sizeof(fsname), "-ofsname=%s,subtype=lsmfs,default_permissions", c.disks);
+	fuse_opt_add_arg(&args, fsname);
+	struct fuse_session *se = fuse_session_new(&args, &lsmfs_ops, sizeof(lsmfs_ops), fs);
+	if (!se) {
+		fs_close(fs);
+		diskset_close(ds);
+		return fail(fd, "bad mount options (see lsmfs --help)");
+	}
+	if (fuse_set_signal_handlers(se) != 0) {
+		fuse_session_destroy(se);
+		fs_close(fs);
+		diskset_close(ds);
+		return fail(fd, "cannot install signal handlers");
+	}
+	if (fuse_session_mount(se, mnt) != 0) {
+		fuse_remove_signal_handlers(se);
+		fuse_session_destroy(se);
+		fs_close(fs);
+		diskset_close(ds);
+		return fail(fd, "%s: cannot mount (is it an empty directory, and /dev/fuse usable?)",
+			    mnt);
+	}
+	if (fd >= 0) {
+		openlog("lsmfs", LOG_PID, LOG_DAEMON);
+		lg.use_syslog = 1;
+		int nul = open("/dev/null", O_RDWR);
+		if (nul >= 0) {
+			dup2(nul, 0);
+			dup2(nul, 1);
+			dup2(nul, 2);
+			if (nul > 2)
+				close(nul);
+		}
+		if (chdir("/") != 0)
+			(void)0; /* "/" always exists */
+		notify(fd, "");
+	}
+
+	struct fuse_loop_config cfg = {.clone_fd = 0, .max_idle_threads = 16};
+	int lrc = fuse_session_loop_mt(se, &cfg);
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	rc = fs_close(fs);
+	if (rc)
+		log_line(&lg, "unmount: the metadata store did not close cleanly");
+	diskset_close(ds);
+	fuse_opt_free_args(&args);
+	free(c.disks);
+	free(c.mountpoint);
+	return (lrc < 0 || rc) ? 1 : 0;
+}

@@ -44,7 +44,8 @@ size_t key_inode(uint8_t *out, uint64_t ino)
 
 uint64_t dirent_hash(const char *name, size_t nlen)
 {
-	uint64_t h = XXH3_64bits(name, nlen) >> 1;
+	/* Two top bits clear: offset h + 1 still fits a signed off_t. */
+	uint64_t h = XXH3_64bits(name, nlen) >> 2;
 	return h < 3 ? 3 : h;
 }
 
@@ -137,6 +138,7 @@ void inode_rec_encode(const struct inode_rec *r, uint8_t out[INODE_REC_LEN])
 	put_time(out + 62, r->mtime_sec, r->mtime_nsec);
 	put_time(out + 74, r->ctime_sec, r->ctime_nsec);
 	put_time(out + 86, r->btime_sec, r->btime_nsec);
+	sc_put_le64(out + 98, r->parent);
 }
 
 int inode_rec_decode(const uint8_t *p, size_t len, struct inode_rec *r)
@@ -157,6 +159,7 @@ int inode_rec_decode(const uint8_t *p, size_t len, struct inode_rec *r)
 	get_time(p + 62, &r->mtime_sec, &r->mtime_nsec);
 	get_time(p + 74, &r->ctime_sec, &r->ctime_nsec);
 	get_time(p + 86, &r->btime_sec, &r->btime_nsec);
+	r->parent = sc_get_le64(p + 98);
 	if (r->atime_nsec >= 1000000000u || r->mtime_nsec >= 1000000000u ||
 	    r->ctime_nsec >= 1000000000u || r->btime_nsec >= 1000000000u)
 		return -EUCLEAN;

@@ -103,12 +103,13 @@ uint64_t dirent_hash(const char *name, size_t nlen);
 uint32_t chunk_section(uint64_t ino, uint64_t chunk, uint32_t sections);
 
 /* Inode record (SCHEMA.md, "Inode record"). */
-#define INODE_REC_LEN 98
+#define INODE_REC_LEN 106
 #define INODE_FLAG_CHUNKED 1u
 struct inode_rec {
 	uint8_t flags;
 	uint32_t mode, uid, gid, nlink;
 	uint64_t size, blocks, rdev, generation;
+	uint64_t parent;        /* directories: the parent's inode; else 0 */
 	int64_t atime_sec, mtime_sec, ctime_sec, btime_sec;
 	uint32_t atime_nsec, mtime_nsec, ctime_nsec, btime_nsec;
 };

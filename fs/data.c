@@ -1,0 +1,904 @@
+/*
+ * data.c: file contents (SCHEMA.md, "Data").
+ *
+ * Small files keep their bytes inline in the store (key F); a file that
+ * grows past the inline limit moves to chunk files, one per chunk index,
+ * in the section directory of the disk its section maps to.  A chunk
+ * record (key C) is written before its chunk file is created, and a chunk
+ * whose record is absent reads as a hole whatever lies on the disk, so
+ * files a crash left behind can never leak into a file.  Bytes past a
+ * file's size are never read: growing a file over a region that was not
+ * written zeroes that region first (zero_gap).
+ *
+ * Everything here runs under the inode's stripe lock.  Unsynced writes are
+ * remembered per inode (dirty chunks, sections with new chunk files) so
+ * that fsync makes exactly those durable before syncing the store.
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <linux/falloc.h>
+
+static void chunk_rel(uint64_t ino, uint64_t chunk, uint32_t section, char *out, size_t cap)
+{
+	snprintf(out, cap, "%" PRIu32 "/%" PRIu64 ".%" PRIu64, section, ino, chunk);
+}
+
+static int section_dirfd(struct fs *fs, uint32_t section)
+{
+	return fs->sections_fd[fs->section_disk[section]];
+}
+
+static struct inode_data *data_of(struct fs_inode *in)
+{
+	if (!in->data) {
+		in->data = calloc(1, sizeof(*in->data));
+		if (in->data)
+			for (int i = 0; i < CHUNK_FDS; i++)
+				in->data->fds[i].fd = -1;
+	}
+	return in->data;
+}
+
+static int push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*a)[i] == v)
+			return 0;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		uint64_t *g = realloc(*a, nc * sizeof(**a));
+		if (!g)
+			return -ENOMEM;
+		*a = g;
+		*cap = nc;
+	}
+	(*a)[(*n)++] = v;
+	return 0;
+}
+
+static int push_u32(uint32_t **a, size_t *n, size_t *cap, uint32_t v)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*a)[i] == v)
+			return 0;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 8;
+		uint32_t *g = realloc(*a, nc * sizeof(**a));
+		if (!g)
+			return -ENOMEM;
+		*a = g;
+		*cap = nc;
+	}
+	(*a)[(*n)++] = v;
+	return 0;
+}
+
+void data_close_fds(struct fs *fs, struct fs_inode *in)
+{
+	(void)fs;
+	if (!in->data)
+		return;
+	for (int i = 0; i < CHUNK_FDS; i++) {
+		if (in->data->fds[i].fd >= 0)
+			close(in->data->fds[i].fd);
+		in->data->fds[i].fd = -1;
+	}
+}
+
+static void forget_fd(struct fs_inode *in, uint64_t chunk)
+{
+	if (!in || !in->data)
+		return;
+	for (int i = 0; i < CHUNK_FDS; i++) {
+		struct chunk_fd *c = &in->data->fds[i];
+		if (c->fd >= 0 && c->chunk == chunk) {
+			close(c->fd);
+			c->fd = -1;
+		}
+	}
+}
+
+static int chunk_record_exists(struct fs *fs, uint64_t ino, uint64_t chunk)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_chunk(k, ino, chunk);
+	void *v;
+	size_t vl;
+	int rc = store_get(fs->st, NULL, k, kl, &v, &vl);
+	if (rc == 0) {
+		free(v);
+		return 1;
+	}
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/*
+ * The fd of chunk `chunk` of in, from the inode's small cache or opened.
+ * With create, a missing chunk gets its record and then a fresh, empty
+ * file; without, a chunk without record (or file) is -ENOENT: a hole.
+ */
+static int chunk_fd(struct fs *fs, struct fs_inode *in, uint64_t chunk, bool create,
+		    struct chunk_fd **out)
+{
+	struct inode_data *d = data_of(in);
+	if (!d)
+		return -ENOMEM;
+	struct chunk_fd *victim = &d->fds[0];
+	for (int i = 0; i < CHUNK_FDS; i++) {
+		struct chunk_fd *c = &d->fds[i];
+		if (c->fd >= 0 && c->chunk == chunk) {
+			c->stamp = ++d->stamp;
+			*out = c;
+			return 0;
+		}
+		if (c->fd < 0 || (victim->fd >= 0 && c->stamp < victim->stamp))
+			victim = c;
+	}
+	uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
+	int dirfd = section_dirfd(fs, section);
+	char rel[96];
+	chunk_rel(in->ino, chunk, section, rel, sizeof(rel));
+	int exists = chunk_record_exists(fs, in->ino, chunk);
+	if (exists < 0)
+		return exists;
+	int flags = (fs->opt.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+	int fd;
+	if (exists) {
+		fd = openat(dirfd, rel, flags);
+		if (fd < 0 && errno == ENOENT && create)
+			fd = openat(dirfd, rel, flags | O_CREAT, 0600);
+	} else if (!create) {
+		return -ENOENT;
+	} else {
+		uint8_t k[KEY_MAX];
+		size_t kl = key_chunk(k, in->ino, chunk);
+		int rc = store_put(fs->st, k, kl, "", 0, 0);
+		if (rc)
+			return rc;
+		/* O_TRUNC: a file without record is a leftover of a crash. */
+		fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 && errno == ENOENT) {
+			char sdir[16];
+			snprintf(sdir, sizeof(sdir), "%" PRIu32, section);
+			(void)mkdirat(dirfd, sdir, 0700); /* EEXIST from a racing mkdir is fine */
+			fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
+		}
+		if (fd >= 0 && push_u32(&d->new_sections, &d->nnew, &d->capnew, section))
+			fs_logf(fs, "out of memory tracking new chunk files; fsync may miss a directory");
+	}
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENOENT && !create)
+			return -ENOENT;
+		fs_logf(fs, "disk %u: %s/%s/%s/%s: %s", fs->section_disk[section],
+			fs->ds->paths[fs->section_disk[section]], LSMFS_DIR, LSMFS_SECTIONS_DIR, rel,
+			strerror(e));
+		return -e;
+	}
+	if (victim->fd >= 0)
+		close(victim->fd);
+	struct stat st;
+	victim->fd = fd;
+	victim->chunk = chunk;
+	victim->blocks = fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks : 0;
+	victim->stamp = ++d->stamp;
+	*out = victim;
+	return 0;
+}
+
+/* Keep rec.blocks in step with what the chunk file holds now. */
+static void account_blocks(struct fs_inode *in, struct chunk_fd *c)
+{
+	struct stat st;
+	if (fstat(c->fd, &st) != 0)
+		return;
+	uint64_t now = (uint64_t)st.st_blocks;
+	in->rec.blocks = in->rec.blocks + now >= c->blocks ? in->rec.blocks + now - c->blocks : 0;
+	c->blocks = now;
+}
+
+static int full_pwrite(int fd, const char *buf, size_t n, off_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, buf, n, off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+/*
+ * Remove the chunks [from, to) of ino that have records: files first, then
+ * the records into b.  A crash in between leaves records without files,
+ * which read as holes.
+ */
+static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t from,
+		      uint64_t to, struct store_batch *b, uint64_t *freed)
+{
+	uint8_t lo[KEY_MAX], hi[KEY_MAX];
+	size_t ll = key_chunk(lo, ino, from);
+	size_t hl = to == UINT64_MAX ? key_chunk_prefix(hi, ino + 1) : key_chunk(hi, ino, to);
+	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
+	struct store_iter *it;
+	int rc = store_iter_new(fs->st, &io, &it);
+	if (rc)
+		return rc;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+		size_t kl;
+		const uint8_t *k = store_iter_key(it, &kl);
+		if (kl != 17)
+			continue;
+		uint64_t chunk = sc_get_be64(k + 9);
+		uint32_t section = chunk_section(ino, chunk, fs->info.sections);
+		char rel[96];
+		chunk_rel(ino, chunk, section, rel, sizeof(rel));
+		forget_fd(in, chunk);
+		struct stat st;
+		int dirfd = section_dirfd(fs, section);
+		if (fstatat(dirfd, rel, &st, 0) == 0 && freed)
+			*freed += (uint64_t)st.st_blocks;
+		if (unlinkat(dirfd, rel, 0) != 0 && errno != ENOENT) {
+			rc = -errno;
+			fs_logf(fs, "disk %u: removing chunk %s: %s", fs->section_disk[section], rel,
+				strerror(errno));
+			break;
+		}
+		store_batch_delete(b, k, kl);
+	}
+	if (!rc)
+		rc = store_iter_status(it);
+	store_iter_free(it);
+	return rc;
+}
+
+int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk, struct store_batch *b,
+		     uint64_t *freed_blocks)
+{
+	return drop_range(fs, NULL, ino, from_chunk, UINT64_MAX, b, freed_blocks);
+}
+
+static int inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_data(k, ino);
+	void *v;
+	int rc = store_get(fs->st, NULL, k, kl, &v, len);
+	if (rc == -ENOENT) {
+		*buf = NULL;
+		*len = 0;
+		return 0;
+	}
+	if (rc == 0)
+		*buf = v;
+	return rc;
+}
+
+/* Move an inline file's bytes to chunk 0 and flag it chunked. */
+static int to_chunked(struct fs *fs, struct fs_inode *in)
+{
+	char *buf;
+	size_t len;
+	int rc = inline_get(fs, in->ino, &buf, &len);
+	if (rc)
+		return rc;
+	if (len > in->rec.size)
+		len = in->rec.size;
+	if (len) {
+		struct chunk_fd *c;
+		rc = chunk_fd(fs, in, 0, true, &c);
+		if (!rc)
+			rc = full_pwrite(c->fd, buf, len, 0);
+		if (!rc) {
+			account_blocks(in, c);
+			rc = push_u64(&in->data->dirty, &in->data->ndirty, &in->data->capdirty, 0);
+		}
+	}
+	free(buf);
+	if (rc)
+		return rc;
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	struct inode_rec r = in->rec;
+	r.flags |= INODE_FLAG_CHUNKED;
+	uint8_t k[KEY_MAX];
+	size_t kl = key_data(k, in->ino);
+	store_batch_delete(b, k, kl);
+	inode_rec_put(b, in->ino, &r);
+	rc = store_write(fs->st, b, 0);
+	store_batch_free(b);
+	if (!rc) {
+		in->rec = r;
+		in->dirty = false;
+	}
+	return rc;
+}
+
+/*
+ * Make [from, to) of a chunked file read as zeros, where from is the
+ * current size: cut the chunk holding `from` back to it and drop every
+ * later chunk that starts before `to`.
+ */
+static int zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to)
+{
+	uint64_t cs = fs->info.chunk_size;
+	uint64_t first = from / cs;
+	if (from % cs) {
+		struct chunk_fd *c;
+		int rc = chunk_fd(fs, in, first, false, &c);
+		if (rc == 0) {
+			struct stat st;
+			if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > from % cs) {
+				if (ftruncate(c->fd, (off_t)(from % cs)) != 0)
+					return -errno;
+				account_blocks(in, c);
+			}
+		} else if (rc != -ENOENT) {
+			return rc;
+		}
+		first++;
+	}
+	uint64_t end = (to + cs - 1) / cs;
+	if (first >= end)
+		return 0;
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	uint64_t freed = 0;
+	int rc = drop_range(fs, in, in->ino, first, end, b, &freed);
+	if (!rc && store_batch_count(b))
+		rc = store_write(fs->st, b, 0);
+	store_batch_free(b);
+	in->rec.blocks = in->rec.blocks > freed ? in->rec.blocks - freed : 0;
+	return rc;
+}
+
+static int inline_write(struct fs *fs, struct fs_inode *in, const char *buf, size_t size,
+			uint64_t off)
+{
+	char *old;
+	size_t olen;
+	int rc = inline_get(fs, in->ino, &old, &olen);
+	if (rc)
+		return rc;
+	if (olen > in->rec.size)
+		olen = in->rec.size;
+	size_t nlen = off + size > olen ? off + size : olen;
+	char *nb = malloc(nlen ? nlen : 1);
+	if (!nb) {
+		free(old);
+		return -ENOMEM;
+	}
+	memcpy(nb, old ? old : "", olen);
+	if (off > olen)
+		memset(nb + olen, 0, off - olen);
+	memcpy(nb + off, buf, size);
+	free(old);
+	struct inode_rec r = in->rec;
+	if (nlen > r.size)
+		r.size = nlen;
+	inode_touch(&r, true, true);
+	struct store_batch *b = store_batch_new();
+	if (!b) {
+		free(nb);
+		return -ENOMEM;
+	}
+	uint8_t k[KEY_MAX];
+	size_t kl = key_data(k, in->ino);
+	store_batch_put(b, k, kl, nb, nlen);
+	inode_rec_put(b, in->ino, &r);
+	rc = store_write(fs->st, b, 0);
+	store_batch_free(b);
+	free(nb);
+	if (!rc) {
+		in->rec = r;
+		in->dirty = false;
+	}
+	return rc;
+}
+
+int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t soff)
+{
+	if (soff < 0)
+		return -EINVAL;
+	uint64_t off = (uint64_t)soff;
+	if (off + size > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	inode_lock(fs, in);
+	if (in->gone) {
+		rc = -EIO;
+		goto out;
+	}
+	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
+		if (off + size <= fs->info.inline_max) {
+			rc = inline_write(fs, in, buf, size, off);
+			if (!rc)
+				rc = (int)size;
+			goto out;
+		}
+		if ((rc = to_chunked(fs, in)))
+			goto out;
+	}
+	if (off > in->rec.size && (rc = zero_gap(fs, in, in->rec.size, off)))
+		goto out;
+	uint64_t cs = fs->info.chunk_size;
+	size_t done = 0;
+	while (done < size) {
+		uint64_t pos = off + done;
+		uint64_t chunk = pos / cs, within = pos % cs;
+		size_t n = size - done;
+		if (n > cs - within)
+			n = (size_t)(cs - within);
+		struct chunk_fd *c;
+		if ((rc = chunk_fd(fs, in, chunk, true, &c)))
+			break;
+		if ((rc = full_pwrite(c->fd, buf + done, n, (off_t)within)))
+			break;
+		account_blocks(in, c);
+		if ((rc = push_u64(&in->data->dirty, &in->data->ndirty, &in->data->capdirty, chunk)))
+			break;
+		done += n;
+	}
+	if (done) {
+		if (off + done > in->rec.size)
+			in->rec.size = off + done;
+		inode_touch(&in->rec, true, true);
+		in->dirty = true;
+		rc = (int)done; /* a short write reports what reached the disk */
+	}
+out:
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc;
+}
+
+int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, size_t *got)
+{
+	*got = 0;
+	if (soff < 0)
+		return -EINVAL;
+	uint64_t off = (uint64_t)soff;
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	inode_lock(fs, in);
+	if (off >= in->rec.size)
+		goto out;
+	if (size > in->rec.size - off)
+		size = (size_t)(in->rec.size - off);
+	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
+		char *data;
+		size_t len;
+		if ((rc = inline_get(fs, ino, &data, &len)))
+			goto out;
+		size_t have = len > off ? len - off : 0;
+		if (have > size)
+			have = size;
+		if (have)
+			memcpy(buf, data + off, have);
+		memset(buf + have, 0, size - have);
+		free(data);
+		*got = size;
+		goto out;
+	}
+	uint64_t cs = fs->info.chunk_size;
+	size_t done = 0;
+	while (done < size) {
+		uint64_t pos = off + done;
+		uint64_t chunk = pos / cs, within = pos % cs;
+		size_t n = size - done;
+		if (n > cs - within)
+			n = (size_t)(cs - within);
+		struct chunk_fd *c;
+		rc = chunk_fd(fs, in, chunk, false, &c);
+		size_t r = 0;
+		if (rc == 0) {
+			while (r < n) {
+				ssize_t k = pread(c->fd, buf + done + r, n - r, (off_t)(within + r));
+				if (k < 0 && errno == EINTR)
+					continue;
+				if (k < 0) {
+					rc = -errno;
+					fs_logf(fs, "inode %llu: reading chunk %llu: %s",
+						(unsigned long long)ino, (unsigned long long)chunk,
+						strerror(errno));
+					goto out;
+				}
+				if (k == 0)
+					break;
+				r += (size_t)k;
+			}
+		} else if (rc != -ENOENT) {
+			goto out;
+		}
+		rc = 0;
+		memset(buf + done + r, 0, n - r); /* hole or short chunk: zeros */
+		done += n;
+	}
+	*got = done;
+out:
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc;
+}
+
+/* Change the size of a regular file (under its lock); rec updated in memory. */
+static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
+{
+	uint64_t osize = in->rec.size;
+	uint64_t cs = fs->info.chunk_size;
+	int rc = 0;
+	if (nsize > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
+		if (nsize > fs->info.inline_max) {
+			if ((rc = to_chunked(fs, in)))
+				return rc;
+		} else {
+			if (nsize < osize) {
+				char *data;
+				size_t len;
+				if ((rc = inline_get(fs, in->ino, &data, &len)))
+					return rc;
+				if (len > nsize) {
+					uint8_t k[KEY_MAX];
+					size_t kl = key_data(k, in->ino);
+					rc = nsize ? store_put(fs->st, k, kl, data, nsize, 0)
+						   : store_delete(fs->st, k, kl, 0);
+				}
+				free(data);
+			}
+			if (!rc) {
+				in->rec.size = nsize;
+				in->dirty = true;
+			}
+			return rc;
+		}
+	}
+	if (nsize > osize) {
+		rc = zero_gap(fs, in, osize, nsize);
+	} else if (nsize < osize) {
+		uint64_t keep = (nsize + cs - 1) / cs; /* chunks [0, keep) stay */
+		struct store_batch *b = store_batch_new();
+		if (!b)
+			return -ENOMEM;
+		uint64_t freed = 0;
+		rc = drop_range(fs, in, in->ino, keep, UINT64_MAX, b, &freed);
+		if (!rc && store_batch_count(b))
+			rc = store_write(fs->st, b, 0);
+		store_batch_free(b);
+		in->rec.blocks = in->rec.blocks > freed ? in->rec.blocks - freed : 0;
+		if (!rc && nsize % cs) {
+			struct chunk_fd *c;
+			rc = chunk_fd(fs, in, nsize / cs, false, &c);
+			if (rc == 0) {
+				struct stat st;
+				if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > nsize % cs) {
+					if (ftruncate(c->fd, (off_t)(nsize % cs)) != 0)
+						rc = -errno;
+					else
+						account_blocks(in, c);
+				}
+			} else if (rc == -ENOENT) {
+				rc = 0;
+			}
+		}
+		if (!rc && nsize == 0) {
+			in->rec.flags &= (uint8_t)~INODE_FLAG_CHUNKED;
+			in->rec.blocks = 0;
+		}
+	}
+	if (!rc) {
+		in->rec.size = nsize;
+		in->dirty = true;
+	}
+	return rc;
+}
+
+int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set, struct stat *out)
+{
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	inode_lock(fs, in);
+	struct inode_rec *r = &in->rec;
+	int64_t now_s;
+	uint32_t now_ns;
+	fs_now(&now_s, &now_ns);
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (S_ISDIR(r->mode)) {
+			rc = -EISDIR;
+			goto out;
+		}
+		if (!S_ISREG(r->mode)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if (a->st_size < 0) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if ((uint64_t)a->st_size != r->size) {
+			if ((rc = set_size(fs, in, (uint64_t)a->st_size)))
+				goto out;
+			r->mtime_sec = now_s;
+			r->mtime_nsec = now_ns;
+		}
+	}
+	if (to_set & FUSE_SET_ATTR_MODE)
+		r->mode = (r->mode & S_IFMT) | (a->st_mode & 07777);
+	if (to_set & FUSE_SET_ATTR_UID)
+		r->uid = a->st_uid;
+	if (to_set & FUSE_SET_ATTR_GID)
+		r->gid = a->st_gid;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		r->atime_sec = now_s;
+		r->atime_nsec = now_ns;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		r->atime_sec = a->st_atim.tv_sec;
+		r->atime_nsec = (uint32_t)a->st_atim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		r->mtime_sec = now_s;
+		r->mtime_nsec = now_ns;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		r->mtime_sec = a->st_mtim.tv_sec;
+		r->mtime_nsec = (uint32_t)a->st_mtim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		r->ctime_sec = a->st_ctim.tv_sec;
+		r->ctime_nsec = (uint32_t)a->st_ctim.tv_nsec;
+	} else {
+		r->ctime_sec = now_s;
+		r->ctime_nsec = now_ns;
+	}
+	in->dirty = true;
+	rc = inode_persist(fs, in, false);
+out:
+	if (!rc)
+		inode_stat(fs, in, out);
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc;
+}
+
+int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t soff, off_t slen)
+{
+	if (soff < 0 || slen <= 0)
+		return -EINVAL;
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+		return -EOPNOTSUPP;
+	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	uint64_t off = (uint64_t)soff, end = off + (uint64_t)slen;
+	if (end > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	inode_lock(fs, in);
+	struct inode_rec *r = &in->rec;
+	uint64_t cs = fs->info.chunk_size;
+	if (!S_ISREG(r->mode)) {
+		rc = S_ISDIR(r->mode) ? -EISDIR : -ENODEV;
+		goto out;
+	}
+	if (mode & FALLOC_FL_PUNCH_HOLE) {
+		if (off >= r->size)
+			goto touch;
+		if (end > r->size)
+			end = r->size;
+		if (!(r->flags & INODE_FLAG_CHUNKED)) {
+			char *data;
+			size_t len;
+			if ((rc = inline_get(fs, ino, &data, &len)))
+				goto out;
+			if (len > off) {
+				size_t zend = end < len ? (size_t)end : len;
+				memset(data + off, 0, zend - off);
+				uint8_t k[KEY_MAX];
+				size_t kl = key_data(k, ino);
+				rc = store_put(fs->st, k, kl, data, len, 0);
+			}
+			free(data);
+			if (rc)
+				goto out;
+			goto touch;
+		}
+		for (uint64_t pos = off; pos < end;) {
+			uint64_t chunk = pos / cs, within = pos % cs;
+			uint64_t n = end - pos < cs - within ? end - pos : cs - within;
+			struct chunk_fd *c;
+			rc = chunk_fd(fs, in, chunk, false, &c);
+			if (rc == 0) {
+				if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					      (off_t)within, (off_t)n) != 0) {
+					rc = -errno;
+					goto out;
+				}
+				account_blocks(in, c);
+				(void)push_u64(&in->data->dirty, &in->data->ndirty,
+					       &in->data->capdirty, chunk); /* ENOMEM: fsync still syncs the store */
+			} else if (rc != -ENOENT) {
+				goto out;
+			}
+			rc = 0;
+			pos += n;
+		}
+		goto touch;
+	}
+	/* Allocation: mode 0 or KEEP_SIZE. */
+	if (!(r->flags & INODE_FLAG_CHUNKED)) {
+		if (end <= fs->info.inline_max) {
+			if (!(mode & FALLOC_FL_KEEP_SIZE) && end > r->size)
+				r->size = end;
+			goto touch;
+		}
+		if ((rc = to_chunked(fs, in)))
+			goto out;
+	}
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > r->size &&
+	    (rc = zero_gap(fs, in, r->size, end)))
+		goto out;
+	for (uint64_t pos = off; pos < end;) {
+		uint64_t chunk = pos / cs, within = pos % cs;
+		uint64_t n = end - pos < cs - within ? end - pos : cs - within;
+		struct chunk_fd *c;
+		if ((rc = chunk_fd(fs, in, chunk, true, &c)))
+			goto out;
+		if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, (off_t)within, (off_t)n) != 0) {
+			rc = -errno;
+			goto out;
+		}
+		account_blocks(in, c);
+		(void)push_u64(&in->data->dirty, &in->data->ndirty, &in->data->capdirty,
+			       chunk); /* ENOMEM: fsync still syncs the store */
+		pos += n;
+	}
+	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > r->size)
+		r->size = end;
+touch:
+	inode_touch(r, !(mode & FALLOC_FL_KEEP_SIZE) || (mode & FALLOC_FL_PUNCH_HOLE), true);
+	in->dirty = true;
+	rc = inode_persist(fs, in, false);
+out:
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc;
+}
+
+int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)
+{
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	inode_lock(fs, in);
+	struct inode_data *d = in->data;
+	rc = 0;
+	for (size_t i = 0; d && i < d->ndirty && !rc; i++) {
+		struct chunk_fd *c;
+		rc = chunk_fd(fs, in, d->dirty[i], false, &c);
+		if (rc == -ENOENT) {
+			rc = 0; /* dropped since it was written */
+			continue;
+		}
+		if (!rc && fdatasync(c->fd) != 0) {
+			rc = -errno;
+			fs_logf(fs, "inode %llu: fsync of chunk %llu: %s", (unsigned long long)ino,
+				(unsigned long long)d->dirty[i], strerror(errno));
+		}
+	}
+	/* New chunk files need their directory entries durable too. */
+	for (size_t i = 0; d && !rc && i < d->nnew; i++) {
+		char sdir[16];
+		snprintf(sdir, sizeof(sdir), "%" PRIu32, d->new_sections[i]);
+		int fd = openat(section_dirfd(fs, d->new_sections[i]), sdir,
+				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || fsync(fd) != 0)
+			rc = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (!rc && d) {
+		d->ndirty = 0;
+		d->nnew = 0;
+	}
+	if (!rc) {
+		(void)datasync; /* the record carries the size: always written */
+		rc = inode_persist(fs, in, true);
+	}
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc;
+}
+
+int fs_open_file(struct fs *fs, uint64_t ino, int flags)
+{
+	(void)flags;
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	pthread_mutex_lock(&fs->itab_lock);
+	in->nopen++;
+	pthread_mutex_unlock(&fs->itab_lock);
+	inode_put(fs, in);
+	return 0;
+}
+
+int fs_release(struct fs *fs, uint64_t ino)
+{
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	inode_lock(fs, in);
+	rc = in->gone ? 0 : inode_persist(fs, in, false);
+	inode_unlock(fs, in);
+	pthread_mutex_lock(&fs->itab_lock);
+	if (in->nopen)
+		in->nopen--;
+	bool last = in->nopen == 0;
+	pthread_mutex_unlock(&fs->itab_lock);
+	if (last) {
+		inode_lock(fs, in);
+		if (in->nopen == 0) /* not reopened meanwhile */
+			data_close_fds(fs, in);
+		inode_unlock(fs, in);
+	}
+	inode_put(fs, in);
+	return rc;
+}
+
+int fs_statfs(struct fs *fs, struct statvfs *out)
+{
+	memset(out, 0, sizeof(*out));
+	const uint64_t bs = 4096;
+	uint64_t blocks = 0, bfree = 0, bavail = 0;
+	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
+		struct statvfs sv;
+		if (fstatvfs(fs->sections_fd[d], &sv) != 0)
+			return -errno;
+		blocks += (uint64_t)sv.f_blocks * sv.f_frsize / bs;
+		bfree += (uint64_t)sv.f_bfree * sv.f_frsize / bs;
+		bavail += (uint64_t)sv.f_bavail * sv.f_frsize / bs;
+	}
+	out->f_bsize = bs;
+	out->f_frsize = bs;
+	out->f_blocks = blocks;
+	out->f_bfree = bfree;
+	out->f_bavail = bavail;
+	pthread_mutex_lock(&fs->ino_lock);
+	uint64_t used = fs->next_ino;
+	pthread_mutex_unlock(&fs->ino_lock);
+	/* Inodes are keys: the limit is space, shown as a large pool. */
+	out->f_files = (fsfilcnt_t)1 << 32;
+	out->f_ffree = used < out->f_files ? out->f_files - used : 0;
+	out->f_favail = out->f_ffree;
+	out->f_namemax = NAME_MAX_BYTES;
+	out->f_fsid = sc_get_le64(fs->info.fs_uuid);
+	return 0;
+}

@@ -1,0 +1,182 @@
+/*
+ * fs_int.h: the filesystem's state and its operations, below the FUSE
+ * handlers (ops.c) and testable without a mount.
+ *
+ * Locking, outermost first:
+ *   fs->ns_lock     every change to the namespace (dirents, nlink, rename,
+ *                   orphans) is serialized here, so check-then-act is atomic;
+ *   inode stripe    fs->ilock[ino % ILOCKS]: an inode's attributes, data and
+ *                   chunk fds; taken after ns_lock, at most two at once
+ *                   (rename/link take them in stripe order);
+ *   fs->itab_lock   the in-memory inode table and reference counts only;
+ *                   held briefly, never across I/O.
+ * The store has its own locks; store calls are made under the above.
+ *
+ * Reference counting: an in-memory inode lives while the kernel holds
+ * lookups on it (nlookup), files are open on it (nopen), or a handler is
+ * using it (refs).  When all three reach 0 it is dropped; if its nlink is
+ * 0 it is reclaimed (data, chunks, xattrs and record deleted).
+ */
+#ifndef LSMFS_FS_INT_H
+#define LSMFS_FS_INT_H
+
+#define FUSE_USE_VERSION 34
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include "fs.h"
+#include "schema.h"
+#include "store.h"
+
+#define ILOCKS 256
+#define CHUNK_FDS 4         /* cached chunk fds per open inode */
+#define INO_RESERVE 1024    /* inode numbers reserved per store write */
+
+struct chunk_fd {
+	uint64_t chunk;
+	int fd;                 /* -1: slot empty */
+	uint64_t blocks;        /* st_blocks last seen, to keep rec.blocks */
+	uint64_t stamp;         /* LRU */
+};
+
+/* Data state of an inode that has been opened: fds and unsynced chunks. */
+struct inode_data {
+	struct chunk_fd fds[CHUNK_FDS];
+	uint64_t stamp;
+	uint64_t *dirty;        /* chunks written since the last fsync */
+	size_t ndirty, capdirty;
+	uint32_t *new_sections; /* sections whose dirs got a new chunk file */
+	size_t nnew, capnew;
+};
+
+struct fs_inode {
+	uint64_t ino;
+	uint64_t nlookup;       /* kernel references (lookup/create - forget) */
+	uint32_t nopen;
+	uint32_t refs;          /* handlers using it right now */
+	bool dirty;             /* rec differs from the store */
+	bool loaded;            /* rec is valid */
+	bool gone;              /* reclaimed: nothing more may be written */
+	struct inode_rec rec;
+	struct inode_data *data;
+	struct fs_inode *hnext;
+};
+
+struct fs_options {
+	bool read_only;
+	bool writeback;         /* kernel writeback cache */
+	double attr_timeout, entry_timeout;
+	size_t cache_bytes;     /* store block cache */
+};
+
+struct fs {
+	struct lsmfs_diskset *ds;
+	struct store *st;
+	struct fs_options opt;
+	struct fs_info info;
+	uint32_t *section_disk;   /* section -> disk index */
+	int *sections_fd;         /* disk index -> fd of <disk>/.lsmfs/sections */
+
+	pthread_mutex_t ns_lock;
+	pthread_mutex_t ilock[ILOCKS];
+
+	pthread_mutex_t itab_lock;
+	struct fs_inode **itab;
+	size_t itab_size, itab_count;
+
+	pthread_mutex_t ino_lock;
+	uint64_t next_ino, reserved_to;
+	uint64_t generation;
+
+	/* Reports from the store and the daemon go to log(ctx, line). */
+	void (*log)(void *ctx, const char *msg);
+	void *log_ctx;
+};
+
+/* mount.c */
+int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
+	    void (*log)(void *, const char *), void *log_ctx, struct fs **out,
+	    char *err, size_t errlen);
+int fs_close(struct fs *fs);
+int fs_alloc_ino(struct fs *fs, uint64_t *ino);
+void fs_logf(struct fs *fs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void fs_now(int64_t *sec, uint32_t *nsec);
+
+/* inode.c */
+struct fs_inode *inode_get(struct fs *fs, uint64_t ino, int *err);
+struct fs_inode *inode_ref(struct fs *fs, struct fs_inode *in);
+void inode_put(struct fs *fs, struct fs_inode *in);
+pthread_mutex_t *inode_lock_of(struct fs *fs, uint64_t ino);
+void inode_lock(struct fs *fs, struct fs_inode *in);
+void inode_unlock(struct fs *fs, struct fs_inode *in);
+/* A new inode (not yet in the store): rec filled by the caller. */
+struct fs_inode *inode_new(struct fs *fs, uint64_t ino,
+			   const struct inode_rec *rec);
+int inode_load_rec(struct fs *fs, uint64_t ino, struct inode_rec *rec);
+void inode_rec_put(struct store_batch *b, uint64_t ino,
+		   const struct inode_rec *rec);
+/* Write rec if dirty (under the inode lock). */
+int inode_persist(struct fs *fs, struct fs_inode *in, bool sync);
+void inode_stat(const struct fs *fs, const struct fs_inode *in,
+		struct stat *st);
+void inode_touch(struct inode_rec *r, bool mtime, bool ctime);
+void fs_lookup_ref(struct fs *fs, struct fs_inode *in, uint64_t n);
+void fs_forget(struct fs *fs, uint64_t ino, uint64_t n);
+/* Delete everything of an inode whose nlink is 0 (orphan reclaim). */
+int inode_reclaim(struct fs *fs, uint64_t ino);
+int fs_persist_all(struct fs *fs);
+
+/* dir.c */
+int fs_lookup(struct fs *fs, uint64_t parent, const char *name,
+	      struct stat *st);
+int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode,
+	     dev_t rdev, uid_t uid, gid_t gid, const char *link_target,
+	     struct stat *st);
+int fs_link(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
+	    struct stat *st);
+int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool dir);
+int fs_rename(struct fs *fs, uint64_t parent, const char *name,
+	      uint64_t newparent, const char *newname, unsigned flags);
+int fs_readlink(struct fs *fs, uint64_t ino, char **target);
+/* Call fill for each entry from offset off; fill returns non-zero when the
+ * reply buffer is full (the entry was not taken). */
+typedef int (*fs_fill_fn)(void *ctx, const char *name, uint64_t ino,
+			  uint8_t type, uint64_t next_off);
+int fs_readdir(struct fs *fs, uint64_t ino, uint64_t off, fs_fill_fn fill,
+	       void *ctx);
+int fs_check_name(const char *name);
+
+/* data.c */
+int fs_open_file(struct fs *fs, uint64_t ino, int flags);
+int fs_release(struct fs *fs, uint64_t ino);
+int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t off,
+	    size_t *got);
+int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size,
+	     off_t off);
+int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *attr,
+	       int to_set, struct stat *out);
+int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
+		 off_t len);
+int fs_fsync(struct fs *fs, uint64_t ino, bool datasync);
+int fs_fsyncdir(struct fs *fs, uint64_t ino);
+int fs_statfs(struct fs *fs, struct statvfs *out);
+void data_close_fds(struct fs *fs, struct fs_inode *in);
+/* Remove every chunk file and chunk record of ino (records into b). */
+int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk,
+		     struct store_batch *b, uint64_t *freed_blocks);
+
+/* xattr.c */
+int fs_setxattr(struct fs *fs, uint64_t ino, const char *name,
+		const void *val, size_t len, int flags);
+int fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void **val,
+		size_t *len);
+int fs_listxattr(struct fs *fs, uint64_t ino, char **list, size_t *len);
+int fs_removexattr(struct fs *fs, uint64_t ino, const char *name);
+
+#endif

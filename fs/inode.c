@@ -1,0 +1,374 @@
+/*
+ * inode.c: the in-memory inode table and inode records.
+ *
+ * The table maps inode numbers to struct fs_inode while the kernel holds
+ * lookups on them, files are open, or a handler uses them (fs_int.h).  A
+ * record is read from the store once and then served from memory; changes
+ * that need not be durable at once (size and times of writes) mark it dirty
+ * and reach the store on release, fsync, setattr or unmount.
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+pthread_mutex_t *inode_lock_of(struct fs *fs, uint64_t ino)
+{
+	return &fs->ilock[ino % ILOCKS];
+}
+
+void inode_lock(struct fs *fs, struct fs_inode *in)
+{
+	pthread_mutex_lock(inode_lock_of(fs, in->ino));
+}
+
+void inode_unlock(struct fs *fs, struct fs_inode *in)
+{
+	pthread_mutex_unlock(inode_lock_of(fs, in->ino));
+}
+
+static size_t slot(const struct fs *fs, uint64_t ino)
+{
+	return (size_t)((ino * 0x9E3779B97F4A7C15ull) >> 20) & (fs->itab_size - 1);
+}
+
+static void itab_grow(struct fs *fs)
+{
+	size_t nsize = fs->itab_size * 2;
+	struct fs_inode **n = calloc(nsize, sizeof(*n));
+	if (!n)
+		return; /* keep the longer chains; correctness does not depend on it */
+	struct fs_inode **old = fs->itab;
+	size_t osize = fs->itab_size;
+	fs->itab = n;
+	fs->itab_size = nsize;
+	for (size_t i = 0; i < osize; i++) {
+		struct fs_inode *in = old[i];
+		while (in) {
+			struct fs_inode *next = in->hnext;
+			size_t s = slot(fs, in->ino);
+			in->hnext = n[s];
+			n[s] = in;
+			in = next;
+		}
+	}
+	free(old);
+}
+
+static struct fs_inode *itab_find(struct fs *fs, uint64_t ino)
+{
+	for (struct fs_inode *in = fs->itab[slot(fs, ino)]; in; in = in->hnext)
+		if (in->ino == ino)
+			return in;
+	return NULL;
+}
+
+static void itab_insert(struct fs *fs, struct fs_inode *in)
+{
+	if (fs->itab_count >= fs->itab_size)
+		itab_grow(fs);
+	size_t s = slot(fs, in->ino);
+	in->hnext = fs->itab[s];
+	fs->itab[s] = in;
+	fs->itab_count++;
+}
+
+static void itab_remove(struct fs *fs, struct fs_inode *in)
+{
+	struct fs_inode **pp = &fs->itab[slot(fs, in->ino)];
+	while (*pp && *pp != in)
+		pp = &(*pp)->hnext;
+	if (*pp) {
+		*pp = in->hnext;
+		fs->itab_count--;
+	}
+}
+
+int inode_load_rec(struct fs *fs, uint64_t ino, struct inode_rec *rec)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_inode(k, ino);
+	void *val;
+	size_t vl;
+	int rc = store_get(fs->st, NULL, k, kl, &val, &vl);
+	if (rc)
+		return rc;
+	rc = inode_rec_decode(val, vl, rec);
+	free(val);
+	if (rc)
+		fs_logf(fs, "inode %llu: damaged inode record (%zu bytes)",
+			(unsigned long long)ino, vl);
+	return rc;
+}
+
+void inode_rec_put(struct store_batch *b, uint64_t ino, const struct inode_rec *rec)
+{
+	uint8_t k[KEY_MAX], v[INODE_REC_LEN];
+	size_t kl = key_inode(k, ino);
+	inode_rec_encode(rec, v);
+	(void)store_batch_put(b, k, kl, v, sizeof(v)); /* batches grow; only ENOMEM */
+}
+
+/*
+ * The inode for ino with a handler reference, loading its record if
+ * needed.  Returns NULL with *err = -ENOENT when it does not exist.
+ * The record is read outside itab_lock; two racing loaders keep the first.
+ */
+struct fs_inode *inode_get(struct fs *fs, uint64_t ino, int *err)
+{
+	pthread_mutex_lock(&fs->itab_lock);
+	struct fs_inode *in = itab_find(fs, ino);
+	if (in) {
+		in->refs++;
+		pthread_mutex_unlock(&fs->itab_lock);
+		return in;
+	}
+	pthread_mutex_unlock(&fs->itab_lock);
+
+	struct inode_rec rec;
+	int rc = inode_load_rec(fs, ino, &rec);
+	if (rc) {
+		*err = rc;
+		return NULL;
+	}
+	struct fs_inode *fresh = calloc(1, sizeof(*fresh));
+	if (!fresh) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	fresh->ino = ino;
+	fresh->rec = rec;
+	fresh->loaded = true;
+	fresh->refs = 1;
+	pthread_mutex_lock(&fs->itab_lock);
+	in = itab_find(fs, ino);
+	if (in) {
+		in->refs++;
+		free(fresh);
+	} else {
+		itab_insert(fs, fresh);
+		in = fresh;
+	}
+	pthread_mutex_unlock(&fs->itab_lock);
+	return in;
+}
+
+struct fs_inode *inode_new(struct fs *fs, uint64_t ino, const struct inode_rec *rec)
+{
+	struct fs_inode *in = calloc(1, sizeof(*in));
+	if (!in)
+		return NULL;
+	in->ino = ino;
+	in->rec = *rec;
+	in->loaded = true;
+	in->refs = 1;
+	pthread_mutex_lock(&fs->itab_lock);
+	itab_insert(fs, in);
+	pthread_mutex_unlock(&fs->itab_lock);
+	return in;
+}
+
+struct fs_inode *inode_ref(struct fs *fs, struct fs_inode *in)
+{
+	pthread_mutex_lock(&fs->itab_lock);
+	in->refs++;
+	pthread_mutex_unlock(&fs->itab_lock);
+	return in;
+}
+
+/* Drop an inode nobody references: persist what is dirty, or reclaim it
+ * when its last name is gone. */
+static void drop(struct fs *fs, struct fs_inode *in)
+{
+	if (in->rec.nlink == 0 && !in->gone && !fs->opt.read_only) {
+		pthread_mutex_lock(&fs->ns_lock);
+		data_close_fds(fs, in);
+		int rc = inode_reclaim(fs, in->ino);
+		pthread_mutex_unlock(&fs->ns_lock);
+		if (rc)
+			fs_logf(fs, "inode %llu: reclaiming: %s (left as an orphan for the next mount)",
+				(unsigned long long)in->ino, strerror(-rc));
+	} else {
+		inode_lock(fs, in);
+		int rc = in->gone ? 0 : inode_persist(fs, in, false);
+		data_close_fds(fs, in);
+		inode_unlock(fs, in);
+		if (rc)
+			fs_logf(fs, "inode %llu: writing its record: %s",
+				(unsigned long long)in->ino, strerror(-rc));
+	}
+	if (in->data) {
+		free(in->data->dirty);
+		free(in->data->new_sections);
+		free(in->data);
+	}
+	free(in);
+}
+
+static void unref_locked_maybe_drop(struct fs *fs, struct fs_inode *in)
+{
+	if (in->refs == 0 && in->nlookup == 0 && in->nopen == 0) {
+		itab_remove(fs, in);
+		pthread_mutex_unlock(&fs->itab_lock);
+		drop(fs, in);
+		return;
+	}
+	pthread_mutex_unlock(&fs->itab_lock);
+}
+
+void inode_put(struct fs *fs, struct fs_inode *in)
+{
+	pthread_mutex_lock(&fs->itab_lock);
+	in->refs--;
+	unref_locked_maybe_drop(fs, in);
+}
+
+void fs_lookup_ref(struct fs *fs, struct fs_inode *in, uint64_t n)
+{
+	pthread_mutex_lock(&fs->itab_lock);
+	in->nlookup += n;
+	pthread_mutex_unlock(&fs->itab_lock);
+}
+
+void fs_forget(struct fs *fs, uint64_t ino, uint64_t n)
+{
+	pthread_mutex_lock(&fs->itab_lock);
+	struct fs_inode *in = itab_find(fs, ino);
+	if (!in) {
+		pthread_mutex_unlock(&fs->itab_lock);
+		return;
+	}
+	in->nlookup = in->nlookup > n ? in->nlookup - n : 0;
+	unref_locked_maybe_drop(fs, in);
+}
+
+int inode_persist(struct fs *fs, struct fs_inode *in, bool sync)
+{
+	if (!in->dirty || in->gone)
+		return sync ? store_sync(fs->st) : 0;
+	uint8_t k[KEY_MAX], v[INODE_REC_LEN];
+	size_t kl = key_inode(k, in->ino);
+	inode_rec_encode(&in->rec, v);
+	int rc = store_put(fs->st, k, kl, v, sizeof(v), sync ? STORE_WRITE_SYNC : 0);
+	if (!rc)
+		in->dirty = false;
+	return rc;
+}
+
+int fs_persist_all(struct fs *fs)
+{
+	int rc = 0;
+	pthread_mutex_lock(&fs->itab_lock);
+	for (size_t i = 0; i < fs->itab_size; i++) {
+		for (struct fs_inode *in = fs->itab[i]; in; in = in->hnext) {
+			if (!in->dirty)
+				continue;
+			/* itab_lock then an inode lock: only here, with no
+			 * requests in flight (unmount). */
+			inode_lock(fs, in);
+			int r = inode_persist(fs, in, false);
+			inode_unlock(fs, in);
+			if (r && !rc)
+				rc = r;
+		}
+	}
+	pthread_mutex_unlock(&fs->itab_lock);
+	return rc;
+}
+
+void inode_touch(struct inode_rec *r, bool mtime, bool ctime)
+{
+	int64_t s;
+	uint32_t ns;
+	fs_now(&s, &ns);
+	if (mtime) {
+		r->mtime_sec = s;
+		r->mtime_nsec = ns;
+	}
+	if (ctime) {
+		r->ctime_sec = s;
+		r->ctime_nsec = ns;
+	}
+}
+
+void inode_stat(const struct fs *fs, const struct fs_inode *in, struct stat *st)
+{
+	const struct inode_rec *r = &in->rec;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = in->ino;
+	st->st_mode = r->mode;
+	st->st_nlink = r->nlink;
+	st->st_uid = r->uid;
+	st->st_gid = r->gid;
+	st->st_rdev = r->rdev;
+	st->st_size = (off_t)r->size;
+	st->st_blksize = 4096;
+	if (S_ISDIR(r->mode))
+		st->st_size = 4096;
+	if (S_ISREG(r->mode) && !(r->flags & INODE_FLAG_CHUNKED))
+		st->st_blocks = (blkcnt_t)((r->size + 511) / 512);
+	else if (S_ISDIR(r->mode))
+		st->st_blocks = 8;
+	else
+		st->st_blocks = (blkcnt_t)r->blocks;
+	if (S_ISREG(r->mode) && (r->flags & INODE_FLAG_CHUNKED))
+		st->st_blksize = fs->info.chunk_size < (1u << 20) ? (blksize_t)fs->info.chunk_size
+								  : (1 << 20);
+	st->st_atim.tv_sec = r->atime_sec;
+	st->st_atim.tv_nsec = r->atime_nsec;
+	st->st_mtim.tv_sec = r->mtime_sec;
+	st->st_mtim.tv_nsec = r->mtime_nsec;
+	st->st_ctim.tv_sec = r->ctime_sec;
+	st->st_ctim.tv_nsec = r->ctime_nsec;
+}
+
+/*
+ * Delete an inode whose last name is gone: its chunk files, then in one
+ * batch its record, inline data, chunk records, xattrs and orphan key.
+ * Caller holds ns_lock.  A crash in between leaves at worst chunk files
+ * without owner (fsck's business) and never a name to a half-deleted inode.
+ */
+int inode_reclaim(struct fs *fs, uint64_t ino)
+{
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	uint64_t freed = 0;
+	int rc = data_drop_chunks(fs, ino, 0, b, &freed);
+	if (rc)
+		goto out;
+	uint8_t k[KEY_MAX], lo[KEY_MAX], hi[KEY_MAX];
+	size_t kl = key_inode(k, ino);
+	store_batch_delete(b, k, kl);
+	kl = key_data(k, ino);
+	store_batch_delete(b, k, kl);
+	kl = key_orphan(k, ino);
+	store_batch_delete(b, k, kl);
+	size_t ll = key_xattr_prefix(lo, ino), hl = key_xattr_prefix(hi, ino + 1);
+	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
+	struct store_iter *it;
+	rc = store_iter_new(fs->st, &io, &it);
+	if (rc)
+		goto out;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+		size_t xl;
+		const void *xk = store_iter_key(it, &xl);
+		store_batch_delete(b, xk, xl);
+	}
+	rc = store_iter_status(it);
+	store_iter_free(it);
+	if (!rc)
+		rc = store_write(fs->st, b, 0);
+	if (!rc) {
+		pthread_mutex_lock(&fs->itab_lock);
+		struct fs_inode *in = itab_find(fs, ino);
+		if (in)
+			in->gone = true;
+		pthread_mutex_unlock(&fs->itab_lock);
+	}
+out:
+	store_batch_free(b);
+	return rc;
+}

@@ -1,0 +1,302 @@
+/*
+ * mount.c: opening a filesystem for the daemon: the store, the filesystem
+ * info checked against the superblocks, the section map cached in memory,
+ * a directory fd per disk, inode number reservation, and reclaiming the
+ * orphans a crash left behind (SCHEMA.md, "Orphans").
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void fs_now(int64_t *sec, uint32_t *nsec)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*sec = ts.tv_sec;
+	*nsec = (uint32_t)ts.tv_nsec;
+}
+
+void fs_logf(struct fs *fs, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (fs->log)
+		fs->log(fs->log_ctx, line);
+}
+
+static int get_u64(struct fs *fs, const char *name, uint64_t *v)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_meta(k, name);
+	void *val;
+	size_t vl;
+	int rc = store_get(fs->st, NULL, k, kl, &val, &vl);
+	if (rc)
+		return rc;
+	rc = vl == 8 ? 0 : -EUCLEAN;
+	if (!rc)
+		*v = sc_get_le64(val);
+	free(val);
+	return rc;
+}
+
+/* Inode numbers are handed out from a run reserved in the store first, so
+ * every number in use is below the stored counter (SCHEMA.md). */
+int fs_alloc_ino(struct fs *fs, uint64_t *ino)
+{
+	int rc = 0;
+	pthread_mutex_lock(&fs->ino_lock);
+	if (fs->next_ino >= fs->reserved_to) {
+		uint8_t k[KEY_MAX], v[8];
+		size_t kl = key_meta(k, META_NEXT_INO);
+		sc_put_le64(v, fs->next_ino + INO_RESERVE);
+		rc = store_put(fs->st, k, kl, v, 8, 0);
+		if (!rc)
+			fs->reserved_to = fs->next_ino + INO_RESERVE;
+	}
+	if (!rc)
+		*ino = fs->next_ino++;
+	pthread_mutex_unlock(&fs->ino_lock);
+	return rc;
+}
+
+static int load_info(struct fs *fs, char *err, size_t errlen)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_meta(k, META_FS);
+	void *val;
+	size_t vl;
+	int rc = store_get(fs->st, NULL, k, kl, &val, &vl);
+	if (rc) {
+		snprintf(err, errlen, "%s: no filesystem information in the metadata store (%s)",
+			 fs->ds->meta_dir, strerror(-rc));
+		return rc == -ENOENT ? -EUCLEAN : rc;
+	}
+	rc = fs_info_decode(val, vl, &fs->info);
+	free(val);
+	if (rc) {
+		snprintf(err, errlen, "%s: filesystem information is damaged", fs->ds->meta_dir);
+		return rc;
+	}
+	const struct lsmfs_super *sb = &fs->ds->sb;
+	if (memcmp(fs->info.fs_uuid, sb->fs_uuid, 16) || fs->info.sections != sb->sections ||
+	    fs->info.chunk_size != sb->chunk_size || fs->info.ndisks != sb->disk_count) {
+		snprintf(err, errlen, "%s: metadata store belongs to another filesystem than the disks' superblocks",
+			 fs->ds->meta_dir);
+		return -EXDEV;
+	}
+	return 0;
+}
+
+static int load_sections(struct fs *fs, char *err, size_t errlen)
+{
+	uint32_t n = fs->info.sections;
+	fs->section_disk = malloc(n * sizeof(uint32_t));
+	if (!fs->section_disk)
+		return -ENOMEM;
+	for (uint32_t s = 0; s < n; s++)
+		fs->section_disk[s] = UINT32_MAX;
+	uint8_t lo[5] = {KEY_SECTION}, hi[5] = {KEY_SECTION + 1};
+	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
+	struct store_iter *it;
+	int rc = store_iter_new(fs->st, &io, &it);
+	if (rc)
+		return rc;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+		size_t kl, vl;
+		const uint8_t *key = store_iter_key(it, &kl);
+		const uint8_t *val = store_iter_value(it, &vl);
+		uint32_t s = kl == 5 ? sc_get_be32(key + 1) : UINT32_MAX;
+		uint32_t d = vl == 4 ? sc_get_le32(val) : UINT32_MAX;
+		if (s >= n || d >= fs->ds->ndisks) {
+			snprintf(err, errlen, "%s: damaged section map entry (section %u, disk %u)",
+				 fs->ds->meta_dir, s, d);
+			rc = -EUCLEAN;
+			break;
+		}
+		fs->section_disk[s] = d;
+	}
+	if (!rc)
+		rc = store_iter_status(it);
+	store_iter_free(it);
+	for (uint32_t s = 0; !rc && s < n; s++) {
+		if (fs->section_disk[s] == UINT32_MAX) {
+			snprintf(err, errlen, "%s: section %u has no disk in the section map",
+				 fs->ds->meta_dir, s);
+			rc = -EUCLEAN;
+		}
+	}
+	return rc;
+}
+
+static int open_disks(struct fs *fs, char *err, size_t errlen)
+{
+	fs->sections_fd = malloc(fs->ds->ndisks * sizeof(int));
+	if (!fs->sections_fd)
+		return -ENOMEM;
+	for (uint32_t d = 0; d < fs->ds->ndisks; d++)
+		fs->sections_fd[d] = -1;
+	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
+		char p[LSMFS_META_PATH_MAX + 64];
+		snprintf(p, sizeof(p), "%s/%s/%s", fs->ds->paths[d], LSMFS_DIR, LSMFS_SECTIONS_DIR);
+		if (!fs->opt.read_only)
+			(void)mkdir(p, 0700); /* made by mkfs; recreate if someone removed it */
+		fs->sections_fd[d] = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fs->sections_fd[d] < 0) {
+			int e = errno;
+			snprintf(err, errlen, "%s: %s", p, strerror(e));
+			return -e;
+		}
+	}
+	return 0;
+}
+
+/* Reclaim every orphan left by a crash: nobody can hold them open now. */
+static int reclaim_orphans(struct fs *fs)
+{
+	uint8_t lo[1] = {KEY_ORPHAN}, hi[1] = {KEY_ORPHAN + 1};
+	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
+	uint64_t *inos = NULL;
+	size_t n = 0, cap = 0;
+	struct store_iter *it;
+	int rc = store_iter_new(fs->st, &io, &it);
+	if (rc)
+		return rc;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+		size_t kl;
+		const uint8_t *key = store_iter_key(it, &kl);
+		if (kl != 9)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			uint64_t *g = realloc(inos, cap * sizeof(*inos));
+			if (!g) {
+				rc = -ENOMEM;
+				break;
+			}
+			inos = g;
+		}
+		inos[n++] = sc_get_be64(key + 1);
+	}
+	if (!rc)
+		rc = store_iter_status(it);
+	store_iter_free(it);
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = inode_reclaim(fs, inos[i]);
+	if (!rc && n)
+		fs_logf(fs, "reclaimed %zu orphan inode%s left by a crash", n, n == 1 ? "" : "s");
+	free(inos);
+	return rc;
+}
+
+static void store_log(void *ctx, const char *msg)
+{
+	struct fs *fs = ctx;
+	fs_logf(fs, "store: %s", msg);
+}
+
+int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
+	    void (*log)(void *, const char *), void *log_ctx, struct fs **out,
+	    char *err, size_t errlen)
+{
+	struct fs *fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	fs->ds = ds;
+	fs->opt = *opt;
+	fs->log = log;
+	fs->log_ctx = log_ctx;
+	pthread_mutex_init(&fs->ns_lock, NULL);
+	pthread_mutex_init(&fs->itab_lock, NULL);
+	pthread_mutex_init(&fs->ino_lock, NULL);
+	for (int i = 0; i < ILOCKS; i++)
+		pthread_mutex_init(&fs->ilock[i], NULL);
+	fs->itab_size = 1024;
+	fs->itab = calloc(fs->itab_size, sizeof(*fs->itab));
+	if (!fs->itab) {
+		free(fs);
+		return -ENOMEM;
+	}
+
+	struct store_options so;
+	store_options_init(&so);
+	so.create_if_missing = false;
+	so.read_only = opt->read_only;
+	if (opt->cache_bytes)
+		so.block_cache_bytes = opt->cache_bytes;
+	so.log = store_log;
+	so.log_ctx = fs;
+	int rc = store_open(ds->meta_dir, &so, &fs->st);
+	if (rc) {
+		snprintf(err, errlen, "%s: cannot open the metadata store: %s", ds->meta_dir,
+			 strerror(-rc));
+		fs->st = NULL;
+		goto fail;
+	}
+	if ((rc = load_info(fs, err, errlen)) || (rc = load_sections(fs, err, errlen)) ||
+	    (rc = open_disks(fs, err, errlen)))
+		goto fail;
+	rc = get_u64(fs, META_NEXT_INO, &fs->next_ino);
+	if (rc) {
+		snprintf(err, errlen, "%s: inode counter unreadable: %s", ds->meta_dir, strerror(-rc));
+		goto fail;
+	}
+	fs->reserved_to = fs->next_ino;
+	int64_t sec;
+	uint32_t nsec;
+	fs_now(&sec, &nsec);
+	fs->generation = (uint64_t)sec;
+	if (!opt->read_only && (rc = reclaim_orphans(fs))) {
+		snprintf(err, errlen, "%s: reclaiming orphan inodes: %s", ds->meta_dir, strerror(-rc));
+		goto fail;
+	}
+	*out = fs;
+	return 0;
+fail:
+	fs_close(fs);
+	return rc;
+}
+
+int fs_close(struct fs *fs)
+{
+	int rc = 0;
+	if (fs->st && !fs->opt.read_only) {
+		rc = fs_persist_all(fs);
+		int r2 = store_flush(fs->st);
+		if (!rc)
+			rc = r2;
+	}
+	if (fs->st) {
+		int r3 = store_close(fs->st);
+		if (!rc)
+			rc = r3;
+	}
+	for (size_t i = 0; i < fs->itab_size; i++) {
+		struct fs_inode *in = fs->itab[i];
+		while (in) {
+			struct fs_inode *next = in->hnext;
+			data_close_fds(fs, in);
+			free(in);
+			in = next;
+		}
+	}
+	free(fs->itab);
+	if (fs->sections_fd)
+		for (uint32_t d = 0; d < fs->ds->ndisks; d++)
+			if (fs->sections_fd[d] >= 0)
+				close(fs->sections_fd[d]);
+	free(fs->sections_fd);
+	free(fs->section_disk);
+	free(fs);
+	return rc;
+}
