@@ -131,6 +131,7 @@ static void dir_inode(struct inode_rec *r, uint32_t perm, uint32_t nlink,
 {
 	memset(r, 0, sizeof(*r));
 	r->mode = S_IFDIR | perm;
+	r->parent = LSMFS_ROOT_INO; /* the root is its own parent */
 	r->uid = (uint32_t)getuid();
 	r->gid = (uint32_t)getgid();
 	r->nlink = nlink;

@@ -123,11 +123,13 @@ static void check_store(const char *dir, uint32_t ndisks, uint32_t sections)
 	ck_assert_uint_eq(r.mode, S_IFDIR | 0755);
 	ck_assert_uint_eq(r.nlink, 3);
 	ck_assert_uint_eq(r.uid, getuid());
+	ck_assert_uint_eq(r.parent, 1);
 	free(v);
 	ck_assert_int_eq(store_get(st, NULL, key, key_inode(key, 2), &v, &vlen), 0);
 	ck_assert_int_eq(inode_rec_decode(v, vlen, &r), 0);
 	ck_assert_uint_eq(r.mode, S_IFDIR | 0700);
 	ck_assert_uint_eq(r.nlink, 2);
+	ck_assert_uint_eq(r.parent, 1);
 	free(v);
 
 	uint64_t ino;
