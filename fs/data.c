@@ -50,6 +50,8 @@ static struct inode_data *data_of(struct fs_inode *in)
 
 static int push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
 {
+	if (*n && (*a)[*n - 1] == v)
+		return 0; /* the common case: sequential writes to one chunk */
 	for (size_t i = 0; i < *n; i++)
 		if ((*a)[i] == v)
 			return 0;
@@ -412,7 +414,27 @@ static int inline_write(struct fs *fs, struct fs_inode *in, const char *buf, siz
 	return rc;
 }
 
-int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t soff)
+/* Write n bytes of the source at pos of fd: a memory buffer, or the
+ * request's buffer vector (a pipe when the kernel spliced the request, so
+ * the pages go from the FUSE page cache to the chunk file without passing
+ * through our memory). */
+static int put_bytes(int fd, const char *buf, struct fuse_bufvec *src, size_t done, size_t n,
+		     off_t pos)
+{
+	if (!src)
+		return full_pwrite(fd, buf + done, n, pos);
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(n);
+	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+	dst.buf[0].fd = fd;
+	dst.buf[0].pos = pos;
+	ssize_t w = fuse_buf_copy(&dst, src, 0);
+	if (w < 0)
+		return (int)w;
+	return (size_t)w == n ? 0 : -EIO;
+}
+
+static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fuse_bufvec *src,
+			size_t size, off_t soff)
 {
 	if (soff < 0)
 		return -EINVAL;
@@ -423,6 +445,7 @@ int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t so
 	struct fs_inode *in = inode_get(fs, ino, &rc);
 	if (!in)
 		return rc;
+	char *copy = NULL;
 	inode_lock(fs, in);
 	if (in->gone) {
 		rc = -EIO;
@@ -430,6 +453,21 @@ int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t so
 	}
 	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
 		if (off + size <= fs->info.inline_max) {
+			if (src) { /* inline data goes to the store: bring it to memory */
+				copy = malloc(size ? size : 1);
+				if (!copy) {
+					rc = -ENOMEM;
+					goto out;
+				}
+				struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+				dst.buf[0].mem = copy;
+				ssize_t got = fuse_buf_copy(&dst, src, 0);
+				if (got != (ssize_t)size) {
+					rc = got < 0 ? (int)got : -EIO;
+					goto out;
+				}
+				buf = copy;
+			}
 			rc = inline_write(fs, in, buf, size, off);
 			if (!rc)
 				rc = (int)size;
@@ -451,11 +489,15 @@ int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t so
 		struct chunk_fd *c;
 		if ((rc = chunk_fd(fs, in, chunk, true, &c)))
 			break;
-		if ((rc = full_pwrite(c->fd, buf + done, n, (off_t)within)))
+		if ((rc = put_bytes(c->fd, buf, src, done, n, (off_t)within)))
 			break;
 		account_blocks(in, c);
 		if ((rc = push_u64(&in->data->dirty, &in->data->ndirty, &in->data->capdirty, chunk)))
 			break;
+		/* A chunk written to its end goes to the disk now, in order,
+		 * rather than all at once at fsync or under memory pressure. */
+		if (within + n == cs)
+			(void)sync_file_range(c->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
 		done += n;
 	}
 	if (done) {
@@ -468,7 +510,18 @@ int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t so
 out:
 	inode_unlock(fs, in);
 	inode_put(fs, in);
+	free(copy);
 	return rc;
+}
+
+int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t off)
+{
+	return write_common(fs, ino, buf, NULL, size, off);
+}
+
+int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src, off_t off)
+{
+	return write_common(fs, ino, NULL, src, fuse_buf_size(src), off);
 }
 
 int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, size_t *got)
@@ -798,6 +851,14 @@ int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)
 	inode_lock(fs, in);
 	struct inode_data *d = in->data;
 	rc = 0;
+	/* Start writeback of every dirty chunk first, so their blocks are
+	 * allocated in one journal transaction and written together; the
+	 * fdatasyncs below then mostly wait. */
+	for (size_t i = 0; d && d->ndirty > 1 && i < d->ndirty; i++) {
+		struct chunk_fd *c;
+		if (chunk_fd(fs, in, d->dirty[i], false, &c) == 0)
+			(void)sync_file_range(c->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
+	}
 	for (size_t i = 0; d && i < d->ndirty && !rc; i++) {
 		struct chunk_fd *c;
 		rc = chunk_fd(fs, in, d->dirty[i], false, &c);

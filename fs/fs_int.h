@@ -159,6 +159,8 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t off,
 	    size_t *got);
 int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size,
 	     off_t off);
+int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src,
+		  off_t off);
 int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *attr,
 	       int to_set, struct stat *out);
 int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,

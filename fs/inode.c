@@ -332,13 +332,21 @@ void inode_stat(const struct fs *fs, const struct fs_inode *in, struct stat *st)
  */
 int inode_reclaim(struct fs *fs, uint64_t ino)
 {
+	struct inode_rec rec;
+	int rc = inode_load_rec(fs, ino, &rec);
+	bool known = rc == 0;
+	if (rc && rc != -ENOENT)
+		return rc;
 	struct store_batch *b = store_batch_new();
 	if (!b)
 		return -ENOMEM;
 	uint64_t freed = 0;
-	int rc = data_drop_chunks(fs, ino, 0, b, &freed);
-	if (rc)
-		goto out;
+	/* Flags say what there is to scan; an unreadable record scans all. */
+	if (!known || (rec.flags & INODE_FLAG_CHUNKED)) {
+		rc = data_drop_chunks(fs, ino, 0, b, &freed);
+		if (rc)
+			goto out;
+	}
 	uint8_t k[KEY_MAX], lo[KEY_MAX], hi[KEY_MAX];
 	size_t kl = key_inode(k, ino);
 	store_batch_delete(b, k, kl);
@@ -346,19 +354,22 @@ int inode_reclaim(struct fs *fs, uint64_t ino)
 	store_batch_delete(b, k, kl);
 	kl = key_orphan(k, ino);
 	store_batch_delete(b, k, kl);
-	size_t ll = key_xattr_prefix(lo, ino), hl = key_xattr_prefix(hi, ino + 1);
-	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
-	struct store_iter *it;
-	rc = store_iter_new(fs->st, &io, &it);
-	if (rc)
-		goto out;
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-		size_t xl;
-		const void *xk = store_iter_key(it, &xl);
-		store_batch_delete(b, xk, xl);
+	if (!known || (rec.flags & INODE_FLAG_XATTR)) {
+		size_t ll = key_xattr_prefix(lo, ino), hl = key_xattr_prefix(hi, ino + 1);
+		struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi,
+						.upper_len = hl};
+		struct store_iter *it;
+		rc = store_iter_new(fs->st, &io, &it);
+		if (rc)
+			goto out;
+		for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+			size_t xl;
+			const void *xk = store_iter_key(it, &xl);
+			store_batch_delete(b, xk, xl);
+		}
+		rc = store_iter_status(it);
+		store_iter_free(it);
 	}
-	rc = store_iter_status(it);
-	store_iter_free(it);
 	if (!rc)
 		rc = store_write(fs->st, b, 0);
 	if (!rc) {

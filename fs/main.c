@@ -34,6 +34,8 @@ struct cmdline {
 	int nowriteback;
 	double attr_timeout, entry_timeout;
 	long cache_mib;
+	int bdi_max_ratio;
+	int readahead_kb;
 };
 
 enum { KEY_FG, KEY_DEBUG, KEY_RO, KEY_HELP, KEY_VERSION, KEY_DROP };
@@ -62,6 +64,8 @@ static const struct fuse_opt opts[] = {
 	OPT("entry_timeout=%lf", entry_timeout),
 	OPT("cache_mib=%ld", cache_mib),
 	OPT("no_writeback", nowriteback),
+	OPT("bdi_max_ratio=%d", bdi_max_ratio),
+	OPT("readahead_kb=%d", readahead_kb),
 	FUSE_OPT_END,
 };
 
@@ -118,6 +122,9 @@ static void usage(FILE *f)
 		"  -o entry_timeout=S seconds the kernel caches names (default 60)\n"
 		"  -o cache_mib=N     metadata store block cache (default 64)\n"
 		"  -o no_writeback    disable the kernel writeback cache\n"
+		"  -o bdi_max_ratio=N share of the dirty page limit this mount may use\n"
+		"                     (default 20; the kernel gives FUSE mounts 1)\n"
+		"  -o readahead_kb=N  kernel readahead (default 1024)\n"
 		"Unmount with: fusermount3 -u MOUNTPOINT\n"
 		"In /etc/fstab: /d0:/d1  /mnt/lsmfs  fuse.lsmfs  defaults,allow_other  0 0\n"
 		"Exit status: 0 after a clean unmount, 1 on any error.\n");
@@ -199,6 +206,61 @@ static int detach(void)
 	return p[1];
 }
 
+/*
+ * The kernel limits a FUSE mount to 1% of the dirty page budget and 128 KiB
+ * of readahead, which throttles large sequential writes and reads long
+ * before the disks do.  As root we raise both for this mount's bdi
+ * (/sys/class/bdi/MAJ:MIN); elsewhere the defaults stay, with a note.
+ */
+/* The device number of the filesystem mounted at mnt, from mountinfo:
+ * a stat() of our own mount point would wait for a loop not yet running. */
+static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	char line[4096];
+	int rc = -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned a, b;
+		char point[PATH_MAX];
+		/* id parent maj:min root mountpoint ... (octal escapes in paths) */
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, point) == 3 &&
+		    strcmp(point, mnt) == 0) {
+			*maj = a;
+			*min = b;
+			rc = 0; /* keep going: the last mount on the point wins */
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+static void tune_bdi(const char *mnt, const struct cmdline *c, struct logger *lg,
+		     void (*log)(void *, const char *))
+{
+	unsigned maj = 0, min = 0;
+	if (mount_dev(mnt, &maj, &min) != 0)
+		return;
+	char path[128], msg[256], val[32];
+	struct { const char *file; int v; } knobs[] = {
+		{"max_ratio", c->bdi_max_ratio}, {"read_ahead_kb", c->readahead_kb}};
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		if (knobs[i].v <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/%s", maj, min, knobs[i].file);
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		int n = snprintf(val, sizeof(val), "%d", knobs[i].v);
+		if (fd < 0 || write(fd, val, (size_t)n) != n) {
+			snprintf(msg, sizeof(msg), "note: cannot set %s to %d (%s); kernel default kept",
+				 path, knobs[i].v, strerror(errno));
+			log(lg, msg);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -211,7 +273,8 @@ static void raise_fd_limit(void)
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct cmdline c = {.attr_timeout = 60, .entry_timeout = 60, .cache_mib = 64};
+	struct cmdline c = {.attr_timeout = 60, .entry_timeout = 60, .cache_mib = 64,
+			    .bdi_max_ratio = 20, .readahead_kb = 1024};
 	if (fuse_opt_parse(&args, &c, opts, opt_proc) != 0) {
 		usage(stderr);
 		return 1;
@@ -280,6 +343,8 @@ int main(int argc, char **argv)
 		return fail(fd, "%s: cannot mount (is it an empty directory, and /dev/fuse usable?)",
 			    mnt);
 	}
+	if (!c.read_only && geteuid() == 0)
+		tune_bdi(mnt, &c, &lg, log_line);
 	if (fd >= 0) {
 		openlog("lsmfs", LOG_PID, LOG_DAEMON);
 		lg.use_syslog = 1;

@@ -38,6 +38,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC; /* the kernel sends setattr(size) */
+	/* The kernel clears setuid/setgid on write itself. */
+	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+	/* Large writes arrive as pipes of page references and go on to the
+	 * chunk files with splice: one copy fewer per byte. */
+	if (conn->capable & FUSE_CAP_SPLICE_READ)
+		conn->want |= FUSE_CAP_SPLICE_READ;
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 1u << 20;
 	conn->max_background = 64;
@@ -248,6 +254,17 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, (size_t)rc);
 }
 
+static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
+			 struct fuse_file_info *fi)
+{
+	(void)fi;
+	int rc = fs_write_bufv(fs_of(req), ino, bufv, off);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, (size_t)rc);
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)fi;
@@ -421,6 +438,7 @@ const struct fuse_lowlevel_ops lsmfs_ops = {
 	.open = op_open,
 	.read = op_read,
 	.write = op_write,
+	.write_buf = op_write_buf,
 	.release = op_release,
 	.fsync = op_fsync,
 	.opendir = op_opendir,

@@ -105,6 +105,7 @@ uint32_t chunk_section(uint64_t ino, uint64_t chunk, uint32_t sections);
 /* Inode record (SCHEMA.md, "Inode record"). */
 #define INODE_REC_LEN 106
 #define INODE_FLAG_CHUNKED 1u
+#define INODE_FLAG_XATTR 2u   /* has (or had) extended attributes */
 struct inode_rec {
 	uint8_t flags;
 	uint32_t mode, uid, gid, nlink;

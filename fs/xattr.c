@@ -64,6 +64,7 @@ int fs_setxattr(struct fs *fs, uint64_t ino, const char *name, const void *val, 
 	}
 	struct inode_rec r = in->rec;
 	inode_touch(&r, false, true);
+	r.flags |= INODE_FLAG_XATTR; /* lets reclaim skip the xattr scan otherwise */
 	store_batch_put(b, k, kl, val, len);
 	inode_rec_put(b, ino, &r);
 	rc = store_write(fs->st, b, 0);
