@@ -534,6 +534,7 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 	struct fs_inode *in = inode_get(fs, ino, &rc);
 	if (!in)
 		return rc;
+	rc = 0;
 	inode_lock(fs, in);
 	if (off >= in->rec.size)
 		goto out;
