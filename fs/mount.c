@@ -286,6 +286,11 @@ int fs_close(struct fs *fs)
 		while (in) {
 			struct fs_inode *next = in->hnext;
 			data_close_fds(fs, in);
+			if (in->data) {
+				free(in->data->dirty);
+				free(in->data->new_sections);
+				free(in->data);
+			}
 			free(in);
 			in = next;
 		}
