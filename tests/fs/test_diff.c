@@ -1570,6 +1570,35 @@ static void remount(void)
 	checkpoint("after remount");
 }
 
+/* Flip one byte in the middle of the largest reference-listed file, on
+ * side A only (for FSTEST_SELFTEST_CORRUPT). */
+static void corrupt_side_a(void)
+{
+	int best = -1;
+	for (int i = 0; i < nents; i++)
+		if (S_ISREG(ents[i].mode) && (best < 0 || ents[i].size > ents[best].size))
+			best = i;
+	char p[RELMAX + 600];
+	if (best < 0 || ents[best].size == 0) {
+		full(SIDE_A, "extra-on-side-A", p, sizeof(p));
+		fprintf(stderr, "test_diff: no data to corrupt; making %s\n", p);
+		(void)!mknod(p, S_IFREG | 0644, 0); /* the checkpoint reports it either way */
+		return;
+	}
+	full(SIDE_A, ents[best].path, p, sizeof(p));
+	int fd = open(p, O_RDWR);
+	unsigned char c;
+	off_t off = ents[best].size / 2;
+	if (fd < 0 || pread(fd, &c, 1, off) != 1)
+		return;
+	c ^= 0x5a;
+	if (pwrite(fd, &c, 1, off) != 1)
+		fprintf(stderr, "test_diff: corrupt %s: %s\n", p, strerror(errno));
+	close(fd);
+	fprintf(stderr, "test_diff: corrupted byte %lld of %s on side A\n", (long long)off,
+		ents[best].path);
+}
+
 static void make_names(void)
 {
 	int i = 0;
@@ -1638,11 +1667,21 @@ int main(void)
 	struct op *o = malloc(sizeof(*o));
 	if (!o)
 		return 1;
+	/* FSTEST_SELFTEST_CORRUPT=n (selftest only): after op n, flip a byte of
+	 * a file on side A behind the test's back; the run must then fail,
+	 * which proves the comparer sees such damage. */
+	long corrupt_at = selftest && getenv("FSTEST_SELFTEST_CORRUPT")
+				  ? strtol(getenv("FSTEST_SELFTEST_CORRUPT"), NULL, 0)
+				  : -1;
 	refresh();
 	for (opno = 0; opno < nops; opno++) {
 		gen(o);
 		if (run_op(o))
 			refresh();
+		if (opno == corrupt_at) {
+			corrupt_side_a();
+			checkpoint("after the deliberate corruption");
+		}
 		if (opno % COMPARE_EVERY == COMPARE_EVERY - 1) {
 			if (opno % REMOUNT_EVERY == REMOUNT_EVERY - 1) {
 				remount();
