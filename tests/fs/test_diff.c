@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -232,6 +233,11 @@ static void fail(const char *fmt, ...)
 	else
 		fst_cleanup(&fs);
 	exit(1);
+}
+
+static const char *side_label(int side)
+{
+	return side == SIDE_A ? (selftest ? "side A" : "lsmfs") : "ref";
 }
 
 /* ---- paths ---- */
@@ -1557,6 +1563,28 @@ static void drop_caches(void)
 	close(fd);
 }
 
+/* Mount options, one per mount in turn: attributes and entries not cached
+ * by the kernel (every lstat reaches the daemon), write-through instead of
+ * the writeback cache, the defaults, and all of it with a tiny block cache.
+ * LSMFS_DIFF_OPTS fixes one string instead. */
+static const char *const mount_opts[] = {
+	"attr_timeout=0,entry_timeout=0",
+	"no_writeback",
+	"",
+	"no_writeback,attr_timeout=0,entry_timeout=0,cache_mib=1",
+};
+static int nmounts;
+
+static const char *next_opts(void)
+{
+	const char *o = getenv("LSMFS_DIFF_OPTS");
+	if (!o)
+		o = mount_opts[nmounts % (sizeof(mount_opts) / sizeof(mount_opts[0]))];
+	nmounts++;
+	fprintf(stderr, "test_diff: mounting with -o \"%s\"\n", o);
+	return o;
+}
+
 static void remount(void)
 {
 	close_slots();
@@ -1565,9 +1593,134 @@ static void remount(void)
 		return;
 	if (fst_umount(&fs) != 0)
 		fail("unmount failed (daemon exit status above)");
-	if (fst_mount(&fs, NULL) != 0)
+	if (fst_mount(&fs, next_opts()) != 0)
 		fail("remount failed");
 	checkpoint("after remount");
+}
+
+/*
+ * readdir resumed across changes: in a directory of 600 names, read with
+ * getdents64 and a 1 KiB buffer (so the kernel asks the daemon again at
+ * each offset) and create, unlink and rename other names between the
+ * calls.  On both sides, a name present throughout and never touched must
+ * be listed exactly once, no name twice, and nothing that never existed.
+ * (Both sides must pass: the reference side checks the check.)
+ */
+struct dent64 {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+static void readdir_resume(void)
+{
+	enum { N = 600, MAXN = 4000 };
+	static unsigned char state[MAXN]; /* 0 absent, 1 present untouched, 2 touched */
+	for (int side = 0; side < NSIDES; side++) {
+		char dir[600], p[800], q[800];
+		fmt(dir, sizeof(dir), "%s/readdir-resume", base[side]);
+		if (mkdir(dir, 0755) != 0)
+			fail("mkdir %s: %s", dir, strerror(errno));
+		memset(state, 0, sizeof(state));
+		uint64_t saved = rng;
+		rng = seed ^ 0x5eed;
+		for (int i = 0; i < N; i++) {
+			fmt(p, sizeof(p), "%s/n%d", dir, i);
+			int fd = open(p, O_CREAT | O_WRONLY, 0644);
+			if (fd < 0)
+				fail("create %s: %s", p, strerror(errno));
+			close(fd);
+			state[i] = 1;
+		}
+		int next = N;
+		for (int round = 0; round < 10; round++) {
+			int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+			if (dfd < 0)
+				fail("open %s: %s", dir, strerror(errno));
+			static int seen[MAXN * 2];
+			int nseen = 0;
+			char buf[1024];
+			for (;;) {
+				long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+				if (n < 0)
+					fail("getdents64 %s: %s", dir, strerror(errno));
+				if (n == 0)
+					break;
+				for (long o = 0; o < n;) {
+					struct dent64 *d = (struct dent64 *)(buf + o);
+					int k;
+					if (d->name[0] == 'n' && sscanf(d->name + 1, "%d", &k) == 1 &&
+					    k >= 0 && k < MAXN && nseen < MAXN * 2)
+						seen[nseen++] = k;
+					else if (strcmp(d->name, ".") && strcmp(d->name, ".."))
+						fail("%s readdir: unexpected name \"%s\"", side_label(side),
+						     d->name);
+					o += d->reclen;
+				}
+				/* change other names between the calls */
+				for (int c = 0; c < 3 && next < MAXN - 2; c++) {
+					int k = (int)rn((uint64_t)next);
+					fmt(p, sizeof(p), "%s/n%d", dir, k);
+					if (state[k] && chance(50)) {
+						if (unlink(p) != 0)
+							fail("unlink %s: %s", p, strerror(errno));
+						state[k] = 0;
+					} else if (state[k]) {
+						fmt(q, sizeof(q), "%s/n%d", dir, next);
+						if (rename(p, q) != 0)
+							fail("rename %s: %s", p, strerror(errno));
+						state[k] = 0;
+						state[next++] = 2;
+					} else {
+						fmt(q, sizeof(q), "%s/n%d", dir, next);
+						int fd = open(q, O_CREAT | O_WRONLY, 0644);
+						if (fd < 0)
+							fail("create %s: %s", q, strerror(errno));
+						close(fd);
+						state[next++] = 2;
+					}
+				}
+			}
+			close(dfd);
+			qsort(seen, (size_t)nseen, sizeof(int), cmp_int);
+			for (int i = 0; i < nseen; i++) {
+				if (i && seen[i] == seen[i - 1])
+					fail("%s readdir (resumed across changes, pass %d) lists n%d twice",
+					     side_label(side), round, seen[i]);
+				if (seen[i] >= next)
+					fail("%s readdir lists n%d, a name never made", side_label(side),
+					     seen[i]);
+			}
+			for (int k = 0; k < next; k++) {
+				if (state[k] != 1)
+					continue;
+				if (!bsearch(&k, seen, (size_t)nseen, sizeof(int), cmp_int))
+					fail("%s readdir (resumed across changes, pass %d) misses n%d, "
+					     "which stayed in place",
+					     side_label(side), round, k);
+			}
+			for (int k = 0; k < next; k++)
+				if (state[k] == 2)
+					state[k] = 1; /* untouched from the next pass on */
+		}
+		rng = saved;
+		/* leave the directory out of the compared trees */
+		for (int k = 0; k < next; k++) {
+			fmt(p, sizeof(p), "%s/n%d", dir, k);
+			if (state[k] && unlink(p) != 0)
+				fail("unlink %s: %s", p, strerror(errno));
+		}
+		if (rmdir(dir) != 0)
+			fail("rmdir %s: %s", dir, strerror(errno));
+	}
+	fprintf(stderr, "test_diff: readdir resumed across changes: ok on both sides\n");
 }
 
 /* Flip one byte in the middle of the largest reference-listed file, on
@@ -1647,7 +1800,7 @@ int main(void)
 		fmt(base[SIDE_A], sizeof(base[SIDE_A]), "%s/t", fs.mnt);
 	} else {
 		const char *mk[] = {"--chunk-size", "65536", "--inline-max", "4096", NULL};
-		if (fst_mkfs(&fs, mk) != 0 || fst_mount(&fs, NULL) != 0) {
+		if (fst_mkfs(&fs, mk) != 0 || fst_mount(&fs, next_opts()) != 0) {
 			fst_cleanup(&fs);
 			return 1;
 		}
@@ -1698,6 +1851,7 @@ int main(void)
 	}
 	remount();
 	checkpoint("at the end");
+	readdir_resume();
 
 	fprintf(stderr, "test_diff: op counts (succeeded/failed):");
 	for (int k = 0; k < NKINDS; k++)
