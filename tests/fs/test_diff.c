@@ -19,10 +19,18 @@
  * open across operations (writes to unlinked-but-open files included) and
  * are closed before each remount.
  *
+ * Each mount uses the next of several option sets (kernel attribute and
+ * entry caching off, write-through instead of the writeback cache, a tiny
+ * block cache).  After the random operations, readdir_resume() checks that
+ * a readdir resumed across creates, unlinks and renames lists every name
+ * that stayed in place exactly once.
+ *
  * Environment: LSMFS_SEED replays a seed; LSMFS_SOAK=1 runs 50000 ops;
- * LSMFS_DIFF_OPS=n sets the count; FSTEST_SELFTEST=1 points both sides at
- * plain directories (no FUSE needed) to validate the generator and the
- * comparer: it must report no mismatch.
+ * LSMFS_DIFF_OPS=n sets the count; LSMFS_DIFF_CHECK_EVERY=n compares the
+ * trees every n ops (to bisect); LSMFS_DIFF_OPTS fixes the mount options;
+ * FSTEST_KEEP keeps the scratch tree of a failed run; FSTEST_SELFTEST=1
+ * points both sides at plain directories (no FUSE needed) to validate the
+ * generator and the comparer: it must report no mismatch.
  *
  * The test stops at the first mismatch and prints the seed, the operation
  * number, the operation, both results and the last operations before it.
@@ -1823,6 +1831,11 @@ int main(void)
 	/* FSTEST_SELFTEST_CORRUPT=n (selftest only): after op n, flip a byte of
 	 * a file on side A behind the test's back; the run must then fail,
 	 * which proves the comparer sees such damage. */
+	/* LSMFS_DIFF_CHECK_EVERY=n compares the trees every n ops too: to find
+	 * the op that damaged a file the periodic comparison found. */
+	long check_every = getenv("LSMFS_DIFF_CHECK_EVERY")
+				   ? strtol(getenv("LSMFS_DIFF_CHECK_EVERY"), NULL, 0)
+				   : 0;
 	long corrupt_at = selftest && getenv("FSTEST_SELFTEST_CORRUPT")
 				  ? strtol(getenv("FSTEST_SELFTEST_CORRUPT"), NULL, 0)
 				  : -1;
@@ -1835,6 +1848,9 @@ int main(void)
 			corrupt_side_a();
 			checkpoint("after the deliberate corruption");
 		}
+		if (check_every && opno % check_every == check_every - 1 &&
+		    opno % COMPARE_EVERY != COMPARE_EVERY - 1)
+			checkpoint("LSMFS_DIFF_CHECK_EVERY");
 		if (opno % COMPARE_EVERY == COMPARE_EVERY - 1) {
 			if (opno % REMOUNT_EVERY == REMOUNT_EVERY - 1) {
 				remount();

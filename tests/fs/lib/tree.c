@@ -170,8 +170,10 @@ static void walk_dir(struct walk *w, const char *rel, const struct stat *dst, in
 	char **sorted = malloc((n + 1) * sizeof(*sorted));
 	if (!order || !sorted)
 		abort();
-	memcpy(sorted, names, n * sizeof(*names));
-	qsort(sorted, n, sizeof(*sorted), cmp_names);
+	if (n) {
+		memcpy(sorted, names, n * sizeof(*names));
+		qsort(sorted, n, sizeof(*sorted), cmp_names);
+	}
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < n; j++)
 			if (names[j] == sorted[i]) {
