@@ -276,8 +276,9 @@ int diskset_open(const char *spec, unsigned flags,
 		if (rc)
 			goto out;
 		if (i > 0) {
+			/* given[0].path has moved into ds->paths by now. */
 			rc = check_agrees(g->path, &g->sb, &given[0].sb,
-					  given[0].path, err, errlen);
+					  ds->paths[given[0].sb.disk_index], err, errlen);
 			if (rc)
 				goto out;
 		}
