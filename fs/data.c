@@ -67,21 +67,11 @@ static int push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
 	return 0;
 }
 
-static int push_u32(uint32_t **a, size_t *n, size_t *cap, uint32_t v)
+/* Remember that chunk was written since the last fsync. */
+static int mark_dirty(struct fs_inode *in, uint64_t chunk)
 {
-	for (size_t i = 0; i < *n; i++)
-		if ((*a)[i] == v)
-			return 0;
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 8;
-		uint32_t *g = realloc(*a, nc * sizeof(**a));
-		if (!g)
-			return -ENOMEM;
-		*a = g;
-		*cap = nc;
-	}
-	(*a)[(*n)++] = v;
-	return 0;
+	struct inode_data *d = in->data;
+	return push_u64(&d->dirty, &d->ndirty, &d->capdirty, chunk);
 }
 
 void data_close_fds(struct fs *fs, struct fs_inode *in)
@@ -96,6 +86,17 @@ void data_close_fds(struct fs *fs, struct fs_inode *in)
 	}
 }
 
+void data_free(struct fs *fs, struct fs_inode *in)
+{
+	if (!in->data)
+		return;
+	data_close_fds(fs, in);
+	free(in->data->dirty);
+	free(in->data->new_sections);
+	free(in->data);
+	in->data = NULL;
+}
+
 static void forget_fd(struct fs_inode *in, uint64_t chunk)
 {
 	if (!in || !in->data)
@@ -107,20 +108,6 @@ static void forget_fd(struct fs_inode *in, uint64_t chunk)
 			c->fd = -1;
 		}
 	}
-}
-
-static int chunk_record_exists(struct fs *fs, uint64_t ino, uint64_t chunk)
-{
-	uint8_t k[KEY_MAX];
-	size_t kl = key_chunk(k, ino, chunk);
-	void *v;
-	size_t vl;
-	int rc = store_get(fs->st, NULL, k, kl, &v, &vl);
-	if (rc == 0) {
-		free(v);
-		return 1;
-	}
-	return rc == -ENOENT ? 0 : rc;
 }
 
 /*
@@ -149,7 +136,8 @@ static int chunk_fd(struct fs *fs, struct fs_inode *in, uint64_t chunk, bool cre
 	int dirfd = section_dirfd(fs, section);
 	char rel[96];
 	chunk_rel(in->ino, chunk, section, rel, sizeof(rel));
-	int exists = chunk_record_exists(fs, in->ino, chunk);
+	uint8_t ck[KEY_MAX];
+	int exists = fs_key_exists(fs, ck, key_chunk(ck, in->ino, chunk));
 	if (exists < 0)
 		return exists;
 	int flags = (fs->opt.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
@@ -161,9 +149,7 @@ static int chunk_fd(struct fs *fs, struct fs_inode *in, uint64_t chunk, bool cre
 	} else if (!create) {
 		return -ENOENT;
 	} else {
-		uint8_t k[KEY_MAX];
-		size_t kl = key_chunk(k, in->ino, chunk);
-		int rc = store_put(fs->st, k, kl, "", 0, 0);
+		int rc = store_put(fs->st, ck, key_chunk(ck, in->ino, chunk), "", 0, 0);
 		if (rc)
 			return rc;
 		/* O_TRUNC: a file without record is a leftover of a crash. */
@@ -174,7 +160,7 @@ static int chunk_fd(struct fs *fs, struct fs_inode *in, uint64_t chunk, bool cre
 			(void)mkdirat(dirfd, sdir, 0700); /* EEXIST from a racing mkdir is fine */
 			fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
 		}
-		if (fd >= 0 && push_u32(&d->new_sections, &d->nnew, &d->capnew, section))
+		if (fd >= 0 && push_u64(&d->new_sections, &d->nnew, &d->capnew, section))
 			fs_logf(fs, "out of memory tracking new chunk files; fsync may miss a directory");
 	}
 	if (fd < 0) {
@@ -307,7 +293,7 @@ static int to_chunked(struct fs *fs, struct fs_inode *in)
 			rc = full_pwrite(c->fd, buf, len, 0);
 		if (!rc) {
 			account_blocks(in, c);
-			rc = push_u64(&in->data->dirty, &in->data->ndirty, &in->data->capdirty, 0);
+			rc = mark_dirty(in, 0);
 		}
 	}
 	free(buf);
@@ -492,7 +478,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		if ((rc = put_bytes(c->fd, buf, src, done, n, (off_t)within)))
 			break;
 		account_blocks(in, c);
-		if ((rc = push_u64(&in->data->dirty, &in->data->ndirty, &in->data->capdirty, chunk)))
+		if ((rc = mark_dirty(in, chunk)))
 			break;
 		/* A chunk written to its end goes to the disk now, in order,
 		 * rather than all at once at fsync or under memory pressure. */
@@ -793,8 +779,7 @@ int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t soff, off_t slen)
 					goto out;
 				}
 				account_blocks(in, c);
-				(void)push_u64(&in->data->dirty, &in->data->ndirty,
-					       &in->data->capdirty, chunk); /* ENOMEM: fsync still syncs the store */
+				(void)mark_dirty(in, chunk); /* ENOMEM: fsync still syncs the store */
 			} else if (rc != -ENOENT) {
 				goto out;
 			}
@@ -827,8 +812,7 @@ int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t soff, off_t slen)
 			goto out;
 		}
 		account_blocks(in, c);
-		(void)push_u64(&in->data->dirty, &in->data->ndirty, &in->data->capdirty,
-			       chunk); /* ENOMEM: fsync still syncs the store */
+		(void)mark_dirty(in, chunk); /* ENOMEM: fsync still syncs the store */
 		pos += n;
 	}
 	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > r->size)
@@ -852,32 +836,47 @@ int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)
 	inode_lock(fs, in);
 	struct inode_data *d = in->data;
 	rc = 0;
-	/* Start writeback of every dirty chunk first, so their blocks are
-	 * allocated in one journal transaction and written together; the
-	 * fdatasyncs below then mostly wait. */
-	for (size_t i = 0; d && d->ndirty > 1 && i < d->ndirty; i++) {
-		struct chunk_fd *c;
-		if (chunk_fd(fs, in, d->dirty[i], false, &c) == 0)
-			(void)sync_file_range(c->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
+	/* Each dirty chunk file is opened once (its record needs no check: a
+	 * dropped chunk's file is gone).  Writeback of all of them starts
+	 * first, so their blocks are allocated in one journal transaction and
+	 * written together; the fdatasyncs then mostly wait. */
+	int *fds = d && d->ndirty ? malloc(d->ndirty * sizeof(int)) : NULL;
+	if (d && d->ndirty && !fds)
+		rc = -ENOMEM;
+	for (size_t i = 0; fds && i < d->ndirty; i++) {
+		uint32_t section = chunk_section(ino, d->dirty[i], fs->info.sections);
+		char rel[96];
+		chunk_rel(ino, d->dirty[i], section, rel, sizeof(rel));
+		fds[i] = openat(section_dirfd(fs, section), rel, O_RDONLY | O_CLOEXEC);
+		if (fds[i] < 0)
+			fds[i] = -errno;
+		else if (d->ndirty > 1)
+			(void)sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
 	}
-	for (size_t i = 0; d && i < d->ndirty && !rc; i++) {
-		struct chunk_fd *c;
-		rc = chunk_fd(fs, in, d->dirty[i], false, &c);
-		if (rc == -ENOENT) {
-			rc = 0; /* dropped since it was written */
+	for (size_t i = 0; fds && i < d->ndirty; i++) {
+		if (fds[i] == -ENOENT) /* dropped since it was written */
+			continue;
+		if (fds[i] < 0) {
+			fs_logf(fs, "inode %llu: opening chunk %llu for fsync: %s",
+				(unsigned long long)ino, (unsigned long long)d->dirty[i],
+				strerror(-fds[i]));
+			if (!rc)
+				rc = fds[i];
 			continue;
 		}
-		if (!rc && fdatasync(c->fd) != 0) {
+		if (!rc && fdatasync(fds[i]) != 0) {
 			rc = -errno;
 			fs_logf(fs, "inode %llu: fsync of chunk %llu: %s", (unsigned long long)ino,
 				(unsigned long long)d->dirty[i], strerror(errno));
 		}
+		close(fds[i]);
 	}
+	free(fds);
 	/* New chunk files need their directory entries durable too. */
 	for (size_t i = 0; d && !rc && i < d->nnew; i++) {
 		char sdir[16];
-		snprintf(sdir, sizeof(sdir), "%" PRIu32, d->new_sections[i]);
-		int fd = openat(section_dirfd(fs, d->new_sections[i]), sdir,
+		snprintf(sdir, sizeof(sdir), "%" PRIu64, d->new_sections[i]);
+		int fd = openat(section_dirfd(fs, (uint32_t)d->new_sections[i]), sdir,
 				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0 || fsync(fd) != 0)
 			rc = -errno;

@@ -50,7 +50,7 @@ struct inode_data {
 	uint64_t stamp;
 	uint64_t *dirty;        /* chunks written since the last fsync */
 	size_t ndirty, capdirty;
-	uint32_t *new_sections; /* sections whose dirs got a new chunk file */
+	uint64_t *new_sections; /* sections whose dirs got a new chunk file */
 	size_t nnew, capnew;
 };
 
@@ -104,6 +104,8 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	    char *err, size_t errlen);
 int fs_close(struct fs *fs);
 int fs_alloc_ino(struct fs *fs, uint64_t *ino);
+/* 1 if the store holds key, 0 if not, or a negative errno. */
+int fs_key_exists(struct fs *fs, const uint8_t *key, size_t klen);
 void fs_logf(struct fs *fs, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void fs_now(int64_t *sec, uint32_t *nsec);
@@ -169,6 +171,8 @@ int fs_fsync(struct fs *fs, uint64_t ino, bool datasync);
 int fs_fsyncdir(struct fs *fs, uint64_t ino);
 int fs_statfs(struct fs *fs, struct statvfs *out);
 void data_close_fds(struct fs *fs, struct fs_inode *in);
+/* Close the fds and free the data state of an inode being dropped. */
+void data_free(struct fs *fs, struct fs_inode *in);
 /* Remove every chunk file and chunk record of ino (records into b). */
 int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk,
 		     struct store_batch *b, uint64_t *freed_blocks);

@@ -199,11 +199,7 @@ static void drop(struct fs *fs, struct fs_inode *in)
 			fs_logf(fs, "inode %llu: writing its record: %s",
 				(unsigned long long)in->ino, strerror(-rc));
 	}
-	if (in->data) {
-		free(in->data->dirty);
-		free(in->data->new_sections);
-		free(in->data);
-	}
+	data_free(fs, in);
 	free(in);
 }
 

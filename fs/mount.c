@@ -34,6 +34,18 @@ void fs_logf(struct fs *fs, const char *fmt, ...)
 		fs->log(fs->log_ctx, line);
 }
 
+int fs_key_exists(struct fs *fs, const uint8_t *key, size_t klen)
+{
+	void *v;
+	size_t vl;
+	int rc = store_get(fs->st, NULL, key, klen, &v, &vl);
+	if (rc == 0) {
+		free(v);
+		return 1;
+	}
+	return rc == -ENOENT ? 0 : rc;
+}
+
 static int get_u64(struct fs *fs, const char *name, uint64_t *v)
 {
 	uint8_t k[KEY_MAX];
@@ -285,12 +297,7 @@ int fs_close(struct fs *fs)
 		struct fs_inode *in = fs->itab[i];
 		while (in) {
 			struct fs_inode *next = in->hnext;
-			data_close_fds(fs, in);
-			if (in->data) {
-				free(in->data->dirty);
-				free(in->data->new_sections);
-				free(in->data);
-			}
+			data_free(fs, in);
 			free(in);
 			in = next;
 		}

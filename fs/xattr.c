@@ -27,6 +27,52 @@ static int check_name(const char *name, size_t *nlen)
 	return 0;
 }
 
+/*
+ * Set (val != NULL) or remove one attribute of ino, with the ctime change,
+ * in one batch.  flags are setxattr's; removal of a missing name is
+ * ENODATA.
+ */
+static int change(struct fs *fs, uint64_t ino, const char *name, size_t nlen, const void *val,
+		  size_t len, int flags)
+{
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	inode_lock(fs, in);
+	uint8_t k[KEY_MAX + 8];
+	size_t kl = key_xattr(k, ino, name, nlen);
+	int exists = fs_key_exists(fs, k, kl);
+	rc = exists < 0 ? exists : 0;
+	if (!rc && exists && (flags & XATTR_CREATE))
+		rc = -EEXIST;
+	if (!rc && !exists && ((flags & XATTR_REPLACE) || !val))
+		rc = -ENODATA;
+	struct store_batch *b = rc ? NULL : store_batch_new();
+	if (!rc && !b)
+		rc = -ENOMEM;
+	if (!rc) {
+		struct inode_rec r = in->rec;
+		inode_touch(&r, false, true);
+		if (val) {
+			r.flags |= INODE_FLAG_XATTR; /* lets reclaim skip the xattr scan otherwise */
+			store_batch_put(b, k, kl, val, len);
+		} else {
+			store_batch_delete(b, k, kl);
+		}
+		inode_rec_put(b, ino, &r);
+		rc = store_write(fs->st, b, 0);
+		if (!rc) {
+			in->rec = r;
+			in->dirty = false;
+		}
+	}
+	store_batch_free(b);
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc;
+}
+
 int fs_setxattr(struct fs *fs, uint64_t ino, const char *name, const void *val, size_t len,
 		int flags)
 {
@@ -36,47 +82,7 @@ int fs_setxattr(struct fs *fs, uint64_t ino, const char *name, const void *val, 
 		return rc;
 	if (len > XATTR_SIZE_MAX_BYTES)
 		return -E2BIG;
-	struct fs_inode *in = inode_get(fs, ino, &rc);
-	if (!in)
-		return rc;
-	inode_lock(fs, in);
-	uint8_t k[KEY_MAX + 8];
-	size_t kl = key_xattr(k, ino, name, nlen);
-	void *old;
-	size_t ol;
-	rc = store_get(fs->st, NULL, k, kl, &old, &ol);
-	if (rc == 0)
-		free(old);
-	if (rc && rc != -ENOENT)
-		goto out;
-	if ((flags & XATTR_CREATE) && rc == 0) {
-		rc = -EEXIST;
-		goto out;
-	}
-	if ((flags & XATTR_REPLACE) && rc == -ENOENT) {
-		rc = -ENODATA;
-		goto out;
-	}
-	struct store_batch *b = store_batch_new();
-	if (!b) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	struct inode_rec r = in->rec;
-	inode_touch(&r, false, true);
-	r.flags |= INODE_FLAG_XATTR; /* lets reclaim skip the xattr scan otherwise */
-	store_batch_put(b, k, kl, val, len);
-	inode_rec_put(b, ino, &r);
-	rc = store_write(fs->st, b, 0);
-	store_batch_free(b);
-	if (!rc) {
-		in->rec = r;
-		in->dirty = false;
-	}
-out:
-	inode_unlock(fs, in);
-	inode_put(fs, in);
-	return rc;
+	return change(fs, ino, name, nlen, val ? val : "", len, flags);
 }
 
 int fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void **val, size_t *len)
@@ -137,37 +143,5 @@ int fs_removexattr(struct fs *fs, uint64_t ino, const char *name)
 	int rc = check_name(name, &nlen);
 	if (rc)
 		return rc == -EOPNOTSUPP ? -ENODATA : rc;
-	struct fs_inode *in = inode_get(fs, ino, &rc);
-	if (!in)
-		return rc;
-	inode_lock(fs, in);
-	uint8_t k[KEY_MAX + 8];
-	size_t kl = key_xattr(k, ino, name, nlen);
-	void *old;
-	size_t ol;
-	rc = store_get(fs->st, NULL, k, kl, &old, &ol);
-	if (rc == 0) {
-		free(old);
-		struct store_batch *b = store_batch_new();
-		if (!b) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		struct inode_rec r = in->rec;
-		inode_touch(&r, false, true);
-		store_batch_delete(b, k, kl);
-		inode_rec_put(b, ino, &r);
-		rc = store_write(fs->st, b, 0);
-		store_batch_free(b);
-		if (!rc) {
-			in->rec = r;
-			in->dirty = false;
-		}
-	} else if (rc == -ENOENT) {
-		rc = -ENODATA;
-	}
-out:
-	inode_unlock(fs, in);
-	inode_put(fs, in);
-	return rc;
+	return change(fs, ino, name, nlen, NULL, 0, 0);
 }
