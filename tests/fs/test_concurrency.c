@@ -51,42 +51,13 @@
 static struct fst fs;
 static unsigned long seed;
 static char croot[PATHCAP];
-static int me = -1; /* worker number, -1 in the parent */
-
-static int fmt(char *out, size_t cap, const char *f, ...) __attribute__((format(printf, 3, 4)));
-
-/* snprintf whose truncation is acceptable (names here are short). */
-static int fmt(char *out, size_t cap, const char *f, ...)
-{
-	va_list ap;
-	va_start(ap, f);
-	int n = vsnprintf(out, cap, f, ap);
-	va_end(ap);
-	return n;
-}
-
-static uint64_t rng;
+static int me = -1; static uint64_t rng; /* fst_rand state, seeded from the test seed */
 
 static uint64_t mix(uint64_t z)
 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
-}
-
-static uint64_t rnd(void)
-{
-	return mix(rng += 0x9e3779b97f4a7c15ull);
-}
-
-static uint64_t rn(uint64_t n)
-{
-	return n ? rnd() % n : 0;
-}
-
-static bool chance(unsigned pct)
-{
-	return rn(100) < pct;
 }
 
 static double now(void)
@@ -122,10 +93,10 @@ static void body_bytes(unsigned char *p, size_t from, size_t to, int P, int K, u
 
 static size_t make_content(unsigned char *p, int P, int K, uint64_t V)
 {
-	size_t c = (size_t)rn(100);
-	size_t len = c < 40 ? HDR + rn(4096) : c < 60 ? 4000 + rn(200) : HDR + rn(MAXLEN - HDR);
+	size_t c = (size_t)fst_rand_below(&rng, 100);
+	size_t len = c < 40 ? HDR + fst_rand_below(&rng, 4096) : c < 60 ? 4000 + fst_rand_below(&rng, 200) : HDR + fst_rand_below(&rng, MAXLEN - HDR);
 	char h[HDR + 1];
-	int n = fmt(h, sizeof(h), "LSMFS-CONC p=%d k=%d v=%llu len=%zu", P, K,
+	int n = fst_fmt(h, sizeof(h), "LSMFS-CONC p=%d k=%d v=%llu len=%zu", P, K,
 		    (unsigned long long)V, len);
 	memset(h + n, ' ', (size_t)(HDR - 1 - n));
 	h[HDR - 1] = '\n';
@@ -140,7 +111,7 @@ static const char *check_content(const unsigned char *p, size_t len, int want_p,
 				 size_t cap)
 {
 	if (len < HDR)
-		return fmt(why, cap, "only %zu bytes (a content has at least %d)", len, HDR), why;
+		return fst_fmt(why, cap, "only %zu bytes (a content has at least %d)", len, HDR), why;
 	char h[HDR + 1];
 	memcpy(h, p, HDR);
 	h[HDR] = 0;
@@ -148,18 +119,18 @@ static const char *check_content(const unsigned char *p, size_t len, int want_p,
 	unsigned long long V;
 	size_t L;
 	if (sscanf(h, "LSMFS-CONC p=%d k=%d v=%llu len=%zu", &P, &K, &V, &L) != 4)
-		return fmt(why, cap, "no valid header: \"%.40s\"", h), why;
+		return fst_fmt(why, cap, "no valid header: \"%.40s\"", h), why;
 	if (want_p >= 0 && P != want_p)
-		return fmt(why, cap, "written by p=%d, the name says %d", P, want_p), why;
+		return fst_fmt(why, cap, "written by p=%d, the name says %d", P, want_p), why;
 	if (L != len)
-		return fmt(why, cap, "%zu bytes but the header says %zu (p=%d k=%d v=%llu)", len, L,
+		return fst_fmt(why, cap, "%zu bytes but the header says %zu (p=%d k=%d v=%llu)", len, L,
 			   P, K, V),
 		       why;
 	static unsigned char want[MAXLEN];
 	body_bytes(want, HDR, len, P, K, V);
 	for (size_t i = HDR; i < len; i++)
 		if (p[i] != want[i])
-			return fmt(why, cap, "byte %zu is %#x, expected %#x (p=%d k=%d v=%llu len=%zu)",
+			return fst_fmt(why, cap, "byte %zu is %#x, expected %#x (p=%d k=%d v=%llu len=%zu)",
 				   i, p[i], want[i], P, K, V, len),
 			       why;
 	return NULL;
@@ -175,7 +146,7 @@ static long nops, nreads, nvalid;
 
 static void path_of(char *out, int d, const char *name)
 {
-	fmt(out, PATHCAP, "%s/s%d/%s", croot, d, name);
+	fst_fmt(out, PATHCAP, "%s/s%d/%s", croot, d, name);
 }
 
 static void check_err(const char *what, const char *path, int e, int ok1, int ok2, int ok3)
@@ -187,11 +158,11 @@ static void check_err(const char *what, const char *path, int e, int ok1, int ok
 
 static void op_publish(void)
 {
-	int k = (int)rn(NKEYS), d = (int)rn(NDIRS), d2 = chance(50) ? d : (int)rn(NDIRS);
+	int k = (int)fst_rand_below(&rng, NKEYS), d = (int)fst_rand_below(&rng, NDIRS), d2 = fst_chance(&rng, 50) ? d : (int)fst_rand_below(&rng, NDIRS);
 	char tmp[PATHCAP], dst[PATHCAP], name[32];
-	fmt(name, sizeof(name), "t%d_%d", me, k);
+	fst_fmt(name, sizeof(name), "t%d_%d", me, k);
 	path_of(tmp, d, name);
-	fmt(name, sizeof(name), "p%d_%d", me, k);
+	fst_fmt(name, sizeof(name), "p%d_%d", me, k);
 	path_of(dst, d2, name);
 	size_t len = make_content(wbuf, me, k, ++version);
 	int fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY, 0644);
@@ -199,13 +170,13 @@ static void op_publish(void)
 		die("create %s: %s", tmp, strerror(errno));
 	size_t done = 0;
 	while (done < len) {
-		size_t n = chance(60) ? len - done : 1 + rn(len - done);
+		size_t n = fst_chance(&rng, 60) ? len - done : 1 + fst_rand_below(&rng, len - done);
 		ssize_t w = write(fd, wbuf + done, n);
 		if (w != (ssize_t)n)
 			die("write %s: %zd of %zu: %s", tmp, w, n, strerror(errno));
 		done += n;
 	}
-	if (chance(20) && fsync(fd) != 0)
+	if (fst_chance(&rng, 20) && fsync(fd) != 0)
 		die("fsync %s: %s", tmp, strerror(errno));
 	if (close(fd) != 0)
 		die("close %s: %s", tmp, strerror(errno));
@@ -242,7 +213,7 @@ static bool known_name(const char *name)
 static bool scan_dir(int d, char *pick, size_t cap)
 {
 	char dir[PATHCAP];
-	fmt(dir, sizeof(dir), "%s/s%d", croot, d);
+	fst_fmt(dir, sizeof(dir), "%s/s%d", croot, d);
 	DIR *dh = opendir(dir);
 	if (!dh)
 		die("opendir %s: %s", dir, strerror(errno));
@@ -259,9 +230,9 @@ static bool scan_dir(int d, char *pick, size_t cap)
 			if (!strcmp(seen[i], de->d_name))
 				die("readdir %s lists \"%s\" twice", dir, de->d_name);
 		if (n < 256)
-			fmt(seen[n++], sizeof(seen[0]), "%s", de->d_name);
-		if (name_owner(de->d_name) >= -1 && rn((uint64_t)++candidates) == 0)
-			fmt(pick, cap, "%s", de->d_name);
+			fst_fmt(seen[n++], sizeof(seen[0]), "%s", de->d_name);
+		if (name_owner(de->d_name) >= -1 && fst_rand_below(&rng, (uint64_t)++candidates) == 0)
+			fst_fmt(pick, cap, "%s", de->d_name);
 		errno = 0;
 	}
 	if (errno)
@@ -272,7 +243,7 @@ static bool scan_dir(int d, char *pick, size_t cap)
 
 static void op_read(void)
 {
-	int d = (int)rn(NDIRS);
+	int d = (int)fst_rand_below(&rng, NDIRS);
 	char name[64], path[PATHCAP];
 	if (!scan_dir(d, name, sizeof(name)))
 		return;
@@ -307,17 +278,17 @@ static void op_read(void)
 static void op_rename_shared(void)
 {
 	char a[PATHCAP], b[PATHCAP], name[32];
-	bool own = chance(50);
+	bool own = fst_chance(&rng, 50);
 	if (own)
-		fmt(name, sizeof(name), "p%d_%d", me, (int)rn(NKEYS));
+		fst_fmt(name, sizeof(name), "p%d_%d", me, (int)fst_rand_below(&rng, NKEYS));
 	else
-		fmt(name, sizeof(name), "x%d", (int)rn(NSHARED));
-	path_of(a, (int)rn(NDIRS), name);
-	fmt(name, sizeof(name), "x%d", (int)rn(NSHARED));
-	path_of(b, (int)rn(NDIRS), name);
+		fst_fmt(name, sizeof(name), "x%d", (int)fst_rand_below(&rng, NSHARED));
+	path_of(a, (int)fst_rand_below(&rng, NDIRS), name);
+	fst_fmt(name, sizeof(name), "x%d", (int)fst_rand_below(&rng, NSHARED));
+	path_of(b, (int)fst_rand_below(&rng, NDIRS), name);
 	/* exchanging would put a shared content under one of our own names */
-	unsigned flags = chance(15)	       ? RENAME_NOREPLACE
-			 : !own && chance(15) ? RENAME_EXCHANGE
+	unsigned flags = fst_chance(&rng, 15)	       ? RENAME_NOREPLACE
+			 : !own && fst_chance(&rng, 15) ? RENAME_EXCHANGE
 					      : 0;
 	if (renameat2(AT_FDCWD, a, AT_FDCWD, b, flags) != 0)
 		check_err("rename", a, errno, ENOENT, flags == RENAME_NOREPLACE ? EEXIST : ENOENT,
@@ -327,14 +298,14 @@ static void op_rename_shared(void)
 static void op_unlink(void)
 {
 	char p[PATHCAP], name[32];
-	unsigned c = (unsigned)rn(3);
+	unsigned c = (unsigned)fst_rand_below(&rng, 3);
 	if (c == 0)
-		fmt(name, sizeof(name), "p%d_%d", me, (int)rn(NKEYS));
+		fst_fmt(name, sizeof(name), "p%d_%d", me, (int)fst_rand_below(&rng, NKEYS));
 	else if (c == 1)
-		fmt(name, sizeof(name), "l%d_%d", me, (int)rn(NKEYS));
+		fst_fmt(name, sizeof(name), "l%d_%d", me, (int)fst_rand_below(&rng, NKEYS));
 	else
-		fmt(name, sizeof(name), "x%d", (int)rn(NSHARED));
-	path_of(p, (int)rn(NDIRS), name);
+		fst_fmt(name, sizeof(name), "x%d", (int)fst_rand_below(&rng, NSHARED));
+	path_of(p, (int)fst_rand_below(&rng, NDIRS), name);
 	if (unlink(p) != 0)
 		check_err("unlink", p, errno, ENOENT, ENOENT, ENOENT);
 }
@@ -342,11 +313,11 @@ static void op_unlink(void)
 static void op_link(void)
 {
 	char a[PATHCAP], b[PATHCAP], name[32];
-	int k = (int)rn(NKEYS);
-	fmt(name, sizeof(name), "p%d_%d", me, k);
-	path_of(a, (int)rn(NDIRS), name);
-	fmt(name, sizeof(name), "l%d_%d", me, k);
-	path_of(b, (int)rn(NDIRS), name);
+	int k = (int)fst_rand_below(&rng, NKEYS);
+	fst_fmt(name, sizeof(name), "p%d_%d", me, k);
+	path_of(a, (int)fst_rand_below(&rng, NDIRS), name);
+	fst_fmt(name, sizeof(name), "l%d_%d", me, k);
+	path_of(b, (int)fst_rand_below(&rng, NDIRS), name);
 	if (link(a, b) != 0)
 		check_err("link", a, errno, ENOENT, EEXIST, ENOENT);
 }
@@ -354,14 +325,14 @@ static void op_link(void)
 static void op_subdir(void)
 {
 	char p[PATHCAP], q[PATHCAP];
-	path_of(p, (int)rn(NDIRS), "sub");
-	unsigned c = (unsigned)rn(3);
+	path_of(p, (int)fst_rand_below(&rng, NDIRS), "sub");
+	unsigned c = (unsigned)fst_rand_below(&rng, 3);
 	if (c == 0 && mkdir(p, 0755) != 0)
 		check_err("mkdir", p, errno, EEXIST, EEXIST, EEXIST);
 	if (c == 1 && rmdir(p) != 0)
 		check_err("rmdir", p, errno, ENOENT, ENOTEMPTY, ENOENT);
 	if (c == 2) {
-		path_of(q, (int)rn(NDIRS), "sub");
+		path_of(q, (int)fst_rand_below(&rng, NDIRS), "sub");
 		if (rename(p, q) != 0)
 			check_err("rename", p, errno, ENOENT, ENOTEMPTY, EEXIST);
 	}
@@ -371,31 +342,31 @@ static void op_subdir(void)
  * model right after, while the others work in the same directory. */
 static void op_private(void)
 {
-	int k = (int)rn(NKEYS);
+	int k = (int)fst_rand_below(&rng, NKEYS);
 	char p[PATHCAP], name[32];
-	fmt(name, sizeof(name), "q%d_%d", me, k);
+	fst_fmt(name, sizeof(name), "q%d_%d", me, k);
 	path_of(p, k % NDIRS, name);
 	int fd = open(p, O_CREAT | O_RDWR, 0600);
 	if (fd < 0)
 		die("open %s: %s", p, strerror(errno));
 	if (qlen[k] < 0)
 		qlen[k] = 0;
-	if (chance(20)) {
-		long size = (long)rn(QMAX);
+	if (fst_chance(&rng, 20)) {
+		long size = (long)fst_rand_below(&rng, QMAX);
 		if (size > qlen[k])
 			memset(qmodel[k] + qlen[k], 0, (size_t)(size - qlen[k]));
 		if (ftruncate(fd, size) != 0)
 			die("ftruncate %s: %s", p, strerror(errno));
 		qlen[k] = size;
 	} else {
-		long off = (long)rn((uint64_t)qlen[k] + 8192);
-		long n = 1 + (long)rn(chance(50) ? 5000 : 70000);
+		long off = (long)fst_rand_below(&rng, (uint64_t)qlen[k] + 8192);
+		long n = 1 + (long)fst_rand_below(&rng, fst_chance(&rng, 50) ? 5000 : 70000);
 		if (off + n > QMAX)
 			off = QMAX - n;
 		if (off > qlen[k])
 			memset(qmodel[k] + qlen[k], 0, (size_t)(off - qlen[k]));
 		for (long i = 0; i < n; i++)
-			qmodel[k][off + i] = (unsigned char)rnd();
+			qmodel[k][off + i] = (unsigned char)fst_rand(&rng);
 		if (pwrite(fd, qmodel[k] + off, (size_t)n, off) != n)
 			die("pwrite %s: %s", p, strerror(errno));
 		if (off + n > qlen[k])
@@ -428,7 +399,7 @@ static void worker(int id, double secs, int out)
 		_exit(1);
 	double end = now() + secs;
 	while (now() < end) {
-		unsigned c = (unsigned)rn(100);
+		unsigned c = (unsigned)fst_rand_below(&rng, 100);
 		if (c < 28)
 			op_publish();
 		else if (c < 60)
@@ -447,7 +418,7 @@ static void worker(int id, double secs, int out)
 	}
 	for (int k = 0; k < NKEYS; k++) {
 		char line[128];
-		int n = fmt(line, sizeof(line), "q%d_%d %ld %016llx\n", me, k, qlen[k],
+		int n = fst_fmt(line, sizeof(line), "q%d_%d %ld %016llx\n", me, k, qlen[k],
 			    (unsigned long long)(qlen[k] >= 0 ? tree_hash(qmodel[k], (size_t)qlen[k])
 							      : 0));
 		if (write(out, line, (size_t)n) != n)
@@ -532,12 +503,12 @@ int main(void)
 	const char *mk[] = {"--chunk-size", "65536", "--inline-max", "4096", NULL};
 	if (fst_init(&fs, "conc", 3) != 0 || fst_mkfs(&fs, mk) != 0 || fst_mount(&fs, NULL) != 0)
 		finish(1);
-	fmt(croot, sizeof(croot), "%s/c", fs.mnt);
+	fst_fmt(croot, sizeof(croot), "%s/c", fs.mnt);
 	if (mkdir(croot, 0755) != 0)
 		finish(1);
 	for (int d = 0; d < NDIRS; d++) {
 		char p[PATHCAP];
-		fmt(p, sizeof(p), "%s/s%d", croot, d);
+		fst_fmt(p, sizeof(p), "%s/s%d", croot, d);
 		if (mkdir(p, 0755) != 0)
 			finish(1);
 	}
@@ -584,7 +555,7 @@ int main(void)
 		finish(1);
 	struct tree_stats ts;
 	char tag[64];
-	fmt(tag, sizeof(tag), "test_concurrency (seed %lu)", seed);
+	fst_fmt(tag, sizeof(tag), "test_concurrency (seed %lu)", seed);
 	int problems = tree_check(fs.mnt, tag, check_final, NULL, &ts);
 	for (int i = 0; i < nqexp; i++)
 		if (!qexp[i].found) {

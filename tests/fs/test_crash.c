@@ -51,37 +51,7 @@
 #define BUFCAP (1 << 20)
 #define PATHCAP 512
 
-/* snprintf whose truncation is acceptable (names here are short). */
-static int fmt(char *out, size_t cap, const char *f, ...) __attribute__((format(printf, 3, 4)));
-
-static int fmt(char *out, size_t cap, const char *f, ...)
-{
-	va_list ap;
-	va_start(ap, f);
-	int n = vsnprintf(out, cap, f, ap);
-	va_end(ap);
-	return n;
-}
-
-static uint64_t rng;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rn(uint64_t n)
-{
-	return n ? rnd() % n : 0;
-}
-
-static bool chance(unsigned pct)
-{
-	return rn(100) < pct;
-}
+static uint64_t rng; /* fst_rand state, seeded from the test seed */
 
 static long long now_ms(void)
 {
@@ -128,7 +98,7 @@ static void unexpected(const char *what, const char *path, int e)
 
 static void full(const char *rel, char *out)
 {
-	fmt(out, PATHCAP, "%s%s%s", wroot, *rel ? "/" : "", rel);
+	fst_fmt(out, PATHCAP, "%s%s%s", wroot, *rel ? "/" : "", rel);
 }
 
 static void parent_of(const char *rel, char *out)
@@ -137,7 +107,7 @@ static void parent_of(const char *rel, char *out)
 	if (!s)
 		out[0] = 0;
 	else
-		fmt(out, PATHCAP, "%.*s", (int)(s - rel), rel);
+		fst_fmt(out, PATHCAP, "%.*s", (int)(s - rel), rel);
 }
 
 static int fsync_dir(const char *rel)
@@ -161,17 +131,17 @@ static const char *dirs[] = {"", "d0", "d1", "d2", "d3", "d0/e0", "d0/e1", "d1/e
 
 static void pick_file(char *out)
 {
-	const char *d = dirs[rn(NDIRS)];
-	fmt(out, PATHCAP, "%s%sf%d", d, *d ? "/" : "", (int)rn(12));
+	const char *d = dirs[fst_rand_below(&rng, NDIRS)];
+	fst_fmt(out, PATHCAP, "%s%sf%d", d, *d ? "/" : "", (int)fst_rand_below(&rng, 12));
 }
 
 static void pick_path(char *out)
 {
-	if (chance(80)) {
+	if (fst_chance(&rng, 80)) {
 		pick_file(out);
 	} else {
-		const char *d = dirs[1 + rn(NDIRS - 1)];
-		fmt(out, PATHCAP, "%s", d);
+		const char *d = dirs[1 + fst_rand_below(&rng, NDIRS - 1)];
+		fst_fmt(out, PATHCAP, "%s", d);
 	}
 }
 
@@ -185,12 +155,12 @@ static ino_t ino_of(const char *rel)
 
 static void fill(unsigned char *p, size_t n)
 {
-	if (chance(20)) {
-		memset(p, (int)rn(256), n);
+	if (fst_chance(&rng, 20)) {
+		memset(p, (int)fst_rand_below(&rng, 256), n);
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
-		p[i] = (unsigned char)rnd();
+		p[i] = (unsigned char)fst_rand(&rng);
 }
 
 /* Read the whole file at fd into cbuf; -1 on error. */
@@ -266,11 +236,11 @@ static void op_create(bool sync)
 			unexpected("create", rel, errno);
 		return;
 	}
-	size_t size = chance(10) ? 0 : chance(30) ? rn(5000) : rn(MAXFILE + 1);
+	size_t size = fst_chance(&rng, 10) ? 0 : fst_chance(&rng, 30) ? fst_rand_below(&rng, 5000) : fst_rand_below(&rng, MAXFILE + 1);
 	fill(cbuf, size);
 	size_t done = 0;
 	while (done < size) {
-		size_t n = chance(50) ? size - done : 1 + rn(size - done);
+		size_t n = fst_chance(&rng, 50) ? size - done : 1 + fst_rand_below(&rng, size - done);
 		ssize_t w = write(fd, cbuf + done, n);
 		if (w != (ssize_t)n) {
 			unexpected("write", rel, w < 0 ? errno : EIO);
@@ -310,9 +280,9 @@ static void op_overwrite(bool sync)
 		return;
 	}
 	say("W %llu %s", (unsigned long long)st.st_ino, rel);
-	if (chance(25)) {
-		long long size = chance(50) ? (long long)rn((uint64_t)len + 1)
-					    : len + (long long)rn(200 * 1024);
+	if (fst_chance(&rng, 25)) {
+		long long size = fst_chance(&rng, 50) ? (long long)fst_rand_below(&rng, (uint64_t)len + 1)
+					    : len + (long long)fst_rand_below(&rng, 200 * 1024);
 		if (size > BUFCAP / 2)
 			size = BUFCAP / 2;
 		if (size > len)
@@ -324,8 +294,8 @@ static void op_overwrite(bool sync)
 		}
 		len = size;
 	} else {
-		long long off = (long long)rn((uint64_t)len + 64 * 1024);
-		long long n = 1 + (long long)rn(100 * 1024);
+		long long off = (long long)fst_rand_below(&rng, (uint64_t)len + 64 * 1024);
+		long long n = 1 + (long long)fst_rand_below(&rng, 100 * 1024);
 		if (off + n > BUFCAP / 2)
 			off = 0;
 		if (off > len)
@@ -435,7 +405,7 @@ static void op_unlink(void)
 
 static void op_mkdir(void)
 {
-	const char *rel = dirs[1 + rn(NDIRS - 1)];
+	const char *rel = dirs[1 + fst_rand_below(&rng, NDIRS - 1)];
 	char p[PATHCAP], d[PATHCAP];
 	full(rel, p);
 	say("W 0 %s", rel);
@@ -451,7 +421,7 @@ static void op_mkdir(void)
 
 static void op_rmdir(void)
 {
-	const char *rel = dirs[1 + rn(NDIRS - 1)];
+	const char *rel = dirs[1 + fst_rand_below(&rng, NDIRS - 1)];
 	char p[PATHCAP], d[PATHCAP];
 	full(rel, p);
 	say("W 0 %s", rel);
@@ -472,18 +442,18 @@ static void op_orphan(void)
 {
 	if (orphan_fd >= 0) {
 		fill(cbuf, 70000);
-		if (pwrite(orphan_fd, cbuf, 70000, (off_t)rn(300000)) != 70000)
+		if (pwrite(orphan_fd, cbuf, 70000, (off_t)fst_rand_below(&rng, 300000)) != 70000)
 			unexpected("write orphan", "orphan", errno);
-		if (chance(30) && fsync(orphan_fd) != 0)
+		if (fst_chance(&rng, 30) && fsync(orphan_fd) != 0)
 			unexpected("fsync orphan", "orphan", errno);
-		if (chance(20)) {
+		if (fst_chance(&rng, 20)) {
 			close(orphan_fd);
 			orphan_fd = -1;
 		}
 		return;
 	}
 	char rel[PATHCAP], p[PATHCAP];
-	fmt(rel, sizeof(rel), "orphan%d", (int)rn(1000));
+	fst_fmt(rel, sizeof(rel), "orphan%d", (int)fst_rand_below(&rng, 1000));
 	full(rel, p);
 	orphan_fd = open(p, O_CREAT | O_RDWR | O_EXCL, 0600);
 	if (orphan_fd < 0) {
@@ -506,11 +476,11 @@ static void workload(uint64_t wseed)
 		_exit(1);
 	long long end = now_ms() + 3000;
 	while (now_ms() < end) {
-		unsigned c = (unsigned)rn(100);
+		unsigned c = (unsigned)fst_rand_below(&rng, 100);
 		if (c < 22)
-			op_create(chance(75));
+			op_create(fst_chance(&rng, 75));
 		else if (c < 45)
-			op_overwrite(chance(60));
+			op_overwrite(fst_chance(&rng, 60));
 		else if (c < 60)
 			op_rename();
 		else if (c < 66)
@@ -569,7 +539,7 @@ static struct expect *expect_at(const char *path)
 		return NULL;
 	struct expect *e = &expects[nexpects++];
 	memset(e, 0, sizeof(*e));
-	fmt(e->path, sizeof(e->path), "%s", path);
+	fst_fmt(e->path, sizeof(e->path), "%s", path);
 	return e;
 }
 
@@ -610,7 +580,7 @@ static void apply(char *line, bool before_kill)
 		if ((e = expect_at(a)))
 			*e = (struct expect){.fact = FILE_IS, .ino = ino, .size = size, .hash = hash};
 		if (e)
-			fmt(e->path, sizeof(e->path), "%s", a);
+			fst_fmt(e->path, sizeof(e->path), "%s", a);
 		return;
 	case 'D':
 	case 'N':
@@ -661,7 +631,7 @@ static void verify_expectations(void)
 	for (int i = 0; i < nexpects; i++) {
 		struct expect *e = &expects[i];
 		char p[PATHCAP * 2];
-		fmt(p, sizeof(p), "%s/w/%s", fs.mnt, e->path);
+		fst_fmt(p, sizeof(p), "%s/w/%s", fs.mnt, e->path);
 		struct stat st;
 		int rc = lstat(p, &st);
 		int err = errno;
@@ -723,12 +693,12 @@ static void check_tree(void)
 {
 	struct tree_stats ts;
 	char tag[64];
-	fmt(tag, sizeof(tag), "test_crash round %d (seed %lu)", round_no, seed);
+	fst_fmt(tag, sizeof(tag), "test_crash round %d (seed %lu)", round_no, seed);
 	int n = tree_check(fs.mnt, tag, NULL, NULL, &ts);
 	if (n)
 		failf("the tree is inconsistent after the crash (%d problems, above)", n);
 	char lf[PATHCAP * 2];
-	fmt(lf, sizeof(lf), "%s/lost+found", fs.mnt);
+	fst_fmt(lf, sizeof(lf), "%s/lost+found", fs.mnt);
 	struct stat st;
 	if (lstat(lf, &st) != 0 || !S_ISDIR(st.st_mode))
 		failf("lost+found is missing after the crash");
@@ -767,7 +737,7 @@ int main(void)
 	const char *mk[] = {"--chunk-size", "65536", "--inline-max", "4096", NULL};
 	if (fst_init(&fs, "crash", 3) != 0 || fst_mkfs(&fs, mk) != 0 || fst_mount(&fs, NULL) != 0)
 		finish(1);
-	fmt(wroot, sizeof(wroot), "%s/w", fs.mnt);
+	fst_fmt(wroot, sizeof(wroot), "%s/w", fs.mnt);
 	if (mkdir(wroot, 0755) != 0) {
 		fprintf(stderr, "test_crash: mkdir %s: %s\n", wroot, strerror(errno));
 		finish(1);
@@ -785,8 +755,8 @@ int main(void)
 		int pfd[2];
 		if (pipe(pfd) != 0)
 			finish(1);
-		uint64_t wseed = rnd();
-		int delay = 10 + (int)rn(391);
+		uint64_t wseed = fst_rand(&rng);
+		int delay = 10 + (int)fst_rand_below(&rng, 391);
 		pid_t child = fork();
 		if (child < 0)
 			finish(1);

@@ -69,40 +69,9 @@
 #define REMOUNT_EVERY 3000
 #define LOGN 24
 
-/* snprintf that may truncate (paths are bounded by the tests' namespaces);
- * the result is the length it wanted, as snprintf's. */
-static int fmt(char *out, size_t cap, const char *f, ...) __attribute__((format(printf, 3, 4)));
-
-static int fmt(char *out, size_t cap, const char *f, ...)
-{
-	va_list ap;
-	va_start(ap, f);
-	int n = vsnprintf(out, cap, f, ap);
-	va_end(ap);
-	return n;
-}
-
 /* ---- random numbers (splitmix64) ---- */
 
-static uint64_t rng;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rn(uint64_t n)
-{
-	return n ? rnd() % n : 0;
-}
-
-static bool chance(unsigned pct)
-{
-	return rn(100) < pct;
-}
+static uint64_t rng; /* fst_rand state, seeded from the test seed */
 
 /* ---- state ---- */
 
@@ -252,7 +221,7 @@ static const char *side_label(int side)
 
 static void full(int side, const char *rel, char *out, size_t cap)
 {
-	fmt(out, cap, "%s%s%s", base[side], *rel ? "/" : "", rel);
+	fst_fmt(out, cap, "%s%s%s", base[side], *rel ? "/" : "", rel);
 }
 
 static int cmp_ent(const void *a, const void *b)
@@ -309,7 +278,7 @@ static void walk_ref(const char *rel, int depth)
 		return;
 	for (int i = 0; i < n && nents < MAXENTS; i++) {
 		struct ent *e = &ents[nents];
-		int len = fmt(e->path, sizeof(e->path), "%s%s%s", rel, *rel ? "/" : "", v[i]);
+		int len = fst_fmt(e->path, sizeof(e->path), "%s%s%s", rel, *rel ? "/" : "", v[i]);
 		if (len >= (int)sizeof(e->path))
 			continue;
 		char p[RELMAX + 600];
@@ -353,7 +322,7 @@ static int depth_of(const char *rel)
 
 static const char *pick_name(void)
 {
-	return names[rn(NNAMES)];
+	return names[fst_rand_below(&rng, NNAMES)];
 }
 
 /* An existing entry whose type matches want (0: any); "" when none. */
@@ -361,7 +330,7 @@ static const char *pick_existing(mode_t want)
 {
 	if (!nents)
 		return "";
-	int start = (int)rn((uint64_t)nents);
+	int start = (int)fst_rand_below(&rng, (uint64_t)nents);
 	for (int i = 0; i < nents; i++) {
 		struct ent *e = &ents[(start + i) % nents];
 		if (!want || (e->mode & S_IFMT) == want)
@@ -375,7 +344,7 @@ static const char *pick_empty_dir(void)
 {
 	if (!nents)
 		return "";
-	int start = (int)rn((uint64_t)nents);
+	int start = (int)fst_rand_below(&rng, (uint64_t)nents);
 	for (int i = 0; i < nents; i++) {
 		struct ent *e = &ents[(start + i) % nents];
 		if (!S_ISDIR(e->mode))
@@ -393,7 +362,7 @@ static const char *pick_empty_dir(void)
 /* A directory (maybe the top one, ""), not too deep for new names. */
 static const char *pick_dir(void)
 {
-	if (chance(25))
+	if (fst_chance(&rng, 25))
 		return "";
 	const char *d = pick_existing(S_IFDIR);
 	return depth_of(d) < MAXDEPTH ? d : "";
@@ -405,24 +374,24 @@ static void pick_new(char *out)
 {
 	const char *dir = pick_dir();
 	const char *name = pick_name();
-	if (chance(3)) {
+	if (fst_chance(&rng, 3)) {
 		const char *f = pick_existing(S_IFREG);
 		if (*f)
 			dir = f;
 	}
-	if (chance(1))
+	if (fst_chance(&rng, 1))
 		name = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 		       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 		       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 		       "xxxxxxxxxxxxxxxxxxxxxx"; /* 256 bytes: ENAMETOOLONG */
-	fmt(out, RELMAX, "%s%s%s", dir, *dir ? "/" : "", name);
+	fst_fmt(out, RELMAX, "%s%s%s", dir, *dir ? "/" : "", name);
 }
 
 static void pick_any(char *out, mode_t want, unsigned existing_pct)
 {
 	const char *e = pick_existing(want);
-	if (*e && chance(existing_pct))
-		fmt(out, RELMAX, "%s", e);
+	if (*e && fst_chance(&rng, existing_pct))
+		fst_fmt(out, RELMAX, "%s", e);
 	else
 		pick_new(out);
 }
@@ -431,79 +400,79 @@ static void pick_any(char *out, mode_t want, unsigned existing_pct)
 
 static long long pick_len(void)
 {
-	unsigned c = (unsigned)rn(100);
+	unsigned c = (unsigned)fst_rand_below(&rng, 100);
 	if (c < 25)
-		return (long long)rn(64);
+		return (long long)fst_rand_below(&rng, 64);
 	if (c < 45)
-		return (long long)rn(INLINE_MAX + 16);
+		return (long long)fst_rand_below(&rng, INLINE_MAX + 16);
 	if (c < 55)
-		return INLINE_MAX - 8 + (long long)rn(16);
+		return INLINE_MAX - 8 + (long long)fst_rand_below(&rng, 16);
 	if (c < 80)
-		return (long long)rn(CHUNK + 200);
-	return (long long)rn(MAXIO + 1);
+		return (long long)fst_rand_below(&rng, CHUNK + 200);
+	return (long long)fst_rand_below(&rng, MAXIO + 1);
 }
 
 static long long pick_off(long long size)
 {
-	unsigned c = (unsigned)rn(100);
+	unsigned c = (unsigned)fst_rand_below(&rng, 100);
 	long long off;
 	if (c < 30)
-		off = (long long)rn((uint64_t)size + 1);
+		off = (long long)fst_rand_below(&rng, (uint64_t)size + 1);
 	else if (c < 50)
-		off = (long long)rn((uint64_t)size / CHUNK + 2) * CHUNK + (long long)rn(8192) - 4096;
+		off = (long long)fst_rand_below(&rng, (uint64_t)size / CHUNK + 2) * CHUNK + (long long)fst_rand_below(&rng, 8192) - 4096;
 	else if (c < 60)
 		off = size;
 	else if (c < 72)
-		off = (long long)rn(INLINE_MAX + 64);
+		off = (long long)fst_rand_below(&rng, INLINE_MAX + 64);
 	else if (c < 90)
-		off = size + (long long)rn(256 * 1024);
+		off = size + (long long)fst_rand_below(&rng, 256 * 1024);
 	else
-		off = size + (long long)rn(2 << 20);
+		off = size + (long long)fst_rand_below(&rng, 2 << 20);
 	return off < 0 ? 0 : off;
 }
 
 static void cap_range(long long *off, long long len)
 {
 	if (*off + len > FILE_CAP)
-		*off = (long long)rn((uint64_t)(FILE_CAP - len));
+		*off = (long long)fst_rand_below(&rng, (uint64_t)(FILE_CAP - len));
 }
 
 static long long pick_size(long long size)
 {
-	unsigned c = (unsigned)rn(100);
+	unsigned c = (unsigned)fst_rand_below(&rng, 100);
 	long long s;
 	if (c < 10)
 		s = 0;
 	else if (c < 35)
-		s = (long long)rn((uint64_t)size + 1);
+		s = (long long)fst_rand_below(&rng, (uint64_t)size + 1);
 	else if (c < 50)
-		s = INLINE_MAX - 4 + (long long)rn(9);
+		s = INLINE_MAX - 4 + (long long)fst_rand_below(&rng, 9);
 	else if (c < 65)
-		s = (long long)(1 + rn(8)) * CHUNK + (long long)rn(5) - 2;
+		s = (long long)(1 + fst_rand_below(&rng, 8)) * CHUNK + (long long)fst_rand_below(&rng, 5) - 2;
 	else if (c < 90)
-		s = size + (long long)rn(256 * 1024);
+		s = size + (long long)fst_rand_below(&rng, 256 * 1024);
 	else
-		s = size + (long long)rn(2 << 20);
+		s = size + (long long)fst_rand_below(&rng, 2 << 20);
 	if (s > FILE_CAP)
-		s = (long long)rn(FILE_CAP);
+		s = (long long)fst_rand_below(&rng, FILE_CAP);
 	return s;
 }
 
 static void fill(unsigned char *p, size_t n)
 {
-	unsigned c = (unsigned)rn(4);
+	unsigned c = (unsigned)fst_rand_below(&rng, 4);
 	if (c == 0) {
 		memset(p, 0, n); /* zeros written must not turn into holes that lose size */
 	} else if (c == 1) {
-		memset(p, (int)(1 + rn(255)), n);
+		memset(p, (int)(1 + fst_rand_below(&rng, 255)), n);
 	} else {
 		size_t i = 0;
 		for (; i + 8 <= n; i += 8) {
-			uint64_t v = rnd();
+			uint64_t v = fst_rand(&rng);
 			memcpy(p + i, &v, 8);
 		}
 		for (; i < n; i++)
-			p[i] = (unsigned char)rnd();
+			p[i] = (unsigned char)fst_rand(&rng);
 	}
 }
 
@@ -517,23 +486,23 @@ static long long ref_size(const char *rel)
 
 static void make_target(char *out)
 {
-	unsigned c = (unsigned)rn(100);
+	unsigned c = (unsigned)fst_rand_below(&rng, 100);
 	if (c < 45)
-		fmt(out, RELMAX, "%s", pick_name());
+		fst_fmt(out, RELMAX, "%s", pick_name());
 	else if (c < 80)
-		fmt(out, RELMAX, "%s/%s", pick_name(), pick_name());
+		fst_fmt(out, RELMAX, "%s/%s", pick_name(), pick_name());
 	else if (c < 95)
-		fmt(out, RELMAX, "no-such-dir/%s", pick_name());
+		fst_fmt(out, RELMAX, "no-such-dir/%s", pick_name());
 	else
-		fmt(out, RELMAX, "%0*d", (int)(1 + rn(1000)), 7); /* long, dangling */
+		fst_fmt(out, RELMAX, "%0*d", (int)(1 + fst_rand_below(&rng, 1000)), 7); /* long, dangling */
 }
 
 static void random_time(struct timespec *ts)
 {
 	/* Explicit times lie before 2016 so that check_mtime can tell them
 	 * from times the kernel set during the test. */
-	ts->tv_sec = 978307200 + (time_t)rn(15u * 365 * 86400);
-	ts->tv_nsec = (long)rn(1000000000);
+	ts->tv_sec = 978307200 + (time_t)fst_rand_below(&rng, 15u * 365 * 86400);
+	ts->tv_nsec = (long)fst_rand_below(&rng, 1000000000);
 }
 
 /* ---- generating an op ---- */
@@ -543,7 +512,7 @@ static enum kind pick_kind(void)
 	unsigned total = 0;
 	for (int k = 0; k < NKINDS; k++)
 		total += weight[k];
-	unsigned r = (unsigned)rn(total);
+	unsigned r = (unsigned)fst_rand_below(&rng, total);
 	for (int k = 0; k < NKINDS; k++) {
 		if (r < weight[k])
 			return (enum kind)k;
@@ -554,7 +523,7 @@ static enum kind pick_kind(void)
 
 static int open_slot(void)
 {
-	int start = (int)rn(NSLOTS);
+	int start = (int)fst_rand_below(&rng, NSLOTS);
 	for (int i = 0; i < NSLOTS; i++)
 		if (slots[(start + i) % NSLOTS].open)
 			return (start + i) % NSLOTS;
@@ -566,13 +535,13 @@ static void gen(struct op *o)
 	memset(o, 0, sizeof(*o));
 	o->kind = pick_kind();
 	/* Keep the tree and its data bounded: lean on removals when big. */
-	if (ents_bytes > (48ll << 20) && chance(30))
+	if (ents_bytes > (48ll << 20) && fst_chance(&rng, 30))
 		o->kind = OP_TRUNC;
 	if (o->kind == OP_MKDIR && ents_dirs > 30)
 		o->kind = OP_RMDIR;
 	if (o->kind == OP_SYMLINK && ents_links > 25)
 		o->kind = OP_UNLINK;
-	if (nents > 160 && chance(20))
+	if (nents > 160 && fst_chance(&rng, 20))
 		o->kind = OP_UNLINK;
 	if (o->kind >= OP_HWRITE && o->kind <= OP_HUNLINK) {
 		o->slot = open_slot();
@@ -582,44 +551,44 @@ static void gen(struct op *o)
 	switch (o->kind) {
 	case OP_CREATE:
 		pick_any(o->p1, S_IFREG, 30);
-		o->flags = O_CREAT | O_WRONLY | (chance(50) ? O_EXCL : 0) | (chance(20) ? O_TRUNC : 0);
-		o->mode = (mode_t)(chance(10) ? rn(01000) : 0644);
+		o->flags = O_CREAT | O_WRONLY | (fst_chance(&rng, 50) ? O_EXCL : 0) | (fst_chance(&rng, 20) ? O_TRUNC : 0);
+		o->mode = (mode_t)(fst_chance(&rng, 10) ? fst_rand_below(&rng, 01000) : 0644);
 		break;
 	case OP_WRITE:
 		pick_any(o->p1, S_IFREG, 85);
-		o->flags = (chance(50) ? O_WRONLY : O_RDWR) | (chance(15) ? O_APPEND : 0) |
-			   (chance(5) ? O_TRUNC : 0) | (chance(20) ? O_CREAT : 0);
+		o->flags = (fst_chance(&rng, 50) ? O_WRONLY : O_RDWR) | (fst_chance(&rng, 15) ? O_APPEND : 0) |
+			   (fst_chance(&rng, 5) ? O_TRUNC : 0) | (fst_chance(&rng, 20) ? O_CREAT : 0);
 		o->mode = 0640;
 		o->len = pick_len();
 		o->off = pick_off(ref_size(o->p1));
 		cap_range(&o->off, o->len);
-		o->how = chance(10); /* 1: fsync before close */
+		o->how = fst_chance(&rng, 10); /* 1: fsync before close */
 		fill(wbuf, (size_t)o->len);
 		break;
 	case OP_READ:
 		pick_any(o->p1, S_IFREG, 90);
 		o->off = pick_off(ref_size(o->p1));
-		o->len = chance(20) ? MAXIO : pick_len();
+		o->len = fst_chance(&rng, 20) ? MAXIO : pick_len();
 		break;
 	case OP_TRUNC:
 		pick_any(o->p1, S_IFREG, 90);
-		o->off = chance(1) ? -1 : pick_size(ref_size(o->p1));
+		o->off = fst_chance(&rng, 1) ? -1 : pick_size(ref_size(o->p1));
 		break;
 	case OP_RENAME: {
-		unsigned c = (unsigned)rn(100);
+		unsigned c = (unsigned)fst_rand_below(&rng, 100);
 		pick_any(o->p1, 0, 90);
 		if (c < 12) {
 			/* into its own subtree: EINVAL */
 			const char *d = pick_existing(S_IFDIR);
 			if (*d) {
-				fmt(o->p1, RELMAX, "%s", d);
-				fmt(o->p2, RELMAX, "%s/%s", d, pick_name());
-				if (chance(50)) {
+				fst_fmt(o->p1, RELMAX, "%s", d);
+				fst_fmt(o->p2, RELMAX, "%s/%s", d, pick_name());
+				if (fst_chance(&rng, 50)) {
 					for (int i = 0; i < nents; i++)
 						if (!strncmp(ents[i].path, d, strlen(d)) &&
 						    ents[i].path[strlen(d)] == '/' &&
 						    S_ISDIR(ents[i].mode)) {
-							fmt(o->p2, RELMAX, "%s/%s", ents[i].path,
+							fst_fmt(o->p2, RELMAX, "%s/%s", ents[i].path,
 								 pick_name());
 							break;
 						}
@@ -631,15 +600,15 @@ static void gen(struct op *o)
 			pick_any(o->p2, 0, 100); /* over an existing entry */
 		else
 			pick_new(o->p2);
-		o->flags = chance(70) ? 0 : chance(50) ? RENAME_NOREPLACE : RENAME_EXCHANGE;
+		o->flags = fst_chance(&rng, 70) ? 0 : fst_chance(&rng, 50) ? RENAME_NOREPLACE : RENAME_EXCHANGE;
 		break;
 	}
 	case OP_LINK:
-		pick_any(o->p1, chance(90) ? S_IFREG : 0, 90);
+		pick_any(o->p1, fst_chance(&rng, 90) ? S_IFREG : 0, 90);
 		pick_new(o->p2);
 		break;
 	case OP_UNLINK:
-		pick_any(o->p1, ents_links > 25 && chance(50) ? S_IFLNK : chance(80) ? S_IFREG : 0, 90);
+		pick_any(o->p1, ents_links > 25 && fst_chance(&rng, 50) ? S_IFLNK : fst_chance(&rng, 80) ? S_IFREG : 0, 90);
 		break;
 	case OP_SYMLINK:
 		make_target(o->p1);
@@ -647,12 +616,12 @@ static void gen(struct op *o)
 		break;
 	case OP_MKDIR:
 		pick_new(o->p1);
-		o->mode = (mode_t)(chance(10) ? rn(01000) : 0755);
+		o->mode = (mode_t)(fst_chance(&rng, 10) ? fst_rand_below(&rng, 01000) : 0755);
 		break;
 	case OP_RMDIR:
-		pick_any(o->p1, chance(80) ? S_IFDIR : 0, 90);
-		if (chance(60) && *pick_empty_dir())
-			fmt(o->p1, RELMAX, "%s", pick_empty_dir());
+		pick_any(o->p1, fst_chance(&rng, 80) ? S_IFDIR : 0, 90);
+		if (fst_chance(&rng, 60) && *pick_empty_dir())
+			fst_fmt(o->p1, RELMAX, "%s", pick_empty_dir());
 		break;
 	case OP_SETX:
 	case OP_REMX:
@@ -661,27 +630,27 @@ static void gen(struct op *o)
 					   "user.a-much-longer-attribute-name-0123456789"};
 		pick_any(o->p1, 0, 90);
 		int xi = -1;
-		if (o->kind != OP_SETX && nxpaths && chance(70)) {
-			xi = (int)rn((uint64_t)(nxpaths < 8 ? nxpaths : 8));
-			fmt(o->p1, RELMAX, "%s", xpaths[xi]);
+		if (o->kind != OP_SETX && nxpaths && fst_chance(&rng, 70)) {
+			xi = (int)fst_rand_below(&rng, (uint64_t)(nxpaths < 8 ? nxpaths : 8));
+			fst_fmt(o->p1, RELMAX, "%s", xpaths[xi]);
 		}
-		if (xi >= 0 && chance(70)) {
-			fmt(o->xname, sizeof(o->xname), "%s", xnames[xi]);
-		} else if (chance(2)) {
+		if (xi >= 0 && fst_chance(&rng, 70)) {
+			fst_fmt(o->xname, sizeof(o->xname), "%s", xnames[xi]);
+		} else if (fst_chance(&rng, 2)) {
 			memset(o->xname, 'n', 260);
 			memcpy(o->xname, "user.", 5);
 			o->xname[260] = 0; /* longer than XATTR_NAME_MAX: ERANGE */
 		} else {
-			fmt(o->xname, sizeof(o->xname), "%s", xn[rn(4)]);
+			fst_fmt(o->xname, sizeof(o->xname), "%s", xn[fst_rand_below(&rng, 4)]);
 		}
 		if (o->kind == OP_SETX) {
-			o->xlen = (size_t)rn(201);
+			o->xlen = (size_t)fst_rand_below(&rng, 201);
 			fill(wbuf, o->xlen);
-			o->flags = chance(60) ? 0 : chance(50) ? XATTR_CREATE : XATTR_REPLACE;
-			o->how = chance(15); /* 1: lsetxattr */
+			o->flags = fst_chance(&rng, 60) ? 0 : fst_chance(&rng, 50) ? XATTR_CREATE : XATTR_REPLACE;
+			o->how = fst_chance(&rng, 15); /* 1: lsetxattr */
 		} else if (o->kind == OP_GETX) {
-			unsigned c = (unsigned)rn(10);
-			o->xlen = c < 2 ? 0 : c < 3 ? 1 + rn(8) : 4096;
+			unsigned c = (unsigned)fst_rand_below(&rng, 10);
+			o->xlen = c < 2 ? 0 : c < 3 ? 1 + fst_rand_below(&rng, 8) : 4096;
 		}
 		break;
 	}
@@ -690,23 +659,23 @@ static void gen(struct op *o)
 		break;
 	case OP_CHMOD:
 		pick_any(o->p1, 0, 90);
-		o->mode = (mode_t)(chance(3) ? rn(010000) : rn(01000));
+		o->mode = (mode_t)(fst_chance(&rng, 3) ? fst_rand_below(&rng, 010000) : fst_rand_below(&rng, 01000));
 		break;
 	case OP_UTIME:
 		pick_any(o->p1, 0, 90);
 		random_time(&o->ts[0]);
 		random_time(&o->ts[1]);
-		if (chance(20))
+		if (fst_chance(&rng, 20))
 			o->ts[0].tv_nsec = UTIME_OMIT;
-		if (chance(10))
+		if (fst_chance(&rng, 10))
 			o->ts[1].tv_nsec = UTIME_NOW;
-		else if (chance(5))
+		else if (fst_chance(&rng, 5))
 			o->ts[1].tv_nsec = UTIME_OMIT;
-		o->flags = chance(20) ? AT_SYMLINK_NOFOLLOW : 0;
+		o->flags = fst_chance(&rng, 20) ? AT_SYMLINK_NOFOLLOW : 0;
 		break;
 	case OP_FSYNC:
 		pick_any(o->p1, 0, 90);
-		o->how = chance(50);
+		o->how = fst_chance(&rng, 50);
 		break;
 	case OP_FALLOC:
 	case OP_HFALLOC: {
@@ -720,28 +689,28 @@ static void gen(struct op *o)
 			struct stat st;
 			size = fstat(slots[o->slot].fd[SIDE_B], &st) == 0 ? st.st_size : 0;
 		}
-		o->flags = modes[rn(3)];
+		o->flags = modes[fst_rand_below(&rng, 3)];
 		o->off = pick_off(size);
-		o->len = chance(2) ? 0 : 1 + (long long)rn(chance(50) ? 8192 : 300 * 1024);
+		o->len = fst_chance(&rng, 2) ? 0 : 1 + (long long)fst_rand_below(&rng, fst_chance(&rng, 50) ? 8192 : 300 * 1024);
 		cap_range(&o->off, o->len);
 		break;
 	}
 	case OP_READDIR:
 		pick_any(o->p1, S_IFDIR, 85);
-		if (chance(15))
+		if (fst_chance(&rng, 15))
 			o->p1[0] = 0;
 		break;
 	case OP_READLINK:
-		pick_any(o->p1, chance(85) ? S_IFLNK : 0, 90);
+		pick_any(o->p1, fst_chance(&rng, 85) ? S_IFLNK : 0, 90);
 		break;
 	case OP_STAT:
 		pick_any(o->p1, 0, 90);
 		break;
 	case OP_HOPEN:
-		o->slot = (int)rn(NSLOTS);
+		o->slot = (int)fst_rand_below(&rng, NSLOTS);
 		pick_any(o->p1, S_IFREG, 85);
-		o->flags = O_RDWR | (chance(20) ? O_APPEND : 0) | (chance(50) ? O_CREAT : 0) |
-			   (chance(5) ? O_TRUNC : 0);
+		o->flags = O_RDWR | (fst_chance(&rng, 20) ? O_APPEND : 0) | (fst_chance(&rng, 50) ? O_CREAT : 0) |
+			   (fst_chance(&rng, 5) ? O_TRUNC : 0);
 		o->mode = 0600;
 		break;
 	case OP_HWRITE: {
@@ -750,7 +719,7 @@ static void gen(struct op *o)
 		o->len = pick_len();
 		o->off = pick_off(size);
 		cap_range(&o->off, o->len);
-		o->how = chance(50); /* O_APPEND: 1 = write(), 0 = pwrite() (which appends too) */
+		o->how = fst_chance(&rng, 50); /* O_APPEND: 1 = write(), 0 = pwrite() (which appends too) */
 		fill(wbuf, (size_t)o->len);
 		break;
 	}
@@ -758,7 +727,7 @@ static void gen(struct op *o)
 		struct stat st;
 		long long size = fstat(slots[o->slot].fd[SIDE_B], &st) == 0 ? st.st_size : 0;
 		o->off = pick_off(size);
-		o->len = chance(20) ? MAXIO : pick_len();
+		o->len = fst_chance(&rng, 20) ? MAXIO : pick_len();
 		break;
 	}
 	case OP_HTRUNC: {
@@ -768,7 +737,7 @@ static void gen(struct op *o)
 		break;
 	}
 	case OP_HFSYNC:
-		o->how = chance(50);
+		o->how = fst_chance(&rng, 50);
 		break;
 	case OP_HCLOSE:
 	case OP_HUNLINK:
@@ -776,83 +745,83 @@ static void gen(struct op *o)
 		break;
 	}
 	if (o->kind >= OP_HWRITE && o->kind <= OP_HUNLINK)
-		fmt(o->p1, RELMAX, "%s", slots[o->slot].path);
+		fst_fmt(o->p1, RELMAX, "%s", slots[o->slot].path);
 }
 
 static void describe(const struct op *o, char *out, size_t cap)
 {
-	int n = fmt(out, cap, "#%ld %s", opno, kind_name[o->kind]);
+	int n = fst_fmt(out, cap, "#%ld %s", opno, kind_name[o->kind]);
 	char p1[80], p2[80];
 	/* long names are shortened in the log; the seed replays them exactly */
-	fmt(p1, sizeof(p1), "%.60s%s", o->p1, strlen(o->p1) > 60 ? "..." : "");
-	fmt(p2, sizeof(p2), "%.60s%s", o->p2, strlen(o->p2) > 60 ? "..." : "");
+	fst_fmt(p1, sizeof(p1), "%.60s%s", o->p1, strlen(o->p1) > 60 ? "..." : "");
+	fst_fmt(p2, sizeof(p2), "%.60s%s", o->p2, strlen(o->p2) > 60 ? "..." : "");
 	switch (o->kind) {
 	case OP_CREATE:
-		fmt(out + n, cap - (size_t)n, " %s flags=%#o mode=%#o", p1, o->flags,
+		fst_fmt(out + n, cap - (size_t)n, " %s flags=%#o mode=%#o", p1, o->flags,
 			 (unsigned)o->mode);
 		break;
 	case OP_WRITE:
-		fmt(out + n, cap - (size_t)n, " %s flags=%#o off=%lld len=%lld%s", p1, o->flags,
+		fst_fmt(out + n, cap - (size_t)n, " %s flags=%#o off=%lld len=%lld%s", p1, o->flags,
 			 o->off, o->len, o->how ? " +fsync" : "");
 		break;
 	case OP_READ:
-		fmt(out + n, cap - (size_t)n, " %s off=%lld len=%lld", p1, o->off, o->len);
+		fst_fmt(out + n, cap - (size_t)n, " %s off=%lld len=%lld", p1, o->off, o->len);
 		break;
 	case OP_TRUNC:
-		fmt(out + n, cap - (size_t)n, " %s size=%lld", p1, o->off);
+		fst_fmt(out + n, cap - (size_t)n, " %s size=%lld", p1, o->off);
 		break;
 	case OP_RENAME:
-		fmt(out + n, cap - (size_t)n, " %s -> %s flags=%s", p1, p2,
+		fst_fmt(out + n, cap - (size_t)n, " %s -> %s flags=%s", p1, p2,
 			 o->flags == RENAME_NOREPLACE  ? "NOREPLACE"
 			 : o->flags == RENAME_EXCHANGE ? "EXCHANGE"
 						       : "0");
 		break;
 	case OP_LINK:
-		fmt(out + n, cap - (size_t)n, " %s -> new name %s", p1, p2);
+		fst_fmt(out + n, cap - (size_t)n, " %s -> new name %s", p1, p2);
 		break;
 	case OP_SYMLINK:
-		fmt(out + n, cap - (size_t)n, " target=%s at %s", p1, p2);
+		fst_fmt(out + n, cap - (size_t)n, " target=%s at %s", p1, p2);
 		break;
 	case OP_MKDIR:
 	case OP_CHMOD:
-		fmt(out + n, cap - (size_t)n, " %s mode=%#o", p1, (unsigned)o->mode);
+		fst_fmt(out + n, cap - (size_t)n, " %s mode=%#o", p1, (unsigned)o->mode);
 		break;
 	case OP_SETX:
-		fmt(out + n, cap - (size_t)n, " %s %.40s len=%zu flags=%d%s", p1, o->xname,
+		fst_fmt(out + n, cap - (size_t)n, " %s %.40s len=%zu flags=%d%s", p1, o->xname,
 			 o->xlen, o->flags, o->how ? " (l)" : "");
 		break;
 	case OP_REMX:
 	case OP_GETX:
-		fmt(out + n, cap - (size_t)n, " %s %.40s size=%zu", p1, o->xname, o->xlen);
+		fst_fmt(out + n, cap - (size_t)n, " %s %.40s size=%zu", p1, o->xname, o->xlen);
 		break;
 	case OP_UTIME:
-		fmt(out + n, cap - (size_t)n, " %s atime=%lld.%09ld mtime=%lld.%09ld flags=%#x",
+		fst_fmt(out + n, cap - (size_t)n, " %s atime=%lld.%09ld mtime=%lld.%09ld flags=%#x",
 			 p1, (long long)o->ts[0].tv_sec, o->ts[0].tv_nsec,
 			 (long long)o->ts[1].tv_sec, o->ts[1].tv_nsec, o->flags);
 		break;
 	case OP_FALLOC:
 	case OP_HFALLOC:
-		fmt(out + n, cap - (size_t)n, " %s slot=%d mode=%#x off=%lld len=%lld", p1,
+		fst_fmt(out + n, cap - (size_t)n, " %s slot=%d mode=%#x off=%lld len=%lld", p1,
 			 o->kind == OP_HFALLOC ? o->slot : -1, o->flags, o->off, o->len);
 		break;
 	case OP_HOPEN:
-		fmt(out + n, cap - (size_t)n, " slot=%d %s flags=%#o", o->slot, p1, o->flags);
+		fst_fmt(out + n, cap - (size_t)n, " slot=%d %s flags=%#o", o->slot, p1, o->flags);
 		break;
 	case OP_HWRITE:
 	case OP_HREAD:
-		fmt(out + n, cap - (size_t)n, " slot=%d (%s) off=%lld len=%lld%s", o->slot, p1,
+		fst_fmt(out + n, cap - (size_t)n, " slot=%d (%s) off=%lld len=%lld%s", o->slot, p1,
 			 o->off, o->len, o->kind == OP_HWRITE && o->how ? " write()" : "");
 		break;
 	case OP_HTRUNC:
-		fmt(out + n, cap - (size_t)n, " slot=%d (%s) size=%lld", o->slot, p1, o->off);
+		fst_fmt(out + n, cap - (size_t)n, " slot=%d (%s) size=%lld", o->slot, p1, o->off);
 		break;
 	case OP_HFSYNC:
 	case OP_HCLOSE:
 	case OP_HUNLINK:
-		fmt(out + n, cap - (size_t)n, " slot=%d (%s)", o->slot, p1);
+		fst_fmt(out + n, cap - (size_t)n, " slot=%d (%s)", o->slot, p1);
 		break;
 	default:
-		fmt(out + n, cap - (size_t)n, " %s", p1);
+		fst_fmt(out + n, cap - (size_t)n, " %s", p1);
 		break;
 	}
 }
@@ -884,7 +853,7 @@ static int readdir_into(const char *path, unsigned char *buf, size_t cap, size_t
 	while ((de = readdir(d)) && n < 4096) {
 		char l[300];
 		/* d_type DT_UNKNOWN is allowed; print it as '?' on both sides */
-		fmt(l, sizeof(l), "%s %c", de->d_name,
+		fst_fmt(l, sizeof(l), "%s %c", de->d_name,
 			 de->d_type == DT_UNKNOWN ? '?' : (char)('0' + de->d_type));
 		lines[n++] = strdup(l);
 	}
@@ -1127,7 +1096,7 @@ static void compare_path(const char *rel)
 	int rb = lstat(b, &sb);
 	int eb = errno;
 	char what[RELMAX + 64];
-	fmt(what, sizeof(what), "lstat after the op of \"%.200s\"", rel);
+	fst_fmt(what, sizeof(what), "lstat after the op of \"%.200s\"", rel);
 	compare_stat(what, ra, ea, &sa, rb, eb, &sb);
 }
 
@@ -1141,7 +1110,7 @@ static void compare_fd(int slot)
 	int rb = fstat(slots[slot].fd[SIDE_B], &sb);
 	int eb = errno;
 	char what[64];
-	fmt(what, sizeof(what), "fstat of slot %d after the op", slot);
+	fst_fmt(what, sizeof(what), "fstat of slot %d after the op", slot);
 	compare_stat(what, ra, ea, &sa, rb, eb, &sb);
 }
 
@@ -1200,7 +1169,7 @@ static bool run_op(struct op *o)
 {
 	char desc[RELMAX * 2 + 256];
 	describe(o, desc, sizeof(desc));
-	fmt(oplog[opno % LOGN], sizeof(oplog[0]), "%s", desc);
+	fst_fmt(oplog[opno % LOGN], sizeof(oplog[0]), "%s", desc);
 
 	long long size_before = -1;
 	if (o->kind >= OP_HWRITE && o->kind <= OP_HUNLINK) {
@@ -1246,7 +1215,7 @@ static bool run_op(struct op *o)
 		sl->open = r[0].stage == 0;
 		if (sl->open) {
 			sl->flags = o->flags;
-			fmt(sl->path, sizeof(sl->path), "%s", o->p1);
+			fst_fmt(sl->path, sizeof(sl->path), "%s", o->p1);
 		} else {
 			for (int s = 0; s < NSIDES; s++)
 				if (sl->fd[s] >= 0)
@@ -1259,8 +1228,8 @@ static bool run_op(struct op *o)
 	track_mtime(o, &r[1], size_before);
 	if (o->kind == OP_SETX && !r[1].stage)
 	{
-		fmt(xpaths[nxpaths % 8], RELMAX, "%s", o->p1);
-		fmt(xnames[nxpaths++ % 8], sizeof(xnames[0]), "%s", o->xname);
+		fst_fmt(xpaths[nxpaths % 8], RELMAX, "%s", o->p1);
+		fst_fmt(xnames[nxpaths++ % 8], sizeof(xnames[0]), "%s", o->xname);
 	}
 
 	if (o->kind != OP_SYMLINK)
@@ -1451,18 +1420,18 @@ static void compare_dir(const char *rel, int depth)
 		int c = i >= na ? 1 : j >= nb ? -1 : strcmp(va[i], vb[j]);
 		char crel[RELMAX + 300];
 		if (c < 0) {
-			fmt(crel, sizeof(crel), "%s%s%s", rel, *rel ? "/" : "", va[i]);
+			fst_fmt(crel, sizeof(crel), "%s%s%s", rel, *rel ? "/" : "", va[i]);
 			tproblem(crel, "exists on lsmfs only");
 			i++;
 			continue;
 		}
 		if (c > 0) {
-			fmt(crel, sizeof(crel), "%s%s%s", rel, *rel ? "/" : "", vb[j]);
+			fst_fmt(crel, sizeof(crel), "%s%s%s", rel, *rel ? "/" : "", vb[j]);
 			tproblem(crel, "missing on lsmfs");
 			j++;
 			continue;
 		}
-		fmt(crel, sizeof(crel), "%s%s%s", rel, *rel ? "/" : "", va[i]);
+		fst_fmt(crel, sizeof(crel), "%s%s%s", rel, *rel ? "/" : "", va[i]);
 		i++;
 		j++;
 		char ca[RELMAX + 600], cb[RELMAX + 600];
@@ -1633,14 +1602,14 @@ static void readdir_resume(void)
 	static unsigned char state[MAXN]; /* 0 absent, 1 present untouched, 2 touched */
 	for (int side = 0; side < NSIDES; side++) {
 		char dir[600], p[800], q[800];
-		fmt(dir, sizeof(dir), "%s/readdir-resume", base[side]);
+		fst_fmt(dir, sizeof(dir), "%s/readdir-resume", base[side]);
 		if (mkdir(dir, 0755) != 0)
 			fail("mkdir %s: %s", dir, strerror(errno));
 		memset(state, 0, sizeof(state));
 		uint64_t saved = rng;
 		rng = seed ^ 0x5eed;
 		for (int i = 0; i < N; i++) {
-			fmt(p, sizeof(p), "%s/n%d", dir, i);
+			fst_fmt(p, sizeof(p), "%s/n%d", dir, i);
 			int fd = open(p, O_CREAT | O_WRONLY, 0644);
 			if (fd < 0)
 				fail("create %s: %s", p, strerror(errno));
@@ -1674,20 +1643,20 @@ static void readdir_resume(void)
 				}
 				/* change other names between the calls */
 				for (int c = 0; c < 3 && next < MAXN - 2; c++) {
-					int k = (int)rn((uint64_t)next);
-					fmt(p, sizeof(p), "%s/n%d", dir, k);
-					if (state[k] && chance(50)) {
+					int k = (int)fst_rand_below(&rng, (uint64_t)next);
+					fst_fmt(p, sizeof(p), "%s/n%d", dir, k);
+					if (state[k] && fst_chance(&rng, 50)) {
 						if (unlink(p) != 0)
 							fail("unlink %s: %s", p, strerror(errno));
 						state[k] = 0;
 					} else if (state[k]) {
-						fmt(q, sizeof(q), "%s/n%d", dir, next);
+						fst_fmt(q, sizeof(q), "%s/n%d", dir, next);
 						if (rename(p, q) != 0)
 							fail("rename %s: %s", p, strerror(errno));
 						state[k] = 0;
 						state[next++] = 2;
 					} else {
-						fmt(q, sizeof(q), "%s/n%d", dir, next);
+						fst_fmt(q, sizeof(q), "%s/n%d", dir, next);
 						int fd = open(q, O_CREAT | O_WRONLY, 0644);
 						if (fd < 0)
 							fail("create %s: %s", q, strerror(errno));
@@ -1721,7 +1690,7 @@ static void readdir_resume(void)
 		rng = saved;
 		/* leave the directory out of the compared trees */
 		for (int k = 0; k < next; k++) {
-			fmt(p, sizeof(p), "%s/n%d", dir, k);
+			fst_fmt(p, sizeof(p), "%s/n%d", dir, k);
 			if (state[k] && unlink(p) != 0)
 				fail("unlink %s: %s", p, strerror(errno));
 		}
@@ -1764,11 +1733,11 @@ static void make_names(void)
 {
 	int i = 0;
 	for (; i < 44; i++)
-		fmt(names[i], sizeof(names[i]), "%c%d", "abcdefgh"[i % 8], i / 8);
-	fmt(names[i++], sizeof(names[i]), "with space");
-	fmt(names[i++], sizeof(names[i]), "\xc3\xa9t\xc3\xa9-utf8");
-	fmt(names[i++], sizeof(names[i]), ".hidden");
-	fmt(names[i++], sizeof(names[i]), "%0100d", 0);
+		fst_fmt(names[i], sizeof(names[i]), "%c%d", "abcdefgh"[i % 8], i / 8);
+	fst_fmt(names[i++], sizeof(names[i]), "with space");
+	fst_fmt(names[i++], sizeof(names[i]), "\xc3\xa9t\xc3\xa9-utf8");
+	fst_fmt(names[i++], sizeof(names[i]), ".hidden");
+	fst_fmt(names[i++], sizeof(names[i]), "%0100d", 0);
 	memset(names[i], 'L', 255); /* the longest name allowed */
 	names[i++][255] = 0;
 	memset(names[i], 'M', 254);
@@ -1799,20 +1768,20 @@ int main(void)
 	if (fst_init(&fs, "diff", 3) != 0)
 		return 1;
 	char refroot[400];
-	fmt(refroot, sizeof(refroot), "%s/ref", fs.root);
+	fst_fmt(refroot, sizeof(refroot), "%s/ref", fs.root);
 	if (mkdir(refroot, 0755) != 0)
 		return 1;
-	fmt(base[SIDE_B], sizeof(base[SIDE_B]), "%s/t", refroot);
+	fst_fmt(base[SIDE_B], sizeof(base[SIDE_B]), "%s/t", refroot);
 	if (selftest) {
 		/* both sides plain: side A at root/mnt/t, no daemon */
-		fmt(base[SIDE_A], sizeof(base[SIDE_A]), "%s/t", fs.mnt);
+		fst_fmt(base[SIDE_A], sizeof(base[SIDE_A]), "%s/t", fs.mnt);
 	} else {
 		const char *mk[] = {"--chunk-size", "65536", "--inline-max", "4096", NULL};
 		if (fst_mkfs(&fs, mk) != 0 || fst_mount(&fs, next_opts()) != 0) {
 			fst_cleanup(&fs);
 			return 1;
 		}
-		fmt(base[SIDE_A], sizeof(base[SIDE_A]), "%s/t", fs.mnt);
+		fst_fmt(base[SIDE_A], sizeof(base[SIDE_A]), "%s/t", fs.mnt);
 	}
 	clock_gettime(CLOCK_REALTIME, &start_time);
 	if (mkdir(base[SIDE_A], 0755) != 0 || mkdir(base[SIDE_B], 0755) != 0) {

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,33 @@ int fst_kill(struct fst *f)
 		}
 	}
 	return 0;
+}
+
+int fst_fmt(char *out, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(out, cap, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+uint64_t fst_rand(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+uint64_t fst_rand_below(uint64_t *state, uint64_t n)
+{
+	return n ? fst_rand(state) % n : 0;
+}
+
+bool fst_chance(uint64_t *state, unsigned pct)
+{
+	return fst_rand_below(state, 100) < pct;
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)

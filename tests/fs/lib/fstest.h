@@ -10,6 +10,8 @@
 #define LSMFS_FSTEST_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define FST_MAX_DISKS 8
@@ -40,6 +42,16 @@ void fst_cleanup(struct fst *f);
 /* Run argv (NULL-terminated), capture stdout+stderr into out (cap bytes,
  * NUL-terminated); return the exit status, or 128+signal. */
 int fst_run(const char *const *argv, char *out, size_t cap);
+/* snprintf for paths and names whose truncation the caller accepts (keeps
+ * -Wformat-truncation quiet); returns what snprintf returns. */
+int fst_fmt(char *out, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* splitmix64 over *state.  fst_rand_below(s, n) is uniform enough in
+ * [0, n) (0 when n is 0) and always draws when n > 0, so a seed replays
+ * the same sequence whatever n is; fst_chance is true pct% of the time. */
+uint64_t fst_rand(uint64_t *state);
+uint64_t fst_rand_below(uint64_t *state, uint64_t n);
+bool fst_chance(uint64_t *state, unsigned pct);
 /* rm -rf path. */
 int fst_rmtree(const char *path);
 /* Seed from LSMFS_SEED or the clock, printed to stderr. */
