@@ -270,47 +270,30 @@ static void raise_fd_limit(void)
 	}
 }
 
-int main(int argc, char **argv)
+/* Everything after the command line: open, mount, serve, unmount.
+ * Returns the exit status. */
+static int serve(const struct cmdline *c, struct fuse_args *args)
 {
-	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct cmdline c = {.attr_timeout = 60, .entry_timeout = 60, .cache_mib = 64,
-			    .bdi_max_ratio = 20, .readahead_kb = 1024};
-	if (fuse_opt_parse(&args, &c, opts, opt_proc) != 0) {
-		usage(stderr);
-		return 1;
-	}
-	if (c.help) {
-		usage(stdout);
-		return 0;
-	}
-	if (c.version) {
-		printf("lsmfs 0.1.0 (format %d, libfuse %s)\n", LSMFS_VERSION, fuse_pkgversion());
-		return 0;
-	}
-	if (!c.disks || !c.mountpoint) {
-		usage(stderr);
-		return 1;
-	}
 	char mnt[PATH_MAX];
-	if (!realpath(c.mountpoint, mnt)) {
-		fprintf(stderr, "lsmfs: %s: %s\n", c.mountpoint, strerror(errno));
+	if (!realpath(c->mountpoint, mnt)) {
+		fprintf(stderr, "lsmfs: %s: %s\n", c->mountpoint, strerror(errno));
 		return 1;
 	}
 	raise_fd_limit();
 
-	int fd = c.foreground ? -1 : detach();
+	int fd = c->foreground ? -1 : detach();
 	struct logger lg = {0};
 	char err[1024] = "";
 	struct lsmfs_diskset *ds = NULL;
-	int rc = diskset_open(c.disks, c.read_only ? 0 : DISKSET_LOCK, &ds, err, sizeof(err));
+	int rc = diskset_open(c->disks, c->read_only ? 0 : DISKSET_LOCK, &ds, err, sizeof(err));
 	if (rc)
 		return fail(fd, "%s", err);
 	struct fs_options fo = {
-		.read_only = c.read_only,
-		.writeback = !c.nowriteback,
-		.attr_timeout = c.attr_timeout,
-		.entry_timeout = c.entry_timeout,
-		.cache_bytes = (size_t)c.cache_mib << 20,
+		.read_only = c->read_only,
+		.writeback = !c->nowriteback,
+		.attr_timeout = c->attr_timeout,
+		.entry_timeout = c->entry_timeout,
+		.cache_bytes = (size_t)c->cache_mib << 20,
 	};
 	struct fs *fs = NULL;
 	rc = fs_open(ds, &fo, log_line, &lg, &fs, err, sizeof(err));
@@ -321,9 +304,9 @@ int main(int argc, char **argv)
 
 	/* fsname shows the disks in mount(8) and df, as mergerfs does. */
 	char fsname[LSMFS_MAX_DISKS * 64];
-	snprintf(fsname, sizeof(fsname), "-ofsname=%s,subtype=lsmfs,default_permissions", c.disks);
-	fuse_opt_add_arg(&args, fsname);
-	struct fuse_session *se = fuse_session_new(&args, &lsmfs_ops, sizeof(lsmfs_ops), fs);
+	snprintf(fsname, sizeof(fsname), "-ofsname=%s,subtype=lsmfs,default_permissions", c->disks);
+	fuse_opt_add_arg(args, fsname);
+	struct fuse_session *se = fuse_session_new(args, &lsmfs_ops, sizeof(lsmfs_ops), fs);
 	if (!se) {
 		fs_close(fs);
 		diskset_close(ds);
@@ -343,8 +326,8 @@ int main(int argc, char **argv)
 		return fail(fd, "%s: cannot mount (is it an empty directory, and /dev/fuse usable?)",
 			    mnt);
 	}
-	if (!c.read_only && geteuid() == 0)
-		tune_bdi(mnt, &c, &lg, log_line);
+	if (!c->read_only && geteuid() == 0)
+		tune_bdi(mnt, c, &lg, log_line);
 	if (fd >= 0) {
 		openlog("lsmfs", LOG_PID, LOG_DAEMON);
 		lg.use_syslog = 1;
@@ -370,8 +353,32 @@ int main(int argc, char **argv)
 	if (rc)
 		log_line(&lg, "unmount: the metadata store did not close cleanly");
 	diskset_close(ds);
+	return (lrc < 0 || rc) ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct cmdline c = {.attr_timeout = 60, .entry_timeout = 60, .cache_mib = 64,
+			    .bdi_max_ratio = 20, .readahead_kb = 1024};
+	int status;
+	if (fuse_opt_parse(&args, &c, opts, opt_proc) != 0) {
+		usage(stderr);
+		status = 1;
+	} else if (c.help) {
+		usage(stdout);
+		status = 0;
+	} else if (c.version) {
+		printf("lsmfs 0.1.0 (format %d, libfuse %s)\n", LSMFS_VERSION, fuse_pkgversion());
+		status = 0;
+	} else if (!c.disks || !c.mountpoint) {
+		usage(stderr);
+		status = 1;
+	} else {
+		status = serve(&c, &args);
+	}
 	fuse_opt_free_args(&args);
 	free(c.disks);
 	free(c.mountpoint);
-	return (lrc < 0 || rc) ? 1 : 0;
+	return status;
 }
