@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -136,14 +137,54 @@ int fst_mkfs(struct fst *f, const char *const *extra)
 	return 0;
 }
 
+/* Whether MNT is a mount point, from /proc/self/mountinfo: a stat of the
+ * mount point would wait forever on a daemon that hangs. */
 static bool mounted(const char *mnt)
 {
-	char parent[320];
-	struct stat a, b;
-	snprintf(parent, sizeof(parent), "%s/..", mnt);
-	if (stat(mnt, &a) != 0 || stat(parent, &b) != 0)
+	/* Resolve the parent only: resolving MNT itself would stat it. */
+	const char *slash = strrchr(mnt, '/');
+	const char *base = slash ? slash + 1 : mnt;
+	char dir[PATH_MAX], parent[PATH_MAX], want[PATH_MAX];
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == mnt)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - mnt), mnt);
+	if (!realpath(dir, parent))
 		return false;
-	return a.st_dev != b.st_dev;
+	if ((size_t)snprintf(want, sizeof(want), "%s/%s", strcmp(parent, "/") ? parent : "", base) >= sizeof(want))
+		return false;
+	FILE *fp = fopen("/proc/self/mountinfo", "r");
+	if (!fp)
+		return false;
+	char line[4096];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), fp)) {
+		/* fields: id parent major:minor root mountpoint ... */
+		char *f = line;
+		for (int i = 0; i < 4 && f; i++) {
+			f = strchr(f, ' ');
+			if (f)
+				f++;
+		}
+		if (!f)
+			continue;
+		char mp[PATH_MAX];
+		size_t n = 0;
+		for (; *f && *f != ' ' && n + 1 < sizeof(mp); f++) {
+			if (f[0] == '\\' && f[1] >= '0' && f[1] <= '3' && f[2] && f[3]) {
+				mp[n++] = (char)((f[1] - '0') * 64 + (f[2] - '0') * 8 + (f[3] - '0'));
+				f += 3;
+			} else {
+				mp[n++] = *f;
+			}
+		}
+		mp[n] = '\0';
+		found = strcmp(mp, want) == 0;
+	}
+	fclose(fp);
+	return found;
 }
 
 int fst_mount(struct fst *f, const char *opts)
