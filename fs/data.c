@@ -42,8 +42,10 @@ static struct inode_data *data_of(struct fs_inode *in)
 	if (!in->data) {
 		in->data = calloc(1, sizeof(*in->data));
 		if (in->data)
-			for (int i = 0; i < CHUNK_FDS; i++)
+			for (int i = 0; i < CHUNK_FDS; i++) {
 				in->data->fds[i].fd = -1;
+				in->data->fds[i].dfd = -1;
+			}
 	}
 	return in->data;
 }
@@ -74,16 +76,23 @@ static int mark_dirty(struct fs_inode *in, uint64_t chunk)
 	return push_u64(&d->dirty, &d->ndirty, &d->capdirty, chunk);
 }
 
+static void slot_close(struct chunk_fd *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->dfd >= 0)
+		close(c->dfd);
+	c->fd = -1;
+	c->dfd = -1;
+}
+
 void data_close_fds(struct fs *fs, struct fs_inode *in)
 {
 	(void)fs;
 	if (!in->data)
 		return;
-	for (int i = 0; i < CHUNK_FDS; i++) {
-		if (in->data->fds[i].fd >= 0)
-			close(in->data->fds[i].fd);
-		in->data->fds[i].fd = -1;
-	}
+	for (int i = 0; i < CHUNK_FDS; i++)
+		slot_close(&in->data->fds[i]);
 }
 
 void data_free(struct fs *fs, struct fs_inode *in)
@@ -103,10 +112,8 @@ static void forget_fd(struct fs_inode *in, uint64_t chunk)
 		return;
 	for (int i = 0; i < CHUNK_FDS; i++) {
 		struct chunk_fd *c = &in->data->fds[i];
-		if (c->fd >= 0 && c->chunk == chunk) {
-			close(c->fd);
-			c->fd = -1;
-		}
+		if (c->fd >= 0 && c->chunk == chunk)
+			slot_close(c);
 	}
 }
 
@@ -172,8 +179,7 @@ static int chunk_fd(struct fs *fs, struct fs_inode *in, uint64_t chunk, bool cre
 			strerror(e));
 		return -e;
 	}
-	if (victim->fd >= 0)
-		close(victim->fd);
+	slot_close(victim);
 	struct stat st;
 	victim->fd = fd;
 	victim->chunk = chunk;
@@ -400,6 +406,108 @@ static int inline_write(struct fs *fs, struct fs_inode *in, const char *buf, siz
 	return rc;
 }
 
+static void *bounce_get(struct fs *fs)
+{
+	void *b = NULL;
+	pthread_mutex_lock(&fs->bounce_lock);
+	if (fs->nbounce)
+		b = fs->bounce[--fs->nbounce];
+	pthread_mutex_unlock(&fs->bounce_lock);
+	if (!b && posix_memalign(&b, DIRECT_ALIGN, BOUNCE_SIZE) != 0)
+		b = NULL;
+	return b;
+}
+
+static void bounce_put(struct fs *fs, void *b)
+{
+	pthread_mutex_lock(&fs->bounce_lock);
+	if (fs->nbounce < BOUNCE_KEEP) {
+		fs->bounce[fs->nbounce++] = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&fs->bounce_lock);
+	free(b);
+}
+
+/*
+ * The O_DIRECT fd of chunk slot c, opened on first use, or -1 when its disk
+ * does not take O_DIRECT.  Direct writes skip the backing page cache: the
+ * data was already cached once, in the kernel's FUSE page cache, and a
+ * second copy costs a memcpy into fresh pages per byte.
+ */
+static int direct_fd(struct fs *fs, struct fs_inode *in, struct chunk_fd *c)
+{
+	if (c->dfd >= 0)
+		return c->dfd;
+	uint32_t section = chunk_section(in->ino, c->chunk, fs->info.sections);
+	uint32_t disk = fs->section_disk[section];
+	if (__atomic_load_n(&fs->no_direct[disk], __ATOMIC_RELAXED))
+		return -1;
+	char rel[96];
+	chunk_rel(in->ino, c->chunk, section, rel, sizeof(rel));
+	int fd = openat(section_dirfd(fs, section), rel, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EINVAL) {
+			__atomic_store_n(&fs->no_direct[disk], 1, __ATOMIC_RELAXED);
+			fs_logf(fs, "disk %u: %s does not take O_DIRECT; writing through its page cache",
+				disk, fs->ds->paths[disk]);
+		}
+		return -1;
+	}
+	c->dfd = fd;
+	return fd;
+}
+
+/*
+ * Write up to n bytes (pos and n aligned) with O_DIRECT.  Returns how many
+ * went: what is left (all of it when the disk wants other alignments,
+ * EINVAL) the caller writes through the page cache.  Other errors are
+ * returned as they are.
+ */
+static ssize_t put_direct(struct fs *fs, int dfd, const char *buf, struct fuse_bufvec *src,
+			  size_t n, off_t pos)
+{
+	if (src) {
+		/* Whole pages of the FUSE page cache, by reference: the disk
+		 * reads them from there. */
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(n);
+		dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+		dst.buf[0].fd = dfd;
+		dst.buf[0].pos = pos;
+		ssize_t w = fuse_buf_copy(&dst, src, 0);
+		return w == -EINVAL ? 0 : w;
+	}
+	void *bounce = NULL;
+	size_t off = 0;
+	ssize_t rc = 0;
+	while (off < n) {
+		const char *from = buf + off;
+		size_t k = n - off;
+		if ((uintptr_t)from % DIRECT_ALIGN) {
+			/* libfuse's buffer puts the data 80 bytes past a page */
+			if (!bounce && !(bounce = bounce_get(fs)))
+				break;
+			if (k > BOUNCE_SIZE)
+				k = BOUNCE_SIZE;
+			memcpy(bounce, from, k);
+			from = bounce;
+		}
+		ssize_t w = pwrite(dfd, from, k, pos + (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			rc = errno == EINVAL ? 0 : -errno;
+			break;
+		}
+		off += (size_t)w;
+		if ((size_t)w < k)
+			break; /* short (full disk?): the page cache path says why */
+	}
+	if (bounce)
+		bounce_put(fs, bounce);
+	return rc < 0 ? rc : (ssize_t)off;
+}
+
 /* Write n bytes of the source at pos of fd: a memory buffer, or the
  * request's buffer vector (a pipe when the kernel spliced the request, so
  * the pages go from the FUSE page cache to the chunk file without passing
@@ -475,7 +583,21 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		struct chunk_fd *c;
 		if ((rc = chunk_fd(fs, in, chunk, true, &c)))
 			break;
-		if ((rc = put_bytes(c->fd, buf, src, done, n, (off_t)within)))
+		size_t went = 0;
+		if (within % DIRECT_ALIGN == 0 && n % DIRECT_ALIGN == 0) {
+			int dfd = direct_fd(fs, in, c);
+			if (dfd >= 0) {
+				ssize_t w = put_direct(fs, dfd, buf ? buf + done : NULL, src, n,
+						       (off_t)within);
+				if (w < 0) {
+					rc = (int)w;
+					break;
+				}
+				went = (size_t)w;
+			}
+		}
+		if (went < n && (rc = put_bytes(c->fd, buf, src, done + went, n - went,
+						(off_t)(within + went))))
 			break;
 		account_blocks(in, c);
 		if ((rc = mark_dirty(in, chunk)))
@@ -507,6 +629,10 @@ int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t of
 
 int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src, off_t off)
 {
+	/* Without splice the request arrives in one memory buffer. */
+	if (src->count == 1 && src->idx == 0 && src->off == 0 &&
+	    !(src->buf[0].flags & FUSE_BUF_IS_FD))
+		return write_common(fs, ino, src->buf[0].mem, NULL, src->buf[0].size, off);
 	return write_common(fs, ino, NULL, src, fuse_buf_size(src), off);
 }
 

@@ -34,12 +34,16 @@
 #include "store.h"
 
 #define ILOCKS 256
+#define BOUNCE_KEEP 8
+#define DIRECT_ALIGN 4096u
+#define BOUNCE_SIZE (1u << 20)
 #define CHUNK_FDS 4         /* cached chunk fds per open inode */
 #define INO_RESERVE 1024    /* inode numbers reserved per store write */
 
 struct chunk_fd {
 	uint64_t chunk;
 	int fd;                 /* -1: slot empty */
+	int dfd;                /* O_DIRECT fd for aligned writes; -1: not open */
 	uint64_t blocks;        /* st_blocks last seen, to keep rec.blocks */
 	uint64_t stamp;         /* LRU */
 };
@@ -70,6 +74,7 @@ struct fs_inode {
 struct fs_options {
 	bool read_only;
 	bool writeback;         /* kernel writeback cache */
+	bool direct;            /* aligned chunk writes with O_DIRECT */
 	double attr_timeout, entry_timeout;
 	size_t cache_bytes;     /* store block cache */
 };
@@ -92,6 +97,15 @@ struct fs {
 	pthread_mutex_t ino_lock;
 	uint64_t next_ino, reserved_to;
 	uint64_t generation;
+
+	/* Aligned bounce buffers for direct writes of data that arrived at an
+	 * unaligned address (libfuse's read buffer). */
+	pthread_mutex_t bounce_lock;
+	void *bounce[BOUNCE_KEEP];
+	int nbounce;
+	/* Per disk: 1 once it refused O_DIRECT (tmpfs, some network
+	 * filesystems); its chunks are written through the page cache. */
+	unsigned char *no_direct;
 
 	/* Reports from the store and the daemon go to log(ctx, line). */
 	void (*log)(void *ctx, const char *msg);

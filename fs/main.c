@@ -32,6 +32,7 @@ struct cmdline {
 	int read_only;
 	int help, version;
 	int nowriteback;
+	int nodirect;
 	double attr_timeout, entry_timeout;
 	long cache_mib;
 	int bdi_max_ratio;
@@ -64,6 +65,7 @@ static const struct fuse_opt opts[] = {
 	OPT("entry_timeout=%lf", entry_timeout),
 	OPT("cache_mib=%ld", cache_mib),
 	OPT("no_writeback", nowriteback),
+	OPT("no_direct", nodirect),
 	OPT("bdi_max_ratio=%d", bdi_max_ratio),
 	OPT("readahead_kb=%d", readahead_kb),
 	FUSE_OPT_END,
@@ -122,6 +124,8 @@ static void usage(FILE *f)
 		"  -o entry_timeout=S seconds the kernel caches names (default 60)\n"
 		"  -o cache_mib=N     metadata store block cache (default 64)\n"
 		"  -o no_writeback    disable the kernel writeback cache\n"
+		"  -o no_direct       write chunk files through the backing page cache\n"
+		"                     (default: page-aligned writes use O_DIRECT)\n"
 		"  -o bdi_max_ratio=N share of the dirty page limit this mount may use\n"
 		"                     (default 20; the kernel gives FUSE mounts 1)\n"
 		"  -o readahead_kb=N  kernel readahead (default 1024)\n"
@@ -291,6 +295,7 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 	struct fs_options fo = {
 		.read_only = c->read_only,
 		.writeback = !c->nowriteback,
+		.direct = !c->nodirect,
 		.attr_timeout = c->attr_timeout,
 		.entry_timeout = c->entry_timeout,
 		.cache_bytes = (size_t)c->cache_mib << 20,

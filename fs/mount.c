@@ -154,8 +154,11 @@ static int load_sections(struct fs *fs, char *err, size_t errlen)
 static int open_disks(struct fs *fs, char *err, size_t errlen)
 {
 	fs->sections_fd = malloc(fs->ds->ndisks * sizeof(int));
-	if (!fs->sections_fd)
+	fs->no_direct = calloc(fs->ds->ndisks, 1);
+	if (!fs->sections_fd || !fs->no_direct)
 		return -ENOMEM;
+	if (!fs->opt.direct)
+		memset(fs->no_direct, 1, fs->ds->ndisks);
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++)
 		fs->sections_fd[d] = -1;
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
@@ -231,6 +234,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	pthread_mutex_init(&fs->ns_lock, NULL);
 	pthread_mutex_init(&fs->itab_lock, NULL);
 	pthread_mutex_init(&fs->ino_lock, NULL);
+	pthread_mutex_init(&fs->bounce_lock, NULL);
 	for (int i = 0; i < ILOCKS; i++)
 		pthread_mutex_init(&fs->ilock[i], NULL);
 	fs->itab_size = 1024;
@@ -303,11 +307,14 @@ int fs_close(struct fs *fs)
 		}
 	}
 	free(fs->itab);
+	for (int i = 0; i < fs->nbounce; i++)
+		free(fs->bounce[i]);
 	if (fs->sections_fd)
 		for (uint32_t d = 0; d < fs->ds->ndisks; d++)
 			if (fs->sections_fd[d] >= 0)
 				close(fs->sections_fd[d]);
 	free(fs->sections_fd);
+	free(fs->no_direct);
 	free(fs->section_disk);
 	free(fs);
 	return rc;
