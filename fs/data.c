@@ -528,7 +528,7 @@ static int put_bytes(int fd, const char *buf, struct fuse_bufvec *src, size_t do
 }
 
 static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fuse_bufvec *src,
-			size_t size, off_t soff)
+			size_t size, off_t soff, const struct fs_caller *kill)
 {
 	if (soff < 0)
 		return -EINVAL;
@@ -545,6 +545,14 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		rc = -EIO;
 		goto out;
 	}
+	/* With FUSE_HANDLE_KILLPRIV_V2 the kernel leaves these to us. */
+	if (kill) {
+		inode_kill_suidgid(&in->rec, kill);
+		in->dirty = true;
+	}
+	if (__atomic_load_n(&fs->killpriv_v2, __ATOMIC_ACQUIRE) &&
+	    (rc = xattr_drop_capability(fs, in)))
+		goto out;
 	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
 		if (off + size <= fs->info.inline_max) {
 			if (src) { /* inline data goes to the store: bring it to memory */
@@ -622,18 +630,20 @@ out:
 	return rc;
 }
 
-int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t off)
+int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t off,
+	     const struct fs_caller *kill)
 {
-	return write_common(fs, ino, buf, NULL, size, off);
+	return write_common(fs, ino, buf, NULL, size, off, kill);
 }
 
-int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src, off_t off)
+int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src, off_t off,
+		  const struct fs_caller *kill)
 {
 	/* Without splice the request arrives in one memory buffer. */
 	if (src->count == 1 && src->idx == 0 && src->off == 0 &&
 	    !(src->buf[0].flags & FUSE_BUF_IS_FD))
-		return write_common(fs, ino, src->buf[0].mem, NULL, src->buf[0].size, off);
-	return write_common(fs, ino, NULL, src, fuse_buf_size(src), off);
+		return write_common(fs, ino, src->buf[0].mem, NULL, src->buf[0].size, off, kill);
+	return write_common(fs, ino, NULL, src, fuse_buf_size(src), off, kill);
 }
 
 int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, size_t *got)
@@ -781,7 +791,8 @@ static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 	return rc;
 }
 
-int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set, struct stat *out)
+int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set,
+	       const struct fs_caller *caller, struct stat *out)
 {
 	int rc;
 	struct fs_inode *in = inode_get(fs, ino, &rc);
@@ -814,6 +825,13 @@ int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set, st
 	}
 	if (to_set & FUSE_SET_ATTR_MODE)
 		r->mode = (r->mode & S_IFMT) | (a->st_mode & 07777);
+	/* FATTR_KILL_SUIDGID (KILLPRIV_V2): a chown, or a truncate by a
+	 * caller without CAP_FSETID. */
+	if (to_set & FUSE_SET_ATTR_KILL_SUID) {
+		inode_kill_suidgid(r, caller);
+		if ((rc = xattr_drop_capability(fs, in)))
+			goto out;
+	}
 	if (to_set & FUSE_SET_ATTR_UID)
 		r->uid = a->st_uid;
 	if (to_set & FUSE_SET_ATTR_GID)

@@ -35,6 +35,9 @@
 
 #define ILOCKS 256
 #define BOUNCE_KEEP 8
+/* Set by wire.c in a WRITE's open flags (no O_ flag uses bit 30): the
+ * kernel asks us to clear setuid/setgid (FUSE_WRITE_KILL_SUIDGID). */
+#define WIRE_WRITE_KILL_SUIDGID (1 << 30)
 #define DIRECT_ALIGN 4096u
 #define BOUNCE_SIZE (1u << 20)
 #define CHUNK_FDS 4         /* cached chunk fds per open inode */
@@ -107,6 +110,14 @@ struct fs {
 	 * filesystems); its chunks are written through the page cache. */
 	unsigned char *no_direct;
 
+	/* wire.c: the unique of a pending INIT that offered
+	 * FUSE_HANDLE_KILLPRIV_V2, and whether our reply took it: then
+	 * clearing setuid/setgid and capabilities on write, truncate and
+	 * chown is ours to do. */
+	uint64_t wire_init_unique;
+	bool killpriv_v2;
+	struct fuse_session *se; /* for attribute invalidations; NULL in tests */
+
 	/* Reports from the store and the daemon go to log(ctx, line). */
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
@@ -142,6 +153,11 @@ int inode_persist(struct fs *fs, struct fs_inode *in, bool sync);
 void inode_stat(const struct fs *fs, const struct fs_inode *in,
 		struct stat *st);
 void inode_touch(struct inode_rec *r, bool mtime, bool ctime);
+/* Clear setuid, and setgid when group-executable or when the caller is
+ * neither in the file's group nor privileged, as the VFS does on write,
+ * truncate and chown of a non-directory (caller NULL: privileged). */
+struct fs_caller;
+void inode_kill_suidgid(struct inode_rec *r, const struct fs_caller *caller);
 void fs_lookup_ref(struct fs *fs, struct fs_inode *in, uint64_t n);
 void fs_forget(struct fs *fs, uint64_t ino, uint64_t n);
 /* Delete everything of an inode whose nlink is 0 (orphan reclaim). */
@@ -173,12 +189,22 @@ int fs_open_file(struct fs *fs, uint64_t ino, int flags);
 int fs_release(struct fs *fs, uint64_t ino);
 int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t off,
 	    size_t *got);
+/* Who asks, for the setgid rule: uid 0 stands for CAP_FSETID. */
+struct fs_caller {
+	uid_t uid;
+	gid_t gid;
+	int ngroups;
+	gid_t groups[32];
+};
+/* kill: the kernel asks to clear setuid/setgid with this write, for
+ * this caller (NULL: it does not). */
 int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size,
-	     off_t off);
+	     off_t off, const struct fs_caller *kill);
 int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src,
-		  off_t off);
+		  off_t off, const struct fs_caller *kill);
+/* caller: used when to_set carries FUSE_SET_ATTR_KILL_SUID. */
 int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *attr,
-	       int to_set, struct stat *out);
+	       int to_set, const struct fs_caller *caller, struct stat *out);
 int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
 		 off_t len);
 int fs_fsync(struct fs *fs, uint64_t ino, bool datasync);
@@ -198,5 +224,11 @@ int fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void **val,
 		size_t *len);
 int fs_listxattr(struct fs *fs, uint64_t ino, char **list, size_t *len);
 int fs_removexattr(struct fs *fs, uint64_t ino, const char *name);
+/* Under the inode lock: remove security.capability, as a write or an
+ * owner change must (the record is left to the caller). */
+int xattr_drop_capability(struct fs *fs, struct fs_inode *in);
+
+/* wire.c */
+int fs_wire_attach(struct fs *fs, struct fuse_session *se);
 
 #endif

@@ -274,6 +274,25 @@ int fs_persist_all(struct fs *fs)
 	return rc;
 }
 
+static bool in_group_or_root(const struct fs_caller *c, gid_t gid)
+{
+	if (!c || c->uid == 0 || c->gid == gid)
+		return true;
+	for (int i = 0; i < c->ngroups; i++)
+		if (c->groups[i] == gid)
+			return true;
+	return false;
+}
+
+void inode_kill_suidgid(struct inode_rec *r, const struct fs_caller *caller)
+{
+	if (S_ISDIR(r->mode))
+		return;
+	r->mode &= ~(uint32_t)S_ISUID;
+	if ((r->mode & S_IXGRP) || !in_group_or_root(caller, r->gid))
+		r->mode &= ~(uint32_t)S_ISGID;
+}
+
 void inode_touch(struct inode_rec *r, bool mtime, bool ctime)
 {
 	int64_t s;

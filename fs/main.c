@@ -331,6 +331,8 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 		return fail(fd, "%s: cannot mount (is it an empty directory, and /dev/fuse usable?)",
 			    mnt);
 	}
+	if (fs_wire_attach(fs, se) != 0)
+		log_line(&lg, "cannot hook the FUSE channel: every write will ask for security.capability");
 	if (!c->read_only && geteuid() == 0)
 		tune_bdi(mnt, c, &lg, log_line);
 	if (fd >= 0) {

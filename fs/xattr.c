@@ -145,3 +145,16 @@ int fs_removexattr(struct fs *fs, uint64_t ino, const char *name)
 		return rc == -EOPNOTSUPP ? -ENODATA : rc;
 	return change(fs, ino, name, nlen, NULL, 0, 0);
 }
+
+int xattr_drop_capability(struct fs *fs, struct fs_inode *in)
+{
+	if (!(in->rec.flags & INODE_FLAG_XATTR))
+		return 0;
+	static const char name[] = "security.capability";
+	uint8_t k[KEY_MAX + 8];
+	size_t kl = key_xattr(k, in->ino, name, sizeof(name) - 1);
+	int exists = fs_key_exists(fs, k, kl);
+	if (exists <= 0)
+		return exists;
+	return store_delete(fs->st, k, kl, 0);
+}

@@ -19,6 +19,7 @@
 
 #include <check.h>
 #include <dirent.h>
+#include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,6 +31,7 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -1935,6 +1937,86 @@ START_TEST(t_persistence)
 }
 END_TEST
 
+/* What the kernel does to setuid/setgid bits when a file changes, as ext4
+ * does: a write or truncate by an unprivileged user clears setuid, and
+ * setgid when group-executable or when the writer is not in the file's
+ * group; a chown clears both (setgid when group-executable); root's writes
+ * keep them.  lsmfs does this itself (FUSE_HANDLE_KILLPRIV_V2), so this
+ * checks it.  The unprivileged side opens as root, then drops to uid 65534
+ * (gid as given) and writes or truncates through the fd. */
+enum kp_op { KP_WRITE, KP_TRUNCATE };
+
+static void as_user(const char *path, gid_t gid, enum kp_op op)
+{
+	int fd = (int)OK(open(path, O_WRONLY | O_APPEND), path);
+	pid_t pid = fork();
+	ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setgid(gid) || setuid(65534))
+			_exit(2);
+		int rc = op == KP_WRITE ? (write(fd, "z", 1) == 1 ? 0 : -1) : ftruncate(fd, 1);
+		_exit(rc ? 3 : 0);
+	}
+	int status = 0;
+	ck_assert_msg(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+			      WEXITSTATUS(status) == 0,
+		      "%s: write/truncate as uid 65534 failed (status %#x)", path, status);
+	close(fd);
+}
+
+static void kp_file(const char *path, mode_t mode)
+{
+	make_file(path, 10, 3);
+	OK(chmod(path, mode), path);
+}
+
+START_TEST(t_killpriv)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "t_killpriv: skipped (acting as another user needs root)\n");
+		return;
+	}
+	CASE_DIR(d);
+	char p[PATH_MAX];
+	kp_file(pj(p, d, "root_write"), 04755);
+	int fd = (int)OK(open(p, O_WRONLY | O_APPEND), p);
+	OK(write(fd, "z", 1), p);
+	close(fd);
+	EQ(st_of(p).st_mode & 07777, 04755, p, "mode after root's write (CAP_FSETID keeps setuid)");
+
+	kp_file(pj(p, d, "user_write"), 04777);
+	as_user(p, 65534, KP_WRITE);
+	EQ(st_of(p).st_mode & 07777, 0777, p, "mode after a user's write to a setuid file");
+
+	kp_file(pj(p, d, "user_write_sgid"), 06777);
+	as_user(p, 65534, KP_WRITE);
+	EQ(st_of(p).st_mode & 07777, 0777, p, "mode after a user's write to a setuid+setgid g+x file");
+
+	kp_file(pj(p, d, "user_trunc_sgid"), 02777);
+	as_user(p, 65534, KP_TRUNCATE);
+	EQ(st_of(p).st_mode & 07777, 0777, p, "mode after a user's truncate of a setgid g+x file");
+
+	kp_file(pj(p, d, "sgid_nogx_other"), 02767);
+	as_user(p, 65534, KP_WRITE);
+	EQ(st_of(p).st_mode & 07777, 0767, p,
+	   "mode after a write by a user outside the group to a setgid g-x file");
+
+	kp_file(pj(p, d, "sgid_nogx_member"), 02767);
+	as_user(p, st_of(p).st_gid, KP_WRITE);
+	EQ(st_of(p).st_mode & 07777, 02767, p,
+	   "mode after a write by a group member to a setgid g-x file (kept)");
+
+	kp_file(pj(p, d, "chown"), 06755);
+	OK(chown(p, 65534, (gid_t)-1), p);
+	EQ(st_of(p).st_mode & 07777, 0755, p, "mode after chown of a setuid+setgid g+x file");
+	EQ(st_of(p).st_uid, 65534, p, "owner after chown");
+
+	/* Contents are unharmed by the detour. */
+	struct stat st = st_of(pj(p, d, "user_write"));
+	EQ(st.st_size, 11, p, "size after the user's one-byte append");
+}
+END_TEST
+
 /* ---- suite ------------------------------------------------------------ */
 
 static TCase *tc(Suite *s, const char *name, int timeout)
@@ -1963,6 +2045,7 @@ static Suite *posix_suite(void)
 	tcase_add_test(t, t_fallocate);
 	tcase_add_test(t, t_big_file);
 	t = tc(s, "dirs", 300);
+	tcase_add_test(t, t_killpriv);
 	tcase_add_test(t, t_mkdir);
 	tcase_add_test(t, t_rmdir);
 	tcase_add_test(t, t_unlink);
@@ -2020,7 +2103,8 @@ int main(void)
 			fst_cleanup(&fs);
 			return 1;
 		}
-		if (fst_mount(&fs, NULL) != 0) {
+		/* allow_other: t_killpriv acts as another user */
+		if (fst_mount(&fs, geteuid() == 0 ? "allow_other" : NULL) != 0) {
 			fprintf(stderr, "posix: mounting %s on %s failed\n", fs.spec, fs.mnt);
 			fst_cleanup(&fs);
 			return 1;
