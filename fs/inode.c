@@ -244,6 +244,13 @@ int inode_persist(struct fs *fs, struct fs_inode *in, bool sync)
 {
 	if (!in->dirty || in->gone)
 		return sync ? store_sync(fs->st) : 0;
+	if (in->rec.nlink == 0) {
+		/* Unlinked (the orphan list has it): its record is deleted at
+		 * the last close, or at the next mount after a crash, so new
+		 * times or sizes would be written only to be dropped. */
+		in->dirty = false;
+		return sync ? store_sync(fs->st) : 0;
+	}
 	uint8_t k[KEY_MAX], v[INODE_REC_LEN];
 	size_t kl = key_inode(k, in->ino);
 	inode_rec_encode(&in->rec, v);
