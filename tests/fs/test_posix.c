@@ -1984,27 +1984,29 @@ START_TEST(t_killpriv)
 	close(fd);
 	EQ(st_of(p).st_mode & 07777, 04755, p, "mode after root's write (CAP_FSETID keeps setuid)");
 
-	kp_file(pj(p, d, "user_write"), 04777);
-	as_user(p, 65534, KP_WRITE);
-	EQ(st_of(p).st_mode & 07777, 0777, p, "mode after a user's write to a setuid file");
-
-	kp_file(pj(p, d, "user_write_sgid"), 06777);
-	as_user(p, 65534, KP_WRITE);
-	EQ(st_of(p).st_mode & 07777, 0777, p, "mode after a user's write to a setuid+setgid g+x file");
-
-	kp_file(pj(p, d, "user_trunc_sgid"), 02777);
-	as_user(p, 65534, KP_TRUNCATE);
-	EQ(st_of(p).st_mode & 07777, 0777, p, "mode after a user's truncate of a setgid g+x file");
-
-	kp_file(pj(p, d, "sgid_nogx_other"), 02767);
-	as_user(p, 65534, KP_WRITE);
-	EQ(st_of(p).st_mode & 07777, 0767, p,
-	   "mode after a write by a user outside the group to a setgid g-x file");
-
-	kp_file(pj(p, d, "sgid_nogx_member"), 02767);
-	as_user(p, st_of(p).st_gid, KP_WRITE);
-	EQ(st_of(p).st_mode & 07777, 02767, p,
-	   "mode after a write by a group member to a setgid g-x file (kept)");
+	/* gid -1: the file's own group (the writer is a member). */
+	static const struct {
+		const char *name;
+		mode_t mode, want;
+		long gid;
+		enum kp_op op;
+		const char *what;
+	} cases[] = {
+		{"user_write", 04777, 0777, 65534, KP_WRITE, "a user's write to a setuid file"},
+		{"user_write_sgid", 06777, 0777, 65534, KP_WRITE,
+		 "a user's write to a setuid+setgid g+x file"},
+		{"user_trunc_sgid", 02777, 0777, 65534, KP_TRUNCATE,
+		 "a user's truncate of a setgid g+x file"},
+		{"sgid_nogx_other", 02767, 0767, 65534, KP_WRITE,
+		 "a write by a user outside the group to a setgid g-x file"},
+		{"sgid_nogx_member", 02767, 02767, -1, KP_WRITE,
+		 "a write by a group member to a setgid g-x file (kept)"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		kp_file(pj(p, d, cases[i].name), cases[i].mode);
+		as_user(p, cases[i].gid < 0 ? st_of(p).st_gid : (gid_t)cases[i].gid, cases[i].op);
+		EQ(st_of(p).st_mode & 07777, cases[i].want, p, cases[i].what);
+	}
 
 	kp_file(pj(p, d, "chown"), 06755);
 	OK(chown(p, 65534, (gid_t)-1), p);
