@@ -22,7 +22,7 @@ passed=0 failed=0 skipped=0
 run_suites() { # dir
 	local dir=$1 log rc=0
 	log=$(mktemp)
-	meson test -C "$dir" --print-errorlogs --num-processes 2 --suite unit --suite store --suite fs \
+	meson test -C "$dir" --print-errorlogs --num-processes 2 --suite unit --suite store --suite fs --suite tools \
 		2>&1 | tee "$log" || rc=$?
 	local ok fail skip
 	ok=$(awk '/^Ok:/{print $2}' "$log" | tail -1)

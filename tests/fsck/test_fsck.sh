@@ -1,0 +1,147 @@
+#!/bin/bash
+# test_fsck.sh BUILD_DIR: fsck.lsmfs -n against a catalogue of damage, each
+# made on a copy of one populated filesystem (mkfs, mount, files and trees,
+# unmount).  For each kind: exit 4, the problem's code in the output, and
+# not one byte of the disks changed (names and contents hashed before and
+# after).  Also: a clean filesystem exits 0, usage errors 16, and a mounted
+# filesystem is refused for repair (8) but checked with -n.
+# Repairs (-y, -p) are not written yet; their half of the catalogue comes
+# with them.
+set -u
+B=$(cd "${1:?usage: test_fsck.sh BUILD_DIR}" && pwd)
+MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs EDIT=$B/tests/fsck/store_edit
+if [[ ! -c /dev/fuse ]]; then
+	echo "test_fsck: SKIPPED: no /dev/fuse here, so no filesystem to damage" >&2
+	exit 77
+fi
+T=$(mktemp -d "${TMPDIR:-/tmp}/lsmfs-fsck.XXXXXX")
+fails=0
+cleanup() { fusermount3 -u "$T/mnt" 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+[[ -n ${FSCK_SHOW:-} ]] && show=1 || show=0
+fail() { echo "test_fsck: FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# ---- a populated filesystem ----
+mkdir -p "$T/p/d1" "$T/p/d2" "$T/mnt"
+"$MKFS" -q --chunk-size 65536 "$T/p/d1" "$T/p/d2" || { echo "mkfs failed" >&2; exit 1; }
+"$LSMFS" "$T/p/d1:$T/p/d2" "$T/mnt" || { echo "mount failed" >&2; exit 1; }
+M=$T/mnt
+mkdir -p "$M/a/b" "$M/c"
+echo hello > "$M/a/small"
+echo world > "$M/g"
+head -c 300000 /dev/urandom > "$M/a/b/big"
+ln "$M/a/small" "$M/c/small.link"
+ln -s ../g "$M/a/sym"
+mkfifo "$M/fifo"
+for i in $(seq 20); do echo "$i" > "$M/c/f$i"; done
+ino() { stat -c %i "$M/$1"; }
+I_SMALL=$(ino a/small) I_G=$(ino g) I_BIG=$(ino a/b/big) I_SYM=$(ino a/sym) I_FIFO=$(ino fifo)
+I_A=$(ino a) I_C=$(ino c)
+fusermount3 -u "$M" || { echo "unmount failed" >&2; exit 1; }
+for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
+META=.lsmfs/meta
+
+be64() { printf '%016x' "$1"; }
+be32() { printf '%08x' "$1"; }
+hash_disks() { (cd "$1" && find . -print0 | sort -z | xargs -0 -n 64 sh -c 'for f; do if [ -f "$f" ]; then sha256sum "$f"; else echo "d $f"; fi; done' sh) | sha256sum; }
+
+out=$("$FSCK" -n "$T/p/d1:$T/p/d2" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "clean filesystem: exit $rc, want 0: $out"
+
+# check NAME CODE: damage_NAME (run inside the copy $C) must give CODE.
+check() {
+	local name=$1 code=$2
+	rm -rf "$T/c"
+	cp -a "$T/p" "$T/c"
+	C=$T/c
+	( cd "$C" && "damage_$name" ) || { fail "$name: making the damage failed"; return; }
+	local before after
+	before=$(hash_disks "$C")
+	out=$("$FSCK" -n "$C/d1:$C/d2" 2>&1); rc=$?
+	after=$(hash_disks "$C")
+	[[ $rc == 4 ]] || fail "$name: fsck -n exit $rc, want 4: $out"
+	grep -q "LSMFS-$code" <<<"$out" || fail "$name: no LSMFS-$code in: $out"
+	[[ $before == "$after" ]] || fail "$name: fsck -n changed the disks"
+	echo "test_fsck: $name: LSMFS-$code reported, exit $rc, disks unchanged"
+	((show)) && grep LSMFS- <<<"$out"
+}
+
+chunk_file() { # the path of chunk $2 of inode $1, from whichever disk has it
+	find d1/.lsmfs/sections d2/.lsmfs/sections -name "$1.$2" | head -1
+}
+rec_edit() { # ino offset hexbytes: rewrite bytes of an inode record
+	local k=49$(be64 "$1") v
+	v=$("$EDIT" d1/$META get "$k") || return 1
+	v=${v:0:$(($2 * 2))}$3${v:$(($2 * 2 + ${#3}))}
+	"$EDIT" d1/$META put "$k" "$v"
+}
+dirent_key() { # parent name: the hex key of that entry
+	local nh
+	nh=$(printf '%s' "$2" | od -An -tx1 | tr -d ' \n')
+	"$EDIT" d1/$META list 44$(be64 "$1") | awk -v n="$nh" '{ if (substr($1, 35) == n) print $1 }'
+}
+
+damage_chunk_missing() { rm "$(chunk_file "$I_BIG" 1)"; }
+damage_chunk_ownerless() { echo stray > d1/.lsmfs/sections/0/99999.0; }
+damage_chunk_misplaced() { local f; f=$(chunk_file "$I_BIG" 2); mkdir -p d1/.lsmfs/sections/7; mv "$f" d1/.lsmfs/sections/7/; }
+damage_chunk_too_long() { truncate -s 70000 "$(chunk_file "$I_BIG" 0)"; }
+damage_stray_name() { echo x > d2/.lsmfs/sections/not-a-section; }
+damage_inode_gone() { "$EDIT" d1/$META del 49$(be64 "$I_G"); }
+damage_nlink() { rec_edit "$I_SMALL" 14 05000000; }
+damage_unattached() { "$EDIT" d1/$META del "$(dirent_key "$I_C" f7)"; }
+damage_orphan_linked() { "$EDIT" d1/$META put 4f$(be64 "$I_G") ""; }
+damage_section_unmapped() { "$EDIT" d1/$META del 50$(be32 5); }
+damage_info_gone() { "$EDIT" d1/$META del 4d6673; }
+damage_symlink_target() { "$EDIT" d1/$META del 46$(be64 "$I_SYM"); }
+damage_inline_too_long() { "$EDIT" d1/$META put 46$(be64 "$I_G") 000102030405060708090a0b0c0d0e0f; }
+damage_bad_type() { rec_edit "$I_FIFO" 2 a4010000; } # mode 0644, no type
+damage_dir_twice() { # a second entry for directory a, in directory c
+	local k; k=$(dirent_key 1 a)
+	"$EDIT" d1/$META put 44$(be64 "$I_C")${k:18} "$("$EDIT" d1/$META get "$k")"
+}
+damage_entry_type() { local k; k=$(dirent_key "$I_C" f3); "$EDIT" d1/$META put "$k" "$("$EDIT" d1/$META get "$k" | cut -c1-16)0a"; }
+damage_entry_hash() { # entry f4 moved under another hash
+	local k v; k=$(dirent_key "$I_C" f4); v=$("$EDIT" d1/$META get "$k")
+	"$EDIT" d1/$META del "$k" && "$EDIT" d1/$META put "${k:0:18}00000000000000ff${k:34}" "$v"
+}
+damage_store_table() { # bytes flipped inside the largest table
+	local t; t=$(ls -S d1/$META/*.sst | head -1)
+	printf '\xff\xff\xff\xff' | dd of="$t" bs=1 seek=100 conv=notrunc status=none
+}
+
+check chunk_missing 0504
+check chunk_ownerless 0507
+check chunk_misplaced 0506
+check chunk_too_long 0505
+check stray_name 0509
+check inode_gone 0302
+check nlink 0401
+check unattached 0308
+check orphan_linked 020D
+check section_unmapped 0501
+check info_gone 0103
+check symlink_target 0209
+check inline_too_long 0205
+check bad_type 0202
+check dir_twice 0306
+check entry_type 0305
+check entry_hash 0304
+check store_table 010
+
+# ---- usage, mounted ----
+"$FSCK" >/dev/null 2>&1; [[ $? == 16 ]] || fail "no argument: want exit 16"
+"$FSCK" -Q "$T/p/d1" >/dev/null 2>&1; [[ $? == 16 ]] || fail "bad flag: want exit 16"
+"$FSCK" -n -y "$T/p/d1:$T/p/d2" >/dev/null 2>&1; [[ $? == 16 ]] || fail "-n with -y: want exit 16"
+"$FSCK" -n "$T/nonexistent" >/dev/null 2>&1; [[ $? == 8 ]] || fail "missing disk: want exit 8"
+"$LSMFS" "$T/p/d1:$T/p/d2" "$M" || fail "remount failed"
+out=$("$FSCK" -y "$T/p/d1:$T/p/d2" 2>&1); rc=$?
+[[ $rc == 8 ]] && grep -q "mounted or in use" <<<"$out" || fail "repair of a mounted filesystem: exit $rc: $out"
+out=$("$FSCK" -n "$T/p/d1:$T/p/d2" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "fsck -n beside the mount: exit $rc: $out"
+fusermount3 -u "$M"
+
+if ((fails)); then
+	echo "test_fsck: $fails failure(s)" >&2
+	exit 1
+fi
+echo "test_fsck: all passed"

@@ -1,0 +1,196 @@
+/*
+ * fsck.c: fsck.lsmfs: command line, e2fsck's exit codes, problem reporting
+ * and the order of the passes.  Checking only, for now: every problem is
+ * reported and left uncorrected (exit 4); repairs come next.
+ */
+#include "fsck.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *prog = "fsck.lsmfs";
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: %s [-n|-y|-p] [-f] [-v] [-C FD] DISK[:DISK...]\n"
+		"Check an lsmfs filesystem, offline, over its backing disks.\n"
+		"  -n     open read-only, answer no to every repair (writes nothing)\n"
+		"  -y     answer yes to every repair\n"
+		"  -p     repair what is safe without asking (preen)\n"
+		"  -f     accepted as e2fsck takes it: every run checks everything\n"
+		"  -v     verbose: a summary of files, directories, bytes and chunks per disk\n"
+		"  -C FD  progress lines \"pass current max device\" on file descriptor FD\n"
+		"Without -n, -y or -p it asks per problem on a terminal, and acts as -n\n"
+		"otherwise.  Passes: 1 store, 2 inodes, 3 directories, 4 link counts,\n"
+		"5 data and disks.  Every problem prints with a stable code: LSMFS-PPNN.\n"
+		"Exit status (as e2fsck): 0 no errors, 1 errors corrected, 4 errors left\n"
+		"uncorrected, 8 operational error, 16 usage error, 32 cancelled.\n"
+		"This version checks only: it repairs nothing yet, so problems exit 4.\n",
+		prog);
+}
+
+bool fsck_problem(struct fsck *f, enum fsck_code code, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	f->problems++;
+	f->left++;
+	const char *answer = f->mode == FSCK_MODE_NO ? "no" : "not repaired (repair not implemented yet)";
+	printf("LSMFS-%04X %s.  Fix? %s\n", (unsigned)code, msg, answer);
+	return false;
+}
+
+void fsck_progress(struct fsck *f, int pass, uint64_t cur, uint64_t max)
+{
+	if (f->progress_fd < 0)
+		return;
+	char line[256];
+	int n = snprintf(line, sizeof(line), "%d %" PRIu64 " %" PRIu64 " %s\n", pass, cur, max,
+			 f->spec);
+	if (n > 0 && write(f->progress_fd, line, (size_t)n) < 0)
+		f->progress_fd = -1; /* a closed progress pipe does not stop the check */
+}
+
+bool fsck_cancelled(const struct fsck *f)
+{
+	return f->cancel && *f->cancel;
+}
+
+/* The one piece of process state: set by SIGINT/SIGTERM, read between
+ * steps of every pass. */
+static volatile sig_atomic_t cancel_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	cancel_flag = 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct fsck f = {.mode = FSCK_MODE_ASK, .progress_fd = -1, .cancel = &cancel_flag};
+	int nmodes = 0, opt;
+	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
+	while ((opt = getopt_long(argc, argv, "nypfvC:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'n': f.mode = FSCK_MODE_NO; nmodes++; break;
+		case 'y': f.mode = FSCK_MODE_YES; nmodes++; break;
+		case 'p': case 'a': f.mode = FSCK_MODE_PREEN; nmodes++; break;
+		case 'f': f.force = true; break;
+		case 'v': f.verbose = true; break;
+		case 'C': {
+			char *end;
+			long fd = strtol(optarg, &end, 10);
+			if (*end || fd < 0) {
+				fprintf(stderr, "%s: -C wants a file descriptor number, not '%s'\n", prog,
+					optarg);
+				return FSCK_EXIT_USAGE;
+			}
+			f.progress_fd = (int)fd;
+			break;
+		}
+		case 'h': usage(stdout); return FSCK_EXIT_OK;
+		default: usage(stderr); return FSCK_EXIT_USAGE;
+		}
+	}
+	if (nmodes > 1) {
+		fprintf(stderr, "%s: only one of -n, -y and -p\n", prog);
+		return FSCK_EXIT_USAGE;
+	}
+	if (optind + 1 != argc) {
+		usage(stderr);
+		return FSCK_EXIT_USAGE;
+	}
+	f.spec = argv[optind];
+	if (f.mode == FSCK_MODE_ASK && !isatty(STDIN_FILENO))
+		f.mode = FSCK_MODE_NO; /* as e2fsck: no terminal, no questions, no changes */
+
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	char err[1024] = "";
+	/* Repairs need the disks to themselves; -n takes no lock and writes
+	 * nothing, so it also runs (with a warning-free best effort) beside a
+	 * mounted filesystem. */
+	unsigned flags = f.mode == FSCK_MODE_NO ? 0 : DISKSET_LOCK;
+	int rc = diskset_open(f.spec, flags, &f.ds, err, sizeof(err));
+	if (rc == -EBUSY) {
+		fprintf(stderr, "%s: %s\n%s: the filesystem is mounted or in use; refusing to change it (try -n)\n",
+			prog, err, prog);
+		return FSCK_EXIT_OPERATIONAL;
+	}
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return FSCK_EXIT_OPERATIONAL;
+	}
+	printf("%s: checking %s (%u disk%s, store in %s)\n", prog, f.spec, f.ds->ndisks,
+	       f.ds->ndisks == 1 ? "" : "s", f.ds->meta_dir);
+	int status = FSCK_EXIT_OK;
+	printf("Pass 1: Checking the metadata store\n");
+	fflush(stdout);
+	rc = fsck_pass1_store(&f);
+	if (rc == 0 || rc == -EUCLEAN)
+		rc = fsck_load(&f);
+	if (rc) {
+		/* Without the whole store there is no model to check: passes 2-5
+		 * would report what is merely unread.  The damage is reported
+		 * (pass 1); salvaging the readable keys is a repair. */
+		fprintf(stderr, "%s: %s: cannot read the whole metadata store (%s); passes 2-5 skipped\n",
+			prog, f.ds->meta_dir, strerror(-rc));
+		status = rc == -EUCLEAN ? FSCK_EXIT_UNCORRECTED : FSCK_EXIT_OPERATIONAL;
+		goto out;
+	}
+	if (!fsck_cancelled(&f)) {
+		printf("Pass 2: Checking inodes, sizes and data keys\n");
+		fflush(stdout);
+		fsck_pass2_inodes(&f);
+	}
+	if (!fsck_cancelled(&f)) {
+		printf("Pass 3: Checking directory structure\n");
+		fflush(stdout);
+		fsck_pass3_dirs(&f);
+	}
+	if (!fsck_cancelled(&f)) {
+		printf("Pass 4: Checking link counts\n");
+		fflush(stdout);
+		fsck_pass4_links(&f);
+	}
+	if (!fsck_cancelled(&f)) {
+		printf("Pass 5: Checking chunks, sections and disks\n");
+		fflush(stdout);
+		fsck_pass5_data(&f);
+	}
+	if (fsck_cancelled(&f)) {
+		printf("%s: cancelled\n", prog);
+		status = FSCK_EXIT_CANCELLED;
+		goto out;
+	}
+	if (f.verbose) {
+		printf("\n%12" PRIu64 " regular files\n%12" PRIu64 " directories\n%12" PRIu64
+		       " other inodes\n%12" PRIu64 " bytes in regular files\n%12zu chunks\n",
+		       f.files, f.dirs, f.others, f.bytes, f.nchunks);
+		for (uint32_t d = 0; d < f.ds->ndisks; d++)
+			printf("%12" PRIu64 " chunks on disk %u (%s)\n", f.chunks_per_disk[d], d,
+			       f.ds->paths[d]);
+	}
+	printf("%s: %s: %" PRIu64 " files, %" PRIu64 " directories, %u problem%s%s\n", prog,
+	       f.spec, f.files, f.dirs, f.problems, f.problems == 1 ? "" : "s",
+	       f.left ? " left uncorrected" : "");
+	status = f.left ? FSCK_EXIT_UNCORRECTED : (f.fixed ? FSCK_EXIT_FIXED : FSCK_EXIT_OK);
+out:
+	fsck_unload(&f);
+	diskset_close(f.ds);
+	return status;
+}

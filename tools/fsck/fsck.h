@@ -1,0 +1,146 @@
+/*
+ * fsck.h: fsck.lsmfs internals.  The checker loads the whole metadata store
+ * into an in-memory model (inodes, entries, chunks, orphans, section map),
+ * then runs its passes over the model and the disks.  Every finding goes
+ * through fsck_problem() with a stable code (problems.c), as in e2fsck's
+ * problem table.
+ */
+#ifndef LSMFS_FSCK_H
+#define LSMFS_FSCK_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs.h"
+#include "schema.h"
+#include "store.h"
+
+/* Exit codes, as e2fsck's. */
+#define FSCK_EXIT_OK 0
+#define FSCK_EXIT_FIXED 1
+#define FSCK_EXIT_UNCORRECTED 4
+#define FSCK_EXIT_OPERATIONAL 8
+#define FSCK_EXIT_USAGE 16
+#define FSCK_EXIT_CANCELLED 32
+
+enum fsck_mode { FSCK_MODE_NO, FSCK_MODE_YES, FSCK_MODE_PREEN, FSCK_MODE_ASK };
+
+/* One inode of the model. */
+struct fsck_inode {
+	uint64_t ino;
+	struct inode_rec rec;
+	bool rec_ok;            /* the record decoded */
+	bool orphan;            /* an O key names it */
+	bool reached;           /* found by the walk from the root */
+	uint32_t entries;       /* directory entries naming it */
+	uint32_t subdirs;       /* directories: entries that are directories */
+	uint64_t entry_parent;  /* directories: the directory whose entry names it */
+	int64_t inline_len;     /* F value length, -1 when absent */
+	uint64_t nchunks;       /* C records */
+	bool xattrs;            /* X keys exist */
+};
+
+struct fsck_entry {
+	uint64_t parent, ino, hash;
+	uint8_t type;
+	char *name;
+};
+
+struct fsck_chunk {
+	uint64_t ino, chunk;
+};
+
+struct fsck {
+	/* options */
+	enum fsck_mode mode;
+	bool force, verbose;
+	int progress_fd;        /* -C FD, -1 when not given */
+	const char *spec;
+	/* the filesystem */
+	struct lsmfs_diskset *ds;
+	struct store *st;
+	struct fs_info info;
+	bool info_ok;
+	uint64_t next_ino;
+	uint32_t *section_disk; /* UINT32_MAX: no entry */
+	/* the model */
+	struct fsck_inode *inodes; /* open addressing on ino; ino 0 = empty */
+	size_t icap, icount;
+	struct fsck_entry *entries;
+	size_t nentries, capentries;
+	struct fsck_chunk *chunks;
+	size_t nchunks, capchunks;
+	/* results */
+	unsigned problems, fixed, left;
+	uint64_t files, dirs, others, bytes;
+	uint64_t *chunks_per_disk;
+	volatile sig_atomic_t *cancel;
+};
+
+/* problems.c */
+enum fsck_code {
+	PR_STORE_DAMAGED = 0x0101,       /* pass 1 */
+	PR_STORE_UNREADABLE = 0x0102,
+	PR_INFO_BAD = 0x0103,
+	PR_INODE_BAD_RECORD = 0x0201,    /* pass 2 */
+	PR_INODE_BAD_TYPE = 0x0202,
+	PR_INODE_ABOVE_COUNTER = 0x0203,
+	PR_INODE_BAD_FLAGS = 0x0204,
+	PR_INLINE_TOO_LONG = 0x0205,
+	PR_INLINE_OVER_LIMIT = 0x0206,
+	PR_INLINE_AND_CHUNKS = 0x0207,
+	PR_CHUNK_PAST_EOF = 0x0208,
+	PR_SYMLINK_TARGET = 0x0209,
+	PR_DATA_ON_NONFILE = 0x020a,
+	PR_XATTR_FLAG = 0x020b,
+	PR_KEY_NO_INODE = 0x020c,
+	PR_ORPHAN_LINKED = 0x020d,
+	PR_ORPHAN_PENDING = 0x020e,
+	PR_BAD_KEY = 0x020f,
+	PR_ROOT_MISSING = 0x0301,        /* pass 3 */
+	PR_ENTRY_DANGLING = 0x0302,
+	PR_ENTRY_IN_NONDIR = 0x0303,
+	PR_ENTRY_BAD_HASH = 0x0304,
+	PR_ENTRY_BAD_TYPE = 0x0305,
+	PR_DIR_MULTIPLY_LINKED = 0x0306,
+	PR_DIR_BAD_PARENT = 0x0307,
+	PR_INODE_UNATTACHED = 0x0308,
+	PR_LOST_FOUND_MISSING = 0x0309,
+	PR_NLINK = 0x0401,               /* pass 4 */
+	PR_SECTION_UNMAPPED = 0x0501,    /* pass 5 */
+	PR_SECTION_BAD_DISK = 0x0502,
+	PR_DISK_RECORD = 0x0503,
+	PR_CHUNK_MISSING = 0x0504,
+	PR_CHUNK_TOO_LONG = 0x0505,
+	PR_CHUNK_MISPLACED = 0x0506,
+	PR_CHUNK_OWNERLESS = 0x0507,
+	PR_CHUNK_UNREADABLE = 0x0508,
+	PR_STRAY_FILE = 0x0509,
+};
+/* Report a problem (printf-style message naming the path, inode or file).
+ * Returns true when it should be repaired now: never with -n.  Repairs
+ * are not written yet (see the closing note of issue 5), so every problem
+ * is counted as left uncorrected. */
+bool fsck_problem(struct fsck *f, enum fsck_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void fsck_progress(struct fsck *f, int pass, uint64_t cur, uint64_t max);
+bool fsck_cancelled(const struct fsck *f);
+
+/* load.c: open the store read-only and build the model. */
+int fsck_load(struct fsck *f);
+void fsck_unload(struct fsck *f);
+struct fsck_inode *fsck_inode(struct fsck *f, uint64_t ino);
+/* The path of directory entry e, "/a/b/c", or "<ino N>/name" where the
+ * parents are not reachable; into out. */
+void fsck_entry_path(struct fsck *f, const struct fsck_entry *e, char *out, size_t cap);
+
+/* passes.c */
+int fsck_pass1_store(struct fsck *f);
+void fsck_pass2_inodes(struct fsck *f);
+void fsck_pass3_dirs(struct fsck *f);
+void fsck_pass4_links(struct fsck *f);
+void fsck_pass5_data(struct fsck *f);
+
+#endif

@@ -1,0 +1,324 @@
+/*
+ * load.c: one scan of the whole metadata store, in key order, into the
+ * checker's model.  Keys that do not parse are problems (PR_BAD_KEY), not
+ * errors: the scan goes on.
+ */
+#include "fsck.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t slot_of(uint64_t ino, size_t cap)
+{
+	return (size_t)((ino * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+}
+
+static struct fsck_inode *lookup(struct fsck *f, uint64_t ino, bool add)
+{
+	if (!ino)
+		return NULL;
+	if (add && (f->icount + 1) * 2 > f->icap) {
+		size_t ncap = f->icap ? f->icap * 2 : 4096;
+		struct fsck_inode *n = calloc(ncap, sizeof(*n));
+		if (!n)
+			return NULL;
+		for (size_t i = 0; i < f->icap; i++) {
+			if (!f->inodes[i].ino)
+				continue;
+			size_t s = slot_of(f->inodes[i].ino, ncap);
+			while (n[s].ino)
+				s = (s + 1) & (ncap - 1);
+			n[s] = f->inodes[i];
+		}
+		free(f->inodes);
+		f->inodes = n;
+		f->icap = ncap;
+	}
+	if (!f->icap)
+		return NULL;
+	size_t s = slot_of(ino, f->icap);
+	while (f->inodes[s].ino) {
+		if (f->inodes[s].ino == ino)
+			return &f->inodes[s];
+		s = (s + 1) & (f->icap - 1);
+	}
+	if (!add)
+		return NULL;
+	struct fsck_inode *in = &f->inodes[s];
+	memset(in, 0, sizeof(*in));
+	in->ino = ino;
+	in->inline_len = -1;
+	f->icount++;
+	return in;
+}
+
+struct fsck_inode *fsck_inode(struct fsck *f, uint64_t ino)
+{
+	return lookup(f, ino, false);
+}
+
+/* Keys other than I may come before their inode's record in key order:
+ * their facts wait in a stub that the record fills in (rec_ok false until
+ * then, and a stub never filled is "a key without an inode"). */
+static struct fsck_inode *stub(struct fsck *f, uint64_t ino)
+{
+	return lookup(f, ino, true);
+}
+
+static int push_entry(struct fsck *f, uint64_t parent, uint64_t hash, const uint8_t *name,
+		      size_t nlen, uint64_t ino, uint8_t type)
+{
+	if (f->nentries == f->capentries) {
+		size_t nc = f->capentries ? f->capentries * 2 : 4096;
+		struct fsck_entry *g = realloc(f->entries, nc * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		f->entries = g;
+		f->capentries = nc;
+	}
+	char *n = malloc(nlen + 1);
+	if (!n)
+		return -ENOMEM;
+	memcpy(n, name, nlen);
+	n[nlen] = '\0';
+	f->entries[f->nentries++] =
+		(struct fsck_entry){.parent = parent, .ino = ino, .hash = hash, .type = type, .name = n};
+	return 0;
+}
+
+static int push_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	if (f->nchunks == f->capchunks) {
+		size_t nc = f->capchunks ? f->capchunks * 2 : 4096;
+		struct fsck_chunk *g = realloc(f->chunks, nc * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		f->chunks = g;
+		f->capchunks = nc;
+	}
+	f->chunks[f->nchunks++] = (struct fsck_chunk){.ino = ino, .chunk = chunk};
+	return 0;
+}
+
+static void hexkey(const uint8_t *k, size_t kl, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < kl && o + 3 < cap; i++)
+		o += (size_t)snprintf(out + o, cap - o, "%02x", k[i]);
+	out[o] = '\0';
+}
+
+static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
+{
+	char hx[2 * KEY_MAX + 1];
+	switch (k[0]) {
+	case KEY_INODE: {
+		if (kl != 9)
+			break;
+		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
+		if (!in)
+			return -ENOMEM;
+		in->rec_ok = inode_rec_decode(v, vl, &in->rec) == 0;
+		if (!in->rec_ok)
+			fsck_problem(f, PR_INODE_BAD_RECORD,
+				     "inode %" PRIu64 ": record does not decode (%zu bytes)", in->ino, vl);
+		return 0;
+	}
+	case KEY_DIRENT: {
+		if (kl < 18 || kl > 17 + NAME_MAX_BYTES)
+			break;
+		uint64_t ino;
+		uint8_t type;
+		if (dirent_val_decode(v, vl, &ino, &type))
+			break;
+		return push_entry(f, sc_get_be64(k + 1), sc_get_be64(k + 9), k + 17, kl - 17, ino, type);
+	}
+	case KEY_DATA: {
+		if (kl != 9)
+			break;
+		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
+		if (!in)
+			return -ENOMEM;
+		in->inline_len = (int64_t)vl;
+		return 0;
+	}
+	case KEY_CHUNK: {
+		if (kl != 17)
+			break;
+		uint64_t ino = sc_get_be64(k + 1);
+		struct fsck_inode *in = stub(f, ino);
+		if (!in)
+			return -ENOMEM;
+		in->nchunks++;
+		return push_chunk(f, ino, sc_get_be64(k + 9));
+	}
+	case KEY_XATTR: {
+		if (kl < 10)
+			break;
+		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
+		if (!in)
+			return -ENOMEM;
+		in->xattrs = true;
+		return 0;
+	}
+	case KEY_ORPHAN: {
+		if (kl != 9)
+			break;
+		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
+		if (!in)
+			return -ENOMEM;
+		in->orphan = true;
+		return 0;
+	}
+	case KEY_SECTION: {
+		if (kl != 5 || vl != 4)
+			break;
+		uint32_t s = sc_get_be32(k + 1);
+		if (s < f->info.sections)
+			f->section_disk[s] = sc_get_le32(v);
+		else
+			fsck_problem(f, PR_SECTION_BAD_DISK,
+				     "section map entry for section %u, beyond the %u sections", s,
+				     f->info.sections);
+		return 0;
+	}
+	case KEY_META:
+		if (kl == 1 + strlen(META_NEXT_INO) && !memcmp(k + 1, META_NEXT_INO, kl - 1) && vl == 8)
+			f->next_ino = sc_get_le64(v);
+		return 0;
+	case KEY_DISK:
+		return 0; /* checked in pass 5 with point reads */
+	default:
+		break;
+	}
+	hexkey(k, kl, hx, sizeof(hx));
+	fsck_problem(f, PR_BAD_KEY, "store key %s (%zu-byte value) does not parse", hx, vl);
+	return 0;
+}
+
+static void store_log(void *ctx, const char *line)
+{
+	struct fsck *f = ctx;
+	if (f->verbose)
+		fprintf(stderr, "fsck.lsmfs: store: %s\n", line);
+}
+
+int fsck_load(struct fsck *f)
+{
+	struct store_options so;
+	store_options_init(&so);
+	so.read_only = true;
+	so.create_if_missing = false;
+	so.log = store_log;
+	so.log_ctx = f;
+	int rc = store_open(f->ds->meta_dir, &so, &f->st);
+	if (rc) {
+		fsck_problem(f, PR_STORE_UNREADABLE, "%s: the metadata store does not open: %s",
+			     f->ds->meta_dir, strerror(-rc));
+		f->st = NULL;
+		return rc;
+	}
+	uint8_t k[KEY_MAX];
+	size_t kl = key_meta(k, META_FS);
+	void *val;
+	size_t vl;
+	rc = store_get(f->st, NULL, k, kl, &val, &vl);
+	if (rc == 0) {
+		f->info_ok = fs_info_decode(val, vl, &f->info) == 0;
+		free(val);
+	}
+	if (!f->info_ok) {
+		fsck_problem(f, PR_INFO_BAD,
+			     "%s: filesystem information (key M fs) is %s; using disk 0's superblock",
+			     f->ds->meta_dir, rc ? "missing" : "damaged");
+		f->info.sections = f->ds->sb.sections;
+		f->info.chunk_size = f->ds->sb.chunk_size;
+		f->info.inline_max = f->ds->sb.inline_max;
+		f->info.ndisks = f->ds->sb.disk_count;
+		memcpy(f->info.fs_uuid, f->ds->sb.fs_uuid, 16);
+	}
+	f->section_disk = malloc(f->info.sections * sizeof(uint32_t));
+	f->chunks_per_disk = calloc(f->ds->ndisks, sizeof(uint64_t));
+	if (!f->section_disk || !f->chunks_per_disk)
+		return -ENOMEM;
+	for (uint32_t s = 0; s < f->info.sections; s++)
+		f->section_disk[s] = UINT32_MAX;
+
+	struct store_iter *it;
+	struct store_iter_options io = {0};
+	if ((rc = store_iter_new(f->st, &io, &it)))
+		return rc;
+	uint64_t n = 0;
+	for (store_iter_seek_first(it); store_iter_valid(it) && !fsck_cancelled(f);
+	     store_iter_next(it)) {
+		size_t kl2, vl2;
+		const uint8_t *key = store_iter_key(it, &kl2);
+		const uint8_t *v = store_iter_value(it, &vl2);
+		if (kl2 == 0)
+			continue;
+		if ((rc = take(f, key, kl2, v, vl2)))
+			break;
+		if (++n % 65536 == 0)
+			fsck_progress(f, 2, n, 0);
+	}
+	if (!rc)
+		rc = store_iter_status(it);
+	store_iter_free(it);
+	if (rc)
+		fsck_problem(f, PR_STORE_UNREADABLE, "%s: reading the metadata store: %s",
+			     f->ds->meta_dir, strerror(-rc));
+	return rc;
+}
+
+void fsck_unload(struct fsck *f)
+{
+	for (size_t i = 0; i < f->nentries; i++)
+		free(f->entries[i].name);
+	free(f->entries);
+	free(f->chunks);
+	free(f->inodes);
+	free(f->section_disk);
+	free(f->chunks_per_disk);
+	if (f->st)
+		store_close(f->st);
+	f->st = NULL;
+}
+
+void fsck_entry_path(struct fsck *f, const struct fsck_entry *e, char *out, size_t cap)
+{
+	/* Walk up through the directories' parent pointers (bounded: a cycle
+	 * stops after 64 steps). */
+	const char *parts[64];
+	size_t np = 0;
+	parts[np++] = e->name;
+	uint64_t p = e->parent;
+	bool rooted = false;
+	while (np < 64) {
+		if (p == LSMFS_ROOT_INO) {
+			rooted = true;
+			break;
+		}
+		struct fsck_inode *pin = fsck_inode(f, p);
+		if (!pin || !pin->rec_ok || !pin->entry_parent)
+			break;
+		const char *nm = NULL;
+		for (size_t i = 0; i < f->nentries; i++) /* rare path: only for messages */
+			if (f->entries[i].ino == p && f->entries[i].parent == pin->entry_parent) {
+				nm = f->entries[i].name;
+				break;
+			}
+		if (!nm)
+			break;
+		parts[np++] = nm;
+		p = pin->entry_parent;
+	}
+	size_t o = 0;
+	out[0] = '\0';
+	if (!rooted)
+		o += (size_t)snprintf(out, cap, "<inode %" PRIu64 ">", p);
+	for (size_t i = np; i-- > 0 && o < cap;)
+		o += (size_t)snprintf(out + o, cap - o, "/%s", parts[i]);
+}

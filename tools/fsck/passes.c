@@ -1,0 +1,463 @@
+/*
+ * passes.c: the checks, over the model load.c built and over the disks.
+ *   1 store: checksums of every table, manifest and commit log;
+ *   2 inodes: records sane for their type, data keys agree with them;
+ *   3 directories: root, dangling entries, one parent per directory,
+ *     reachability from the root;
+ *   4 link counts;
+ *   5 data and disks: section map, disk records, chunk files.
+ */
+#include "fsck.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct lines {
+	char *buf;
+	size_t len;
+};
+
+/* store_verify tells findings and counts alike; they are shown together,
+ * under one problem when it says the store is damaged. */
+static void store_line(void *ctx, const char *line)
+{
+	struct lines *l = ctx;
+	size_t n = strlen(line);
+	char *g = realloc(l->buf, l->len + n + 8);
+	if (!g)
+		return;
+	l->buf = g;
+	l->len += (size_t)sprintf(l->buf + l->len, "    %s\n", line);
+}
+
+int fsck_pass1_store(struct fsck *f)
+{
+	struct store_options so;
+	store_options_init(&so);
+	so.read_only = true;
+	struct lines l = {0};
+	int rc = store_verify(f->ds->meta_dir, &so, store_line, &l);
+	if (rc == -EUCLEAN)
+		fsck_problem(f, PR_STORE_DAMAGED, "%s: the metadata store is damaged:\n%s",
+			     f->ds->meta_dir, l.buf ? l.buf : "");
+	else if (rc)
+		fsck_problem(f, PR_STORE_UNREADABLE, "%s: verifying the metadata store: %s",
+			     f->ds->meta_dir, strerror(-rc));
+	else if (f->verbose && l.buf)
+		fputs(l.buf, stdout);
+	free(l.buf);
+	return rc;
+}
+
+static const char *type_name(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "regular file";
+	case S_IFDIR: return "directory";
+	case S_IFLNK: return "symlink";
+	case S_IFCHR: return "character device";
+	case S_IFBLK: return "block device";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	default: return "inode of no known type";
+	}
+}
+
+static bool valid_type(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFCHR:
+	case S_IFBLK: case S_IFIFO: case S_IFSOCK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void check_inode(struct fsck *f, struct fsck_inode *in)
+{
+	uint64_t ino = in->ino;
+	if (!in->rec_ok) {
+		/* a stub: keys name an inode that has no record (or a bad one,
+		 * reported while loading) */
+		if (in->inline_len >= 0 || in->nchunks || in->xattrs || in->orphan)
+			fsck_problem(f, PR_KEY_NO_INODE,
+				     "inode %" PRIu64 ": data, chunk, xattr or orphan keys without an inode record",
+				     ino);
+		return;
+	}
+	const struct inode_rec *r = &in->rec;
+	const char *tn = type_name(r->mode);
+	if (!valid_type(r->mode))
+		fsck_problem(f, PR_INODE_BAD_TYPE, "inode %" PRIu64 ": mode %o has no valid file type",
+			     ino, (unsigned)r->mode);
+	if (f->next_ino && ino >= f->next_ino)
+		fsck_problem(f, PR_INODE_ABOVE_COUNTER,
+			     "inode %" PRIu64 " is at or above the inode counter %" PRIu64, ino,
+			     f->next_ino);
+	if (r->flags & ~(uint8_t)(INODE_FLAG_CHUNKED | INODE_FLAG_XATTR))
+		fsck_problem(f, PR_INODE_BAD_FLAGS, "inode %" PRIu64 ": unknown flags %#x", ino,
+			     (unsigned)r->flags);
+	if (in->xattrs && !(r->flags & INODE_FLAG_XATTR))
+		fsck_problem(f, PR_XATTR_FLAG,
+			     "inode %" PRIu64 " (%s) has xattrs but not the xattr flag", ino, tn);
+	if (S_ISREG(r->mode)) {
+		f->files++;
+		f->bytes += r->size;
+		if (r->flags & INODE_FLAG_CHUNKED) {
+			if (in->inline_len >= 0)
+				fsck_problem(f, PR_INLINE_AND_CHUNKS,
+					     "inode %" PRIu64 ": chunked file with inline data as well", ino);
+		} else {
+			if (in->nchunks)
+				fsck_problem(f, PR_INLINE_AND_CHUNKS,
+					     "inode %" PRIu64 ": inline file with %" PRIu64 " chunk records",
+					     ino, in->nchunks);
+			if (in->inline_len > (int64_t)r->size)
+				fsck_problem(f, PR_INLINE_TOO_LONG,
+					     "inode %" PRIu64 ": size %" PRIu64 " but %" PRId64
+					     " bytes of inline data", ino, r->size, in->inline_len);
+			if (r->size > f->info.inline_max)
+				fsck_problem(f, PR_INLINE_OVER_LIMIT,
+					     "inode %" PRIu64 ": inline file of %" PRIu64
+					     " bytes, over the inline limit %u", ino, r->size,
+					     f->info.inline_max);
+		}
+	} else if (S_ISLNK(r->mode)) {
+		f->others++;
+		if (in->inline_len != (int64_t)r->size || r->size == 0)
+			fsck_problem(f, PR_SYMLINK_TARGET,
+				     "inode %" PRIu64 ": symlink of size %" PRIu64 " with a %" PRId64
+				     "-byte target", ino, r->size, in->inline_len);
+		if (in->nchunks)
+			fsck_problem(f, PR_DATA_ON_NONFILE, "inode %" PRIu64 " (%s) has chunk records",
+				     ino, tn);
+	} else {
+		if (S_ISDIR(r->mode))
+			f->dirs++;
+		else
+			f->others++;
+		if (in->inline_len >= 0 || in->nchunks)
+			fsck_problem(f, PR_DATA_ON_NONFILE, "inode %" PRIu64 " (%s) has data keys", ino,
+				     tn);
+	}
+	if (in->orphan && r->nlink > 0)
+		fsck_problem(f, PR_ORPHAN_LINKED,
+			     "inode %" PRIu64 " is on the orphan list but has %u links", ino, r->nlink);
+	else if (in->orphan)
+		fsck_problem(f, PR_ORPHAN_PENDING,
+			     "inode %" PRIu64 " (%s) is an orphan a crash left behind; the next mount reclaims it",
+			     ino, tn);
+}
+
+void fsck_pass2_inodes(struct fsck *f)
+{
+	uint64_t done = 0;
+	for (size_t i = 0; i < f->icap && !fsck_cancelled(f); i++) {
+		if (!f->inodes[i].ino)
+			continue;
+		check_inode(f, &f->inodes[i]);
+		if (++done % 65536 == 0)
+			fsck_progress(f, 2, done, f->icount);
+	}
+	/* Chunks past the end of their file: chunk c holds bytes from c x size. */
+	for (size_t i = 0; i < f->nchunks; i++) {
+		struct fsck_inode *in = fsck_inode(f, f->chunks[i].ino);
+		if (!in || !in->rec_ok || !S_ISREG(in->rec.mode))
+			continue;
+		uint64_t first = f->chunks[i].chunk * f->info.chunk_size;
+		if (first >= in->rec.size)
+			fsck_problem(f, PR_CHUNK_PAST_EOF,
+				     "inode %" PRIu64 ": chunk %" PRIu64 " lies past the file's size %" PRIu64,
+				     in->ino, f->chunks[i].chunk, in->rec.size);
+	}
+}
+
+static uint8_t dt_of(uint32_t mode)
+{
+	return (uint8_t)((mode & S_IFMT) >> 12); /* DT_* values are S_IF* >> 12 */
+}
+
+static int cmp_parent(const void *a, const void *b)
+{
+	const struct fsck_entry *x = a, *y = b;
+	return x->parent < y->parent ? -1 : x->parent > y->parent;
+}
+
+void fsck_pass3_dirs(struct fsck *f)
+{
+	struct fsck_inode *root = fsck_inode(f, LSMFS_ROOT_INO);
+	if (!root || !root->rec_ok || !S_ISDIR(root->rec.mode)) {
+		fsck_problem(f, PR_ROOT_MISSING, "the root directory (inode 1) is %s",
+			     !root || !root->rec_ok ? "missing" : "not a directory");
+	}
+	/* Entries grouped by parent (the store's order already is, but keep
+	 * it explicit). */
+	qsort(f->entries, f->nentries, sizeof(*f->entries), cmp_parent);
+	char path[4096];
+	for (size_t i = 0; i < f->nentries && !fsck_cancelled(f); i++) {
+		struct fsck_entry *e = &f->entries[i];
+		struct fsck_inode *p = fsck_inode(f, e->parent);
+		struct fsck_inode *c = fsck_inode(f, e->ino);
+		size_t nlen = strlen(e->name);
+		if (dirent_hash(e->name, nlen) != e->hash) {
+			fsck_problem(f, PR_ENTRY_BAD_HASH,
+				     "entry '%s' in directory %" PRIu64 " is stored under the wrong hash",
+				     e->name, e->parent);
+		}
+		if (!p || !p->rec_ok || !S_ISDIR(p->rec.mode)) {
+			fsck_problem(f, PR_ENTRY_IN_NONDIR,
+				     "entry '%s' -> inode %" PRIu64 " belongs to inode %" PRIu64
+				     ", which is not a directory", e->name, e->ino, e->parent);
+			continue;
+		}
+		if (!c || !c->rec_ok) {
+			fsck_entry_path(f, e, path, sizeof(path));
+			fsck_problem(f, PR_ENTRY_DANGLING, "entry %s -> inode %" PRIu64 ": no such inode",
+				     path, e->ino);
+			continue;
+		}
+		if (e->type != dt_of(c->rec.mode)) {
+			fsck_entry_path(f, e, path, sizeof(path));
+			fsck_problem(f, PR_ENTRY_BAD_TYPE,
+				     "entry %s says type %u, inode %" PRIu64 " is a %s", path, e->type,
+				     e->ino, type_name(c->rec.mode));
+		}
+		c->entries++;
+		if (S_ISDIR(c->rec.mode)) {
+			p->subdirs++;
+			if (c->entry_parent) {
+				fsck_entry_path(f, e, path, sizeof(path));
+				fsck_problem(f, PR_DIR_MULTIPLY_LINKED,
+					     "directory inode %" PRIu64 " has a second entry %s", e->ino,
+					     path);
+			} else {
+				c->entry_parent = e->parent;
+			}
+		}
+	}
+	/* Walk from the root: directories only, through the entries. */
+	size_t qcap = 1024, qh = 0, qt = 0;
+	uint64_t *q = malloc(qcap * sizeof(*q));
+	if (root && root->rec_ok && q) {
+		root->reached = true;
+		q[qt++] = LSMFS_ROOT_INO;
+	}
+	while (q && qh < qt && !fsck_cancelled(f)) {
+		uint64_t d = q[qh++];
+		/* binary search for d's first entry */
+		size_t lo = 0, hi = f->nentries;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (f->entries[mid].parent < d)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; i < f->nentries && f->entries[i].parent == d; i++) {
+			struct fsck_inode *c = fsck_inode(f, f->entries[i].ino);
+			if (!c || !c->rec_ok || c->reached)
+				continue;
+			c->reached = true;
+			if (!S_ISDIR(c->rec.mode))
+				continue;
+			if (qt == qcap) {
+				uint64_t *g = realloc(q, 2 * qcap * sizeof(*q));
+				if (!g)
+					break;
+				q = g;
+				qcap *= 2;
+			}
+			q[qt++] = c->ino;
+		}
+	}
+	free(q);
+	struct fsck_inode *lf = fsck_inode(f, LSMFS_LOST_FOUND_INO);
+	if (!lf || !lf->rec_ok || !S_ISDIR(lf->rec.mode) || !lf->reached)
+		fsck_problem(f, PR_LOST_FOUND_MISSING, "/lost+found (inode 2) is missing or not a directory");
+	for (size_t i = 0; i < f->icap; i++) {
+		struct fsck_inode *in = &f->inodes[i];
+		if (!in->ino || !in->rec_ok)
+			continue;
+		if (S_ISDIR(in->rec.mode) && in->ino != LSMFS_ROOT_INO && in->entry_parent &&
+		    in->rec.parent != in->entry_parent)
+			fsck_problem(f, PR_DIR_BAD_PARENT,
+				     "directory inode %" PRIu64 " records parent %" PRIu64
+				     " but is named in directory %" PRIu64, in->ino, in->rec.parent,
+				     in->entry_parent);
+		if (!in->reached && in->rec.nlink > 0 && !in->orphan)
+			fsck_problem(f, PR_INODE_UNATTACHED,
+				     "inode %" PRIu64 " (%s, %" PRIu64 " bytes) is not reachable from the root",
+				     in->ino, type_name(in->rec.mode), in->rec.size);
+	}
+}
+
+void fsck_pass4_links(struct fsck *f)
+{
+	for (size_t i = 0; i < f->icap && !fsck_cancelled(f); i++) {
+		struct fsck_inode *in = &f->inodes[i];
+		if (!in->ino || !in->rec_ok || (in->orphan && in->rec.nlink == 0))
+			continue;
+		if (!in->reached && in->entries == 0)
+			continue; /* unattached: pass 3 said so */
+		uint64_t want = S_ISDIR(in->rec.mode) ? 2 + (uint64_t)in->subdirs : in->entries;
+		if (in->rec.nlink != want)
+			fsck_problem(f, PR_NLINK,
+				     "inode %" PRIu64 " (%s): link count %u, counted %" PRIu64, in->ino,
+				     type_name(in->rec.mode), in->rec.nlink, want);
+	}
+}
+
+/* <disk>/.lsmfs/sections */
+static void sections_dir(const struct fsck *f, uint32_t disk, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s/%s", f->ds->paths[disk], LSMFS_DIR, LSMFS_SECTIONS_DIR);
+}
+
+static int cmp_chunk(const void *a, const void *b)
+{
+	const struct fsck_chunk *x = a, *y = b;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->chunk < y->chunk ? -1 : x->chunk > y->chunk;
+}
+
+static bool has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	struct fsck_chunk key = {.ino = ino, .chunk = chunk};
+	return bsearch(&key, f->chunks, f->nchunks, sizeof(key), cmp_chunk) != NULL;
+}
+
+/* One disk's section directories: every file must be a chunk with a record,
+ * in the section its (ino, chunk) hashes to, on the disk the map names. */
+static void walk_disk(struct fsck *f, uint32_t disk)
+{
+	char root[LSMFS_META_PATH_MAX + 64];
+	sections_dir(f, disk, root, sizeof(root));
+	DIR *top = opendir(root);
+	if (!top) {
+		fsck_problem(f, PR_CHUNK_UNREADABLE, "disk %u: %s: %s", disk, root, strerror(errno));
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(top)) && !fsck_cancelled(f)) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *end;
+		unsigned long s = strtoul(de->d_name, &end, 10);
+		char sdir[LSMFS_META_PATH_MAX + 400];
+		snprintf(sdir, sizeof(sdir), "%s/%s", root, de->d_name);
+		if (*end || s >= f->info.sections) {
+			fsck_problem(f, PR_STRAY_FILE, "disk %u: %s is not a section directory", disk, sdir);
+			continue;
+		}
+		DIR *sd = opendir(sdir);
+		if (!sd) {
+			fsck_problem(f, PR_CHUNK_UNREADABLE, "disk %u: %s: %s", disk, sdir,
+				     strerror(errno));
+			continue;
+		}
+		struct dirent *ce;
+		while ((ce = readdir(sd))) {
+			if (ce->d_name[0] == '.')
+				continue;
+			uint64_t ino, chunk;
+			char tail;
+			char file[LSMFS_META_PATH_MAX + 700];
+			snprintf(file, sizeof(file), "%s/%s", sdir, ce->d_name);
+			if (sscanf(ce->d_name, "%" SCNu64 ".%" SCNu64 "%c", &ino, &chunk, &tail) != 2) {
+				fsck_problem(f, PR_STRAY_FILE, "disk %u: %s is not a chunk file name", disk,
+					     file);
+				continue;
+			}
+			uint32_t want = chunk_section(ino, chunk, f->info.sections);
+			uint32_t want_disk = f->section_disk[want];
+			if (!has_chunk(f, ino, chunk))
+				fsck_problem(f, PR_CHUNK_OWNERLESS,
+					     "disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
+					     " has no chunk record (no owner)", disk, file, chunk, ino);
+			else if (want != s || want_disk != disk)
+				fsck_problem(f, PR_CHUNK_MISPLACED,
+					     "disk %u: %s belongs in section %u on disk %u", disk, file,
+					     want, want_disk);
+		}
+		closedir(sd);
+	}
+	closedir(top);
+}
+
+void fsck_pass5_data(struct fsck *f)
+{
+	uint32_t nd = f->ds->ndisks;
+	for (uint32_t s = 0; s < f->info.sections; s++) {
+		if (f->section_disk[s] == UINT32_MAX)
+			fsck_problem(f, PR_SECTION_UNMAPPED, "section %u has no disk in the section map", s);
+		else if (f->section_disk[s] >= nd)
+			fsck_problem(f, PR_SECTION_BAD_DISK, "section %u maps to disk %u of %u", s,
+				     f->section_disk[s], nd);
+	}
+	/* Disk records against the superblocks. */
+	for (uint32_t d = 0; d < nd; d++) {
+		uint8_t k[KEY_MAX];
+		size_t kl = key_disk(k, d);
+		void *v;
+		size_t vl;
+		int rc = store_get(f->st, NULL, k, kl, &v, &vl);
+		if (rc) {
+			fsck_problem(f, PR_DISK_RECORD, "disk %u (%s): no disk record in the store", d,
+				     f->ds->paths[d]);
+			continue;
+		}
+		if (vl < 16 || memcmp(v, f->ds->sb.disk_uuids[d], 16)) {
+			char a[37];
+			lsmfs_uuid_format(f->ds->sb.disk_uuids[d], a);
+			fsck_problem(f, PR_DISK_RECORD,
+				     "disk %u (%s): the store's disk record does not carry its UUID %s", d,
+				     f->ds->paths[d], a);
+		}
+		free(v);
+	}
+	if (f->info_ok && (memcmp(f->info.fs_uuid, f->ds->sb.fs_uuid, 16) ||
+			   f->info.sections != f->ds->sb.sections ||
+			   f->info.chunk_size != f->ds->sb.chunk_size ||
+			   f->info.ndisks != f->ds->sb.disk_count))
+		fsck_problem(f, PR_INFO_BAD,
+			     "%s: the store's filesystem information disagrees with the superblocks",
+			     f->ds->meta_dir);
+
+	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), cmp_chunk);
+	for (size_t i = 0; i < f->nchunks && !fsck_cancelled(f); i++) {
+		const struct fsck_chunk *c = &f->chunks[i];
+		uint32_t s = chunk_section(c->ino, c->chunk, f->info.sections);
+		uint32_t d = f->section_disk[s];
+		if (d >= nd)
+			continue; /* reported above */
+		f->chunks_per_disk[d]++;
+		char root[LSMFS_META_PATH_MAX + 64], file[LSMFS_META_PATH_MAX + 160];
+		sections_dir(f, d, root, sizeof(root));
+		snprintf(file, sizeof(file), "%s/%u/%" PRIu64 ".%" PRIu64, root, s, c->ino, c->chunk);
+		struct stat st;
+		if (stat(file, &st) != 0) {
+			if (errno == ENOENT)
+				fsck_problem(f, PR_CHUNK_MISSING,
+					     "inode %" PRIu64 " chunk %" PRIu64 ": %s is missing (reads as a hole)",
+					     c->ino, c->chunk, file);
+			else
+				fsck_problem(f, PR_CHUNK_UNREADABLE, "%s: %s", file, strerror(errno));
+		} else if ((uint64_t)st.st_size > f->info.chunk_size) {
+			fsck_problem(f, PR_CHUNK_TOO_LONG,
+				     "%s: %lld bytes, longer than a chunk (%" PRIu64 ")", file,
+				     (long long)st.st_size, f->info.chunk_size);
+		}
+		if (i % 4096 == 0)
+			fsck_progress(f, 5, i, f->nchunks);
+	}
+	for (uint32_t d = 0; d < nd && !fsck_cancelled(f); d++)
+		walk_disk(f, d);
+}
