@@ -21,7 +21,7 @@ trap cleanup EXIT
 [[ -n ${FSCK_SHOW:-} ]] && show=1 || show=0
 fail() { echo "test_fsck: FAIL: $*" >&2; fails=$((fails + 1)); }
 
-# ---- a populated filesystem ----
+# ---- a populated filesystem, and what every file holds ----
 mkdir -p "$T/p/d1" "$T/p/d2" "$T/mnt"
 "$MKFS" -q --chunk-size 65536 "$T/p/d1" "$T/p/d2" || { echo "mkfs failed" >&2; exit 1; }
 "$LSMFS" "$T/p/d1:$T/p/d2" "$T/mnt" || { echo "mount failed" >&2; exit 1; }
@@ -36,7 +36,9 @@ mkfifo "$M/fifo"
 for i in $(seq 20); do echo "$i" > "$M/c/f$i"; done
 ino() { stat -c %i "$M/$1"; }
 I_SMALL=$(ino a/small) I_G=$(ino g) I_BIG=$(ino a/b/big) I_SYM=$(ino a/sym) I_FIFO=$(ino fifo)
-I_A=$(ino a) I_C=$(ino c)
+I_A=$(ino a) I_B=$(ino a/b) I_C=$(ino c)
+manifest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
+manifest "$M" > "$T/manifest"
 fusermount3 -u "$M" || { echo "unmount failed" >&2; exit 1; }
 for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
 META=.lsmfs/meta
@@ -64,6 +66,39 @@ check() {
 	[[ $before == "$after" ]] || fail "$name: fsck -n changed the disks"
 	echo "test_fsck: $name: LSMFS-$code reported, exit $rc, disks unchanged"
 	((show)) && grep LSMFS- <<<"$out"
+}
+
+# repair NAME CODE TOUCHED [moved]: on a fresh copy with the same damage,
+# -y repairs it (exit 1), a second -n finds nothing (exit 0), and after a
+# mount every file whose path does not match the regex TOUCHED is
+# byte-identical; with "moved", the touched files' contents are found
+# again elsewhere (in /lost+found).
+repair() {
+	local name=$1 code=$2 touched=$3 moved=${4:-}
+	rm -rf "$T/c"
+	cp -a "$T/p" "$T/c"
+	C=$T/c
+	( cd "$C" && "damage_$name" ) || { fail "$name: making the damage failed"; return; }
+	out=$("$FSCK" -y "$C/d1:$C/d2" 2>&1); rc=$?
+	[[ $rc == 1 ]] || fail "$name: fsck -y exit $rc, want 1: $out"
+	grep -q "LSMFS-$code.*Fix? yes" <<<"$out" || fail "$name: LSMFS-$code not repaired: $out"
+	out=$("$FSCK" -n "$C/d1:$C/d2" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "$name: second fsck -n exit $rc, want 0: $out"
+	"$LSMFS" "$C/d1:$C/d2" "$M" || { fail "$name: mount after repair failed"; return; }
+	manifest "$M" > "$T/after"
+	fusermount3 -u "$M"
+	for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
+	local missing
+	missing=$(grep -v -E "  \./($touched)\$" "$T/manifest" | grep -v -F -x -f "$T/after")
+	[[ -z $missing ]] || fail "$name: files the damage did not touch changed after repair: $missing"
+	if [[ $moved ]]; then
+		local sum
+		for sum in $(grep -E "  \./($touched)\$" "$T/manifest" | cut -d' ' -f1); do
+			grep -q "^$sum  ./lost+found/" "$T/after" ||
+				fail "$name: a reconnected file's content is not in /lost+found"
+		done
+	fi
+	echo "test_fsck: $name: repaired by -y (exit 1), then clean, other files identical"
 }
 
 chunk_file() { # the path of chunk $2 of inode $1, from whichever disk has it
@@ -104,6 +139,10 @@ damage_entry_hash() { # entry f4 moved under another hash
 	local k v; k=$(dirent_key "$I_C" f4); v=$("$EDIT" d1/$META get "$k")
 	"$EDIT" d1/$META del "$k" && "$EDIT" d1/$META put "${k:0:18}00000000000000ff${k:34}" "$v"
 }
+damage_dangling() { "$EDIT" d1/$META del 49$(be64 "$I_FIFO"); } # an entry left without its inode
+damage_dir_parent() { rec_edit "$I_B" 98 0100000000000000; }
+damage_xattr_flag() { "$EDIT" d1/$META put 58$(be64 "$I_G")757365722e78 31; }
+damage_unattached_dir() { "$EDIT" d1/$META del "$(dirent_key "$I_A" b)"; }
 damage_store_table() { # bytes flipped inside the largest table
 	local t; t=$(ls -S d1/$META/*.sst | head -1)
 	printf '\xff\xff\xff\xff' | dd of="$t" bs=1 seek=100 conv=notrunc status=none
@@ -127,6 +166,30 @@ check dir_twice 0306
 check entry_type 0305
 check entry_hash 0304
 check store_table 010
+check dangling 0302
+check dir_parent 0307
+check xattr_flag 020B
+check unattached_dir 0308
+
+repair chunk_missing 0504 'a/b/big'
+repair chunk_too_long 0505 'a/b/big'
+repair nlink 0401 ''
+repair unattached 0308 'c/f7' moved
+repair orphan_linked 020D ''
+repair entry_type 0305 ''
+repair dangling 0302 ''
+repair dir_parent 0307 ''
+repair xattr_flag 020B ''
+repair unattached_dir 0308 'a/b/big' moved
+
+# -p: the safe repairs only
+rm -rf "$T/c"; cp -a "$T/p" "$T/c"; (cd "$T/c" && damage_nlink)
+out=$("$FSCK" -p "$T/c/d1:$T/c/d2" 2>&1); rc=$?
+[[ $rc == 1 ]] || fail "nlink: fsck -p exit $rc, want 1: $out"
+rm -rf "$T/c"; cp -a "$T/p" "$T/c"; (cd "$T/c" && damage_dangling)
+out=$("$FSCK" -p "$T/c/d1:$T/c/d2" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "not safe without asking" <<<"$out" ||
+	fail "dangling: fsck -p should leave it (exit 4), got $rc: $out"
 
 # ---- usage, mounted ----
 "$FSCK" >/dev/null 2>&1; [[ $? == 16 ]] || fail "no argument: want exit 16"

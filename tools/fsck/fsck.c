@@ -33,8 +33,53 @@ static void usage(FILE *out)
 		"5 data and disks.  Every problem prints with a stable code: LSMFS-PPNN.\n"
 		"Exit status (as e2fsck): 0 no errors, 1 errors corrected, 4 errors left\n"
 		"uncorrected, 8 operational error, 16 usage error, 32 cancelled.\n"
-		"This version checks only: it repairs nothing yet, so problems exit 4.\n",
+		"Repairs so far: link counts, entry types, directory parents, xattr\n"
+		"flags, orphan keys of linked inodes, missing chunks (dropped: they read\n"
+		"as holes), overlong chunk files (-p does these), dangling entries and\n"
+		"unattached inodes (reconnected in /lost+found; -y or asked).  Other\n"
+		"problems are reported and left (exit 4).\n",
 		prog);
+}
+
+/* Problems with a repair, and whether -p may make it without asking: it
+ * loses nothing and needs no judgement. */
+static const struct {
+	enum fsck_code code;
+	bool preen;
+} repairs[] = {
+	{PR_XATTR_FLAG, true},      {PR_ORPHAN_LINKED, true},   {PR_ENTRY_BAD_TYPE, true},
+	{PR_DIR_BAD_PARENT, true},  {PR_NLINK, true},           {PR_CHUNK_MISSING, true},
+	{PR_CHUNK_TOO_LONG, true},  {PR_ENTRY_DANGLING, false}, {PR_INODE_UNATTACHED, false},
+};
+
+static int repair_of(enum fsck_code code)
+{
+	for (size_t i = 0; i < sizeof(repairs) / sizeof(repairs[0]); i++)
+		if (repairs[i].code == code)
+			return (int)i;
+	return -1;
+}
+
+static bool ask(struct fsck *f)
+{
+	if (f->yes_all)
+		return true;
+	for (;;) {
+		printf("Fix<y>? ");
+		fflush(stdout);
+		char line[64];
+		if (!fgets(line, sizeof(line), stdin))
+			return false;
+		if (line[0] == 'y' || line[0] == 'Y' || line[0] == '\n')
+			return true;
+		if (line[0] == 'n' || line[0] == 'N')
+			return false;
+		if (line[0] == 'a' || line[0] == 'A') {
+			f->yes_all = true;
+			return true;
+		}
+		printf("(y)es, (n)o or (a)ll\n");
+	}
 }
 
 bool fsck_problem(struct fsck *f, enum fsck_code code, const char *fmt, ...)
@@ -46,9 +91,39 @@ bool fsck_problem(struct fsck *f, enum fsck_code code, const char *fmt, ...)
 	va_end(ap);
 	f->problems++;
 	f->left++;
-	const char *answer = f->mode == FSCK_MODE_NO ? "no" : "not repaired (repair not implemented yet)";
-	printf("LSMFS-%04X %s.  Fix? %s\n", (unsigned)code, msg, answer);
-	return false;
+	int r = repair_of(code);
+	bool fix = false;
+	const char *answer = "no";
+	printf("LSMFS-%04X %s.  ", (unsigned)code, msg);
+	if (f->mode == FSCK_MODE_NO) {
+		printf("Fix? no\n");
+		return false;
+	}
+	if (r < 0) {
+		answer = "not repaired (fsck.lsmfs cannot repair this yet)";
+	} else if (f->mode == FSCK_MODE_YES) {
+		fix = true;
+		answer = "yes";
+	} else if (f->mode == FSCK_MODE_PREEN) {
+		fix = repairs[r].preen;
+		answer = fix ? "yes" : "no (not safe without asking: run fsck.lsmfs -y)";
+	} else {
+		fix = ask(f);
+		printf("\n");
+		return fix;
+	}
+	printf("Fix? %s\n", answer);
+	return fix;
+}
+
+void fsck_repaired(struct fsck *f, int rc)
+{
+	if (rc) {
+		printf("    the repair failed: %s\n", strerror(-rc));
+		return;
+	}
+	f->left--;
+	f->fixed++;
 }
 
 void fsck_progress(struct fsck *f, int pass, uint64_t cur, uint64_t max)

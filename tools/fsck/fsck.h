@@ -56,6 +56,7 @@ struct fsck {
 	/* options */
 	enum fsck_mode mode;
 	bool force, verbose;
+	bool yes_all;           /* answered (a)ll at a question */
 	int progress_fd;        /* -C FD, -1 when not given */
 	const char *spec;
 	/* the filesystem */
@@ -120,15 +121,25 @@ enum fsck_code {
 	PR_STRAY_FILE = 0x0509,
 };
 /* Report a problem (printf-style message naming the path, inode or file).
- * Returns true when it should be repaired now: never with -n.  Repairs
- * are not written yet (see the closing note of issue 5), so every problem
- * is counted as left uncorrected. */
+ * Returns true when the caller should repair it now: with -y, with -p for
+ * the problems marked safe, or when the user says yes; never with -n, and
+ * never for problems that have no repair yet.  A problem counts as left
+ * uncorrected until the caller reports the repair done (fsck_repaired). */
 bool fsck_problem(struct fsck *f, enum fsck_code code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The repair of the last problem: rc 0 done, else why not (printed). */
+void fsck_repaired(struct fsck *f, int rc);
 void fsck_progress(struct fsck *f, int pass, uint64_t cur, uint64_t max);
 bool fsck_cancelled(const struct fsck *f);
 
-/* load.c: open the store read-only and build the model. */
+/* repair.c: store edits, each one synced batch. */
+int fsck_put_inode(struct fsck *f, const struct fsck_inode *in);
+int fsck_del_key(struct fsck *f, const uint8_t *k, size_t kl);
+int fsck_put_entry(struct fsck *f, uint64_t parent, const char *name, uint64_t ino,
+		   uint8_t type);
+int fsck_del_entry(struct fsck *f, const struct fsck_entry *e);
+
+/* load.c: open the store (read-only with -n) and build the model. */
 int fsck_load(struct fsck *f);
 void fsck_unload(struct fsck *f);
 struct fsck_inode *fsck_inode(struct fsck *f, uint64_t ino);

@@ -210,7 +210,7 @@ int fsck_load(struct fsck *f)
 {
 	struct store_options so;
 	store_options_init(&so);
-	so.read_only = true;
+	so.read_only = f->mode == FSCK_MODE_NO; /* else the disks are locked: ours */
 	so.create_if_missing = false;
 	so.log = store_log;
 	so.log_ctx = f;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct lines {
 	char *buf;
@@ -104,9 +105,12 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 	if (r->flags & ~(uint8_t)(INODE_FLAG_CHUNKED | INODE_FLAG_XATTR))
 		fsck_problem(f, PR_INODE_BAD_FLAGS, "inode %" PRIu64 ": unknown flags %#x", ino,
 			     (unsigned)r->flags);
-	if (in->xattrs && !(r->flags & INODE_FLAG_XATTR))
-		fsck_problem(f, PR_XATTR_FLAG,
-			     "inode %" PRIu64 " (%s) has xattrs but not the xattr flag", ino, tn);
+	if (in->xattrs && !(r->flags & INODE_FLAG_XATTR) &&
+	    fsck_problem(f, PR_XATTR_FLAG, "inode %" PRIu64 " (%s) has xattrs but not the xattr flag",
+			 ino, tn)) {
+		in->rec.flags |= INODE_FLAG_XATTR;
+		fsck_repaired(f, fsck_put_inode(f, in));
+	}
 	if (S_ISREG(r->mode)) {
 		f->files++;
 		f->bytes += r->size;
@@ -147,10 +151,15 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 			fsck_problem(f, PR_DATA_ON_NONFILE, "inode %" PRIu64 " (%s) has data keys", ino,
 				     tn);
 	}
-	if (in->orphan && r->nlink > 0)
-		fsck_problem(f, PR_ORPHAN_LINKED,
-			     "inode %" PRIu64 " is on the orphan list but has %u links", ino, r->nlink);
-	else if (in->orphan)
+	if (in->orphan && r->nlink > 0) {
+		if (fsck_problem(f, PR_ORPHAN_LINKED,
+				 "inode %" PRIu64 " is on the orphan list but has %u links", ino,
+				 r->nlink)) {
+			uint8_t k[KEY_MAX];
+			fsck_repaired(f, fsck_del_key(f, k, key_orphan(k, ino)));
+			in->orphan = false;
+		}
+	} else if (in->orphan)
 		fsck_problem(f, PR_ORPHAN_PENDING,
 			     "inode %" PRIu64 " (%s) is an orphan a crash left behind; the next mount reclaims it",
 			     ino, tn);
@@ -190,6 +199,67 @@ static int cmp_parent(const void *a, const void *b)
 	return x->parent < y->parent ? -1 : x->parent > y->parent;
 }
 
+/* Mark everything reachable from directory start (itself already marked),
+ * breadth first through the entries (sorted by parent). */
+static void walk_from(struct fsck *f, uint64_t start)
+{
+	size_t qcap = 1024, qh = 0, qt = 0;
+	uint64_t *q = malloc(qcap * sizeof(*q));
+	if (!q)
+		return;
+	q[qt++] = start;
+	while (qh < qt && !fsck_cancelled(f)) {
+		uint64_t d = q[qh++];
+		size_t lo = 0, hi = f->nentries;
+		while (lo < hi) { /* d's first entry */
+			size_t mid = (lo + hi) / 2;
+			if (f->entries[mid].parent < d)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; i < f->nentries && f->entries[i].parent == d; i++) {
+			struct fsck_inode *c = fsck_inode(f, f->entries[i].ino);
+			if (!c || !c->rec_ok || c->reached)
+				continue;
+			c->reached = true;
+			if (!S_ISDIR(c->rec.mode))
+				continue;
+			if (qt == qcap) {
+				uint64_t *g = realloc(q, 2 * qcap * sizeof(*q));
+				if (!g)
+					break;
+				q = g;
+				qcap *= 2;
+			}
+			q[qt++] = c->ino;
+		}
+	}
+	free(q);
+}
+
+/* Give unattached inode in the name #ino in /lost+found, as e2fsck does.
+ * The record changes too for a directory (its parent); link counts are
+ * pass 4's. */
+static int reconnect(struct fsck *f, struct fsck_inode *in, struct fsck_inode *lf)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "#%" PRIu64, in->ino);
+	int rc = fsck_put_entry(f, LSMFS_LOST_FOUND_INO, name, in->ino, dt_of(in->rec.mode));
+	if (rc)
+		return rc;
+	in->entries++;
+	in->reached = true;
+	if (S_ISDIR(in->rec.mode)) {
+		lf->subdirs++;
+		in->entry_parent = LSMFS_LOST_FOUND_INO;
+		in->rec.parent = LSMFS_LOST_FOUND_INO;
+		rc = fsck_put_inode(f, in);
+		walk_from(f, in->ino);
+	}
+	return rc;
+}
+
 void fsck_pass3_dirs(struct fsck *f)
 {
 	struct fsck_inode *root = fsck_inode(f, LSMFS_ROOT_INO);
@@ -219,15 +289,25 @@ void fsck_pass3_dirs(struct fsck *f)
 		}
 		if (!c || !c->rec_ok) {
 			fsck_entry_path(f, e, path, sizeof(path));
-			fsck_problem(f, PR_ENTRY_DANGLING, "entry %s -> inode %" PRIu64 ": no such inode",
-				     path, e->ino);
+			if (fsck_problem(f, PR_ENTRY_DANGLING,
+					 "entry %s -> inode %" PRIu64 ": no such inode", path, e->ino)) {
+				fsck_repaired(f, fsck_del_entry(f, e));
+				e->ino = 0; /* gone: the walk skips it */
+			}
 			continue;
 		}
 		if (e->type != dt_of(c->rec.mode)) {
 			fsck_entry_path(f, e, path, sizeof(path));
-			fsck_problem(f, PR_ENTRY_BAD_TYPE,
-				     "entry %s says type %u, inode %" PRIu64 " is a %s", path, e->type,
-				     e->ino, type_name(c->rec.mode));
+			if (fsck_problem(f, PR_ENTRY_BAD_TYPE,
+					 "entry %s says type %u, inode %" PRIu64 " is a %s", path, e->type,
+					 e->ino, type_name(c->rec.mode))) {
+				/* rewritten in place: under its own hash */
+				int rc = e->hash == dirent_hash(e->name, nlen)
+						 ? fsck_put_entry(f, e->parent, e->name, e->ino,
+								  dt_of(c->rec.mode))
+						 : -EUCLEAN;
+				fsck_repaired(f, rc);
+			}
 		}
 		c->entries++;
 		if (S_ISDIR(c->rec.mode)) {
@@ -242,59 +322,48 @@ void fsck_pass3_dirs(struct fsck *f)
 			}
 		}
 	}
-	/* Walk from the root: directories only, through the entries. */
-	size_t qcap = 1024, qh = 0, qt = 0;
-	uint64_t *q = malloc(qcap * sizeof(*q));
-	if (root && root->rec_ok && q) {
+	if (root && root->rec_ok) {
 		root->reached = true;
-		q[qt++] = LSMFS_ROOT_INO;
+		walk_from(f, LSMFS_ROOT_INO);
 	}
-	while (q && qh < qt && !fsck_cancelled(f)) {
-		uint64_t d = q[qh++];
-		/* binary search for d's first entry */
-		size_t lo = 0, hi = f->nentries;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (f->entries[mid].parent < d)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (size_t i = lo; i < f->nentries && f->entries[i].parent == d; i++) {
-			struct fsck_inode *c = fsck_inode(f, f->entries[i].ino);
-			if (!c || !c->rec_ok || c->reached)
-				continue;
-			c->reached = true;
-			if (!S_ISDIR(c->rec.mode))
-				continue;
-			if (qt == qcap) {
-				uint64_t *g = realloc(q, 2 * qcap * sizeof(*q));
-				if (!g)
-					break;
-				q = g;
-				qcap *= 2;
-			}
-			q[qt++] = c->ino;
-		}
-	}
-	free(q);
 	struct fsck_inode *lf = fsck_inode(f, LSMFS_LOST_FOUND_INO);
-	if (!lf || !lf->rec_ok || !S_ISDIR(lf->rec.mode) || !lf->reached)
+	bool lf_ok = lf && lf->rec_ok && S_ISDIR(lf->rec.mode) && lf->reached;
+	if (!lf_ok)
 		fsck_problem(f, PR_LOST_FOUND_MISSING, "/lost+found (inode 2) is missing or not a directory");
 	for (size_t i = 0; i < f->icap; i++) {
 		struct fsck_inode *in = &f->inodes[i];
-		if (!in->ino || !in->rec_ok)
+		if (!in->ino || !in->rec_ok || !S_ISDIR(in->rec.mode) || in->ino == LSMFS_ROOT_INO ||
+		    !in->entry_parent || in->rec.parent == in->entry_parent)
 			continue;
-		if (S_ISDIR(in->rec.mode) && in->ino != LSMFS_ROOT_INO && in->entry_parent &&
-		    in->rec.parent != in->entry_parent)
-			fsck_problem(f, PR_DIR_BAD_PARENT,
-				     "directory inode %" PRIu64 " records parent %" PRIu64
-				     " but is named in directory %" PRIu64, in->ino, in->rec.parent,
-				     in->entry_parent);
-		if (!in->reached && in->rec.nlink > 0 && !in->orphan)
-			fsck_problem(f, PR_INODE_UNATTACHED,
-				     "inode %" PRIu64 " (%s, %" PRIu64 " bytes) is not reachable from the root",
-				     in->ino, type_name(in->rec.mode), in->rec.size);
+		if (fsck_problem(f, PR_DIR_BAD_PARENT,
+				 "directory inode %" PRIu64 " records parent %" PRIu64
+				 " but is named in directory %" PRIu64, in->ino, in->rec.parent,
+				 in->entry_parent)) {
+			in->rec.parent = in->entry_parent;
+			fsck_repaired(f, fsck_put_inode(f, in));
+		}
+	}
+	/* Unattached: directories no entry names first, so that reconnecting
+	 * one brings its whole subtree back with it; then the rest. */
+	for (int round = 0; round < 2; round++) {
+		for (size_t i = 0; i < f->icap; i++) {
+			struct fsck_inode *in = &f->inodes[i];
+			if (!in->ino || !in->rec_ok || in->reached || in->rec.nlink == 0 || in->orphan)
+				continue;
+			bool top = in->entries == 0;
+			bool topdir = S_ISDIR(in->rec.mode) && top;
+			if (round == 0 ? !topdir : topdir)
+				continue; /* round 0: top directories; round 1: the rest */
+			bool fix = fsck_problem(f, PR_INODE_UNATTACHED,
+						"inode %" PRIu64 " (%s, %" PRIu64
+						" bytes) is not reachable from the root",
+						in->ino, type_name(in->rec.mode), in->rec.size);
+			if (!fix)
+				continue;
+			/* Only an inode no entry names can go to lost+found
+			 * without making a second name for it. */
+			fsck_repaired(f, lf_ok && top ? reconnect(f, in, lf) : -EOPNOTSUPP);
+		}
 	}
 }
 
@@ -307,10 +376,12 @@ void fsck_pass4_links(struct fsck *f)
 		if (!in->reached && in->entries == 0)
 			continue; /* unattached: pass 3 said so */
 		uint64_t want = S_ISDIR(in->rec.mode) ? 2 + (uint64_t)in->subdirs : in->entries;
-		if (in->rec.nlink != want)
-			fsck_problem(f, PR_NLINK,
-				     "inode %" PRIu64 " (%s): link count %u, counted %" PRIu64, in->ino,
-				     type_name(in->rec.mode), in->rec.nlink, want);
+		if (in->rec.nlink != want &&
+		    fsck_problem(f, PR_NLINK, "inode %" PRIu64 " (%s): link count %u, counted %" PRIu64,
+				 in->ino, type_name(in->rec.mode), in->rec.nlink, want)) {
+			in->rec.nlink = (uint32_t)want;
+			fsck_repaired(f, fsck_put_inode(f, in));
+		}
 	}
 }
 
@@ -444,16 +515,23 @@ void fsck_pass5_data(struct fsck *f)
 		snprintf(file, sizeof(file), "%s/%u/%" PRIu64 ".%" PRIu64, root, s, c->ino, c->chunk);
 		struct stat st;
 		if (stat(file, &st) != 0) {
-			if (errno == ENOENT)
-				fsck_problem(f, PR_CHUNK_MISSING,
-					     "inode %" PRIu64 " chunk %" PRIu64 ": %s is missing (reads as a hole)",
-					     c->ino, c->chunk, file);
-			else
+			if (errno == ENOENT) {
+				if (fsck_problem(f, PR_CHUNK_MISSING,
+						 "inode %" PRIu64 " chunk %" PRIu64
+						 ": %s is missing (reads as a hole)", c->ino, c->chunk,
+						 file)) {
+					/* the record goes; the bytes read as zeros either way */
+					uint8_t k[KEY_MAX];
+					fsck_repaired(f, fsck_del_key(f, k, key_chunk(k, c->ino, c->chunk)));
+				}
+			} else
 				fsck_problem(f, PR_CHUNK_UNREADABLE, "%s: %s", file, strerror(errno));
-		} else if ((uint64_t)st.st_size > f->info.chunk_size) {
-			fsck_problem(f, PR_CHUNK_TOO_LONG,
-				     "%s: %lld bytes, longer than a chunk (%" PRIu64 ")", file,
-				     (long long)st.st_size, f->info.chunk_size);
+		} else if ((uint64_t)st.st_size > f->info.chunk_size &&
+			   fsck_problem(f, PR_CHUNK_TOO_LONG,
+					"%s: %lld bytes, longer than a chunk (%" PRIu64 ")", file,
+					(long long)st.st_size, f->info.chunk_size)) {
+			/* bytes past the chunk's end are never read */
+			fsck_repaired(f, truncate(file, (off_t)f->info.chunk_size) ? -errno : 0);
 		}
 		if (i % 4096 == 0)
 			fsck_progress(f, 5, i, f->nchunks);
