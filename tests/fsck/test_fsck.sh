@@ -173,6 +173,7 @@ check unattached_dir 0308
 
 repair chunk_missing 0504 'a/b/big'
 repair chunk_too_long 0505 'a/b/big'
+repair chunk_misplaced 0506 ''
 repair nlink 0401 ''
 repair unattached 0308 'c/f7' moved
 repair orphan_linked 020D ''

@@ -35,9 +35,9 @@ static void usage(FILE *out)
 		"uncorrected, 8 operational error, 16 usage error, 32 cancelled.\n"
 		"Repairs so far: link counts, entry types, directory parents, xattr\n"
 		"flags, orphan keys of linked inodes, missing chunks (dropped: they read\n"
-		"as holes), overlong chunk files (-p does these), dangling entries and\n"
-		"unattached inodes (reconnected in /lost+found; -y or asked).  Other\n"
-		"problems are reported and left (exit 4).\n",
+		"as holes), overlong and misplaced chunk files (-p does these), dangling\n"
+		"entries and unattached inodes (reconnected in /lost+found; -y or\n"
+		"asked).  Other problems are reported and left (exit 4).\n",
 		prog);
 }
 
@@ -49,7 +49,8 @@ static const struct {
 } repairs[] = {
 	{PR_XATTR_FLAG, true},      {PR_ORPHAN_LINKED, true},   {PR_ENTRY_BAD_TYPE, true},
 	{PR_DIR_BAD_PARENT, true},  {PR_NLINK, true},           {PR_CHUNK_MISSING, true},
-	{PR_CHUNK_TOO_LONG, true},  {PR_ENTRY_DANGLING, false}, {PR_INODE_UNATTACHED, false},
+	{PR_CHUNK_TOO_LONG, true},  {PR_CHUNK_MISPLACED, true}, {PR_ENTRY_DANGLING, false},
+	{PR_INODE_UNATTACHED, false},
 };
 
 static int repair_of(enum fsck_code code)

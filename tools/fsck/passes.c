@@ -405,6 +405,103 @@ static bool has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
 	return bsearch(&key, f->chunks, f->nchunks, sizeof(key), cmp_chunk) != NULL;
 }
 
+static int fsync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+static int fsync_parent(const char *path)
+{
+	char dir[LSMFS_META_PATH_MAX + 700];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	return fsync_path(dir);
+}
+
+/* Copy src to dst (a new file) and make it durable. */
+static int copy_file(const char *src, const char *dst)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0) {
+		int e = -errno;
+		close(in);
+		return e;
+	}
+	int rc = 0;
+	char *buf = malloc(1 << 20);
+	if (!buf)
+		rc = -ENOMEM;
+	for (;;) {
+		ssize_t n = rc ? 0 : read(in, buf, 1 << 20);
+		if (n < 0)
+			rc = -errno;
+		if (n <= 0)
+			break;
+		for (ssize_t done = 0; done < n && !rc;) {
+			ssize_t w = write(out, buf + done, (size_t)(n - done));
+			if (w < 0)
+				rc = -errno;
+			else
+				done += w;
+		}
+	}
+	free(buf);
+	if (!rc && fsync(out))
+		rc = -errno;
+	close(out);
+	close(in);
+	if (rc)
+		unlink(dst);
+	return rc;
+}
+
+/* Put a misplaced chunk file where its section says: a rename on the same
+ * filesystem, else a durable copy renamed into place before the original
+ * goes.  A file already at the destination is left to a person. */
+static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, uint64_t ino,
+		      uint64_t chunk)
+{
+	char root[LSMFS_META_PATH_MAX + 64], dir[LSMFS_META_PATH_MAX + 100];
+	char dst[LSMFS_META_PATH_MAX + 200], tmp[LSMFS_META_PATH_MAX + 220];
+	sections_dir(f, d, root, sizeof(root));
+	snprintf(dir, sizeof(dir), "%s/%u", root, s);
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	snprintf(dst, sizeof(dst), "%s/%" PRIu64 ".%" PRIu64, dir, ino, chunk);
+	if (access(dst, F_OK) == 0)
+		return -EEXIST;
+	if (rename(src, dst) == 0) {
+		int rc = fsync_path(dir);
+		int r2 = fsync_parent(src);
+		return rc ? rc : r2;
+	}
+	if (errno != EXDEV)
+		return -errno;
+	snprintf(tmp, sizeof(tmp), "%s.fsck-tmp", dst);
+	int rc = copy_file(src, tmp);
+	if (!rc && rename(tmp, dst))
+		rc = -errno;
+	if (!rc)
+		rc = fsync_path(dir);
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	if (unlink(src))
+		return -errno;
+	return fsync_parent(src);
+}
+
 /* One disk's section directories: every file must be a chunk with a record,
  * in the section its (ino, chunk) hashes to, on the disk the map names. */
 static void walk_disk(struct fsck *f, uint32_t disk)
@@ -453,10 +550,11 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 				fsck_problem(f, PR_CHUNK_OWNERLESS,
 					     "disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
 					     " has no chunk record (no owner)", disk, file, chunk, ino);
-			else if (want != s || want_disk != disk)
-				fsck_problem(f, PR_CHUNK_MISPLACED,
-					     "disk %u: %s belongs in section %u on disk %u", disk, file,
-					     want, want_disk);
+			else if ((want != s || want_disk != disk) && want_disk < f->ds->ndisks &&
+				 fsck_problem(f, PR_CHUNK_MISPLACED,
+					      "disk %u: %s belongs in section %u on disk %u", disk, file,
+					      want, want_disk))
+				fsck_repaired(f, move_chunk(f, file, want, want_disk, ino, chunk));
 		}
 		closedir(sd);
 	}
@@ -503,6 +601,10 @@ void fsck_pass5_data(struct fsck *f)
 			     f->ds->meta_dir);
 
 	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), cmp_chunk);
+	/* The disks first: a misplaced chunk file moved home is no longer a
+	 * missing one (whose repair would drop its record). */
+	for (uint32_t d = 0; d < nd && !fsck_cancelled(f); d++)
+		walk_disk(f, d);
 	for (size_t i = 0; i < f->nchunks && !fsck_cancelled(f); i++) {
 		const struct fsck_chunk *c = &f->chunks[i];
 		uint32_t s = chunk_section(c->ino, c->chunk, f->info.sections);
@@ -536,6 +638,4 @@ void fsck_pass5_data(struct fsck *f)
 		if (i % 4096 == 0)
 			fsck_progress(f, 5, i, f->nchunks);
 	}
-	for (uint32_t d = 0; d < nd && !fsck_cancelled(f); d++)
-		walk_disk(f, d);
 }
