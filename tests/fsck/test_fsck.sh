@@ -42,6 +42,7 @@ manifest "$M" > "$T/manifest"
 fusermount3 -u "$M" || { echo "unmount failed" >&2; exit 1; }
 for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
 META=.lsmfs/meta
+head -c 5000 /dev/urandom > "$T/ownerless.bytes"
 
 be64() { printf '%016x' "$1"; }
 be32() { printf '%08x' "$1"; }
@@ -91,6 +92,10 @@ repair() {
 	local missing
 	missing=$(grep -v -E "  \./($touched)\$" "$T/manifest" | grep -v -F -x -f "$T/after")
 	[[ -z $missing ]] || fail "$name: files the damage did not touch changed after repair: $missing"
+	if [[ $name == chunk_ownerless ]]; then
+		grep -q "^$(sha256sum < "$T/ownerless.bytes" | cut -d' ' -f1)  ./lost+found/#99999.0\$" "$T/after" ||
+			fail "$name: /lost+found/#99999.0 does not hold the ownerless chunk's bytes"
+	fi
 	if [[ $moved ]]; then
 		local sum
 		for sum in $(grep -E "  \./($touched)\$" "$T/manifest" | cut -d' ' -f1); do
@@ -117,7 +122,9 @@ dirent_key() { # parent name: the hex key of that entry
 }
 
 damage_chunk_missing() { rm "$(chunk_file "$I_BIG" 1)"; }
-damage_chunk_ownerless() { echo stray > d1/.lsmfs/sections/0/99999.0; }
+damage_chunk_ownerless() { # a chunk file nothing names, with known bytes
+	head -c 5000 "$T/ownerless.bytes" > d1/.lsmfs/sections/0/99999.0
+}
 damage_chunk_misplaced() { local f; f=$(chunk_file "$I_BIG" 2); mkdir -p d1/.lsmfs/sections/7; mv "$f" d1/.lsmfs/sections/7/; }
 damage_chunk_too_long() { truncate -s 70000 "$(chunk_file "$I_BIG" 0)"; }
 damage_stray_name() { echo x > d2/.lsmfs/sections/not-a-section; }
@@ -174,6 +181,7 @@ check unattached_dir 0308
 repair chunk_missing 0504 'a/b/big'
 repair chunk_too_long 0505 'a/b/big'
 repair chunk_misplaced 0506 ''
+repair chunk_ownerless 0507 ''
 repair nlink 0401 ''
 repair unattached 0308 'c/f7' moved
 repair orphan_linked 020D ''

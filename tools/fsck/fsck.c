@@ -36,8 +36,8 @@ static void usage(FILE *out)
 		"Repairs so far: link counts, entry types, directory parents, xattr\n"
 		"flags, orphan keys of linked inodes, missing chunks (dropped: they read\n"
 		"as holes), overlong and misplaced chunk files (-p does these), dangling\n"
-		"entries and unattached inodes (reconnected in /lost+found; -y or\n"
-		"asked).  Other problems are reported and left (exit 4).\n",
+		"entries, unattached inodes and ownerless chunk files (to /lost+found;\n"
+		"-y or asked).  Other problems are reported and left (exit 4).\n",
 		prog);
 }
 
@@ -50,7 +50,7 @@ static const struct {
 	{PR_XATTR_FLAG, true},      {PR_ORPHAN_LINKED, true},   {PR_ENTRY_BAD_TYPE, true},
 	{PR_DIR_BAD_PARENT, true},  {PR_NLINK, true},           {PR_CHUNK_MISSING, true},
 	{PR_CHUNK_TOO_LONG, true},  {PR_CHUNK_MISPLACED, true}, {PR_ENTRY_DANGLING, false},
-	{PR_INODE_UNATTACHED, false},
+	{PR_INODE_UNATTACHED, false}, {PR_CHUNK_OWNERLESS, false},
 };
 
 static int repair_of(enum fsck_code code)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct lines {
@@ -502,6 +503,69 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
 	return fsync_parent(src);
 }
 
+/* An ownerless chunk file becomes a file of its own, /lost+found/#ino.chunk
+ * (its old identity), with a new inode whose chunk 0 it is.  The records
+ * go first, in one batch with the raised inode counter; the file is moved
+ * after, so a crash between leaves a hole and the file still ownerless,
+ * for the next run.  An empty file holds nothing and is just removed. */
+static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t chunk)
+{
+	struct stat st;
+	if (stat(file, &st))
+		return -errno;
+	if (st.st_size == 0)
+		return unlink(file) ? -errno : fsync_parent(file);
+	struct fsck_inode *lf = fsck_inode(f, LSMFS_LOST_FOUND_INO);
+	if (!lf || !lf->rec_ok || !S_ISDIR(lf->rec.mode) || !f->next_ino)
+		return -ENOENT;
+	uint64_t nino = f->next_ino;
+	uint32_t s = chunk_section(nino, 0, f->info.sections);
+	uint32_t d = f->section_disk[s];
+	if (d >= f->ds->ndisks)
+		return -EUCLEAN;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct inode_rec r = {
+		.flags = INODE_FLAG_CHUNKED, .mode = S_IFREG | 0600, .nlink = 1,
+		.size = (uint64_t)st.st_size, .blocks = (uint64_t)st.st_blocks,
+		.generation = 1,
+		.atime_sec = now.tv_sec, .mtime_sec = now.tv_sec, .ctime_sec = now.tv_sec,
+		.btime_sec = now.tv_sec,
+	};
+	char name[64];
+	snprintf(name, sizeof(name), "#%" PRIu64 ".%" PRIu64, ino, chunk);
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	uint8_t k[KEY_MAX], v[INODE_REC_LEN], cnt[8];
+	sc_put_le64(cnt, nino + 1);
+	store_batch_put(b, k, key_meta(k, META_NEXT_INO), cnt, 8);
+	inode_rec_encode(&r, v);
+	store_batch_put(b, k, key_inode(k, nino), v, INODE_REC_LEN);
+	store_batch_put(b, k, key_chunk(k, nino, 0), "", 0);
+	dirent_val_encode(nino, (uint8_t)(S_IFREG >> 12), v);
+	store_batch_put(b, k, key_dirent(k, LSMFS_LOST_FOUND_INO, name, strlen(name)), v,
+			DIRENT_VAL_LEN);
+	int rc = store_write(f->st, b, STORE_WRITE_SYNC);
+	store_batch_free(b);
+	if (rc)
+		return rc;
+	f->next_ino = nino + 1;
+	/* The model learns the new chunk, or the walk would meet the moved
+	 * file again as ownerless. */
+	if (f->nchunks == f->capchunks) {
+		size_t nc = f->capchunks ? f->capchunks * 2 : 64;
+		struct fsck_chunk *g = realloc(f->chunks, nc * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		f->chunks = g;
+		f->capchunks = nc;
+	}
+	f->chunks[f->nchunks++] = (struct fsck_chunk){.ino = nino, .chunk = 0};
+	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), cmp_chunk);
+	return move_chunk(f, file, s, d, nino, 0);
+}
+
 /* One disk's section directories: every file must be a chunk with a record,
  * in the section its (ino, chunk) hashes to, on the disk the map names. */
 static void walk_disk(struct fsck *f, uint32_t disk)
@@ -546,11 +610,12 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 			}
 			uint32_t want = chunk_section(ino, chunk, f->info.sections);
 			uint32_t want_disk = f->section_disk[want];
-			if (!has_chunk(f, ino, chunk))
-				fsck_problem(f, PR_CHUNK_OWNERLESS,
-					     "disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
-					     " has no chunk record (no owner)", disk, file, chunk, ino);
-			else if ((want != s || want_disk != disk) && want_disk < f->ds->ndisks &&
+			if (!has_chunk(f, ino, chunk)) {
+				if (fsck_problem(f, PR_CHUNK_OWNERLESS,
+						 "disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
+						 " has no chunk record (no owner)", disk, file, chunk, ino))
+					fsck_repaired(f, adopt_chunk(f, file, ino, chunk));
+			} else if ((want != s || want_disk != disk) && want_disk < f->ds->ndisks &&
 				 fsck_problem(f, PR_CHUNK_MISPLACED,
 					      "disk %u: %s belongs in section %u on disk %u", disk, file,
 					      want, want_disk))
