@@ -182,6 +182,8 @@ repair chunk_missing 0504 'a/b/big'
 repair chunk_too_long 0505 'a/b/big'
 repair chunk_misplaced 0506 ''
 repair chunk_ownerless 0507 ''
+repair entry_hash 0304 ''
+repair inline_too_long 0205 'g'
 repair nlink 0401 ''
 repair unattached 0308 'c/f7' moved
 repair orphan_linked 020D ''

@@ -33,11 +33,12 @@ static void usage(FILE *out)
 		"5 data and disks.  Every problem prints with a stable code: LSMFS-PPNN.\n"
 		"Exit status (as e2fsck): 0 no errors, 1 errors corrected, 4 errors left\n"
 		"uncorrected, 8 operational error, 16 usage error, 32 cancelled.\n"
-		"Repairs so far: link counts, entry types, directory parents, xattr\n"
-		"flags, orphan keys of linked inodes, missing chunks (dropped: they read\n"
-		"as holes), overlong and misplaced chunk files (-p does these), dangling\n"
-		"entries, unattached inodes and ownerless chunk files (to /lost+found;\n"
-		"-y or asked).  Other problems are reported and left (exit 4).\n",
+		"Repairs so far: link counts, entry types and hashes, directory\n"
+		"parents, inline data past the size, xattr flags, orphan keys of linked\n"
+		"inodes, missing chunks (dropped: they read as holes), overlong and\n"
+		"misplaced chunk files (-p does these); dangling entries, unattached\n"
+		"inodes and ownerless chunk files (to /lost+found; -y or asked).  Other\n"
+		"problems are reported and left (exit 4).\n",
 		prog);
 }
 
@@ -51,6 +52,7 @@ static const struct {
 	{PR_DIR_BAD_PARENT, true},  {PR_NLINK, true},           {PR_CHUNK_MISSING, true},
 	{PR_CHUNK_TOO_LONG, true},  {PR_CHUNK_MISPLACED, true}, {PR_ENTRY_DANGLING, false},
 	{PR_INODE_UNATTACHED, false}, {PR_CHUNK_OWNERLESS, false},
+	{PR_ENTRY_BAD_HASH, true},  {PR_INLINE_TOO_LONG, true},
 };
 
 static int repair_of(enum fsck_code code)

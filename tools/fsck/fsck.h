@@ -138,6 +138,10 @@ int fsck_del_key(struct fsck *f, const uint8_t *k, size_t kl);
 int fsck_put_entry(struct fsck *f, uint64_t parent, const char *name, uint64_t ino,
 		   uint8_t type);
 int fsck_del_entry(struct fsck *f, const struct fsck_entry *e);
+/* Move an entry stored under a wrong hash to its own key (one batch). */
+int fsck_rehash_entry(struct fsck *f, struct fsck_entry *e);
+/* Cut an inline file's data to its size. */
+int fsck_trim_inline(struct fsck *f, uint64_t ino, uint64_t size);
 
 /* load.c: open the store (read-only with -n) and build the model. */
 int fsck_load(struct fsck *f);

@@ -124,10 +124,14 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 				fsck_problem(f, PR_INLINE_AND_CHUNKS,
 					     "inode %" PRIu64 ": inline file with %" PRIu64 " chunk records",
 					     ino, in->nchunks);
-			if (in->inline_len > (int64_t)r->size)
-				fsck_problem(f, PR_INLINE_TOO_LONG,
-					     "inode %" PRIu64 ": size %" PRIu64 " but %" PRId64
-					     " bytes of inline data", ino, r->size, in->inline_len);
+			if (in->inline_len > (int64_t)r->size &&
+			    fsck_problem(f, PR_INLINE_TOO_LONG,
+					 "inode %" PRIu64 ": size %" PRIu64 " but %" PRId64
+					 " bytes of inline data", ino, r->size, in->inline_len)) {
+				/* bytes past the size are never read: cut them */
+				fsck_repaired(f, fsck_trim_inline(f, ino, r->size));
+				in->inline_len = (int64_t)r->size;
+			}
 			if (r->size > f->info.inline_max)
 				fsck_problem(f, PR_INLINE_OVER_LIMIT,
 					     "inode %" PRIu64 ": inline file of %" PRIu64
@@ -277,10 +281,12 @@ void fsck_pass3_dirs(struct fsck *f)
 		struct fsck_inode *p = fsck_inode(f, e->parent);
 		struct fsck_inode *c = fsck_inode(f, e->ino);
 		size_t nlen = strlen(e->name);
-		if (dirent_hash(e->name, nlen) != e->hash) {
-			fsck_problem(f, PR_ENTRY_BAD_HASH,
-				     "entry '%s' in directory %" PRIu64 " is stored under the wrong hash",
-				     e->name, e->parent);
+		if (dirent_hash(e->name, nlen) != e->hash &&
+		    fsck_problem(f, PR_ENTRY_BAD_HASH,
+				 "entry '%s' in directory %" PRIu64 " is stored under the wrong hash",
+				 e->name, e->parent)) {
+			int rc = fsck_rehash_entry(f, e);
+			fsck_repaired(f, rc);
 		}
 		if (!p || !p->rec_ok || !S_ISDIR(p->rec.mode)) {
 			fsck_problem(f, PR_ENTRY_IN_NONDIR,

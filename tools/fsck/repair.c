@@ -5,6 +5,7 @@
 #include "fsck.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int write_batch(struct fsck *f, struct store_batch *b)
@@ -38,17 +39,57 @@ int fsck_put_entry(struct fsck *f, uint64_t parent, const char *name, uint64_t i
 
 /* The entry's own key: under the hash it is stored with, which may be the
  * wrong one. */
-int fsck_del_entry(struct fsck *f, const struct fsck_entry *e)
+static int entry_key(const struct fsck_entry *e, uint8_t k[KEY_MAX], size_t *kl)
 {
 	size_t nlen = strlen(e->name);
-	uint8_t k[KEY_MAX];
-	size_t kl = key_dirent_pos(k, e->parent, e->hash);
-	if (kl + nlen > sizeof(k))
+	*kl = key_dirent_pos(k, e->parent, e->hash);
+	if (*kl + nlen > KEY_MAX)
 		return -ENAMETOOLONG;
-	memcpy(k + kl, e->name, nlen);
-	struct store_batch *b = store_batch_new();
+	memcpy(k + *kl, e->name, nlen);
+	*kl += nlen;
+	return 0;
+}
+
+int fsck_del_entry(struct fsck *f, const struct fsck_entry *e)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl;
+	int rc = entry_key(e, k, &kl);
+	struct store_batch *b = rc ? NULL : store_batch_new();
 	if (!b)
-		return -ENOMEM;
-	store_batch_delete(b, k, kl + nlen);
+		return rc ? rc : -ENOMEM;
+	store_batch_delete(b, k, kl);
 	return write_batch(f, b);
+}
+
+int fsck_rehash_entry(struct fsck *f, struct fsck_entry *e)
+{
+	uint8_t k[KEY_MAX], nk[KEY_MAX], v[DIRENT_VAL_LEN];
+	size_t kl;
+	int rc = entry_key(e, k, &kl);
+	struct store_batch *b = rc ? NULL : store_batch_new();
+	if (!b)
+		return rc ? rc : -ENOMEM;
+	size_t nlen = strlen(e->name);
+	dirent_val_encode(e->ino, e->type, v);
+	store_batch_delete(b, k, kl);
+	store_batch_put(b, nk, key_dirent(nk, e->parent, e->name, nlen), v, sizeof(v));
+	rc = write_batch(f, b);
+	if (!rc)
+		e->hash = dirent_hash(e->name, nlen);
+	return rc;
+}
+
+int fsck_trim_inline(struct fsck *f, uint64_t ino, uint64_t size)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_data(k, ino);
+	void *v;
+	size_t vl;
+	int rc = store_get(f->st, NULL, k, kl, &v, &vl);
+	if (rc)
+		return rc;
+	rc = store_put(f->st, k, kl, v, vl < size ? vl : (size_t)size, STORE_WRITE_SYNC);
+	free(v);
+	return rc;
 }
