@@ -141,6 +141,10 @@ damage_dir_twice() { # a second entry for directory a, in directory c
 	local k; k=$(dirent_key 1 a)
 	"$EDIT" d1/$META put 44$(be64 "$I_C")${k:18} "$("$EDIT" d1/$META get "$k")"
 }
+damage_dir_twice_first() { # a second entry for a/b in the root, which sorts before a
+	local k; k=$(dirent_key "$I_A" b)
+	"$EDIT" d1/$META put 44$(be64 1)${k:18} "$("$EDIT" d1/$META get "$k")"
+}
 damage_entry_type() { local k; k=$(dirent_key "$I_C" f3); "$EDIT" d1/$META put "$k" "$("$EDIT" d1/$META get "$k" | cut -c1-16)0a"; }
 damage_entry_hash() { # entry f4 moved under another hash
 	local k v; k=$(dirent_key "$I_C" f4); v=$("$EDIT" d1/$META get "$k")
@@ -170,6 +174,7 @@ check symlink_target 0209
 check inline_too_long 0205
 check bad_type 0202
 check dir_twice 0306
+check dir_twice_first 0306
 check entry_type 0305
 check entry_hash 0304
 check store_table 010
@@ -184,6 +189,8 @@ repair chunk_misplaced 0506 ''
 repair chunk_ownerless 0507 ''
 repair entry_hash 0304 ''
 repair inline_too_long 0205 'g'
+repair dir_twice 0306 ''
+repair dir_twice_first 0306 ''
 repair nlink 0401 ''
 repair unattached 0308 'c/f7' moved
 repair orphan_linked 020D ''

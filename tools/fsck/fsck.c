@@ -36,9 +36,10 @@ static void usage(FILE *out)
 		"Repairs so far: link counts, entry types and hashes, directory\n"
 		"parents, inline data past the size, xattr flags, orphan keys of linked\n"
 		"inodes, missing chunks (dropped: they read as holes), overlong and\n"
-		"misplaced chunk files (-p does these); dangling entries, unattached\n"
-		"inodes and ownerless chunk files (to /lost+found; -y or asked).  Other\n"
-		"problems are reported and left (exit 4).\n",
+		"misplaced chunk files (-p does these); dangling entries, a directory's\n"
+		"second entry, unattached inodes and ownerless chunk files (to\n"
+		"/lost+found; -y or asked).  Other problems are reported and left\n"
+		"(exit 4).\n",
 		prog);
 }
 
@@ -52,7 +53,7 @@ static const struct {
 	{PR_DIR_BAD_PARENT, true},  {PR_NLINK, true},           {PR_CHUNK_MISSING, true},
 	{PR_CHUNK_TOO_LONG, true},  {PR_CHUNK_MISPLACED, true}, {PR_ENTRY_DANGLING, false},
 	{PR_INODE_UNATTACHED, false}, {PR_CHUNK_OWNERLESS, false},
-	{PR_ENTRY_BAD_HASH, true},  {PR_INLINE_TOO_LONG, true},
+	{PR_ENTRY_BAD_HASH, true},  {PR_INLINE_TOO_LONG, true}, {PR_DIR_MULTIPLY_LINKED, false},
 };
 
 static int repair_of(enum fsck_code code)

@@ -265,6 +265,37 @@ static int reconnect(struct fsck *f, struct fsck_inode *in, struct fsck_inode *l
 	return rc;
 }
 
+/* A directory named twice: the entry in the directory its record calls
+ * its parent stays, the other goes (e is the one met second; the first was
+ * counted already). */
+static int drop_second_entry(struct fsck *f, struct fsck_entry *e, struct fsck_inode *p,
+			     struct fsck_inode *c)
+{
+	struct fsck_entry *drop = e;
+	struct fsck_inode *from = p;
+	if (e->parent == c->rec.parent && c->entry_parent != c->rec.parent) {
+		for (size_t i = 0; i < f->nentries; i++) {
+			struct fsck_entry *o = &f->entries[i];
+			if (o != e && o->ino == c->ino && o->parent == c->entry_parent) {
+				drop = o;
+				break;
+			}
+		}
+		if (drop == e)
+			return -ENOENT;
+		from = fsck_inode(f, c->entry_parent);
+		c->entry_parent = e->parent;
+	}
+	int rc = fsck_del_entry(f, drop);
+	if (rc)
+		return rc;
+	drop->ino = 0;
+	c->entries--;
+	if (from && from->subdirs)
+		from->subdirs--;
+	return 0;
+}
+
 void fsck_pass3_dirs(struct fsck *f)
 {
 	struct fsck_inode *root = fsck_inode(f, LSMFS_ROOT_INO);
@@ -321,9 +352,10 @@ void fsck_pass3_dirs(struct fsck *f)
 			p->subdirs++;
 			if (c->entry_parent) {
 				fsck_entry_path(f, e, path, sizeof(path));
-				fsck_problem(f, PR_DIR_MULTIPLY_LINKED,
-					     "directory inode %" PRIu64 " has a second entry %s", e->ino,
-					     path);
+				if (fsck_problem(f, PR_DIR_MULTIPLY_LINKED,
+						 "directory inode %" PRIu64 " has a second entry %s",
+						 e->ino, path))
+					fsck_repaired(f, drop_second_entry(f, e, p, c));
 			} else {
 				c->entry_parent = e->parent;
 			}
