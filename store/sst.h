@@ -148,6 +148,23 @@ struct iter *sst_iter_new(struct sst_reader *r, bool fill_cache);
  * 0 or -EUCLEAN. */
 int sst_verify(struct sst_reader *r, void (*report)(void *ctx, const char *line),
 	       void *ctx);
+/*
+ * Salvage (fsck): walk every data block the index names.  Each entry of a
+ * block that reads whole (checksum, decompression, parse) and ascends goes
+ * to keep(); each block, or rest of a block, that does not goes to lost()
+ * with the internal-key range it covered (from: the last key kept or the
+ * previous index key, NULL at the start; to: the block's index key, NULL
+ * when the rest of the table is lost) and a message naming the file and
+ * offset.  Returns 0, or keep()'s error / -ENOMEM.
+ */
+struct sst_salvage_ops {
+	int (*keep)(void *ctx, const uint8_t *ikey, size_t klen,
+		    const uint8_t *val, size_t vlen);
+	void (*lost)(void *ctx, uint64_t offset, const uint8_t *from, size_t flen,
+		     const uint8_t *to, size_t tlen, const char *why);
+};
+int sst_salvage(struct sst_reader *r, const struct sst_salvage_ops *ops, void *ctx,
+		uint64_t *kept, uint64_t *lost_blocks);
 /* Number of entries and data blocks (from the index), for tools. */
 void sst_describe(struct sst_reader *r, uint64_t *data_blocks,
 		  uint64_t *filter_bytes, uint64_t *index_bytes);

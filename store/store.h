@@ -194,4 +194,27 @@ int store_verify(const char *dir, const struct store_options *opt,
 int store_dump(const char *dir, const struct store_options *opt,
 	       const char *what, store_report_fn report, void *ctx);
 
+/*
+ * store_salvage (fsck -y): rewrite every table that fails its checks from
+ * the entries that still read, and drop tables that do not open at all
+ * (or are missing), in one MANIFEST edit.  Each range of keys lost goes to
+ * lost() (user keys; from NULL: from the table's first key, to NULL: to
+ * its end); report() gets one line per table salvaged and a summary.  Takes
+ * the store's LOCK (-EBUSY if in use).  Commit logs are left as they are.
+ * 0 when the store now checks whole apart from its logs, else an errno.
+ */
+struct store_salvage_loss {
+	uint64_t table;      /* NNNNNN of NNNNNN.sst */
+	int level;
+	uint64_t offset;     /* of the lost block in the table */
+	const void *from;
+	size_t from_len;
+	const void *to;
+	size_t to_len;
+	const char *why;     /* names the file and offset */
+};
+typedef void (*store_loss_fn)(void *ctx, const struct store_salvage_loss *loss);
+int store_salvage(const char *dir, const struct store_options *opt,
+		  store_loss_fn lost, store_report_fn report, void *ctx);
+
 #endif

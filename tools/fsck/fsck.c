@@ -54,6 +54,9 @@ static const struct {
 	{PR_CHUNK_TOO_LONG, true},  {PR_CHUNK_MISPLACED, true}, {PR_ENTRY_DANGLING, false},
 	{PR_INODE_UNATTACHED, false}, {PR_CHUNK_OWNERLESS, false},
 	{PR_ENTRY_BAD_HASH, true},  {PR_INLINE_TOO_LONG, true}, {PR_DIR_MULTIPLY_LINKED, false},
+	{PR_STORE_DAMAGED, false},  {PR_INFO_BAD, true},        {PR_DISK_RECORD, true},
+	{PR_SECTION_UNMAPPED, true}, {PR_SECTION_BAD_DISK, true}, {PR_INODE_ABOVE_COUNTER, true},
+	{PR_ROOT_MISSING, true},    {PR_LOST_FOUND_MISSING, true},
 };
 
 static int repair_of(enum fsck_code code)

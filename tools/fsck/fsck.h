@@ -142,11 +142,27 @@ int fsck_del_entry(struct fsck *f, const struct fsck_entry *e);
 int fsck_rehash_entry(struct fsck *f, struct fsck_entry *e);
 /* Cut an inline file's data to its size. */
 int fsck_trim_inline(struct fsck *f, uint64_t ino, uint64_t size);
+/* Rewrite `M fs` from disk 0's superblock (the superblocks agree: the disk
+ * set was opened), and the model's copy with it. */
+int fsck_put_info(struct fsck *f);
+/* Rewrite disk d's record: its UUID from the superblocks, its path now. */
+int fsck_put_disk_record(struct fsck *f, uint32_t disk);
+/* Map section to disk, in the store and the model. */
+int fsck_put_section(struct fsck *f, uint32_t section, uint32_t disk);
+/* Set the inode counter `M next_ino`. */
+int fsck_put_next_ino(struct fsck *f, uint64_t next);
 
 /* load.c: open the store (read-only with -n) and build the model. */
 int fsck_load(struct fsck *f);
 void fsck_unload(struct fsck *f);
 struct fsck_inode *fsck_inode(struct fsck *f, uint64_t ino);
+/* The model's inode ino, added (empty, rec_ok false) if absent; NULL only
+ * when out of memory.  Adding may move every other inode of the model:
+ * pointers taken before are stale. */
+struct fsck_inode *fsck_inode_add(struct fsck *f, uint64_t ino);
+/* A store key in words ("the record of inode 12", "entry 'a' in
+ * directory 1"); k NULL: an open end of a range. */
+void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap);
 /* The path of directory entry e, "/a/b/c", or "<ino N>/name" where the
  * parents are not reachable; into out. */
 void fsck_entry_path(struct fsck *f, const struct fsck_entry *e, char *out, size_t cap);

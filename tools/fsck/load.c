@@ -60,6 +60,11 @@ struct fsck_inode *fsck_inode(struct fsck *f, uint64_t ino)
 	return lookup(f, ino, false);
 }
 
+struct fsck_inode *fsck_inode_add(struct fsck *f, uint64_t ino)
+{
+	return lookup(f, ino, true);
+}
+
 /* Keys other than I may come before their inode's record in key order:
  * their facts wait in a stub that the record fills in (rec_ok false until
  * then, and a stub never filled is "a key without an inode"). */
@@ -109,6 +114,61 @@ static void hexkey(const uint8_t *k, size_t kl, char *out, size_t cap)
 	for (size_t i = 0; i < kl && o + 3 < cap; i++)
 		o += (size_t)snprintf(out + o, cap - o, "%02x", k[i]);
 	out[o] = '\0';
+}
+
+void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap)
+{
+	if (!k) {
+		snprintf(out, cap, "(the table's edge)");
+		return;
+	}
+	uint64_t a = kl >= 9 ? sc_get_be64(k + 1) : 0;
+	switch (kl ? k[0] : 0) {
+	case KEY_INODE:
+		snprintf(out, cap, "the record of inode %" PRIu64, a);
+		return;
+	case KEY_DIRENT:
+		if (kl > 17) {
+			snprintf(out, cap, "entry '%.*s' in directory %" PRIu64, (int)(kl - 17),
+				 (const char *)k + 17, a);
+			return;
+		}
+		if (kl >= 9) { /* an index separator: part of a key */
+			snprintf(out, cap, "an entry in directory %" PRIu64, a);
+			return;
+		}
+		break;
+	case KEY_DATA:
+		snprintf(out, cap, "the inline data of inode %" PRIu64, a);
+		return;
+	case KEY_CHUNK:
+		if (kl == 17) {
+			snprintf(out, cap, "chunk %" PRIu64 " of inode %" PRIu64, sc_get_be64(k + 9), a);
+			return;
+		}
+		break;
+	case KEY_XATTR:
+		snprintf(out, cap, "an xattr of inode %" PRIu64, a);
+		return;
+	case KEY_ORPHAN:
+		snprintf(out, cap, "the orphan mark of inode %" PRIu64, a);
+		return;
+	case KEY_SECTION:
+		if (kl == 5) {
+			snprintf(out, cap, "the map entry of section %u", sc_get_be32(k + 1));
+			return;
+		}
+		break;
+	case KEY_DISK:
+		snprintf(out, cap, "a disk record");
+		return;
+	case KEY_META:
+		snprintf(out, cap, "filesystem info '%.*s'", (int)(kl - 1), (const char *)k + 1);
+		return;
+	}
+	char hx[2 * KEY_MAX + 1];
+	hexkey(k, kl < KEY_MAX ? kl : KEY_MAX, hx, sizeof(hx));
+	snprintf(out, cap, "key %s", hx);
 }
 
 static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
@@ -231,14 +291,19 @@ int fsck_load(struct fsck *f)
 		free(val);
 	}
 	if (!f->info_ok) {
-		fsck_problem(f, PR_INFO_BAD,
-			     "%s: filesystem information (key M fs) is %s; using disk 0's superblock",
-			     f->ds->meta_dir, rc ? "missing" : "damaged");
-		f->info.sections = f->ds->sb.sections;
-		f->info.chunk_size = f->ds->sb.chunk_size;
-		f->info.inline_max = f->ds->sb.inline_max;
-		f->info.ndisks = f->ds->sb.disk_count;
-		memcpy(f->info.fs_uuid, f->ds->sb.fs_uuid, 16);
+		bool fix = fsck_problem(f, PR_INFO_BAD,
+					"%s: filesystem information (key M fs) is %s; rebuild it from the superblocks",
+					f->ds->meta_dir, rc ? "missing" : "damaged");
+		if (fix) {
+			fsck_repaired(f, fsck_put_info(f));
+		}
+		if (!f->info_ok) { /* check against disk 0's superblock anyway */
+			f->info.sections = f->ds->sb.sections;
+			f->info.chunk_size = f->ds->sb.chunk_size;
+			f->info.inline_max = f->ds->sb.inline_max;
+			f->info.ndisks = f->ds->sb.disk_count;
+			memcpy(f->info.fs_uuid, f->ds->sb.fs_uuid, 16);
+		}
 	}
 	f->section_disk = malloc(f->info.sections * sizeof(uint32_t));
 	f->chunks_per_disk = calloc(f->ds->ndisks, sizeof(uint64_t));

@@ -38,6 +38,27 @@ static void store_line(void *ctx, const char *line)
 	l->len += (size_t)sprintf(l->buf + l->len, "    %s\n", line);
 }
 
+static void salvage_loss(void *ctx, const struct store_salvage_loss *l)
+{
+	(void)ctx;
+	char from[400], to[400];
+	fsck_key_describe(l->from, l->from_len, from, sizeof(from));
+	fsck_key_describe(l->to, l->to_len, to, sizeof(to));
+	printf("    lost: keys from %s to %s (%s)\n", from, to, l->why);
+}
+
+static void salvage_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	printf("    %s\n", line);
+}
+
+static void quiet_line(void *ctx, const char *line)
+{
+	(void)ctx;
+	(void)line;
+}
+
 int fsck_pass1_store(struct fsck *f)
 {
 	struct store_options so;
@@ -45,14 +66,30 @@ int fsck_pass1_store(struct fsck *f)
 	so.read_only = true;
 	struct lines l = {0};
 	int rc = store_verify(f->ds->meta_dir, &so, store_line, &l);
-	if (rc == -EUCLEAN)
-		fsck_problem(f, PR_STORE_DAMAGED, "%s: the metadata store is damaged:\n%s",
-			     f->ds->meta_dir, l.buf ? l.buf : "");
-	else if (rc)
+	if (rc == -EUCLEAN) {
+		if (fsck_problem(f, PR_STORE_DAMAGED,
+				 "%s: the metadata store is damaged:\n%s    Salvage what reads",
+				 f->ds->meta_dir, l.buf ? l.buf : "")) {
+			/* Every entry that reads is kept; each range lost is
+			 * named, and the passes below mend what its loss
+			 * left behind (dangling entries, unattached inodes,
+			 * ownerless chunks). */
+			int s = store_salvage(f->ds->meta_dir, &so, salvage_loss, salvage_line, f);
+			fsck_repaired(f, s);
+			if (s == 0) {
+				rc = store_verify(f->ds->meta_dir, &so, quiet_line, NULL);
+				if (rc == -EUCLEAN)
+					fsck_problem(f, PR_STORE_UNREADABLE,
+						     "%s: still damaged after salvage (a damaged commit log is not salvaged)",
+						     f->ds->meta_dir);
+			}
+		}
+	} else if (rc) {
 		fsck_problem(f, PR_STORE_UNREADABLE, "%s: verifying the metadata store: %s",
 			     f->ds->meta_dir, strerror(-rc));
-	else if (f->verbose && l.buf)
+	} else if (f->verbose && l.buf) {
 		fputs(l.buf, stdout);
+	}
 	free(l.buf);
 	return rc;
 }
@@ -99,10 +136,6 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 	if (!valid_type(r->mode))
 		fsck_problem(f, PR_INODE_BAD_TYPE, "inode %" PRIu64 ": mode %o has no valid file type",
 			     ino, (unsigned)r->mode);
-	if (f->next_ino && ino >= f->next_ino)
-		fsck_problem(f, PR_INODE_ABOVE_COUNTER,
-			     "inode %" PRIu64 " is at or above the inode counter %" PRIu64, ino,
-			     f->next_ino);
 	if (r->flags & ~(uint8_t)(INODE_FLAG_CHUNKED | INODE_FLAG_XATTR))
 		fsck_problem(f, PR_INODE_BAD_FLAGS, "inode %" PRIu64 ": unknown flags %#x", ino,
 			     (unsigned)r->flags);
@@ -170,9 +203,33 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 			     ino, tn);
 }
 
+/* The inode counter must lie above every inode in use, or the daemon
+ * would hand out a number twice. */
+static void check_counter(struct fsck *f)
+{
+	uint64_t max = LSMFS_LOST_FOUND_INO;
+	for (size_t i = 0; i < f->icap; i++)
+		if (f->inodes[i].ino > max)
+			max = f->inodes[i].ino;
+	bool fix;
+	if (!f->next_ino)
+		fix = fsck_problem(f, PR_INODE_ABOVE_COUNTER,
+				   "the inode counter (key M next_ino) is missing; set it to %" PRIu64,
+				   max + 1);
+	else if (max >= f->next_ino)
+		fix = fsck_problem(f, PR_INODE_ABOVE_COUNTER,
+				   "inode %" PRIu64 " is at or above the inode counter %" PRIu64
+				   "; raise the counter to %" PRIu64, max, f->next_ino, max + 1);
+	else
+		return;
+	if (fix)
+		fsck_repaired(f, fsck_put_next_ino(f, max + 1));
+}
+
 void fsck_pass2_inodes(struct fsck *f)
 {
 	uint64_t done = 0;
+	check_counter(f);
 	for (size_t i = 0; i < f->icap && !fsck_cancelled(f); i++) {
 		if (!f->inodes[i].ino)
 			continue;
@@ -296,13 +353,83 @@ static int drop_second_entry(struct fsck *f, struct fsck_entry *e, struct fsck_i
 	return 0;
 }
 
+/* A new, empty directory's record, as the daemon's mkdir makes it. */
+static void new_dir(struct fsck_inode *in, uint32_t perm, uint64_t parent)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	memset(&in->rec, 0, sizeof(in->rec));
+	in->rec.mode = S_IFDIR | perm;
+	in->rec.nlink = 2;
+	in->rec.generation = 1;
+	in->rec.parent = parent;
+	in->rec.atime_sec = in->rec.mtime_sec = in->rec.ctime_sec = in->rec.btime_sec = now.tv_sec;
+	in->rec.atime_nsec = in->rec.mtime_nsec = in->rec.ctime_nsec = in->rec.btime_nsec =
+		(uint32_t)now.tv_nsec;
+	in->rec_ok = true;
+}
+
+/* The root lost (its record, say with a damaged table) or not a directory:
+ * a new empty root record.  Its entries are keys of their own, so its
+ * contents come back with it. */
+static int make_root(struct fsck *f)
+{
+	struct fsck_inode *root = fsck_inode_add(f, LSMFS_ROOT_INO);
+	if (!root)
+		return -ENOMEM;
+	new_dir(root, 0755, LSMFS_ROOT_INO);
+	return fsck_put_inode(f, root);
+}
+
+/* /lost+found missing or unreachable: a new one (inode 2) named from the
+ * root, or the old one named again. */
+static int make_lost_found(struct fsck *f)
+{
+	struct fsck_inode *lf = fsck_inode(f, LSMFS_LOST_FOUND_INO);
+	if (lf && lf->rec_ok && !S_ISDIR(lf->rec.mode))
+		return -EOPNOTSUPP; /* inode 2 is something else: left to the user */
+	if (lf && lf->entry_parent && lf->entry_parent != LSMFS_ROOT_INO)
+		return -EOPNOTSUPP; /* named elsewhere: reconnected below, if anywhere */
+	for (size_t i = 0; i < f->nentries; i++) {
+		const struct fsck_entry *e = &f->entries[i];
+		if (e->parent == LSMFS_ROOT_INO && e->ino && e->ino != LSMFS_LOST_FOUND_INO &&
+		    strcmp(e->name, "lost+found") == 0)
+			return -EEXIST; /* the name is taken by another inode */
+	}
+	int rc = 0;
+	if (!lf || !lf->rec_ok) {
+		if (!(lf = fsck_inode_add(f, LSMFS_LOST_FOUND_INO)))
+			return -ENOMEM;
+		new_dir(lf, 0700, LSMFS_ROOT_INO);
+		rc = fsck_put_inode(f, lf);
+	}
+	if (rc == 0 && !lf->entry_parent) {
+		rc = fsck_put_entry(f, LSMFS_ROOT_INO, "lost+found", LSMFS_LOST_FOUND_INO, DT_DIR);
+		if (rc == 0) {
+			lf->entries++;
+			lf->entry_parent = LSMFS_ROOT_INO;
+			fsck_inode(f, LSMFS_ROOT_INO)->subdirs++;
+		}
+	}
+	if (rc == 0 && lf->rec.parent != LSMFS_ROOT_INO) {
+		lf->rec.parent = LSMFS_ROOT_INO;
+		rc = fsck_put_inode(f, lf);
+	}
+	if (rc == 0) {
+		lf->reached = true;
+		walk_from(f, LSMFS_LOST_FOUND_INO);
+	}
+	return rc;
+}
+
 void fsck_pass3_dirs(struct fsck *f)
 {
 	struct fsck_inode *root = fsck_inode(f, LSMFS_ROOT_INO);
-	if (!root || !root->rec_ok || !S_ISDIR(root->rec.mode)) {
-		fsck_problem(f, PR_ROOT_MISSING, "the root directory (inode 1) is %s",
-			     !root || !root->rec_ok ? "missing" : "not a directory");
-	}
+	if ((!root || !root->rec_ok || !S_ISDIR(root->rec.mode)) &&
+	    fsck_problem(f, PR_ROOT_MISSING, "the root directory (inode 1) is %s; make a new one",
+			 !root || !root->rec_ok ? "missing" : "not a directory"))
+		fsck_repaired(f, make_root(f));
+	root = fsck_inode(f, LSMFS_ROOT_INO);
 	/* Entries grouped by parent (the store's order already is, but keep
 	 * it explicit). */
 	qsort(f->entries, f->nentries, sizeof(*f->entries), cmp_parent);
@@ -367,8 +494,15 @@ void fsck_pass3_dirs(struct fsck *f)
 	}
 	struct fsck_inode *lf = fsck_inode(f, LSMFS_LOST_FOUND_INO);
 	bool lf_ok = lf && lf->rec_ok && S_ISDIR(lf->rec.mode) && lf->reached;
-	if (!lf_ok)
-		fsck_problem(f, PR_LOST_FOUND_MISSING, "/lost+found (inode 2) is missing or not a directory");
+	if (!lf_ok && root && root->rec_ok &&
+	    fsck_problem(f, PR_LOST_FOUND_MISSING, "/lost+found (inode 2) is %s; make it again",
+			 !lf || !lf->rec_ok ? "missing" :
+			 !S_ISDIR(lf->rec.mode) ? "not a directory" : "not reachable from the root")) {
+		int rc = make_lost_found(f);
+		fsck_repaired(f, rc);
+		lf = fsck_inode(f, LSMFS_LOST_FOUND_INO);
+		lf_ok = rc == 0;
+	}
 	for (size_t i = 0; i < f->icap; i++) {
 		struct fsck_inode *in = &f->inodes[i];
 		if (!in->ino || !in->rec_ok || !S_ISDIR(in->rec.mode) || in->ino == LSMFS_ROOT_INO ||
@@ -546,6 +680,23 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
  * go first, in one batch with the raised inode counter; the file is moved
  * after, so a crash between leaves a hole and the file still ownerless,
  * for the next run.  An empty file holds nothing and is just removed. */
+/* The model learns a new chunk record, or the walk would meet its file
+ * again as ownerless. */
+static int model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	if (f->nchunks == f->capchunks) {
+		size_t nc = f->capchunks ? f->capchunks * 2 : 64;
+		struct fsck_chunk *g = realloc(f->chunks, nc * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		f->chunks = g;
+		f->capchunks = nc;
+	}
+	f->chunks[f->nchunks++] = (struct fsck_chunk){.ino = ino, .chunk = chunk};
+	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), cmp_chunk);
+	return 0;
+}
+
 static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t chunk)
 {
 	struct stat st;
@@ -589,19 +740,30 @@ static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t 
 	if (rc)
 		return rc;
 	f->next_ino = nino + 1;
-	/* The model learns the new chunk, or the walk would meet the moved
-	 * file again as ownerless. */
-	if (f->nchunks == f->capchunks) {
-		size_t nc = f->capchunks ? f->capchunks * 2 : 64;
-		struct fsck_chunk *g = realloc(f->chunks, nc * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		f->chunks = g;
-		f->capchunks = nc;
-	}
-	f->chunks[f->nchunks++] = (struct fsck_chunk){.ino = nino, .chunk = 0};
-	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), cmp_chunk);
-	return move_chunk(f, file, s, d, nino, 0);
+	rc = model_add_chunk(f, nino, 0);
+	return rc ? rc : move_chunk(f, file, s, d, nino, 0);
+}
+
+/* An ownerless chunk file whose inode is a chunked regular file reaching
+ * that far (its record was lost, say with a damaged table): the file is
+ * that inode's data, so it gets its record back. */
+static bool can_reattach(struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	struct fsck_inode *in = fsck_inode(f, ino);
+	return in && in->rec_ok && S_ISREG(in->rec.mode) &&
+	       (in->rec.flags & INODE_FLAG_CHUNKED) && in->inline_len < 0 &&
+	       f->info.chunk_size && chunk < UINT64_MAX / f->info.chunk_size &&
+	       chunk * f->info.chunk_size < in->rec.size;
+}
+
+static int reattach_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	uint8_t k[KEY_MAX];
+	int rc = store_put(f->st, k, key_chunk(k, ino, chunk), "", 0, STORE_WRITE_SYNC);
+	if (rc)
+		return rc;
+	fsck_inode(f, ino)->nchunks++;
+	return model_add_chunk(f, ino, chunk);
 }
 
 /* One disk's section directories: every file must be a chunk with a record,
@@ -649,14 +811,25 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 			uint32_t want = chunk_section(ino, chunk, f->info.sections);
 			uint32_t want_disk = f->section_disk[want];
 			if (!has_chunk(f, ino, chunk)) {
-				if (fsck_problem(f, PR_CHUNK_OWNERLESS,
-						 "disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
-						 " has no chunk record (no owner)", disk, file, chunk, ino))
+				if (can_reattach(f, ino, chunk)) {
+					if (fsck_problem(f, PR_CHUNK_OWNERLESS,
+							 "disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
+							 " has no chunk record, and that file reaches it: give it back its record",
+							 disk, file, chunk, ino))
+						fsck_repaired(f, reattach_chunk(f, ino, chunk));
+				} else if (fsck_problem(f, PR_CHUNK_OWNERLESS,
+							"disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
+							" has no chunk record (no owner)", disk, file, chunk,
+							ino)) {
 					fsck_repaired(f, adopt_chunk(f, file, ino, chunk));
-			} else if ((want != s || want_disk != disk) && want_disk < f->ds->ndisks &&
-				 fsck_problem(f, PR_CHUNK_MISPLACED,
-					      "disk %u: %s belongs in section %u on disk %u", disk, file,
-					      want, want_disk))
+				}
+				if (!has_chunk(f, ino, chunk))
+					continue; /* left, or gone to /lost+found */
+			}
+			if ((want != s || want_disk != disk) && want_disk < f->ds->ndisks &&
+			    fsck_problem(f, PR_CHUNK_MISPLACED,
+					 "disk %u: %s belongs in section %u on disk %u", disk, file,
+					 want, want_disk))
 				fsck_repaired(f, move_chunk(f, file, want, want_disk, ino, chunk));
 		}
 		closedir(sd);
@@ -664,15 +837,54 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 	closedir(top);
 }
 
+/* The disk a section belongs on when the map has lost it: the one disk
+ * whose sections/<s> directory holds files (or, with none, exists);
+ * mkfs's rule (s mod disks) when no disk or several qualify. */
+static uint32_t section_home(struct fsck *f, uint32_t s)
+{
+	uint32_t with_dir = UINT32_MAX, with_files = UINT32_MAX, ndir = 0, nfiles = 0;
+	for (uint32_t d = 0; d < f->ds->ndisks; d++) {
+		char root[LSMFS_META_PATH_MAX + 64], dir[LSMFS_META_PATH_MAX + 96];
+		sections_dir(f, d, root, sizeof(root));
+		snprintf(dir, sizeof(dir), "%s/%u", root, s);
+		DIR *dh = opendir(dir);
+		if (!dh)
+			continue;
+		with_dir = d;
+		ndir++;
+		struct dirent *e;
+		while ((e = readdir(dh)))
+			if (e->d_name[0] != '.') {
+				with_files = d;
+				nfiles++;
+				break;
+			}
+		closedir(dh);
+	}
+	if (nfiles == 1)
+		return with_files;
+	if (nfiles == 0 && ndir == 1)
+		return with_dir;
+	return s % f->ds->ndisks;
+}
+
 void fsck_pass5_data(struct fsck *f)
 {
 	uint32_t nd = f->ds->ndisks;
 	for (uint32_t s = 0; s < f->info.sections; s++) {
-		if (f->section_disk[s] == UINT32_MAX)
-			fsck_problem(f, PR_SECTION_UNMAPPED, "section %u has no disk in the section map", s);
-		else if (f->section_disk[s] >= nd)
-			fsck_problem(f, PR_SECTION_BAD_DISK, "section %u maps to disk %u of %u", s,
-				     f->section_disk[s], nd);
+		uint32_t d = f->section_disk[s];
+		if (d != UINT32_MAX && d < nd)
+			continue;
+		uint32_t home = section_home(f, s);
+		bool fix = d == UINT32_MAX
+				   ? fsck_problem(f, PR_SECTION_UNMAPPED,
+						  "section %u has no disk in the section map; map it to disk %u (%s)",
+						  s, home, f->ds->paths[home])
+				   : fsck_problem(f, PR_SECTION_BAD_DISK,
+						  "section %u maps to disk %u of %u; map it to disk %u (%s)", s,
+						  d, nd, home, f->ds->paths[home]);
+		if (fix)
+			fsck_repaired(f, fsck_put_section(f, s, home));
 	}
 	/* Disk records against the superblocks. */
 	for (uint32_t d = 0; d < nd; d++) {
@@ -682,26 +894,30 @@ void fsck_pass5_data(struct fsck *f)
 		size_t vl;
 		int rc = store_get(f->st, NULL, k, kl, &v, &vl);
 		if (rc) {
-			fsck_problem(f, PR_DISK_RECORD, "disk %u (%s): no disk record in the store", d,
-				     f->ds->paths[d]);
+			if (fsck_problem(f, PR_DISK_RECORD,
+					 "disk %u (%s): no disk record in the store; rebuild it from the superblock",
+					 d, f->ds->paths[d]))
+				fsck_repaired(f, fsck_put_disk_record(f, d));
 			continue;
 		}
 		if (vl < 16 || memcmp(v, f->ds->sb.disk_uuids[d], 16)) {
 			char a[37];
 			lsmfs_uuid_format(f->ds->sb.disk_uuids[d], a);
-			fsck_problem(f, PR_DISK_RECORD,
-				     "disk %u (%s): the store's disk record does not carry its UUID %s", d,
-				     f->ds->paths[d], a);
+			if (fsck_problem(f, PR_DISK_RECORD,
+					 "disk %u (%s): the store's disk record does not carry its UUID %s",
+					 d, f->ds->paths[d], a))
+				fsck_repaired(f, fsck_put_disk_record(f, d));
 		}
 		free(v);
 	}
 	if (f->info_ok && (memcmp(f->info.fs_uuid, f->ds->sb.fs_uuid, 16) ||
 			   f->info.sections != f->ds->sb.sections ||
 			   f->info.chunk_size != f->ds->sb.chunk_size ||
-			   f->info.ndisks != f->ds->sb.disk_count))
-		fsck_problem(f, PR_INFO_BAD,
-			     "%s: the store's filesystem information disagrees with the superblocks",
-			     f->ds->meta_dir);
+			   f->info.ndisks != f->ds->sb.disk_count) &&
+	    fsck_problem(f, PR_INFO_BAD,
+			 "%s: the store's filesystem information disagrees with the superblocks; rewrite it from them",
+			 f->ds->meta_dir))
+		fsck_repaired(f, fsck_put_info(f));
 
 	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), cmp_chunk);
 	/* The disks first: a misplaced chunk file moved home is no longer a

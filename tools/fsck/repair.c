@@ -5,6 +5,7 @@
 #include "fsck.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,5 +92,58 @@ int fsck_trim_inline(struct fsck *f, uint64_t ino, uint64_t size)
 		return rc;
 	rc = store_put(f->st, k, kl, v, vl < size ? vl : (size_t)size, STORE_WRITE_SYNC);
 	free(v);
+	return rc;
+}
+
+int fsck_put_info(struct fsck *f)
+{
+	const struct lsmfs_super *sb = &f->ds->sb;
+	struct fs_info fi = {
+		.version = sb->version, .sections = sb->sections, .chunk_size = sb->chunk_size,
+		.inline_max = sb->inline_max, .ndisks = sb->disk_count, .created = sb->created,
+	};
+	memcpy(fi.fs_uuid, sb->fs_uuid, 16);
+	snprintf(fi.label, sizeof(fi.label), "%s", sb->label);
+	uint8_t k[KEY_MAX], v[FS_INFO_MAX];
+	size_t kl = key_meta(k, META_FS);
+	int rc = store_put(f->st, k, kl, v, fs_info_encode(&fi, v), STORE_WRITE_SYNC);
+	if (rc == 0) {
+		f->info = fi;
+		f->info_ok = true;
+	}
+	return rc;
+}
+
+int fsck_put_disk_record(struct fsck *f, uint32_t disk)
+{
+	const char *path = f->ds->paths[disk];
+	size_t plen = strlen(path);
+	uint8_t k[KEY_MAX], *v = malloc(16 + plen);
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, f->ds->sb.disk_uuids[disk], 16);
+	memcpy(v + 16, path, plen);
+	int rc = store_put(f->st, k, key_disk(k, disk), v, 16 + plen, STORE_WRITE_SYNC);
+	free(v);
+	return rc;
+}
+
+int fsck_put_section(struct fsck *f, uint32_t section, uint32_t disk)
+{
+	uint8_t k[KEY_MAX], v[4];
+	sc_put_le32(v, disk);
+	int rc = store_put(f->st, k, key_section(k, section), v, 4, STORE_WRITE_SYNC);
+	if (rc == 0)
+		f->section_disk[section] = disk;
+	return rc;
+}
+
+int fsck_put_next_ino(struct fsck *f, uint64_t next)
+{
+	uint8_t k[KEY_MAX], v[8];
+	sc_put_le64(v, next);
+	int rc = store_put(f->st, k, key_meta(k, META_NEXT_INO), v, 8, STORE_WRITE_SYNC);
+	if (rc == 0)
+		f->next_ino = next;
 	return rc;
 }
