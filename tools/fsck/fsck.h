@@ -167,7 +167,10 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap);
  * parents are not reachable; into out. */
 void fsck_entry_path(struct fsck *f, const struct fsck_entry *e, char *out, size_t cap);
 
-/* passes.c */
+/* pass2.c: "regular file", "directory", ... for messages. */
+const char *fsck_type_name(uint32_t mode);
+
+/* pass1.c .. pass5.c */
 int fsck_pass1_store(struct fsck *f);
 void fsck_pass2_inodes(struct fsck *f);
 void fsck_pass3_dirs(struct fsck *f);

@@ -1,0 +1,418 @@
+/*
+ * pass5.c: pass 5, data and disks: the section map, the disk records and
+ * the filesystem information against the superblocks, every chunk file on
+ * every disk against the chunk records (ownerless, misplaced, stray), and
+ * every chunk record against its file (missing, too long).
+ */
+#include "fsck.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static void sections_dir(const struct fsck *f, uint32_t disk, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s/%s", f->ds->paths[disk], LSMFS_DIR, LSMFS_SECTIONS_DIR);
+}
+
+static int cmp_chunk(const void *a, const void *b)
+{
+	const struct fsck_chunk *x = a, *y = b;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->chunk < y->chunk ? -1 : x->chunk > y->chunk;
+}
+
+static bool has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	struct fsck_chunk key = {.ino = ino, .chunk = chunk};
+	return bsearch(&key, f->chunks, f->nchunks, sizeof(key), cmp_chunk) != NULL;
+}
+
+static int fsync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+static int fsync_parent(const char *path)
+{
+	char dir[LSMFS_META_PATH_MAX + 700];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	return fsync_path(dir);
+}
+
+/* Copy src to dst (a new file) and make it durable. */
+static int copy_file(const char *src, const char *dst)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0) {
+		int e = -errno;
+		close(in);
+		return e;
+	}
+	int rc = 0;
+	char *buf = malloc(1 << 20);
+	if (!buf)
+		rc = -ENOMEM;
+	for (;;) {
+		ssize_t n = rc ? 0 : read(in, buf, 1 << 20);
+		if (n < 0)
+			rc = -errno;
+		if (n <= 0)
+			break;
+		for (ssize_t done = 0; done < n && !rc;) {
+			ssize_t w = write(out, buf + done, (size_t)(n - done));
+			if (w < 0)
+				rc = -errno;
+			else
+				done += w;
+		}
+	}
+	free(buf);
+	if (!rc && fsync(out))
+		rc = -errno;
+	close(out);
+	close(in);
+	if (rc)
+		unlink(dst);
+	return rc;
+}
+
+/* Put a misplaced chunk file where its section says: a rename on the same
+ * filesystem, else a durable copy renamed into place before the original
+ * goes.  A file already at the destination is left to a person. */
+static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, uint64_t ino,
+		      uint64_t chunk)
+{
+	char root[LSMFS_META_PATH_MAX + 64], dir[LSMFS_META_PATH_MAX + 100];
+	char dst[LSMFS_META_PATH_MAX + 200], tmp[LSMFS_META_PATH_MAX + 220];
+	sections_dir(f, d, root, sizeof(root));
+	snprintf(dir, sizeof(dir), "%s/%u", root, s);
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	snprintf(dst, sizeof(dst), "%s/%" PRIu64 ".%" PRIu64, dir, ino, chunk);
+	if (access(dst, F_OK) == 0)
+		return -EEXIST;
+	if (rename(src, dst) == 0) {
+		int rc = fsync_path(dir);
+		int r2 = fsync_parent(src);
+		return rc ? rc : r2;
+	}
+	if (errno != EXDEV)
+		return -errno;
+	snprintf(tmp, sizeof(tmp), "%s.fsck-tmp", dst);
+	int rc = copy_file(src, tmp);
+	if (!rc && rename(tmp, dst))
+		rc = -errno;
+	if (!rc)
+		rc = fsync_path(dir);
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	if (unlink(src))
+		return -errno;
+	return fsync_parent(src);
+}
+
+/* An ownerless chunk file becomes a file of its own, /lost+found/#ino.chunk
+ * (its old identity), with a new inode whose chunk 0 it is.  The records
+ * go first, in one batch with the raised inode counter; the file is moved
+ * after, so a crash between leaves a hole and the file still ownerless,
+ * for the next run.  An empty file holds nothing and is just removed. */
+/* The model learns a new chunk record, or the walk would meet its file
+ * again as ownerless. */
+static int model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	if (f->nchunks == f->capchunks) {
+		size_t nc = f->capchunks ? f->capchunks * 2 : 64;
+		struct fsck_chunk *g = realloc(f->chunks, nc * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		f->chunks = g;
+		f->capchunks = nc;
+	}
+	f->chunks[f->nchunks++] = (struct fsck_chunk){.ino = ino, .chunk = chunk};
+	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), cmp_chunk);
+	return 0;
+}
+
+static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t chunk)
+{
+	struct stat st;
+	if (stat(file, &st))
+		return -errno;
+	if (st.st_size == 0)
+		return unlink(file) ? -errno : fsync_parent(file);
+	struct fsck_inode *lf = fsck_inode(f, LSMFS_LOST_FOUND_INO);
+	if (!lf || !lf->rec_ok || !S_ISDIR(lf->rec.mode) || !f->next_ino)
+		return -ENOENT;
+	uint64_t nino = f->next_ino;
+	uint32_t s = chunk_section(nino, 0, f->info.sections);
+	uint32_t d = f->section_disk[s];
+	if (d >= f->ds->ndisks)
+		return -EUCLEAN;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct inode_rec r = {
+		.flags = INODE_FLAG_CHUNKED, .mode = S_IFREG | 0600, .nlink = 1,
+		.size = (uint64_t)st.st_size, .blocks = (uint64_t)st.st_blocks,
+		.generation = 1,
+		.atime_sec = now.tv_sec, .mtime_sec = now.tv_sec, .ctime_sec = now.tv_sec,
+		.btime_sec = now.tv_sec,
+	};
+	char name[64];
+	snprintf(name, sizeof(name), "#%" PRIu64 ".%" PRIu64, ino, chunk);
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	uint8_t k[KEY_MAX], v[INODE_REC_LEN], cnt[8];
+	sc_put_le64(cnt, nino + 1);
+	store_batch_put(b, k, key_meta(k, META_NEXT_INO), cnt, 8);
+	inode_rec_encode(&r, v);
+	store_batch_put(b, k, key_inode(k, nino), v, INODE_REC_LEN);
+	store_batch_put(b, k, key_chunk(k, nino, 0), "", 0);
+	dirent_val_encode(nino, (uint8_t)(S_IFREG >> 12), v);
+	store_batch_put(b, k, key_dirent(k, LSMFS_LOST_FOUND_INO, name, strlen(name)), v,
+			DIRENT_VAL_LEN);
+	int rc = store_write(f->st, b, STORE_WRITE_SYNC);
+	store_batch_free(b);
+	if (rc)
+		return rc;
+	f->next_ino = nino + 1;
+	rc = model_add_chunk(f, nino, 0);
+	return rc ? rc : move_chunk(f, file, s, d, nino, 0);
+}
+
+/* An ownerless chunk file whose inode is a chunked regular file reaching
+ * that far (its record was lost, say with a damaged table): the file is
+ * that inode's data, so it gets its record back. */
+static bool can_reattach(struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	struct fsck_inode *in = fsck_inode(f, ino);
+	return in && in->rec_ok && S_ISREG(in->rec.mode) &&
+	       (in->rec.flags & INODE_FLAG_CHUNKED) && in->inline_len < 0 &&
+	       f->info.chunk_size && chunk < UINT64_MAX / f->info.chunk_size &&
+	       chunk * f->info.chunk_size < in->rec.size;
+}
+
+static int reattach_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	uint8_t k[KEY_MAX];
+	int rc = store_put(f->st, k, key_chunk(k, ino, chunk), "", 0, STORE_WRITE_SYNC);
+	if (rc)
+		return rc;
+	fsck_inode(f, ino)->nchunks++;
+	return model_add_chunk(f, ino, chunk);
+}
+
+/* One disk's section directories: every file must be a chunk with a record,
+ * in the section its (ino, chunk) hashes to, on the disk the map names. */
+static void walk_disk(struct fsck *f, uint32_t disk)
+{
+	char root[LSMFS_META_PATH_MAX + 64];
+	sections_dir(f, disk, root, sizeof(root));
+	DIR *top = opendir(root);
+	if (!top) {
+		fsck_problem(f, PR_CHUNK_UNREADABLE, "disk %u: %s: %s", disk, root, strerror(errno));
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(top)) && !fsck_cancelled(f)) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *end;
+		unsigned long s = strtoul(de->d_name, &end, 10);
+		char sdir[LSMFS_META_PATH_MAX + 400];
+		snprintf(sdir, sizeof(sdir), "%s/%s", root, de->d_name);
+		if (*end || s >= f->info.sections) {
+			fsck_problem(f, PR_STRAY_FILE, "disk %u: %s is not a section directory", disk, sdir);
+			continue;
+		}
+		DIR *sd = opendir(sdir);
+		if (!sd) {
+			fsck_problem(f, PR_CHUNK_UNREADABLE, "disk %u: %s: %s", disk, sdir,
+				     strerror(errno));
+			continue;
+		}
+		struct dirent *ce;
+		while ((ce = readdir(sd))) {
+			if (ce->d_name[0] == '.')
+				continue;
+			uint64_t ino, chunk;
+			char tail;
+			char file[LSMFS_META_PATH_MAX + 700];
+			snprintf(file, sizeof(file), "%s/%s", sdir, ce->d_name);
+			if (sscanf(ce->d_name, "%" SCNu64 ".%" SCNu64 "%c", &ino, &chunk, &tail) != 2) {
+				fsck_problem(f, PR_STRAY_FILE, "disk %u: %s is not a chunk file name", disk,
+					     file);
+				continue;
+			}
+			uint32_t want = chunk_section(ino, chunk, f->info.sections);
+			uint32_t want_disk = f->section_disk[want];
+			if (!has_chunk(f, ino, chunk)) {
+				if (can_reattach(f, ino, chunk)) {
+					if (fsck_problem(f, PR_CHUNK_OWNERLESS,
+							 "disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
+							 " has no chunk record, and that file reaches it: give it back its record",
+							 disk, file, chunk, ino))
+						fsck_repaired(f, reattach_chunk(f, ino, chunk));
+				} else if (fsck_problem(f, PR_CHUNK_OWNERLESS,
+							"disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
+							" has no chunk record (no owner)", disk, file, chunk,
+							ino)) {
+					fsck_repaired(f, adopt_chunk(f, file, ino, chunk));
+				}
+				if (!has_chunk(f, ino, chunk))
+					continue; /* left, or gone to /lost+found */
+			}
+			if ((want != s || want_disk != disk) && want_disk < f->ds->ndisks &&
+			    fsck_problem(f, PR_CHUNK_MISPLACED,
+					 "disk %u: %s belongs in section %u on disk %u", disk, file,
+					 want, want_disk))
+				fsck_repaired(f, move_chunk(f, file, want, want_disk, ino, chunk));
+		}
+		closedir(sd);
+	}
+	closedir(top);
+}
+
+/* The disk a section belongs on when the map has lost it: the one disk
+ * whose sections/<s> directory holds files (or, with none, exists);
+ * mkfs's rule (s mod disks) when no disk or several qualify. */
+static uint32_t section_home(struct fsck *f, uint32_t s)
+{
+	uint32_t with_dir = UINT32_MAX, with_files = UINT32_MAX, ndir = 0, nfiles = 0;
+	for (uint32_t d = 0; d < f->ds->ndisks; d++) {
+		char root[LSMFS_META_PATH_MAX + 64], dir[LSMFS_META_PATH_MAX + 96];
+		sections_dir(f, d, root, sizeof(root));
+		snprintf(dir, sizeof(dir), "%s/%u", root, s);
+		DIR *dh = opendir(dir);
+		if (!dh)
+			continue;
+		with_dir = d;
+		ndir++;
+		struct dirent *e;
+		while ((e = readdir(dh)))
+			if (e->d_name[0] != '.') {
+				with_files = d;
+				nfiles++;
+				break;
+			}
+		closedir(dh);
+	}
+	if (nfiles == 1)
+		return with_files;
+	if (nfiles == 0 && ndir == 1)
+		return with_dir;
+	return s % f->ds->ndisks;
+}
+
+void fsck_pass5_data(struct fsck *f)
+{
+	uint32_t nd = f->ds->ndisks;
+	for (uint32_t s = 0; s < f->info.sections; s++) {
+		uint32_t d = f->section_disk[s];
+		if (d != UINT32_MAX && d < nd)
+			continue;
+		uint32_t home = section_home(f, s);
+		bool fix = d == UINT32_MAX
+				   ? fsck_problem(f, PR_SECTION_UNMAPPED,
+						  "section %u has no disk in the section map; map it to disk %u (%s)",
+						  s, home, f->ds->paths[home])
+				   : fsck_problem(f, PR_SECTION_BAD_DISK,
+						  "section %u maps to disk %u of %u; map it to disk %u (%s)", s,
+						  d, nd, home, f->ds->paths[home]);
+		if (fix)
+			fsck_repaired(f, fsck_put_section(f, s, home));
+	}
+	/* Disk records against the superblocks. */
+	for (uint32_t d = 0; d < nd; d++) {
+		uint8_t k[KEY_MAX];
+		size_t kl = key_disk(k, d);
+		void *v;
+		size_t vl;
+		int rc = store_get(f->st, NULL, k, kl, &v, &vl);
+		if (rc) {
+			if (fsck_problem(f, PR_DISK_RECORD,
+					 "disk %u (%s): no disk record in the store; rebuild it from the superblock",
+					 d, f->ds->paths[d]))
+				fsck_repaired(f, fsck_put_disk_record(f, d));
+			continue;
+		}
+		if (vl < 16 || memcmp(v, f->ds->sb.disk_uuids[d], 16)) {
+			char a[37];
+			lsmfs_uuid_format(f->ds->sb.disk_uuids[d], a);
+			if (fsck_problem(f, PR_DISK_RECORD,
+					 "disk %u (%s): the store's disk record does not carry its UUID %s",
+					 d, f->ds->paths[d], a))
+				fsck_repaired(f, fsck_put_disk_record(f, d));
+		}
+		free(v);
+	}
+	if (f->info_ok && (memcmp(f->info.fs_uuid, f->ds->sb.fs_uuid, 16) ||
+			   f->info.sections != f->ds->sb.sections ||
+			   f->info.chunk_size != f->ds->sb.chunk_size ||
+			   f->info.ndisks != f->ds->sb.disk_count) &&
+	    fsck_problem(f, PR_INFO_BAD,
+			 "%s: the store's filesystem information disagrees with the superblocks; rewrite it from them",
+			 f->ds->meta_dir))
+		fsck_repaired(f, fsck_put_info(f));
+
+	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), cmp_chunk);
+	/* The disks first: a misplaced chunk file moved home is no longer a
+	 * missing one (whose repair would drop its record). */
+	for (uint32_t d = 0; d < nd && !fsck_cancelled(f); d++)
+		walk_disk(f, d);
+	for (size_t i = 0; i < f->nchunks && !fsck_cancelled(f); i++) {
+		const struct fsck_chunk *c = &f->chunks[i];
+		uint32_t s = chunk_section(c->ino, c->chunk, f->info.sections);
+		uint32_t d = f->section_disk[s];
+		if (d >= nd)
+			continue; /* reported above */
+		f->chunks_per_disk[d]++;
+		char root[LSMFS_META_PATH_MAX + 64], file[LSMFS_META_PATH_MAX + 160];
+		sections_dir(f, d, root, sizeof(root));
+		snprintf(file, sizeof(file), "%s/%u/%" PRIu64 ".%" PRIu64, root, s, c->ino, c->chunk);
+		struct stat st;
+		if (stat(file, &st) != 0) {
+			if (errno == ENOENT) {
+				if (fsck_problem(f, PR_CHUNK_MISSING,
+						 "inode %" PRIu64 " chunk %" PRIu64
+						 ": %s is missing (reads as a hole)", c->ino, c->chunk,
+						 file)) {
+					/* the record goes; the bytes read as zeros either way */
+					uint8_t k[KEY_MAX];
+					fsck_repaired(f, fsck_del_key(f, k, key_chunk(k, c->ino, c->chunk)));
+				}
+			} else
+				fsck_problem(f, PR_CHUNK_UNREADABLE, "%s: %s", file, strerror(errno));
+		} else if ((uint64_t)st.st_size > f->info.chunk_size &&
+			   fsck_problem(f, PR_CHUNK_TOO_LONG,
+					"%s: %lld bytes, longer than a chunk (%" PRIu64 ")", file,
+					(long long)st.st_size, f->info.chunk_size)) {
+			/* bytes past the chunk's end are never read */
+			fsck_repaired(f, truncate(file, (off_t)f->info.chunk_size) ? -errno : 0);
+		}
+		if (i % 4096 == 0)
+			fsck_progress(f, 5, i, f->nchunks);
+	}
+}
