@@ -32,6 +32,7 @@ struct fsck_inode {
 	uint64_t ino;
 	struct inode_rec rec;
 	bool rec_ok;            /* the record decoded */
+	bool rec_bad;           /* a record is there but does not decode */
 	bool orphan;            /* an O key names it */
 	bool reached;           /* found by the walk from the root */
 	uint32_t entries;       /* directory entries naming it */
@@ -160,6 +161,12 @@ struct fsck_inode *fsck_inode(struct fsck *f, uint64_t ino);
  * when out of memory.  Adding may move every other inode of the model:
  * pointers taken before are stale. */
 struct fsck_inode *fsck_inode_add(struct fsck *f, uint64_t ino);
+/* Chunks of the model, sorted by (ino, chunk) once loaded. */
+int fsck_cmp_chunk(const void *a, const void *b);
+bool fsck_has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk);
+/* Add a chunk (kept sorted); drop every chunk of ino (and its count). */
+int fsck_model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk);
+void fsck_model_drop_chunks(struct fsck *f, uint64_t ino);
 /* A store key in words ("the record of inode 12", "entry 'a' in
  * directory 1"); k NULL: an open end of a range. */
 void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap);
@@ -167,6 +174,9 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap);
  * parents are not reachable; into out. */
 void fsck_entry_path(struct fsck *f, const struct fsck_entry *e, char *out, size_t cap);
 
+/* pass5.c: where chunk (ino, chunk)'s file belongs, by the section map;
+ * -ENOENT when its section has no disk. */
+int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, char *out, size_t cap);
 /* pass2.c: "regular file", "directory", ... for messages. */
 const char *fsck_type_name(uint32_t mode);
 

@@ -108,6 +108,40 @@ static int push_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
 	return 0;
 }
 
+int fsck_cmp_chunk(const void *a, const void *b)
+{
+	const struct fsck_chunk *x = a, *y = b;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->chunk < y->chunk ? -1 : x->chunk > y->chunk;
+}
+
+bool fsck_has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	struct fsck_chunk key = {.ino = ino, .chunk = chunk};
+	return bsearch(&key, f->chunks, f->nchunks, sizeof(key), fsck_cmp_chunk) != NULL;
+}
+
+int fsck_model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	int rc = push_chunk(f, ino, chunk);
+	if (rc == 0)
+		qsort(f->chunks, f->nchunks, sizeof(*f->chunks), fsck_cmp_chunk);
+	return rc;
+}
+
+void fsck_model_drop_chunks(struct fsck *f, uint64_t ino)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < f->nchunks; i++)
+		if (f->chunks[i].ino != ino)
+			f->chunks[o++] = f->chunks[i];
+	f->nchunks = o;
+	struct fsck_inode *in = fsck_inode(f, ino);
+	if (in)
+		in->nchunks = 0;
+}
+
 static void hexkey(const uint8_t *k, size_t kl, char *out, size_t cap)
 {
 	size_t o = 0;
@@ -182,6 +216,7 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		if (!in)
 			return -ENOMEM;
 		in->rec_ok = inode_rec_decode(v, vl, &in->rec) == 0;
+		in->rec_bad = !in->rec_ok;
 		if (!in->rec_ok)
 			fsck_problem(f, PR_INODE_BAD_RECORD,
 				     "inode %" PRIu64 ": record does not decode (%zu bytes)", in->ino, vl);

@@ -22,18 +22,16 @@ static void sections_dir(const struct fsck *f, uint32_t disk, char *out, size_t 
 	snprintf(out, cap, "%s/%s/%s", f->ds->paths[disk], LSMFS_DIR, LSMFS_SECTIONS_DIR);
 }
 
-static int cmp_chunk(const void *a, const void *b)
+int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, char *out, size_t cap)
 {
-	const struct fsck_chunk *x = a, *y = b;
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return x->chunk < y->chunk ? -1 : x->chunk > y->chunk;
-}
-
-static bool has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
-{
-	struct fsck_chunk key = {.ino = ino, .chunk = chunk};
-	return bsearch(&key, f->chunks, f->nchunks, sizeof(key), cmp_chunk) != NULL;
+	uint32_t s = chunk_section(ino, chunk, f->info.sections);
+	uint32_t d = f->section_disk[s];
+	if (d >= f->ds->ndisks)
+		return -ENOENT;
+	char root[LSMFS_META_PATH_MAX + 64];
+	sections_dir(f, d, root, sizeof(root));
+	snprintf(out, cap, "%s/%u/%" PRIu64 ".%" PRIu64, root, s, ino, chunk);
+	return 0;
 }
 
 static int fsync_path(const char *path)
@@ -138,23 +136,6 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
  * go first, in one batch with the raised inode counter; the file is moved
  * after, so a crash between leaves a hole and the file still ownerless,
  * for the next run.  An empty file holds nothing and is just removed. */
-/* The model learns a new chunk record, or the walk would meet its file
- * again as ownerless. */
-static int model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
-{
-	if (f->nchunks == f->capchunks) {
-		size_t nc = f->capchunks ? f->capchunks * 2 : 64;
-		struct fsck_chunk *g = realloc(f->chunks, nc * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		f->chunks = g;
-		f->capchunks = nc;
-	}
-	f->chunks[f->nchunks++] = (struct fsck_chunk){.ino = ino, .chunk = chunk};
-	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), cmp_chunk);
-	return 0;
-}
-
 static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t chunk)
 {
 	struct stat st;
@@ -198,7 +179,7 @@ static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t 
 	if (rc)
 		return rc;
 	f->next_ino = nino + 1;
-	rc = model_add_chunk(f, nino, 0);
+	rc = fsck_model_add_chunk(f, nino, 0);
 	return rc ? rc : move_chunk(f, file, s, d, nino, 0);
 }
 
@@ -221,7 +202,7 @@ static int reattach_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
 	if (rc)
 		return rc;
 	fsck_inode(f, ino)->nchunks++;
-	return model_add_chunk(f, ino, chunk);
+	return fsck_model_add_chunk(f, ino, chunk);
 }
 
 /* One disk's section directories: every file must be a chunk with a record,
@@ -268,7 +249,7 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 			}
 			uint32_t want = chunk_section(ino, chunk, f->info.sections);
 			uint32_t want_disk = f->section_disk[want];
-			if (!has_chunk(f, ino, chunk)) {
+			if (!fsck_has_chunk(f, ino, chunk)) {
 				if (can_reattach(f, ino, chunk)) {
 					if (fsck_problem(f, PR_CHUNK_OWNERLESS,
 							 "disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
@@ -281,7 +262,7 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 							ino)) {
 					fsck_repaired(f, adopt_chunk(f, file, ino, chunk));
 				}
-				if (!has_chunk(f, ino, chunk))
+				if (!fsck_has_chunk(f, ino, chunk))
 					continue; /* left, or gone to /lost+found */
 			}
 			if ((want != s || want_disk != disk) && want_disk < f->ds->ndisks &&
@@ -377,7 +358,7 @@ void fsck_pass5_data(struct fsck *f)
 			 f->ds->meta_dir))
 		fsck_repaired(f, fsck_put_info(f));
 
-	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), cmp_chunk);
+	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), fsck_cmp_chunk);
 	/* The disks first: a misplaced chunk file moved home is no longer a
 	 * missing one (whose repair would drop its record). */
 	for (uint32_t d = 0; d < nd && !fsck_cancelled(f); d++)
@@ -389,9 +370,8 @@ void fsck_pass5_data(struct fsck *f)
 		if (d >= nd)
 			continue; /* reported above */
 		f->chunks_per_disk[d]++;
-		char root[LSMFS_META_PATH_MAX + 64], file[LSMFS_META_PATH_MAX + 160];
-		sections_dir(f, d, root, sizeof(root));
-		snprintf(file, sizeof(file), "%s/%u/%" PRIu64 ".%" PRIu64, root, s, c->ino, c->chunk);
+		char file[LSMFS_META_PATH_MAX + 160];
+		fsck_chunk_file(f, c->ino, c->chunk, file, sizeof(file));
 		struct stat st;
 		if (stat(file, &st) != 0) {
 			if (errno == ENOENT) {
