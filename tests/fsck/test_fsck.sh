@@ -36,7 +36,7 @@ mkfifo "$M/fifo"
 for i in $(seq 20); do echo "$i" > "$M/c/f$i"; done
 ino() { stat -c %i "$M/$1"; }
 I_SMALL=$(ino a/small) I_G=$(ino g) I_BIG=$(ino a/b/big) I_SYM=$(ino a/sym) I_FIFO=$(ino fifo)
-I_A=$(ino a) I_B=$(ino a/b) I_C=$(ino c)
+I_A=$(ino a) I_B=$(ino a/b) I_C=$(ino c) I_F5=$(ino c/f5) I_F9=$(ino c/f9)
 manifest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
 manifest "$M" > "$T/manifest"
 (cd "$M" && find . -type f -printf '%i %p\n') > "$T/inodes"
@@ -173,6 +173,23 @@ damage_dangling() { "$EDIT" d1/$META del 49$(be64 "$I_FIFO"); } # an entry left 
 damage_dir_parent() { rec_edit "$I_B" 98 0100000000000000; }
 damage_xattr_flag() { "$EDIT" d1/$META put 58$(be64 "$I_G")757365722e78 31; }
 damage_unattached_dir() { "$EDIT" d1/$META del "$(dirent_key "$I_A" b)"; }
+damage_record_bad() { "$EDIT" d1/$META put 49$(be64 "$I_F5") 0102030405; }
+damage_orphan_pending() { # c/f9 unlinked while open, then a crash
+	"$EDIT" d1/$META del "$(dirent_key "$I_C" f9)" && rec_edit "$I_F9" 14 00000000 &&
+		"$EDIT" d1/$META put 4f$(be64 "$I_F9") ""
+}
+damage_chunk_past_eof() { "$EDIT" d1/$META put 43$(be64 "$I_BIG")$(be64 50) ""; }
+damage_inline_and_chunks() { "$EDIT" d1/$META put 46$(be64 "$I_BIG") 00112233; }
+damage_data_on_dir() { "$EDIT" d1/$META put 46$(be64 "$I_A") 00112233; }
+damage_bad_flags() { rec_edit "$I_G" 1 80; }
+damage_counter_gone() { "$EDIT" d1/$META del 4d$(printf next_ino | od -An -tx1 | tr -d ' \n'); }
+damage_disk_record() { "$EDIT" d1/$META del 4b$(be32 1); }
+damage_root_gone() { "$EDIT" d1/$META del 49$(be64 1); }
+damage_lost_found_gone() { "$EDIT" d1/$META del 49$(be64 2); }
+damage_inline_over_limit() { # g grows to 5000 bytes, all inline
+	rec_edit "$I_G" 18 8813000000000000 &&
+		"$EDIT" d1/$META put 46$(be64 "$I_G") "$(head -c 5000 /dev/zero | od -An -v -tx1 | tr -d ' \n')"
+}
 damage_store_table() { # bytes flipped inside the largest table
 	local t; t=$(ls -S d1/$META/*.sst | head -1)
 	printf '\xff\xff\xff\xff' | dd of="$t" bs=1 seek=100 conv=notrunc status=none
@@ -201,6 +218,17 @@ check dangling 0302
 check dir_parent 0307
 check xattr_flag 020B
 check unattached_dir 0308
+check record_bad 0201
+check orphan_pending 020E
+check chunk_past_eof 0208
+check inline_and_chunks 0207
+check data_on_dir 020A
+check bad_flags 0204
+check counter_gone 0203
+check disk_record 0503
+check root_gone 0301
+check lost_found_gone 0309
+check inline_over_limit 0206
 
 repair chunk_missing 0504 'a/b/big'
 repair chunk_too_long 0505 'a/b/big'
@@ -219,6 +247,23 @@ repair dir_parent 0307 ''
 repair xattr_flag 020B ''
 repair unattached_dir 0308 'a/b/big' moved
 repair store_table 0101 @named
+repair stray_name 0509 ''
+repair inode_gone 020C ''
+repair section_unmapped 0501 ''
+repair info_gone 0103 ''
+repair symlink_target 0209 ''
+repair bad_type 0202 ''
+repair record_bad 0201 ''
+repair orphan_pending 020E 'c/f9'
+repair chunk_past_eof 0208 ''
+repair inline_and_chunks 0207 ''
+repair data_on_dir 020A ''
+repair bad_flags 0204 ''
+repair counter_gone 0203 ''
+repair disk_record 0503 ''
+repair root_gone 0301 ''
+repair lost_found_gone 0309 ''
+repair inline_over_limit 0206 'g'
 
 # -p: the safe repairs only
 rm -rf "$T/c"; cp -a "$T/p" "$T/c"; (cd "$T/c" && damage_nlink)

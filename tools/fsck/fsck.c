@@ -56,7 +56,10 @@ static const struct {
 	{PR_ENTRY_BAD_HASH, true},  {PR_INLINE_TOO_LONG, true}, {PR_DIR_MULTIPLY_LINKED, false},
 	{PR_STORE_DAMAGED, false},  {PR_INFO_BAD, true},        {PR_DISK_RECORD, true},
 	{PR_SECTION_UNMAPPED, true}, {PR_SECTION_BAD_DISK, true}, {PR_INODE_ABOVE_COUNTER, true},
-	{PR_ROOT_MISSING, true},    {PR_LOST_FOUND_MISSING, true},
+	{PR_ROOT_MISSING, true},    {PR_LOST_FOUND_MISSING, true}, {PR_ORPHAN_PENDING, true},
+	{PR_INODE_BAD_FLAGS, true}, {PR_CHUNK_PAST_EOF, true},  {PR_INLINE_OVER_LIMIT, true},
+	{PR_KEY_NO_INODE, false},   {PR_INODE_BAD_RECORD, false},   {PR_INODE_BAD_TYPE, false}, {PR_SYMLINK_TARGET, false},
+	{PR_INLINE_AND_CHUNKS, false}, {PR_DATA_ON_NONFILE, false}, {PR_STRAY_FILE, false},
 };
 
 static int repair_of(enum fsck_code code)

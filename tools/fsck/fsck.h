@@ -150,6 +150,15 @@ int fsck_put_info(struct fsck *f);
 int fsck_put_disk_record(struct fsck *f, uint32_t disk);
 /* Map section to disk, in the store and the model. */
 int fsck_put_section(struct fsck *f, uint32_t section, uint32_t disk);
+/* Remove an inode whole: its chunk files, then in one batch its record,
+ * inline data, chunk records, xattrs and orphan mark (as the daemon
+ * reclaims one).  The model forgets it. */
+int fsck_clear_inode(struct fsck *f, struct fsck_inode *in);
+/* Delete an inode's inline data and/or chunk records (not the files). */
+int fsck_drop_data(struct fsck *f, struct fsck_inode *in, bool inline_data, bool chunks);
+/* Move an inline file's bytes to chunk files (durable first), then switch
+ * the record over in one batch. */
+int fsck_inline_to_chunks(struct fsck *f, struct fsck_inode *in);
 /* Set the inode counter `M next_ino`. */
 int fsck_put_next_ino(struct fsck *f, uint64_t next);
 

@@ -216,10 +216,7 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		if (!in)
 			return -ENOMEM;
 		in->rec_ok = inode_rec_decode(v, vl, &in->rec) == 0;
-		in->rec_bad = !in->rec_ok;
-		if (!in->rec_ok)
-			fsck_problem(f, PR_INODE_BAD_RECORD,
-				     "inode %" PRIu64 ": record does not decode (%zu bytes)", in->ino, vl);
+		in->rec_bad = !in->rec_ok; /* pass 2 reports it */
 		return 0;
 	}
 	case KEY_DIRENT: {

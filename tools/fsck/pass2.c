@@ -41,44 +41,158 @@ static bool valid_type(uint32_t mode)
 	}
 }
 
+/* The type an inode's other keys say it has: its entries' type (when they
+ * agree), else a regular file when it has data, a directory when it has
+ * entries, else 0 (nothing tells). */
+static uint32_t evident_type(struct fsck *f, const struct fsck_inode *in)
+{
+	uint8_t t = 0;
+	bool agree = true, parent = false;
+	for (size_t i = 0; i < f->nentries; i++) {
+		const struct fsck_entry *e = &f->entries[i];
+		if (e->ino == in->ino) {
+			agree = agree && (!t || t == e->type);
+			t = e->type;
+		}
+		parent = parent || e->parent == in->ino;
+	}
+	uint32_t m = (uint32_t)t << 12; /* DT_* values are S_IF* >> 12 */
+	if (t && agree && valid_type(m))
+		return m;
+	if (in->nchunks || in->inline_len >= 0)
+		return S_IFREG;
+	return parent ? S_IFDIR : 0;
+}
+
+/* A chunked file's size from its last chunk file; without it, the end of
+ * its last chunk. */
+static uint64_t size_from_chunks(struct fsck *f, uint64_t ino)
+{
+	uint64_t last = 0;
+	for (size_t i = 0; i < f->nchunks; i++)
+		if (f->chunks[i].ino == ino && f->chunks[i].chunk >= last)
+			last = f->chunks[i].chunk;
+	char file[LSMFS_META_PATH_MAX + 160];
+	struct stat st;
+	uint64_t cs = f->info.chunk_size;
+	if (fsck_chunk_file(f, ino, last, file, sizeof(file)) == 0 && stat(file, &st) == 0 &&
+	    (uint64_t)st.st_size <= cs)
+		return last * cs + (uint64_t)st.st_size;
+	return (last + 1) * cs;
+}
+
+/* Keys of an inode that has no record (lost with a damaged table, say):
+ * a new record of the type they show, owned by root and private, that
+ * passes 3 and 4 then name and count.  With nothing to show a type (only
+ * xattrs, or only an orphan mark), the keys go. */
+static int rebuild_inode(struct fsck *f, struct fsck_inode *in)
+{
+	uint32_t type = evident_type(f, in);
+	if (!type || (type == S_IFLNK && in->inline_len <= 0))
+		return fsck_clear_inode(f, in);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct inode_rec *r = &in->rec;
+	memset(r, 0, sizeof(*r));
+	r->mode = type | (type == S_IFDIR ? 0700 : 0600);
+	r->nlink = type == S_IFDIR ? 2 : 1;
+	r->generation = 1;
+	r->atime_sec = r->mtime_sec = r->ctime_sec = r->btime_sec = now.tv_sec;
+	if (in->xattrs)
+		r->flags |= INODE_FLAG_XATTR;
+	if (S_ISREG(type) && in->nchunks) {
+		r->flags |= INODE_FLAG_CHUNKED;
+		r->size = size_from_chunks(f, in->ino);
+	} else if ((S_ISREG(type) || S_ISLNK(type)) && in->inline_len > 0) {
+		r->size = (uint64_t)in->inline_len;
+	}
+	r->blocks = (r->size + 511) / 512;
+	in->rec_ok = true;
+	in->rec_bad = false;
+	int rc = fsck_put_inode(f, in);
+	if (rc)
+		in->rec_ok = false;
+	return rc;
+}
+
 static void check_inode(struct fsck *f, struct fsck_inode *in)
 {
 	uint64_t ino = in->ino;
 	if (!in->rec_ok) {
-		/* a stub: keys name an inode that has no record (or a bad one,
-		 * reported while loading) */
-		if (in->inline_len >= 0 || in->nchunks || in->xattrs || in->orphan)
-			fsck_problem(f, PR_KEY_NO_INODE,
-				     "inode %" PRIu64 ": data, chunk, xattr or orphan keys without an inode record",
-				     ino);
-		return;
+		/* No record, or one that does not decode: what the inode's
+		 * other keys show decides (see rebuild_inode). */
+		bool keys = in->inline_len >= 0 || in->nchunks || in->xattrs || in->orphan;
+		const char *act = evident_type(f, in) ? "make a new record from what its keys show"
+						      : "remove it and its keys";
+		if (in->rec_bad) {
+			if (fsck_problem(f, PR_INODE_BAD_RECORD,
+					 "inode %" PRIu64 ": the record does not decode; %s", ino, act))
+				fsck_repaired(f, rebuild_inode(f, in));
+		} else if (keys &&
+			   fsck_problem(f, PR_KEY_NO_INODE,
+					"inode %" PRIu64 ": data, chunk, xattr or orphan keys without an inode record; %s",
+					ino, act)) {
+			fsck_repaired(f, rebuild_inode(f, in));
+		}
+		if (!in->rec_ok)
+			return;
 	}
-	const struct inode_rec *r = &in->rec;
+	struct inode_rec *r = &in->rec;
+	if (!valid_type(r->mode)) {
+		uint32_t t = evident_type(f, in);
+		char what[64];
+		snprintf(what, sizeof(what), t ? "make it a %s" : "nothing shows its type: clear it",
+			 fsck_type_name(t));
+		if (fsck_problem(f, PR_INODE_BAD_TYPE, "inode %" PRIu64 ": mode %o has no valid file type; %s",
+				 ino, (unsigned)r->mode, what)) {
+			if (t) {
+				r->mode = t | (r->mode & 07777);
+				fsck_repaired(f, fsck_put_inode(f, in));
+			} else {
+				fsck_repaired(f, fsck_clear_inode(f, in));
+				return;
+			}
+		}
+	}
 	const char *tn = fsck_type_name(r->mode);
-	if (!valid_type(r->mode))
-		fsck_problem(f, PR_INODE_BAD_TYPE, "inode %" PRIu64 ": mode %o has no valid file type",
-			     ino, (unsigned)r->mode);
-	if (r->flags & ~(uint8_t)(INODE_FLAG_CHUNKED | INODE_FLAG_XATTR))
-		fsck_problem(f, PR_INODE_BAD_FLAGS, "inode %" PRIu64 ": unknown flags %#x", ino,
-			     (unsigned)r->flags);
+	if ((r->flags & ~(uint8_t)(INODE_FLAG_CHUNKED | INODE_FLAG_XATTR)) &&
+	    fsck_problem(f, PR_INODE_BAD_FLAGS, "inode %" PRIu64 ": unknown flags %#x", ino,
+			 (unsigned)r->flags)) {
+		r->flags &= INODE_FLAG_CHUNKED | INODE_FLAG_XATTR;
+		fsck_repaired(f, fsck_put_inode(f, in));
+	}
 	if (in->xattrs && !(r->flags & INODE_FLAG_XATTR) &&
 	    fsck_problem(f, PR_XATTR_FLAG, "inode %" PRIu64 " (%s) has xattrs but not the xattr flag",
 			 ino, tn)) {
 		in->rec.flags |= INODE_FLAG_XATTR;
 		fsck_repaired(f, fsck_put_inode(f, in));
 	}
+	if (in->orphan && r->nlink == 0) {
+		/* As the daemon's mount would: nobody holds it open now. */
+		if (fsck_problem(f, PR_ORPHAN_PENDING,
+				 "inode %" PRIu64 " (%s) is an orphan a crash left behind; reclaim it", ino,
+				 tn))
+			fsck_repaired(f, fsck_clear_inode(f, in));
+		if (!in->rec_ok)
+			return;
+	}
 	if (S_ISREG(r->mode)) {
 		f->files++;
 		f->bytes += r->size;
 		if (r->flags & INODE_FLAG_CHUNKED) {
-			if (in->inline_len >= 0)
-				fsck_problem(f, PR_INLINE_AND_CHUNKS,
-					     "inode %" PRIu64 ": chunked file with inline data as well", ino);
+			/* the flag says where the bytes are: inline data is never read */
+			if (in->inline_len >= 0 &&
+			    fsck_problem(f, PR_INLINE_AND_CHUNKS,
+					 "inode %" PRIu64 ": chunked file with inline data as well (never read)",
+					 ino))
+				fsck_repaired(f, fsck_drop_data(f, in, true, false));
 		} else {
-			if (in->nchunks)
-				fsck_problem(f, PR_INLINE_AND_CHUNKS,
-					     "inode %" PRIu64 ": inline file with %" PRIu64 " chunk records",
-					     ino, in->nchunks);
+			if (in->nchunks &&
+			    fsck_problem(f, PR_INLINE_AND_CHUNKS,
+					 "inode %" PRIu64 ": inline file with %" PRIu64
+					 " chunk records (never read; their files go to /lost+found)",
+					 ino, in->nchunks))
+				fsck_repaired(f, fsck_drop_data(f, in, false, true));
 			if (in->inline_len > (int64_t)r->size &&
 			    fsck_problem(f, PR_INLINE_TOO_LONG,
 					 "inode %" PRIu64 ": size %" PRIu64 " but %" PRId64
@@ -87,42 +201,51 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 				fsck_repaired(f, fsck_trim_inline(f, ino, r->size));
 				in->inline_len = (int64_t)r->size;
 			}
-			if (r->size > f->info.inline_max)
-				fsck_problem(f, PR_INLINE_OVER_LIMIT,
-					     "inode %" PRIu64 ": inline file of %" PRIu64
-					     " bytes, over the inline limit %u", ino, r->size,
-					     f->info.inline_max);
+			if (r->size > f->info.inline_max &&
+			    fsck_problem(f, PR_INLINE_OVER_LIMIT,
+					 "inode %" PRIu64 ": inline file of %" PRIu64
+					 " bytes, over the inline limit %u; move it to chunks", ino, r->size,
+					 f->info.inline_max))
+				fsck_repaired(f, fsck_inline_to_chunks(f, in));
 		}
 	} else if (S_ISLNK(r->mode)) {
 		f->others++;
-		if (in->inline_len != (int64_t)r->size || r->size == 0)
-			fsck_problem(f, PR_SYMLINK_TARGET,
-				     "inode %" PRIu64 ": symlink of size %" PRIu64 " with a %" PRId64
-				     "-byte target", ino, r->size, in->inline_len);
-		if (in->nchunks)
-			fsck_problem(f, PR_DATA_ON_NONFILE, "inode %" PRIu64 " (%s) has chunk records",
-				     ino, tn);
+		if ((in->inline_len != (int64_t)r->size || r->size == 0)) {
+			bool target = in->inline_len > 0;
+			if (fsck_problem(f, PR_SYMLINK_TARGET,
+					 "inode %" PRIu64 ": symlink of size %" PRIu64 " with a %" PRId64
+					 "-byte target; %s", ino, r->size, in->inline_len,
+					 target ? "set the size to the target's" : "clear it")) {
+				if (target) {
+					r->size = (uint64_t)in->inline_len;
+					fsck_repaired(f, fsck_put_inode(f, in));
+				} else {
+					fsck_repaired(f, fsck_clear_inode(f, in));
+					return;
+				}
+			}
+		}
+		if (in->nchunks &&
+		    fsck_problem(f, PR_DATA_ON_NONFILE, "inode %" PRIu64 " (%s) has chunk records", ino,
+				 tn))
+			fsck_repaired(f, fsck_drop_data(f, in, false, true));
 	} else {
 		if (S_ISDIR(r->mode))
 			f->dirs++;
 		else
 			f->others++;
-		if (in->inline_len >= 0 || in->nchunks)
-			fsck_problem(f, PR_DATA_ON_NONFILE, "inode %" PRIu64 " (%s) has data keys", ino,
-				     tn);
+		if ((in->inline_len >= 0 || in->nchunks) &&
+		    fsck_problem(f, PR_DATA_ON_NONFILE, "inode %" PRIu64 " (%s) has data keys", ino,
+				 tn))
+			fsck_repaired(f, fsck_drop_data(f, in, true, true));
 	}
-	if (in->orphan && r->nlink > 0) {
-		if (fsck_problem(f, PR_ORPHAN_LINKED,
-				 "inode %" PRIu64 " is on the orphan list but has %u links", ino,
-				 r->nlink)) {
-			uint8_t k[KEY_MAX];
-			fsck_repaired(f, fsck_del_key(f, k, key_orphan(k, ino)));
-			in->orphan = false;
-		}
-	} else if (in->orphan)
-		fsck_problem(f, PR_ORPHAN_PENDING,
-			     "inode %" PRIu64 " (%s) is an orphan a crash left behind; the next mount reclaims it",
-			     ino, tn);
+	if (in->orphan && r->nlink > 0 &&
+	    fsck_problem(f, PR_ORPHAN_LINKED,
+			 "inode %" PRIu64 " is on the orphan list but has %u links", ino, r->nlink)) {
+		uint8_t k[KEY_MAX];
+		fsck_repaired(f, fsck_del_key(f, k, key_orphan(k, ino)));
+		in->orphan = false;
+	}
 }
 
 /* The inode counter must lie above every inode in use, or the daemon
@@ -164,10 +287,24 @@ void fsck_pass2_inodes(struct fsck *f)
 		struct fsck_inode *in = fsck_inode(f, f->chunks[i].ino);
 		if (!in || !in->rec_ok || !S_ISREG(in->rec.mode))
 			continue;
-		uint64_t first = f->chunks[i].chunk * f->info.chunk_size;
-		if (first >= in->rec.size)
-			fsck_problem(f, PR_CHUNK_PAST_EOF,
-				     "inode %" PRIu64 ": chunk %" PRIu64 " lies past the file's size %" PRIu64,
-				     in->ino, f->chunks[i].chunk, in->rec.size);
+		uint64_t c = f->chunks[i].chunk, first = c * f->info.chunk_size;
+		if (first < in->rec.size ||
+		    !fsck_problem(f, PR_CHUNK_PAST_EOF,
+				  "inode %" PRIu64 ": chunk %" PRIu64 " lies past the file's size %" PRIu64
+				  " (never read); remove it", in->ino, c, in->rec.size))
+			continue;
+		/* the file, then its record: a crash between leaves a missing
+		 * chunk past EOF, which the next run drops too */
+		char file[LSMFS_META_PATH_MAX + 160];
+		uint8_t k[KEY_MAX];
+		int rc = fsck_chunk_file(f, in->ino, c, file, sizeof(file)) == 0 && unlink(file) &&
+					 errno != ENOENT
+				 ? -errno
+				 : fsck_del_key(f, k, key_chunk(k, in->ino, c));
+		fsck_repaired(f, rc);
+		if (rc == 0) {
+			f->chunks[i--] = f->chunks[--f->nchunks]; /* re-sorted in pass 5 */
+			in->nchunks--;
+		}
 	}
 }

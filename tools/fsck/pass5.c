@@ -131,16 +131,19 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
 	return fsync_parent(src);
 }
 
-/* An ownerless chunk file becomes a file of its own, /lost+found/#ino.chunk
- * (its old identity), with a new inode whose chunk 0 it is.  The records
- * go first, in one batch with the raised inode counter; the file is moved
- * after, so a crash between leaves a hole and the file still ownerless,
- * for the next run.  An empty file holds nothing and is just removed. */
-static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t chunk)
+/* An ownerless chunk file (or a stray file no bigger than a chunk) becomes
+ * a file of its own, /lost+found/name, with a new inode whose chunk 0 it
+ * is.  The records go first, in one batch with the raised inode counter;
+ * the file is moved after, so a crash between leaves a hole and the file
+ * still ownerless, for the next run.  An empty file holds nothing and is
+ * just removed. */
+static int adopt_file(struct fsck *f, const char *file, const char *name)
 {
 	struct stat st;
-	if (stat(file, &st))
+	if (lstat(file, &st))
 		return -errno;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > f->info.chunk_size)
+		return -EOPNOTSUPP; /* not one chunk's worth of bytes: left to a person */
 	if (st.st_size == 0)
 		return unlink(file) ? -errno : fsync_parent(file);
 	struct fsck_inode *lf = fsck_inode(f, LSMFS_LOST_FOUND_INO);
@@ -160,8 +163,10 @@ static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t 
 		.atime_sec = now.tv_sec, .mtime_sec = now.tv_sec, .ctime_sec = now.tv_sec,
 		.btime_sec = now.tv_sec,
 	};
-	char name[64];
-	snprintf(name, sizeof(name), "#%" PRIu64 ".%" PRIu64, ino, chunk);
+	for (size_t i = 0; i < f->nentries; i++)
+		if (f->entries[i].parent == LSMFS_LOST_FOUND_INO && f->entries[i].ino &&
+		    strcmp(f->entries[i].name, name) == 0)
+			return -EEXIST;
 	struct store_batch *b = store_batch_new();
 	if (!b)
 		return -ENOMEM;
@@ -181,6 +186,23 @@ static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t 
 	f->next_ino = nino + 1;
 	rc = fsck_model_add_chunk(f, nino, 0);
 	return rc ? rc : move_chunk(f, file, s, d, nino, 0);
+}
+
+static int adopt_stray(struct fsck *f, const char *file, const char *base)
+{
+	char name[NAME_MAX_BYTES + 2];
+	size_t n = strnlen(base, NAME_MAX_BYTES - 1); /* '#' + name fits an entry */
+	name[0] = '#';
+	memcpy(name + 1, base, n);
+	name[n + 1] = '\0';
+	return adopt_file(f, file, name);
+}
+
+static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t chunk)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "#%" PRIu64 ".%" PRIu64, ino, chunk); /* its old identity */
+	return adopt_file(f, file, name);
 }
 
 /* An ownerless chunk file whose inode is a chunked regular file reaching
@@ -225,7 +247,10 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 		char sdir[LSMFS_META_PATH_MAX + 400];
 		snprintf(sdir, sizeof(sdir), "%s/%s", root, de->d_name);
 		if (*end || s >= f->info.sections) {
-			fsck_problem(f, PR_STRAY_FILE, "disk %u: %s is not a section directory", disk, sdir);
+			if (fsck_problem(f, PR_STRAY_FILE,
+					 "disk %u: %s is not a section directory; move it to /lost+found/#%s",
+					 disk, sdir, de->d_name))
+				fsck_repaired(f, adopt_stray(f, sdir, de->d_name));
 			continue;
 		}
 		DIR *sd = opendir(sdir);
@@ -243,8 +268,10 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 			char file[LSMFS_META_PATH_MAX + 700];
 			snprintf(file, sizeof(file), "%s/%s", sdir, ce->d_name);
 			if (sscanf(ce->d_name, "%" SCNu64 ".%" SCNu64 "%c", &ino, &chunk, &tail) != 2) {
-				fsck_problem(f, PR_STRAY_FILE, "disk %u: %s is not a chunk file name", disk,
-					     file);
+				if (fsck_problem(f, PR_STRAY_FILE,
+						 "disk %u: %s is not a chunk file name; move it to /lost+found/#%s",
+						 disk, file, ce->d_name))
+					fsck_repaired(f, adopt_stray(f, file, ce->d_name));
 				continue;
 			}
 			uint32_t want = chunk_section(ino, chunk, f->info.sections);

@@ -5,9 +5,12 @@
 #include "fsck.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int write_batch(struct fsck *f, struct store_batch *b)
 {
@@ -145,5 +148,165 @@ int fsck_put_next_ino(struct fsck *f, uint64_t next)
 	int rc = store_put(f->st, k, key_meta(k, META_NEXT_INO), v, 8, STORE_WRITE_SYNC);
 	if (rc == 0)
 		f->next_ino = next;
+	return rc;
+}
+
+/* Every X key of ino into batch b. */
+static int batch_del_xattrs(struct fsck *f, struct store_batch *b, uint64_t ino)
+{
+	uint8_t lo[KEY_MAX], hi[KEY_MAX];
+	struct store_iter_options io = {.lower = lo, .lower_len = key_xattr_prefix(lo, ino),
+					.upper = hi, .upper_len = key_xattr_prefix(hi, ino + 1)};
+	struct store_iter *it;
+	int rc = store_iter_new(f->st, &io, &it);
+	if (rc)
+		return rc;
+	for (store_iter_seek_first(it); store_iter_valid(it) && rc == 0; store_iter_next(it)) {
+		size_t kl;
+		const void *k = store_iter_key(it, &kl);
+		rc = store_batch_delete(b, k, kl);
+	}
+	if (rc == 0)
+		rc = store_iter_status(it);
+	store_iter_free(it);
+	return rc;
+}
+
+int fsck_clear_inode(struct fsck *f, struct fsck_inode *in)
+{
+	uint64_t ino = in->ino;
+	/* Files first: a crash after leaves records of missing chunks (holes
+	 * of an inode about to go), never files without an owner. */
+	for (size_t i = 0; i < f->nchunks; i++) {
+		if (f->chunks[i].ino != ino)
+			continue;
+		char file[LSMFS_META_PATH_MAX + 160];
+		if (fsck_chunk_file(f, ino, f->chunks[i].chunk, file, sizeof(file)) == 0 &&
+		    unlink(file) && errno != ENOENT)
+			return -errno;
+	}
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	uint8_t k[KEY_MAX];
+	store_batch_delete(b, k, key_inode(k, ino));
+	store_batch_delete(b, k, key_data(k, ino));
+	store_batch_delete(b, k, key_orphan(k, ino));
+	for (size_t i = 0; i < f->nchunks; i++)
+		if (f->chunks[i].ino == ino)
+			store_batch_delete(b, k, key_chunk(k, ino, f->chunks[i].chunk));
+	int rc = batch_del_xattrs(f, b, ino);
+	if (rc) {
+		store_batch_free(b);
+		return rc;
+	}
+	rc = write_batch(f, b);
+	if (rc == 0) {
+		fsck_model_drop_chunks(f, ino);
+		in->rec_ok = in->rec_bad = in->orphan = in->xattrs = false;
+		in->inline_len = -1;
+	}
+	return rc;
+}
+
+int fsck_drop_data(struct fsck *f, struct fsck_inode *in, bool inline_data, bool chunks)
+{
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	uint8_t k[KEY_MAX];
+	if (inline_data)
+		store_batch_delete(b, k, key_data(k, in->ino));
+	if (chunks)
+		for (size_t i = 0; i < f->nchunks; i++)
+			if (f->chunks[i].ino == in->ino)
+				store_batch_delete(b, k, key_chunk(k, in->ino, f->chunks[i].chunk));
+	int rc = write_batch(f, b);
+	if (rc == 0 && inline_data)
+		in->inline_len = -1;
+	if (rc == 0 && chunks)
+		fsck_model_drop_chunks(f, in->ino);
+	return rc;
+}
+
+/* Write len bytes to a new chunk file at path, durably. */
+static int write_chunk_file(const char *path, const uint8_t *p, size_t len)
+{
+	char dir[LSMFS_META_PATH_MAX + 160];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int rc = 0;
+	for (size_t done = 0; done < len && rc == 0;) {
+		ssize_t w = write(fd, p + done, len - done);
+		if (w < 0)
+			rc = -errno;
+		else
+			done += (size_t)w;
+	}
+	if (rc == 0 && fsync(fd))
+		rc = -errno;
+	close(fd);
+	if (rc == 0) {
+		int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (d < 0 || fsync(d))
+			rc = -errno;
+		if (d >= 0)
+			close(d);
+	}
+	if (rc)
+		unlink(path);
+	return rc;
+}
+
+int fsck_inline_to_chunks(struct fsck *f, struct fsck_inode *in)
+{
+	uint8_t k[KEY_MAX];
+	void *v = NULL;
+	size_t vl = 0;
+	int rc = store_get(f->st, NULL, k, key_data(k, in->ino), &v, &vl);
+	if (rc == -ENOENT)
+		rc = 0; /* all zeros: no chunk files at all */
+	if (rc)
+		return rc;
+	uint64_t cs = f->info.chunk_size;
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		rc = -ENOMEM;
+	/* The chunk files first, durably; then one batch switches the file
+	 * over.  A crash between leaves ownerless chunk files, whose inode
+	 * is inline: fsck moves them to /lost+found; the inline data stays. */
+	for (uint64_t c = 0; rc == 0 && c * cs < vl; c++) {
+		char file[LSMFS_META_PATH_MAX + 160];
+		size_t n = vl - c * cs < cs ? (size_t)(vl - c * cs) : (size_t)cs;
+		rc = fsck_chunk_file(f, in->ino, c, file, sizeof(file));
+		if (rc == 0)
+			rc = write_chunk_file(file, (const uint8_t *)v + c * cs, n);
+		if (rc == 0)
+			rc = store_batch_put(b, k, key_chunk(k, in->ino, c), "", 0);
+		if (rc == 0)
+			rc = fsck_model_add_chunk(f, in->ino, c);
+		if (rc == 0)
+			in->nchunks++;
+	}
+	free(v);
+	if (rc == 0) {
+		uint8_t rec[INODE_REC_LEN];
+		in->rec.flags |= INODE_FLAG_CHUNKED;
+		inode_rec_encode(&in->rec, rec);
+		store_batch_delete(b, k, key_data(k, in->ino));
+		store_batch_put(b, k, key_inode(k, in->ino), rec, sizeof(rec));
+		rc = write_batch(f, b);
+		b = NULL;
+		if (rc == 0)
+			in->inline_len = -1;
+	}
+	store_batch_free(b);
 	return rc;
 }
