@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,49 @@ static int lock_disk(struct lsmfs_diskset *ds, uint32_t i, char *err,
 	return 0;
 }
 
+/* A superblock fsck may rebuild: present but damaged, or absent from a
+ * directory that has lsmfs sections (it was a disk).  A directory with
+ * neither is not taken for one. */
+static bool damaged_disk(const char *path, int rc)
+{
+	if (rc == -EUCLEAN)
+		return true;
+	if (rc != -ENOENT)
+		return false;
+	char sections[PATH_MAX];
+	struct stat st;
+	snprintf(sections, sizeof(sections), "%s/%s/%s", path, LSMFS_DIR, LSMFS_SECTIONS_DIR);
+	return stat(sections, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Damaged disks take the indexes no whole superblock claimed: possible only
+ * when exactly one is missing (two damaged disks cannot be told apart). */
+static int place_damaged(struct lsmfs_diskset *ds, struct given *given, uint32_t ref,
+			 const uint32_t *damaged, uint32_t ndamaged, char *err, size_t errlen)
+{
+	const struct lsmfs_super *sb = &given[ref].sb;
+	uint32_t missing = UINT32_MAX, nmissing = 0;
+	for (uint32_t i = 0; i < sb->disk_count; i++)
+		if (!ds->paths[i]) {
+			missing = i;
+			nmissing++;
+		}
+	struct given *g = &given[damaged[0]];
+	if (ndamaged > 1 || nmissing != 1) {
+		set_err(err, errlen, "%s: superblock damaged, and %s", g->path,
+			ndamaged > 1 ? "so is another disk's: cannot tell which disk is which"
+				     : "no disk of the filesystem is missing from the list for it to be");
+		return -EUCLEAN;
+	}
+	g->sb = *sb;
+	g->sb.disk_index = missing;
+	memcpy(g->sb.disk_uuid, sb->disk_uuids[missing], 16);
+	ds->paths[missing] = g->path;
+	g->path = NULL;
+	ds->super_damaged |= 1ull << missing;
+	return 0;
+}
+
 int diskset_open(const char *spec, unsigned flags,
 		 struct lsmfs_diskset **out, char *err, size_t errlen)
 {
@@ -267,20 +311,32 @@ int diskset_open(const char *spec, unsigned flags,
 	}
 
 	/* Superblocks only after every name is known to be a distinct
-	 * directory: "given twice" is the more useful message. */
+	 * directory: "given twice" is the more useful message.  With
+	 * DISKSET_TOLERANT a disk whose superblock is damaged waits aside
+	 * (damaged[]) until the others tell which disk it must be. */
+	uint32_t ref = UINT32_MAX; /* the first disk read whole */
+	uint32_t damaged[LSMFS_MAX_DISKS], ndamaged = 0;
+	char first_err[512] = "";
 	for (uint32_t i = 0; i < ngiven; i++) {
 		struct given *g = &given[i];
 		rc = super_read(g->path, &g->sb, err, errlen);
+		if (rc && (flags & DISKSET_TOLERANT) && damaged_disk(g->path, rc)) {
+			if (!ndamaged && err)
+				snprintf(first_err, sizeof(first_err), "%s", err);
+			damaged[ndamaged++] = i;
+			continue;
+		}
 		if (rc == -ENOENT)
 			rc = -EMEDIUMTYPE; /* message already says why */
 		if (rc)
 			goto out;
-		if (i > 0) {
-			/* given[0].path has moved into ds->paths by now. */
-			rc = check_agrees(g->path, &g->sb, &given[0].sb,
-					  ds->paths[given[0].sb.disk_index], err, errlen);
+		if (ref != UINT32_MAX) {
+			rc = check_agrees(g->path, &g->sb, &given[ref].sb,
+					  ds->paths[given[ref].sb.disk_index], err, errlen);
 			if (rc)
 				goto out;
+		} else {
+			ref = i;
 		}
 		uint32_t idx = g->sb.disk_index;
 		if (ds->paths[idx]) {
@@ -291,6 +347,22 @@ int diskset_open(const char *spec, unsigned flags,
 		}
 		ds->paths[idx] = g->path;
 		g->path = NULL; /* now owned by ds */
+	}
+	if (ref == UINT32_MAX) {
+		rc = -EUCLEAN;
+		set_err(err, errlen, "%s (and no disk given has a whole superblock to rebuild it from)",
+			first_err);
+		goto out;
+	}
+	if (ndamaged) {
+		rc = place_damaged(ds, given, ref, damaged, ndamaged, err, errlen);
+		if (rc)
+			goto out;
+	}
+	if (ref != 0) { /* the rest reads given[0] for the common fields */
+		struct given t = given[0];
+		given[0] = given[ref];
+		given[ref] = t;
 	}
 
 	uint32_t count = given[0].sb.disk_count;
@@ -306,9 +378,9 @@ int diskset_open(const char *spec, unsigned flags,
 		}
 	}
 	ds->ndisks = count;
-	for (uint32_t i = 0; i < ngiven; i++)
-		if (given[i].sb.disk_index == 0)
-			ds->sb = given[i].sb;
+	ds->sb = given[0].sb; /* disk 0's, or rebuilt as disk 0's */
+	ds->sb.disk_index = 0;
+	memcpy(ds->sb.disk_uuid, ds->sb.disk_uuids[0], 16);
 
 	rc = resolve_meta(ds, err, errlen);
 	if (rc)

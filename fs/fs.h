@@ -87,9 +87,17 @@ struct lsmfs_diskset {
 	struct lsmfs_super sb;           /* disk 0's superblock */
 	char meta_dir[LSMFS_META_PATH_MAX + 64]; /* resolved store directory */
 	int lock_fds[LSMFS_MAX_DISKS];   /* -1 when not locked */
+	/* DISKSET_TOLERANT: bit i set when disk i's superblock is damaged
+	 * (or gone); sb then holds what it must say, rebuilt from the other
+	 * disks' copies, for super_write to put back (fsck). */
+	uint64_t super_damaged;
 };
 
 #define DISKSET_LOCK 1u  /* take every disk's lock (daemon, fsck repair) */
+/* fsck: accept one disk whose superblock is damaged (or missing from a
+ * directory that has lsmfs sections) when the others' copies tell which
+ * disk it is; see super_damaged. */
+#define DISKSET_TOLERANT 2u
 
 /*
  * Open the disks named in spec ("DISK[:DISK...]", any order).  Refuses,

@@ -260,7 +260,8 @@ static int salvage_level(struct salv *s, struct version *v, int level,
 	struct file_meta **files = malloc((n ? n : 1) * sizeof(*files));
 	if (!files)
 		return -ENOMEM;
-	memcpy(files, v->files[level], n * sizeof(*files));
+	if (n)
+		memcpy(files, v->files[level], n * sizeof(*files));
 	if (level == 0)
 		qsort(files, n, sizeof(*files), cmp_oldest_first);
 	s->level = level;

@@ -190,6 +190,8 @@ damage_inline_over_limit() { # g grows to 5000 bytes, all inline
 	rec_edit "$I_G" 18 8813000000000000 &&
 		"$EDIT" d1/$META put 46$(be64 "$I_G") "$(head -c 5000 /dev/zero | od -An -v -tx1 | tr -d ' \n')"
 }
+damage_super_damaged() { printf '\xff\xff' | dd of=d2/.lsmfs/super bs=1 seek=40 conv=notrunc status=none; }
+damage_super_gone() { rm d1/.lsmfs/super; }
 damage_store_table() { # bytes flipped inside the largest table
 	local t; t=$(ls -S d1/$META/*.sst | head -1)
 	printf '\xff\xff\xff\xff' | dd of="$t" bs=1 seek=100 conv=notrunc status=none
@@ -229,6 +231,8 @@ check disk_record 0503
 check root_gone 0301
 check lost_found_gone 0309
 check inline_over_limit 0206
+check super_damaged 050A
+check super_gone 050A
 
 repair chunk_missing 0504 'a/b/big'
 repair chunk_too_long 0505 'a/b/big'
@@ -264,6 +268,8 @@ repair disk_record 0503 ''
 repair root_gone 0301 ''
 repair lost_found_gone 0309 ''
 repair inline_over_limit 0206 'g'
+repair super_damaged 050A ''
+repair super_gone 050A ''
 
 # -p: the safe repairs only
 rm -rf "$T/c"; cp -a "$T/p" "$T/c"; (cd "$T/c" && damage_nlink)

@@ -60,6 +60,7 @@ static const struct {
 	{PR_INODE_BAD_FLAGS, true}, {PR_CHUNK_PAST_EOF, true},  {PR_INLINE_OVER_LIMIT, true},
 	{PR_KEY_NO_INODE, false},   {PR_INODE_BAD_RECORD, false},   {PR_INODE_BAD_TYPE, false}, {PR_SYMLINK_TARGET, false},
 	{PR_INLINE_AND_CHUNKS, false}, {PR_DATA_ON_NONFILE, false}, {PR_STRAY_FILE, false},
+	{PR_SUPER_DAMAGED, false},
 };
 
 static int repair_of(enum fsck_code code)
@@ -209,7 +210,7 @@ int main(int argc, char **argv)
 	/* Repairs need the disks to themselves; -n takes no lock and writes
 	 * nothing, so it also runs (with a warning-free best effort) beside a
 	 * mounted filesystem. */
-	unsigned flags = f.mode == FSCK_MODE_NO ? 0 : DISKSET_LOCK;
+	unsigned flags = DISKSET_TOLERANT | (f.mode == FSCK_MODE_NO ? 0 : DISKSET_LOCK);
 	int rc = diskset_open(f.spec, flags, &f.ds, err, sizeof(err));
 	if (rc == -EBUSY) {
 		fprintf(stderr, "%s: %s\n%s: the filesystem is mounted or in use; refusing to change it (try -n)\n",

@@ -120,6 +120,7 @@ enum fsck_code {
 	PR_CHUNK_OWNERLESS = 0x0507,
 	PR_CHUNK_UNREADABLE = 0x0508,
 	PR_STRAY_FILE = 0x0509,
+	PR_SUPER_DAMAGED = 0x050a,
 };
 /* Report a problem (printf-style message naming the path, inode or file).
  * Returns true when the caller should repair it now: with -y, with -p for

@@ -334,9 +334,39 @@ static uint32_t section_home(struct fsck *f, uint32_t s)
 	return s % f->ds->ndisks;
 }
 
+/* A disk whose superblock is damaged (the disk set was opened tolerantly
+ * and told which disk it is): written again from the others' copies. */
+static void check_superblocks(struct fsck *f)
+{
+	for (uint32_t d = 0; d < f->ds->ndisks; d++) {
+		if (!(f->ds->super_damaged & (1ull << d)))
+			continue;
+		struct lsmfs_super sb;
+		char why[512] = "";
+		int rc = super_read(f->ds->paths[d], &sb, why, sizeof(why));
+		if (rc == -ENOENT)
+			snprintf(why, sizeof(why), "%s/%s/%s: missing", f->ds->paths[d], LSMFS_DIR,
+				 LSMFS_SUPER_FILE);
+		if (!fsck_problem(f, PR_SUPER_DAMAGED,
+				  "disk %u: superblock damaged (%s); rebuild it from the other disks' copies",
+				  d, why))
+			continue;
+		sb = f->ds->sb;
+		sb.disk_index = d;
+		memcpy(sb.disk_uuid, sb.disk_uuids[d], 16);
+		rc = super_write(f->ds->paths[d], &sb, why, sizeof(why));
+		if (rc)
+			printf("    %s\n", why);
+		else
+			f->ds->super_damaged &= ~(1ull << d);
+		fsck_repaired(f, rc);
+	}
+}
+
 void fsck_pass5_data(struct fsck *f)
 {
 	uint32_t nd = f->ds->ndisks;
+	check_superblocks(f);
 	for (uint32_t s = 0; s < f->info.sections; s++) {
 		uint32_t d = f->section_disk[s];
 		if (d != UINT32_MAX && d < nd)
