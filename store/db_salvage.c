@@ -16,9 +16,11 @@
  * so every L0 table newer than it is copied to a still higher number in
  * the same order: the relative order of level 0 is kept.
  *
- * The commit logs are not touched: a damaged log is reported by
- * store_verify, and this leaves it alone.  The caller holds the store's
- * directory to itself; this takes the store's LOCK as store_open does.
+ * A commit log with damage other than a torn tail of the newest one is
+ * rewritten from its whole records, each damaged span skipped to the next
+ * 32 KiB block (where a fragment header must start), and renamed over the
+ * old one.  The caller holds the store's directory to itself; this takes
+ * the store's LOCK as store_open does.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,7 +30,9 @@
 #include <string.h>
 
 #include "db_int.h"
+#include "batch.h"
 #include "dbformat.h"
+#include "wal.h"
 
 struct salv {
 	struct store_env *env;
@@ -294,6 +298,115 @@ static int salvage_level(struct salv *s, struct version *v, int level,
 	return rc;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int no_op(void *ctx, uint64_t seq, int type, const uint8_t *key, size_t klen,
+		 const uint8_t *val, size_t vlen)
+{
+	(void)ctx, (void)seq, (void)type, (void)key, (void)klen, (void)val, (void)vlen;
+	return 0;
+}
+
+/* Copy every whole record of log `number` to a new log, skipping each
+ * damaged span (to the next block: wal_reader_resync) and each record that
+ * is not a valid batch; then replace the log with the copy (rename:
+ * atomic).  A torn tail of the newest log is left to store_open, which
+ * cuts it.  *mended is set when the log was replaced. */
+static int salvage_log(struct salv *s, uint64_t number, bool newest, bool *mended)
+{
+	char path[4096], tmp[4200];
+	db_log_file_name(path, sizeof(path), s->dir, number);
+	snprintf(tmp, sizeof(tmp), "%s.salvage.tmp", path);
+	*mended = false;
+	struct wal_reader *r;
+	int rc = wal_reader_open(s->env, path, &r);
+	if (rc)
+		return rc;
+	struct wal_writer *w = NULL;
+	rc = wal_writer_open(s->env, tmp, &w);
+	uint64_t kept = 0, lost = 0;
+	bool damaged = false;
+	while (rc == 0) {
+		const uint8_t *rec;
+		size_t len;
+		uint64_t from = wal_reader_good_offset(r);
+		int k = wal_read_record(r, &rec, &len);
+		if (k == 0)
+			break;
+		if (k == 1 && batch_iterate(rec, len, no_op, NULL) == 0) {
+			rc = wal_add_record(w, rec, len);
+			kept++;
+			continue;
+		}
+		if (k < 0 && k != -EUCLEAN) {
+			rc = k;
+			break;
+		}
+		char why[4600];
+		uint64_t off = from;
+		if (k == 1) {
+			snprintf(why, sizeof(why), "%s: record ending at offset %" PRIu64
+				 " is not a valid write batch; dropped", path,
+				 wal_reader_good_offset(r));
+		} else {
+			const struct wal_error *e = wal_reader_error(r);
+			if (e->tail && newest)
+				break; /* store_open cuts a torn tail */
+			off = e->offset;
+			snprintf(why, sizeof(why), "%s: offset %" PRIu64 ": %s; the writes logged "
+				 "from there to the next whole record are lost", path, e->offset, e->msg);
+			rc = wal_reader_resync(r);
+		}
+		damaged = true;
+		lost++;
+		tell_loss(s, number, -1, off, NULL, 0, NULL, 0, why);
+	}
+	wal_reader_close(r);
+	if (rc == 0 && damaged)
+		rc = wal_sync(w);
+	int c = w ? wal_writer_close(w) : 0;
+	rc = rc ? rc : c;
+	if (rc == 0 && damaged) {
+		rc = s->env->ops->rename(s->env, tmp, path);
+		if (rc == 0)
+			rc = s->env->ops->sync_dir(s->env, s->dir);
+		if (rc == 0) {
+			*mended = true;
+			reportf(s, "%s: %" PRIu64 " records kept, %" PRIu64 " damaged span%s dropped",
+				path, kept, lost, lost == 1 ? "" : "s");
+			return 0;
+		}
+	}
+	(void)s->env->ops->unlink(s->env, tmp); /* nothing to mend, or failed */
+	return rc;
+}
+
+/* Every commit log from the MANIFEST's log number on. */
+static int salvage_logs(struct salv *s, uint64_t *logs, size_t n, int *mended)
+{
+	qsort(logs, n, sizeof(*logs), cmp_u64);
+	size_t newest = 0; /* the last non-empty log, as recovery decides */
+	for (size_t i = 0; i < n; i++) {
+		char path[4096];
+		uint64_t size = 0;
+		db_log_file_name(path, sizeof(path), s->dir, logs[i]);
+		if (s->env->ops->file_size(s->env, path, &size) == 0 && size > 0)
+			newest = i;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool m;
+		int rc = salvage_log(s, logs[i], i == newest, &m);
+		if (rc)
+			return rc;
+		*mended += m;
+	}
+	return 0;
+}
+
 int store_salvage(const char *dir, const struct store_options *opt,
 		  store_loss_fn lost_fn, store_report_fn report, void *ctx)
 {
@@ -342,14 +455,26 @@ int store_salvage(const char *dir, const struct store_options *opt,
 	size_t count = 0;
 	if ((rc = s.env->ops->list_dir(s.env, dir, &names, &count)))
 		goto out;
-	for (size_t i = 0; i < count; i++) {
+	uint64_t *logs = calloc(count + 1, sizeof(*logs));
+	size_t nlogs = 0;
+	for (size_t i = 0; i < count && logs; i++) {
 		const char *p = names[i];
 		if (strncmp(p, "MANIFEST-", 9) == 0)
 			p += 9;
-		if (*p >= '0' && *p <= '9')
-			version_set_mark_file_number_used(s.vs, strtoull(p, NULL, 10));
+		if (*p < '0' || *p > '9')
+			continue;
+		char *end;
+		uint64_t number = strtoull(p, &end, 10);
+		version_set_mark_file_number_used(s.vs, number);
+		if (strcmp(end, ".log") == 0 && number >= version_set_log_number(s.vs))
+			logs[nlogs++] = number;
 	}
 	env_free_names(names, count);
+	int logs_mended = 0;
+	rc = logs ? salvage_logs(&s, logs, nlogs, &logs_mended) : -ENOMEM;
+	free(logs);
+	if (rc)
+		goto out;
 
 	struct version_edit e;
 	version_edit_init(&e);
@@ -366,9 +491,9 @@ int store_salvage(const char *dir, const struct store_options *opt,
 	}
 	version_edit_free(&e);
 	if (rc == 0)
-		reportf(&s, "%s: %d damaged table%s salvaged, %" PRIu64 " key range%s lost",
-			dir, changed, changed == 1 ? "" : "s", s.lost_ranges,
-			s.lost_ranges == 1 ? "" : "s");
+		reportf(&s, "%s: %d damaged table%s salvaged, %d commit log%s mended, %" PRIu64
+			" range%s lost", dir, changed, changed == 1 ? "" : "s", logs_mended,
+			logs_mended == 1 ? "" : "s", s.lost_ranges, s.lost_ranges == 1 ? "" : "s");
 out:
 	salv_close(&s);
 	s.env->ops->unlock(lock);

@@ -197,15 +197,17 @@ int store_dump(const char *dir, const struct store_options *opt,
 /*
  * store_salvage (fsck -y): rewrite every table that fails its checks from
  * the entries that still read, and drop tables that do not open at all
- * (or are missing), in one MANIFEST edit.  Each range of keys lost goes to
- * lost() (user keys; from NULL: from the table's first key, to NULL: to
- * its end); report() gets one line per table salvaged and a summary.  Takes
- * the store's LOCK (-EBUSY if in use).  Commit logs are left as they are.
- * 0 when the store now checks whole apart from its logs, else an errno.
+ * (or are missing), in one MANIFEST edit; rewrite every damaged commit log
+ * from its whole records.  Each range lost goes to lost() (tables: user
+ * keys, from NULL: from the table's first key, to NULL: to its end; logs:
+ * level -1, no keys, the byte offset); report() gets one line per file
+ * mended and a summary.  Takes the store's LOCK (-EBUSY if in use).  A
+ * damaged MANIFEST is not mended (-EUCLEAN).  0 when the store now
+ * checks whole, else an errno.
  */
 struct store_salvage_loss {
-	uint64_t table;      /* NNNNNN of NNNNNN.sst */
-	int level;
+	uint64_t table;      /* NNNNNN of NNNNNN.sst, or of NNNNNN.log */
+	int level;           /* -1: a commit log */
 	uint64_t offset;     /* of the lost block in the table */
 	const void *from;
 	size_t from_len;

@@ -188,6 +188,10 @@ struct wal_reader {
 	uint64_t good;      /* just past the last whole record returned */
 	int error;          /* sticky */
 	struct wal_error err;
+	/* Set with an error whose fragment's own checksum held (a fragment
+	 * out of order): where reading can go on (wal_reader_resync); 0 when
+	 * the next block is the first place to trust. */
+	uint64_t resume;
 };
 
 int wal_reader_open(struct store_env *env, const char *path,
@@ -345,6 +349,32 @@ static int end_of_file(struct wal_reader *r, bool in_record, uint64_t rec_start)
 		       rec_start);
 }
 
+int wal_reader_resync(struct wal_reader *r)
+{
+	if (r->error != -EUCLEAN)
+		return r->error;
+	/* Every block starts with a fragment header: the next block after
+	 * the bad fragment is the first place valid data can be found. */
+	uint64_t next = r->err.offset - r->err.offset % WAL_BLOCK_SIZE + WAL_BLOCK_SIZE;
+	r->error = 0;
+	r->at_end = false;
+	buf_clear(&r->rec);
+	if (r->resume && r->loaded && r->resume >= r->block_off &&
+	    r->resume <= r->block_off + r->block_len) {
+		/* A fragment whose checksum held but came out of order: its
+		 * framing is good, so go on right there. */
+		r->pos = (size_t)(r->resume - r->block_off);
+		r->resume = 0;
+		return 0;
+	}
+	r->resume = 0;
+	r->loaded = true;
+	r->block_off = next - WAL_BLOCK_SIZE;
+	r->block_len = WAL_BLOCK_SIZE;
+	r->pos = WAL_BLOCK_SIZE; /* used up: the next read loads block `next` */
+	return 0;
+}
+
 int wal_read_record(struct wal_reader *r, const uint8_t **rec, size_t *len)
 {
 	if (r->error)
@@ -412,32 +442,39 @@ int wal_read_record(struct wal_reader *r, const uint8_t **rec, size_t *len)
 		const uint8_t *payload = h + WAL_HEADER_SIZE;
 		switch (type) {
 		case FRAG_FULL:
-			if (in_record)
+			if (in_record) {
+				r->resume = frag_off; /* a new record starts here */
 				return corrupt(r, frag_off, frag_off,
 					       "FULL inside a record (started at %" PRIu64 ")",
 					       rec_start);
+			}
 			r->pos = end;
 			r->good = after;
 			*rec = payload;
 			*len = n;
 			return 1;
 		case FRAG_FIRST:
-			if (in_record)
+			if (in_record) {
+				r->resume = frag_off;
 				return corrupt(r, frag_off, frag_off,
 					       "FIRST inside a record (started at %" PRIu64 ")",
 					       rec_start);
+			}
 			in_record = true;
 			rec_start = frag_off;
 			buf_append(&r->rec, payload, n);
 			break;
 		case FRAG_MIDDLE:
 		case FRAG_LAST:
-			if (!in_record)
+			if (!in_record) {
+				r->resume = after; /* the rest of a record lost before */
 				return corrupt(r, frag_off, after, "%s without FIRST",
 					       type == FRAG_LAST ? "LAST" : "MIDDLE");
+			}
 			buf_append(&r->rec, payload, n);
 			break;
 		default:
+			r->resume = after;
 			return corrupt(r, frag_off, after,
 				       "unknown fragment type %u", type);
 		}

@@ -55,6 +55,11 @@ struct wal_error {
 	char msg[160];     /* what was wrong, without the file name */
 };
 const struct wal_error *wal_reader_error(const struct wal_reader *r);
+/* After -EUCLEAN: go on reading at the next block boundary after the bad
+ * fragment (salvage).  A record that began in the damaged span is lost
+ * with it; its continuation fragments are reported as errors again.  0, or
+ * the sticky error when it is not a corruption. */
+int wal_reader_resync(struct wal_reader *r);
 /* File offset just past the last whole record returned: where a torn tail
  * is cut. */
 uint64_t wal_reader_good_offset(const struct wal_reader *r);
