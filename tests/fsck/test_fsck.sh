@@ -5,8 +5,9 @@
 # not one byte of the disks changed (names and contents hashed before and
 # after).  Also: a clean filesystem exits 0, usage errors 16, and a mounted
 # filesystem is refused for repair (8) but checked with -n.
-# Repairs (-y, -p) are not written yet; their half of the catalogue comes
-# with them.
+# Repairs: every kind is made again on a fresh copy and repaired by -y
+# (exit 1), a second -n is clean, and files the damage did not touch are
+# byte-identical after a mount (see repair()); -p makes only safe repairs.
 set -u
 B=$(cd "${1:?usage: test_fsck.sh BUILD_DIR}" && pwd)
 MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs EDIT=$B/tests/fsck/store_edit

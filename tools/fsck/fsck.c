@@ -1,7 +1,7 @@
 /*
  * fsck.c: fsck.lsmfs: command line, e2fsck's exit codes, problem reporting
- * and the order of the passes.  Checking only, for now: every problem is
- * reported and left uncorrected (exit 4); repairs come next.
+ * (with the table of problems that have a repair, and which -p may make)
+ * and the order of the passes.
  */
 #include "fsck.h"
 
@@ -33,13 +33,11 @@ static void usage(FILE *out)
 		"5 data and disks.  Every problem prints with a stable code: LSMFS-PPNN.\n"
 		"Exit status (as e2fsck): 0 no errors, 1 errors corrected, 4 errors left\n"
 		"uncorrected, 8 operational error, 16 usage error, 32 cancelled.\n"
-		"Repairs so far: link counts, entry types and hashes, directory\n"
-		"parents, inline data past the size, xattr flags, orphan keys of linked\n"
-		"inodes, missing chunks (dropped: they read as holes), overlong and\n"
-		"misplaced chunk files (-p does these); dangling entries, a directory's\n"
-		"second entry, unattached inodes and ownerless chunk files (to\n"
-		"/lost+found; -y or asked).  Other problems are reported and left\n"
-		"(exit 4).\n",
+		"Repairs (-y; -p makes those that need no judgement): salvage of damaged\n"
+		"tables and commit logs, superblocks from the other disks' copies, store\n"
+		"records from the superblocks, inode records from their keys, link\n"
+		"counts, entries, /lost+found reconnection, orphans, and chunk files\n"
+		"(missing, overlong, misplaced, ownerless, stray).\n",
 		prog);
 }
 
