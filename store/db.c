@@ -19,6 +19,18 @@
 #include "db_int.h"
 #include "dbformat.h"
 
+/* Bytes written since open, for the lifetime totals every MANIFEST edit
+ * carries.  mu held. */
+void db_session_totals(void *ctx, struct write_totals *out)
+{
+	struct store *st = ctx;
+	out->user = atomic_load(&st->user_bytes);
+	out->wal = atomic_load(&st->wal_bytes);
+	out->flush = st->flush_bytes;
+	out->compaction = st->compaction_written;
+	out->manifest = st->manifest_bytes;
+}
+
 void store_options_init(struct store_options *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -528,6 +540,7 @@ int store_open(const char *dir, const struct store_options *opt,
 		.env = st->env, .dir = st->dir, .opt = &st->opt,
 		.tables = st->tables, .manifest_bytes = &st->manifest_bytes,
 		.log = opt->log, .log_ctx = opt->log_ctx,
+		.session_totals = db_session_totals, .totals_ctx = st,
 	};
 	st->vs = st->tables ? version_set_new(&vo) : NULL;
 	if (!st->vs) {

@@ -108,6 +108,7 @@ struct store {
 void db_report(struct store *st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void db_log_file_name(char *out, size_t len, const char *dir, uint64_t number);
+void db_session_totals(void *ctx, struct write_totals *out);
 int db_pending_add(struct store *st, uint64_t number); /* mu held */
 void db_pending_remove(struct store *st, uint64_t number); /* mu held */
 /* Delete files no live version or pending output needs.  mu held (dropped

@@ -328,12 +328,29 @@ void store_get_stats(struct store *st, struct store_stats *s)
 	s->memtable_bytes = memtable_memory_usage(st->mem) +
 			    (st->imm ? memtable_memory_usage(st->imm) : 0);
 	s->last_sequence = version_set_last_sequence(st->vs);
+	struct write_totals base, now;
+	version_set_base_totals(st->vs, &base);
+	db_session_totals(st, &now);
+	s->lifetime.user_bytes_written = base.user + now.user;
+	s->lifetime.wal_bytes_written = base.wal + now.wal;
+	s->lifetime.flush_bytes_written = base.flush + now.flush;
+	s->lifetime.compaction_bytes_written = base.compaction + now.compaction;
+	s->lifetime.manifest_bytes_written = base.manifest + now.manifest;
 	struct version *v = version_set_current(st->vs);
 	for (int l = 0; l < NUM_LEVELS; l++) {
 		s->level_files[l] = v->nfiles[l];
 		s->level_bytes[l] = version_level_bytes(v, l);
 	}
 	pthread_mutex_unlock(&st->mu);
+}
+
+double store_totals_write_amp(const struct store_totals *t)
+{
+	if (t->user_bytes_written == 0)
+		return 0.0;
+	return (double)(t->wal_bytes_written + t->flush_bytes_written +
+			t->compaction_bytes_written + t->manifest_bytes_written) /
+	       (double)t->user_bytes_written;
 }
 
 double store_stats_write_amp(const struct store_stats *s)

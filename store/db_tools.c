@@ -413,3 +413,78 @@ int store_dump(const char *dir, const struct store_options *opt,
 	tool_close(&t);
 	return rc;
 }
+
+/* Reports of a listing go to the caller's opt->log, if any. */
+static void list_line(void *ctx, const char *line)
+{
+	const struct store_options *opt = ctx;
+	if (opt && opt->log)
+		opt->log(opt->log_ctx, line);
+}
+
+int store_list_tables(const char *dir, const struct store_options *opt,
+		      struct store_table_info **tables, size_t *n,
+		      struct store_totals *totals)
+{
+	*tables = NULL;
+	*n = 0;
+	struct tool t;
+	int rc = tool_open(&t, dir, opt, list_line, (void *)opt);
+	if (rc)
+		return rc;
+	struct version *v = version_set_current(t.vs);
+	size_t count = 0;
+	for (int l = 0; l < NUM_LEVELS; l++)
+		count += v->nfiles[l];
+	struct store_table_info *out = calloc(count ? count : 1, sizeof(*out));
+	if (!out)
+		rc = -ENOMEM;
+	size_t k = 0;
+	for (int l = 0; l < NUM_LEVELS && rc == 0; l++) {
+		for (size_t i = 0; i < v->nfiles[l] && rc == 0; i++, k++) {
+			const struct file_meta *f = v->files[l][i];
+			struct store_table_info *ti = &out[k];
+			ti->level = l;
+			ti->number = f->number;
+			ti->size = f->size;
+			/* internal keys to user keys: the tag is no use here */
+			ti->smallest_len = f->smallest.len - IKEY_TAG_LEN;
+			ti->largest_len = f->largest.len - IKEY_TAG_LEN;
+			ti->smallest = malloc(ti->smallest_len + 1);
+			ti->largest = malloc(ti->largest_len + 1);
+			if (!ti->smallest || !ti->largest) {
+				rc = -ENOMEM;
+				k++;
+				break;
+			}
+			memcpy(ti->smallest, f->smallest.data, ti->smallest_len);
+			memcpy(ti->largest, f->largest.data, ti->largest_len);
+		}
+	}
+	if (rc == 0 && totals) {
+		struct write_totals w;
+		version_set_totals(t.vs, &w);
+		*totals = (struct store_totals){
+			.user_bytes_written = w.user, .wal_bytes_written = w.wal,
+			.flush_bytes_written = w.flush, .compaction_bytes_written = w.compaction,
+			.manifest_bytes_written = w.manifest,
+		};
+	}
+	tool_close(&t);
+	if (rc) {
+		store_tables_free(out, out ? k : 0);
+		return rc;
+	}
+	*tables = out;
+	*n = count;
+	return 0;
+}
+
+void store_tables_free(struct store_table_info *tables, size_t n)
+{
+	for (size_t i = 0; tables && i < n; i++) {
+		free(tables[i].smallest);
+		free(tables[i].largest);
+	}
+	free(tables);
+}

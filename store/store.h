@@ -150,6 +150,20 @@ int store_flush(struct store *st);
 int store_compact_range(struct store *st, const void *begin, size_t blen,
 			const void *end, size_t elen);
 
+/* Bytes written over a store's whole life, by kind: kept in every MANIFEST
+ * edit, so as of now for an open store and as of the last flush or
+ * compaction for store_list_tables. */
+struct store_totals {
+	uint64_t user_bytes_written;
+	uint64_t wal_bytes_written;
+	uint64_t flush_bytes_written;
+	uint64_t compaction_bytes_written;
+	uint64_t manifest_bytes_written;
+};
+/* (log + flush + compaction + manifest) / user; 0 when nothing was written. */
+double store_totals_write_amp(const struct store_totals *t);
+
+/* Counters since this open, except `lifetime`. */
 struct store_stats {
 	uint64_t user_bytes_written;   /* keys + values handed to writes */
 	uint64_t wal_bytes_written;
@@ -171,6 +185,7 @@ struct store_stats {
 	uint64_t write_stall_micros;   /* writers slowed or stopped */
 	uint64_t memtable_bytes;       /* active + immutable, now */
 	uint64_t last_sequence;
+	struct store_totals lifetime;  /* since the store was created */
 };
 void store_get_stats(struct store *st, struct store_stats *out);
 /* Write amplification: (wal + flush + compaction + manifest) / user bytes. */
@@ -218,5 +233,26 @@ struct store_salvage_loss {
 typedef void (*store_loss_fn)(void *ctx, const struct store_salvage_loss *loss);
 int store_salvage(const char *dir, const struct store_options *opt,
 		  store_loss_fn lost, store_report_fn report, void *ctx);
+
+/*
+ * store_list_tables (lsmfs-inspect): every live table from the MANIFEST,
+ * level by level (level 0 newest first, deeper levels by key), with their
+ * user-key ranges, and the lifetime write totals as of the last edit.
+ * Reads only; works beside a running store (the MANIFEST is appended to,
+ * never rewritten in place).  Free with store_tables_free.
+ */
+struct store_table_info {
+	int level;
+	uint64_t number;      /* NNNNNN.sst */
+	uint64_t size;        /* bytes */
+	void *smallest;       /* user keys (malloc'd) */
+	size_t smallest_len;
+	void *largest;
+	size_t largest_len;
+};
+int store_list_tables(const char *dir, const struct store_options *opt,
+		      struct store_table_info **tables, size_t *n,
+		      struct store_totals *totals);
+void store_tables_free(struct store_table_info *tables, size_t n);
 
 #endif

@@ -387,6 +387,8 @@ struct version_set *version_set_new(const struct version_set_options *o)
 	vs->manifest_bytes = o->manifest_bytes;
 	vs->log = o->log;
 	vs->log_ctx = o->log_ctx;
+	vs->session_totals = o->session_totals;
+	vs->totals_ctx = o->totals_ctx;
 	vs->next_file = 1;
 	vs->live.prev = vs->live.next = &vs->live;
 	for (int l = 0; l < NUM_LEVELS; l++)
@@ -432,6 +434,16 @@ int version_set_create(struct version_set *vs)
 	for (int l = 0; l < NUM_LEVELS; l++)
 		buf_clear(&vs->compact_pointer[l]);
 	return 0;
+}
+
+void version_set_totals(const struct version_set *vs, struct write_totals *out)
+{
+	*out = vs->totals;
+}
+
+void version_set_base_totals(const struct version_set *vs, struct write_totals *out)
+{
+	*out = vs->base;
 }
 
 struct version *version_set_current(struct version_set *vs)
@@ -523,6 +535,8 @@ static int manifest_path(char *out, const char *dir, uint64_t number)
 }
 
 struct replay {
+	bool has_totals;
+	struct write_totals totals;
 	bool has_log_number, has_next_file, has_last_sequence;
 	uint64_t log_number, next_file, last_sequence;
 	struct buf compact_pointer[NUM_LEVELS];
@@ -532,6 +546,10 @@ struct replay {
 static int replay_edit(struct replay *r, struct builder *b,
 		       const struct version_edit *e)
 {
+	if (e->has_totals) {
+		r->has_totals = true;
+		r->totals = e->totals;
+	}
 	if (e->has_log_number) {
 		r->has_log_number = true;
 		r->log_number = e->log_number;
@@ -677,6 +695,8 @@ int version_set_recover(struct version_set *vs)
 	v = NULL;
 	vs->log_number = rp.log_number;
 	vs->last_sequence = rp.last_sequence;
+	vs->has_totals = rp.has_totals;
+	vs->totals = vs->base = rp.totals;
 	vs->manifest_number = number;
 	vs->next_file = rp.next_file;
 	version_set_mark_file_number_used(vs, number);
@@ -713,6 +733,8 @@ static int snapshot_edit(struct version_set *vs, struct buf *out)
 	version_edit_set_log_number(&e, vs->log_number);
 	version_edit_set_next_file(&e, vs->next_file);
 	version_edit_set_last_sequence(&e, vs->last_sequence);
+	e.has_totals = vs->has_totals;
+	e.totals = vs->totals;
 	for (int l = 0; l < NUM_LEVELS; l++)
 		if (vs->compact_pointer[l].len)
 			version_edit_set_compact_pointer(&e, l,
@@ -763,6 +785,16 @@ int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 	 * directory before the record is written. */
 	bool sync_dir = e->nadded > 0 || e->log_number != vs->log_number;
 	version_edit_set_last_sequence(e, vs->last_sequence);
+	if (vs->session_totals) {
+		struct write_totals now;
+		vs->session_totals(vs->totals_ctx, &now);
+		e->has_totals = true;
+		e->totals.user = vs->base.user + now.user;
+		e->totals.wal = vs->base.wal + now.wal;
+		e->totals.flush = vs->base.flush + now.flush;
+		e->totals.compaction = vs->base.compaction + now.compaction;
+		e->totals.manifest = vs->base.manifest + now.manifest;
+	}
 	bool new_manifest = vs->manifest == NULL;
 	uint64_t mnum = new_manifest ? version_set_new_file_number(vs)
 				     : vs->manifest_number;
@@ -839,6 +871,10 @@ int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 	if (new_manifest)
 		vs->manifest_number = mnum;
 	vs->log_number = e->log_number;
+	if (e->has_totals) {
+		vs->has_totals = true;
+		vs->totals = e->totals;
+	}
 	for (size_t i = 0; i < e->ncompact_pointers; i++) {
 		struct buf *cp = &vs->compact_pointer[e->compact_pointers[i].level];
 		buf_clear(cp);

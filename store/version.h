@@ -47,7 +47,15 @@ struct version {
 	int compaction_level;
 };
 
+/* Bytes written over a store's life, by kind (FORMAT.md "MANIFEST", tag 7):
+ * what callers handed to writes, and what the store wrote for them. */
+struct write_totals {
+	uint64_t user, wal, flush, compaction, manifest;
+};
+
 struct version_edit {
+	bool has_totals;
+	struct write_totals totals;
 	bool has_log_number;
 	uint64_t log_number;
 	bool has_next_file;
@@ -100,6 +108,10 @@ struct version_set_options {
 	uint64_t *manifest_bytes;
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
+	/* Bytes written since open, by kind (mu held); NULL: edits carry no
+	 * totals (offline tools). */
+	void (*session_totals)(void *ctx, struct write_totals *out);
+	void *totals_ctx;
 };
 struct version_set *version_set_new(const struct version_set_options *o);
 void version_set_free(struct version_set *vs);
@@ -126,6 +138,11 @@ int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 			      pthread_mutex_t *mu);
 
 struct version *version_set_current(struct version_set *vs);
+/* Lifetime totals as of the last edit recovered or written (zeros for a
+ * MANIFEST that never recorded any). */
+void version_set_totals(const struct version_set *vs, struct write_totals *out);
+/* The totals recovered at open: add this session's counters for now. */
+void version_set_base_totals(const struct version_set *vs, struct write_totals *out);
 uint64_t version_set_new_file_number(struct version_set *vs);
 /* Give back a number that was not used (a failed flush). */
 void version_set_reuse_file_number(struct version_set *vs, uint64_t n);

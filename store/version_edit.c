@@ -13,6 +13,8 @@
  *   5 deleted_file     varint32 level, varint64 number
  *   6 new_file         varint32 level, varint64 number, varint64 size,
  *                      lenbytes smallest, lenbytes largest (internal keys)
+ *   7 write_totals     varint64 user, log, flush, compaction, manifest
+ *                      bytes written over the store's life so far
  *
  * The decoder checks every length against the record's end, every level
  * against NUM_LEVELS, and every key for a whole tag; anything else is
@@ -40,6 +42,7 @@ enum {
 	TAG_COMPACT_POINTER = 4,
 	TAG_DELETED_FILE = 5,
 	TAG_NEW_FILE = 6,
+	TAG_WRITE_TOTALS = 7,
 };
 
 /* The sentinel a poisoned array points at; never written through. */
@@ -245,6 +248,14 @@ void version_edit_encode(const struct version_edit *e, struct buf *out)
 		buf_put_varint32(out, (uint32_t)e->deleted[i].level);
 		buf_put_varint64(out, e->deleted[i].number);
 	}
+	if (e->has_totals) {
+		buf_put_varint32(out, TAG_WRITE_TOTALS);
+		buf_put_varint64(out, e->totals.user);
+		buf_put_varint64(out, e->totals.wal);
+		buf_put_varint64(out, e->totals.flush);
+		buf_put_varint64(out, e->totals.compaction);
+		buf_put_varint64(out, e->totals.manifest);
+	}
 	for (size_t i = 0; i < e->nadded; i++) {
 		const struct file_meta *f = e->added[i].meta;
 		buf_put_varint32(out, TAG_NEW_FILE);
@@ -343,6 +354,14 @@ int version_edit_decode(struct version_edit *e, const uint8_t *p, size_t len)
 				rc = version_edit_add_file(e, level, a, b, k1, l1,
 							   k2, l2);
 			break;
+		case TAG_WRITE_TOTALS: {
+			uint64_t *t[5] = {&e->totals.user, &e->totals.wal, &e->totals.flush,
+					  &e->totals.compaction, &e->totals.manifest};
+			for (int i = 0; i < 5 && p; i++)
+				p = get_varint64(p, limit, t[i]);
+			e->has_totals = p != NULL;
+			break;
+		}
 		default:
 			p = NULL;
 			break;

@@ -32,6 +32,12 @@ struct version_set {
 	/* Where the next size compaction of each level starts (internal
 	 * key; empty: at the start of the level). */
 	struct buf compact_pointer[NUM_LEVELS];
+	/* Lifetime write totals: as of the last edit read or written, and as
+	 * recovered at open (the base this session's counters add to). */
+	bool has_totals;
+	struct write_totals totals, base;
+	void (*session_totals)(void *ctx, struct write_totals *out);
+	void *totals_ctx;
 };
 
 /* A new file_meta with copies of the keys (refs 0), or NULL. */

@@ -28,6 +28,7 @@
 #include "fault_env.h"
 #include "iter.h"
 #include "sst.h"
+#include "store.h"
 #include "version.h"
 #include "wal.h"
 
@@ -257,6 +258,65 @@ START_TEST(test_edit_roundtrip)
 	version_edit_free(&d);
 	buf_free(&b);
 	buf_free(&b2);
+}
+END_TEST
+
+/* Lifetime write totals: tag 7 round-trips, and a store reopened keeps
+ * counting from where it was (store_get_stats and store_list_tables). */
+START_TEST(test_write_totals)
+{
+	struct version_edit e, d;
+	version_edit_init(&e);
+	e.has_totals = true;
+	e.totals = (struct write_totals){1, 2, 3, 1ull << 40, 5};
+	struct buf b;
+	buf_init(&b);
+	version_edit_encode(&e, &b);
+	ck_assert_int_eq(version_edit_decode(&d, b.data, b.len), 0);
+	ck_assert(d.has_totals);
+	ck_assert(d.totals.user == 1 && d.totals.wal == 2 && d.totals.flush == 3 &&
+		  d.totals.compaction == 1ull << 40 && d.totals.manifest == 5);
+	version_edit_free(&d);
+	version_edit_free(&e);
+	buf_free(&b);
+
+	char dir[] = "/tmp/lsmfs-totals-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	struct store_options o;
+	store_options_init(&o);
+	uint64_t before = 0;
+	char v[1000];
+	memset(v, 'v', sizeof(v));
+	for (int round = 0; round < 3; round++) {
+		struct store *st;
+		ck_assert_int_eq(store_open(dir, &o, &st), 0);
+		for (int i = 0; i < 200; i++) {
+			char k[32];
+			int kl = snprintf(k, sizeof(k), "r%d-k%d", round, i);
+			ck_assert_int_eq(store_put(st, k, (size_t)kl, v, sizeof(v), 0), 0);
+		}
+		ck_assert_int_eq(store_flush(st), 0);
+		struct store_stats ss;
+		store_get_stats(st, &ss);
+		ck_assert_uint_ge(ss.lifetime.user_bytes_written, before + 200 * sizeof(v));
+		ck_assert_uint_gt(ss.lifetime.flush_bytes_written, 0);
+		before = ss.lifetime.user_bytes_written;
+		ck_assert_int_eq(store_close(st), 0);
+
+		struct store_table_info *t;
+		size_t n;
+		struct store_totals tot;
+		ck_assert_int_eq(store_list_tables(dir, &o, &t, &n, &tot), 0);
+		ck_assert_uint_ge(n, 1);
+		/* as of the flush's edit: every put of this round was in it */
+		ck_assert_uint_eq(tot.user_bytes_written, before);
+		ck_assert(store_totals_write_amp(&tot) > 1.0);
+		store_tables_free(t, n);
+	}
+	ck_assert_uint_ge(before, 3 * 200 * sizeof(v));
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -1279,6 +1339,7 @@ static Suite *version_suite(void)
 	TCase *tc = tcase_create("version");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_edit_roundtrip);
+	tcase_add_test(tc, test_write_totals);
 	tcase_add_test(tc, test_edit_corrupt);
 	tcase_add_test(tc, test_manifest_roundtrip);
 	tcase_add_test(tc, test_manifest_corrupt);
