@@ -583,6 +583,26 @@ int store_close(struct store *st)
 		if (!rc)
 			rc = r ? r : c;
 	}
+	if (!rc && !st->opt.read_only && st->vs) {
+		/* Writes since the last edit count in the lifetime totals too:
+		 * one more edit records them (FORMAT.md, tag 7).  Its failure
+		 * loses nothing but those counts, so close does not fail. */
+		struct write_totals last, base, now;
+		version_set_totals(st->vs, &last);
+		version_set_base_totals(st->vs, &base);
+		pthread_mutex_lock(&st->mu);
+		db_session_totals(st, &now);
+		if (base.user + now.user != last.user || base.wal + now.wal != last.wal) {
+			struct version_edit e;
+			version_edit_init(&e);
+			int r = version_set_log_and_apply(st->vs, &e, &st->mu);
+			version_edit_free(&e);
+			if (r)
+				db_report(st, "%s: recording the write totals at close: %s", st->dir,
+					  strerror(-r));
+		}
+		pthread_mutex_unlock(&st->mu);
+	}
 	if (!st->snapshots.next || st->snapshots.next != &st->snapshots) {
 		/* Unreleased snapshots are the caller's leak; free them. */
 		struct store_snapshot *s = st->snapshots.next;
