@@ -115,6 +115,28 @@ void db_pending_remove(struct store *st, uint64_t number); /* mu held */
  * while unlinking). */
 void db_delete_obsolete_files(struct store *st);
 
+/* db_tools.c: a store's MANIFEST and tables opened without opening the
+ * store (no commit-log replay, no background thread), for the offline
+ * tools and salvage.  writable: version_set_log_and_apply may be used (the
+ * caller holds the store's LOCK).  Reports go to report(ctx, line). */
+struct db_offline {
+	struct store_env *env;
+	const char *dir;
+	struct store_options opt;
+	pthread_mutex_t mu;
+	struct block_cache *cache;
+	struct sst_counters counters;
+	struct table_cache *tables;
+	struct version_set *vs;
+	uint64_t manifest_bytes;
+	store_report_fn report;
+	void *ctx;
+	int problems;
+};
+int db_offline_open(struct db_offline *t, const char *dir, const struct store_options *opt,
+		    bool writable, store_report_fn report, void *ctx);
+void db_offline_close(struct db_offline *t);
+
 /* db_compact.c */
 void *db_bg_main(void *arg);
 /* Write mem to a new table; add it to edit at the level chosen for it.

@@ -35,15 +35,9 @@
 #include "wal.h"
 
 struct salv {
-	struct store_env *env;
+	struct db_offline off; /* first: its report ctx is the salv */
 	const char *dir;
-	struct store_options opt;
-	pthread_mutex_t mu;
-	struct block_cache *cache;
-	struct sst_counters counters;
-	struct table_cache *tables;
-	struct version_set *vs;
-	uint64_t manifest_bytes;
+	struct store_env *env;
 	store_loss_fn lost;
 	store_report_fn report;
 	void *ctx;
@@ -115,15 +109,8 @@ static const struct sst_salvage_ops salvage_ops = { .keep = keep, .lost = lost }
 
 static void salv_close(struct salv *s)
 {
-	if (s->vs)
-		version_set_free(s->vs);
-	if (s->tables)
-		table_cache_free(s->tables);
-	if (s->cache)
-		block_cache_free(s->cache);
 	buf_free(&s->smallest);
 	buf_free(&s->largest);
-	pthread_mutex_destroy(&s->mu);
 }
 
 /* sst_verify's findings: the caller has seen them (store_verify), and
@@ -143,7 +130,7 @@ static int open_table(struct salv *s, struct file_meta *f, struct sst_reader **r
 	sst_file_name(path, sizeof(path), s->dir, f->number);
 	char *msg = NULL;
 	*r = NULL;
-	int rc = sst_open(s->env, path, f->number, f->size, NULL, &s->counters, r, &msg);
+	int rc = sst_open(s->env, path, f->number, f->size, NULL, &s->off.counters, r, &msg);
 	if (rc == -ENOMEM) {
 		free(msg);
 		return rc;
@@ -169,13 +156,13 @@ static int rebuild_table(struct salv *s, struct file_meta *f, struct sst_reader 
 			 struct version_edit *e)
 {
 	char path[4096];
-	uint64_t number = version_set_new_file_number(s->vs);
+	uint64_t number = version_set_new_file_number(s->off.vs);
 	sst_file_name(path, sizeof(path), s->dir, number);
 	struct sst_builder_options bo = {
-		.block_size = s->opt.block_size,
-		.restart_interval = s->opt.block_restart_interval,
-		.bloom_bits_per_key = s->opt.bloom_bits_per_key,
-		.compression = s->opt.compression,
+		.block_size = s->off.opt.block_size,
+		.restart_interval = s->off.opt.block_restart_interval,
+		.bloom_bits_per_key = s->off.opt.bloom_bits_per_key,
+		.compression = s->off.opt.compression,
 	};
 	buf_clear(&s->smallest);
 	buf_clear(&s->largest);
@@ -211,7 +198,7 @@ static int rebuild_table(struct salv *s, struct file_meta *f, struct sst_reader 
 static int copy_table(struct salv *s, struct file_meta *f, struct version_edit *e)
 {
 	char from[4096], to[4096];
-	uint64_t number = version_set_new_file_number(s->vs);
+	uint64_t number = version_set_new_file_number(s->off.vs);
 	sst_file_name(from, sizeof(from), s->dir, f->number);
 	sst_file_name(to, sizeof(to), s->dir, number);
 	struct env_rfile *in = NULL;
@@ -411,17 +398,9 @@ int store_salvage(const char *dir, const struct store_options *opt,
 		  store_loss_fn lost_fn, store_report_fn report, void *ctx)
 {
 	struct salv s = { .dir = dir, .lost = lost_fn, .report = report, .ctx = ctx };
-	if (opt)
-		s.opt = *opt;
-	else
-		store_options_init(&s.opt);
-	s.opt.read_only = false;
-	s.opt.log = salv_log;
-	s.opt.log_ctx = &s;
-	s.env = s.opt.env ? s.opt.env : store_env_posix();
+	s.env = opt && opt->env ? opt->env : store_env_posix();
 	buf_init(&s.smallest);
 	buf_init(&s.largest);
-	pthread_mutex_init(&s.mu, NULL);
 
 	char lockpath[4096];
 	struct env_lock *lock = NULL;
@@ -430,25 +409,14 @@ int store_salvage(const char *dir, const struct store_options *opt,
 	if (rc) {
 		reportf(&s, "%s: cannot lock: %s", lockpath,
 			rc == -EBUSY ? "store in use by another process" : strerror(-rc));
-		pthread_mutex_destroy(&s.mu);
 		return rc;
 	}
-	s.cache = block_cache_new(s.opt.block_cache_bytes);
-	s.tables = s.cache ? table_cache_new(s.env, dir, 64, s.cache, &s.counters) : NULL;
-	struct version_set_options vo = {
-		.env = s.env, .dir = dir, .opt = &s.opt, .tables = s.tables,
-		.manifest_bytes = &s.manifest_bytes, .log = salv_log, .log_ctx = &s,
-	};
-	s.vs = s.tables ? version_set_new(&vo) : NULL;
-	if (!s.vs) {
-		rc = -ENOMEM;
-		goto out;
+	rc = db_offline_open(&s.off, dir, opt, true, salv_log, &s);
+	if (rc) {
+		salv_close(&s);
+		s.env->ops->unlock(lock);
+		return rc;
 	}
-	pthread_mutex_lock(&s.mu);
-	rc = version_set_recover(s.vs);
-	pthread_mutex_unlock(&s.mu);
-	if (rc)
-		goto out;
 	/* Commit logs made after the last edit hold numbers the MANIFEST has
 	 * not counted yet: new tables must not take them. */
 	char **names = NULL;
@@ -465,8 +433,8 @@ int store_salvage(const char *dir, const struct store_options *opt,
 			continue;
 		char *end;
 		uint64_t number = strtoull(p, &end, 10);
-		version_set_mark_file_number_used(s.vs, number);
-		if (strcmp(end, ".log") == 0 && number >= version_set_log_number(s.vs))
+		version_set_mark_file_number_used(s.off.vs, number);
+		if (strcmp(end, ".log") == 0 && number >= version_set_log_number(s.off.vs))
 			logs[nlogs++] = number;
 	}
 	env_free_names(names, count);
@@ -478,14 +446,14 @@ int store_salvage(const char *dir, const struct store_options *opt,
 
 	struct version_edit e;
 	version_edit_init(&e);
-	struct version *v = version_set_current(s.vs);
+	struct version *v = version_set_current(s.off.vs);
 	int changed = 0;
 	for (int level = 0; level < NUM_LEVELS && rc == 0; level++)
 		rc = salvage_level(&s, v, level, &e, &changed);
 	if (rc == 0 && changed) {
-		pthread_mutex_lock(&s.mu);
-		rc = version_set_log_and_apply(s.vs, &e, &s.mu);
-		pthread_mutex_unlock(&s.mu);
+		pthread_mutex_lock(&s.off.mu);
+		rc = version_set_log_and_apply(s.off.vs, &e, &s.off.mu);
+		pthread_mutex_unlock(&s.off.mu);
 		/* The old tables are garbage now; the next open deletes them
 		 * with every other file no version names. */
 	}
@@ -496,6 +464,7 @@ int store_salvage(const char *dir, const struct store_options *opt,
 			logs_mended == 1 ? "" : "s", s.lost_ranges, s.lost_ranges == 1 ? "" : "s");
 out:
 	salv_close(&s);
+	db_offline_close(&s.off);
 	s.env->ops->unlock(lock);
 	return rc;
 }

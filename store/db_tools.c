@@ -13,30 +13,15 @@
 #include "db_int.h"
 #include "dbformat.h"
 
-struct tool {
-	struct store_env *env;
-	const char *dir;
-	struct store_options opt;
-	pthread_mutex_t mu;
-	struct block_cache *cache;
-	struct sst_counters counters;
-	struct table_cache *tables;
-	struct version_set *vs;
-	uint64_t manifest_bytes;
-	store_report_fn report;
-	void *ctx;
-	int problems;
-};
-
 static void tool_log(void *ctx, const char *msg)
 {
-	struct tool *t = ctx;
+	struct db_offline *t = ctx;
 	t->report(t->ctx, msg);
 }
 
-static void reportf(struct tool *t, const char *fmt, ...)
+static void reportf(struct db_offline *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-static void reportf(struct tool *t, const char *fmt, ...)
+static void reportf(struct db_offline *t, const char *fmt, ...)
 {
 	char line[1024];
 	va_list ap;
@@ -46,7 +31,7 @@ static void reportf(struct tool *t, const char *fmt, ...)
 	t->report(t->ctx, line);
 }
 
-static void tool_close(struct tool *t)
+void db_offline_close(struct db_offline *t)
 {
 	if (t->vs)
 		version_set_free(t->vs);
@@ -57,16 +42,15 @@ static void tool_close(struct tool *t)
 	pthread_mutex_destroy(&t->mu);
 }
 
-static int tool_open(struct tool *t, const char *dir,
-		     const struct store_options *opt, store_report_fn report,
-		     void *ctx)
+int db_offline_open(struct db_offline *t, const char *dir, const struct store_options *opt,
+		    bool writable, store_report_fn report, void *ctx)
 {
 	memset(t, 0, sizeof(*t));
 	if (opt)
 		t->opt = *opt;
 	else
 		store_options_init(&t->opt);
-	t->opt.read_only = true;
+	t->opt.read_only = !writable;
 	t->opt.log = tool_log;
 	t->opt.log_ctx = t;
 	t->env = t->opt.env ? t->opt.env : store_env_posix();
@@ -85,7 +69,7 @@ static int tool_open(struct tool *t, const char *dir,
 	};
 	t->vs = t->tables ? version_set_new(&vo) : NULL;
 	if (!t->vs) {
-		tool_close(t);
+		db_offline_close(t);
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&t->mu);
@@ -94,7 +78,7 @@ static int tool_open(struct tool *t, const char *dir,
 	if (rc == -ENOENT)
 		reportf(t, "%s: no store here (no CURRENT)", dir);
 	if (rc) {
-		tool_close(t);
+		db_offline_close(t);
 		return rc;
 	}
 	return 0;
@@ -107,7 +91,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Commit logs at or after the MANIFEST's log number, ascending. */
-static int live_logs(struct tool *t, uint64_t **out, size_t *n)
+static int live_logs(struct db_offline *t, uint64_t **out, size_t *n)
 {
 	char **names;
 	size_t count;
@@ -133,7 +117,7 @@ static int live_logs(struct tool *t, uint64_t **out, size_t *n)
 }
 
 struct log_dump {
-	struct tool *t;
+	struct db_offline *t;
 	bool print;
 };
 
@@ -169,7 +153,7 @@ static int log_op(void *ctx, uint64_t seq, int type, const uint8_t *key,
 
 /* Read every record of every live log.  Returns -EUCLEAN on damage other
  * than a torn tail of the newest log. */
-static int check_logs(struct tool *t, bool print)
+static int check_logs(struct db_offline *t, bool print)
 {
 	uint64_t *logs;
 	size_t n;
@@ -244,7 +228,7 @@ static int check_logs(struct tool *t, bool print)
 
 static void verify_line(void *ctx, const char *line)
 {
-	struct tool *t = ctx;
+	struct db_offline *t = ctx;
 	t->problems++;
 	t->report(t->ctx, line);
 }
@@ -252,8 +236,8 @@ static void verify_line(void *ctx, const char *line)
 int store_verify(const char *dir, const struct store_options *opt,
 		 store_report_fn report, void *ctx)
 {
-	struct tool t;
-	int rc = tool_open(&t, dir, opt, report, ctx);
+	struct db_offline t;
+	int rc = db_offline_open(&t, dir, opt, false, report, ctx);
 	if (rc)
 		return rc == -ENOENT ? rc : rc;
 	struct version *v = version_set_current(t.vs);
@@ -289,11 +273,11 @@ int store_verify(const char *dir, const struct store_options *opt,
 		ret = rc;
 	reportf(&t, "%s: %" PRIu64 " tables checked, %d problems", dir, tables,
 		t.problems);
-	tool_close(&t);
+	db_offline_close(&t);
 	return ret;
 }
 
-static void dump_manifest(struct tool *t)
+static void dump_manifest(struct db_offline *t)
 {
 	struct version *v = version_set_current(t->vs);
 	reportf(t, "manifest: MANIFEST-%06" PRIu64 " log_number %" PRIu64
@@ -320,7 +304,7 @@ static void dump_manifest(struct tool *t)
 	}
 }
 
-static void dump_tables(struct tool *t)
+static void dump_tables(struct db_offline *t)
 {
 	struct version *v = version_set_current(t->vs);
 	for (int l = 0; l < NUM_LEVELS; l++) {
@@ -398,8 +382,8 @@ int store_dump(const char *dir, const struct store_options *opt,
 {
 	if (strcmp(what, "keys") == 0)
 		return dump_keys(dir, opt, report, ctx);
-	struct tool t;
-	int rc = tool_open(&t, dir, opt, report, ctx);
+	struct db_offline t;
+	int rc = db_offline_open(&t, dir, opt, false, report, ctx);
 	if (rc)
 		return rc;
 	if (strcmp(what, "manifest") == 0)
@@ -410,7 +394,7 @@ int store_dump(const char *dir, const struct store_options *opt,
 		rc = check_logs(&t, true);
 	else
 		rc = -EINVAL;
-	tool_close(&t);
+	db_offline_close(&t);
 	return rc;
 }
 
@@ -428,8 +412,8 @@ int store_list_tables(const char *dir, const struct store_options *opt,
 {
 	*tables = NULL;
 	*n = 0;
-	struct tool t;
-	int rc = tool_open(&t, dir, opt, list_line, (void *)opt);
+	struct db_offline t;
+	int rc = db_offline_open(&t, dir, opt, false, list_line, (void *)opt);
 	if (rc)
 		return rc;
 	struct version *v = version_set_current(t.vs);
@@ -470,7 +454,7 @@ int store_list_tables(const char *dir, const struct store_options *opt,
 			.manifest_bytes_written = w.manifest,
 		};
 	}
-	tool_close(&t);
+	db_offline_close(&t);
 	if (rc) {
 		store_tables_free(out, out ? k : 0);
 		return rc;

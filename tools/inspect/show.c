@@ -160,6 +160,16 @@ void insp_describe(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl, cha
 	snprintf(out, cap, "%s -> %s%s (key does not parse)", a, b, vl > 64 ? "..." : "");
 }
 
+/* A command's end: the store error it met, if any. */
+static int command_end(struct insp *in, int rc)
+{
+	if (!rc)
+		return INSPECT_EXIT_OK;
+	fprintf(stderr, "lsmfs-inspect: %s: reading the store: %s\n", in->ds->meta_dir,
+		strerror(-rc));
+	return INSPECT_EXIT_OPERATIONAL;
+}
+
 /* "I", "C 12", "D 1", "P 5", "M fs": the bytes every key it names starts
  * with.  -EINVAL for anything else. */
 static int parse_prefix(int argc, char **argv, uint8_t *out, size_t *len)
@@ -227,12 +237,7 @@ int insp_keys(struct insp *in, int argc, char **argv)
 	rc = store_iter_status(it);
 	store_iter_free(it);
 out:
-	if (rc) {
-		fprintf(stderr, "lsmfs-inspect: %s: reading the store: %s\n", in->ds->meta_dir,
-			strerror(-rc));
-		return INSPECT_EXIT_OPERATIONAL;
-	}
-	return INSPECT_EXIT_OK;
+	return command_end(in, rc);
 }
 
 static int get_inode(struct insp *in, uint64_t ino, struct inode_rec *r)
@@ -406,17 +411,26 @@ static void show_xattr(struct insp *in, const uint8_t *k, size_t kl, const uint8
 	}
 }
 
-int insp_stat(struct insp *in, const char *what)
+/* The inode a command names, with its record; else the exit code, after
+ * saying why. */
+static int command_inode(struct insp *in, const char *what, uint64_t *ino, struct inode_rec *r)
 {
-	uint64_t ino;
 	char err[1200];
-	int rc = insp_resolve(in, what, &ino, err, sizeof(err));
+	int rc = insp_resolve(in, what, ino, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "lsmfs-inspect: %s\n", err);
 		return rc == -EINVAL ? INSPECT_EXIT_USAGE : INSPECT_EXIT_NOT_FOUND;
 	}
+	return get_inode(in, *ino, r) ? INSPECT_EXIT_NOT_FOUND : INSPECT_EXIT_OK;
+}
+
+int insp_stat(struct insp *in, const char *what)
+{
+	uint64_t ino;
 	struct inode_rec r;
-	get_inode(in, ino, &r); /* resolved: it decodes */
+	int rc = command_inode(in, what, &ino, &r);
+	if (rc)
+		return rc;
 	uint8_t k[KEY_MAX];
 	void *v = NULL;
 	size_t vl = 0;
@@ -487,12 +501,7 @@ int insp_stat(struct insp *in, const char *what)
 		json_close_arr(&j);
 		json_end(&j);
 	}
-	if (rc) {
-		fprintf(stderr, "lsmfs-inspect: %s: reading the store: %s\n", in->ds->meta_dir,
-			strerror(-rc));
-		return INSPECT_EXIT_OPERATIONAL;
-	}
-	return INSPECT_EXIT_OK;
+	return command_end(in, rc);
 }
 
 static void show_entry(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
@@ -528,14 +537,10 @@ static void show_entry(struct insp *in, const uint8_t *k, size_t kl, const uint8
 int insp_ls(struct insp *in, const char *what)
 {
 	uint64_t ino;
-	char err[1200];
-	int rc = insp_resolve(in, what, &ino, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "lsmfs-inspect: %s\n", err);
-		return rc == -EINVAL ? INSPECT_EXIT_USAGE : INSPECT_EXIT_NOT_FOUND;
-	}
 	struct inode_rec r;
-	get_inode(in, ino, &r);
+	int rc = command_inode(in, what, &ino, &r);
+	if (rc)
+		return rc;
 	if (!S_ISDIR(r.mode)) {
 		fprintf(stderr, "lsmfs-inspect: %s: inode %" PRIu64 " is not a directory\n", what, ino);
 		return INSPECT_EXIT_NOT_FOUND;
@@ -554,10 +559,5 @@ int insp_ls(struct insp *in, const char *what)
 		json_close_arr(&j);
 		json_end(&j);
 	}
-	if (rc) {
-		fprintf(stderr, "lsmfs-inspect: %s: reading the store: %s\n", in->ds->meta_dir,
-			strerror(-rc));
-		return INSPECT_EXIT_OPERATIONAL;
-	}
-	return INSPECT_EXIT_OK;
+	return command_end(in, rc);
 }
