@@ -258,9 +258,14 @@ static int replay_log(struct store *st, uint64_t number, bool newest,
 				uint64_t good = wal_reader_good_offset(r);
 				uint64_t size = 0;
 				(void)st->env->ops->file_size(st->env, path, &size);
+				/* Read-only (beside a running writer, as
+				 * lsmfs-inspect and fsck -n are): the tail may
+				 * be a write in progress; it is left alone. */
 				db_report(st, "%s: torn tail at offset %" PRIu64
-					  " (%s): cut %" PRIu64 " bytes",
-					  path, e->offset, e->msg, size - good);
+					  " (%s): %s %" PRIu64 " bytes",
+					  path, e->offset, e->msg,
+					  st->opt.read_only ? "ignored" : "cut",
+					  size - good);
 				if (!st->opt.read_only)
 					ret = st->env->ops->truncate(st->env, path, good);
 			} else if (n == -EUCLEAN) {

@@ -1,12 +1,17 @@
 #!/bin/bash
 # test_inspect.sh BUILD_DIR: lsmfs-inspect on a real filesystem, beside the
 # mount and unmounted.  Every figure it prints is checked against the
-# mounted tree or the disks (sizes, chunk files and their lengths, entry
-# names, inode count, bytes per disk); --json output must parse; and the
-# commands must not change one byte of the disks.
+# mounted tree or the disks (sizes, chunk counts, chunk files and their
+# lengths, entry names, inode count, bytes per disk and in total, the
+# filesystem UUID mkfs printed); --json output must parse and agree; the
+# commands must not change one byte of the disks; the lifetime write totals
+# must grow across unmounts and mounts.  Then the store is damaged on
+# purpose (tests/fsck's store_edit): what does not decode is shown in hex
+# and nothing crashes.  Exit codes: 0, 1 (no such path), 8 (not lsmfs), 16.
 set -u
 B=$(cd "${1:?usage: test_inspect.sh BUILD_DIR}" && pwd)
 MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs INSPECT=$B/tools/inspect/lsmfs-inspect
+EDIT=$B/tests/fsck/store_edit
 if [[ ! -c /dev/fuse ]]; then
 	echo "test_inspect: SKIPPED: no /dev/fuse here, so no filesystem to inspect" >&2
 	exit 77
@@ -18,14 +23,36 @@ trap cleanup EXIT
 fail() { echo "test_inspect: FAIL: $*" >&2; fails=$((fails + 1)); }
 D="$T/d1:$T/d2"
 M=$T/mnt
+CHUNK=65536
+
+# insp ARGS...: run lsmfs-inspect; its stderr goes to ours, and a sanitizer
+# report or a death by signal is a failure whatever the exit code.
+insp() {
+	"$INSPECT" "$@" 2>"$T/stderr"
+	local rc=$?
+	cat "$T/stderr" >&2
+	grep -qE 'Sanitizer|runtime error' "$T/stderr" && fail "lsmfs-inspect $*: sanitizer report"
+	((rc >= 128)) && fail "lsmfs-inspect $*: killed by signal $((rc - 128))"
+	return $rc
+}
+# json_get EXPR < JSON: print a Python expression over the parsed object d.
+json_get() { python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+unmount() {
+	fusermount3 -u "$M" || { echo "unmount failed" >&2; exit 1; }
+	for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
+}
+
 mkdir -p "$T/d1" "$T/d2" "$M"
-mkfs_out=$("$MKFS" --chunk-size 65536 "$T/d1" "$T/d2") || { echo "mkfs failed" >&2; exit 1; }
+mkfs_out=$("$MKFS" --chunk-size $CHUNK "$T/d1" "$T/d2") || { echo "mkfs failed" >&2; exit 1; }
 uuid=$(grep -oE '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}' <<<"$mkfs_out" | head -1)
 [[ -n $uuid ]] || fail "mkfs printed no UUID: $mkfs_out"
+user_mkfs=$(insp --json "$D" levels | json_get 'd["lifetime"]["user_bytes"]')
+[[ $user_mkfs -gt 0 ]] || fail "after mkfs: lifetime user bytes $user_mkfs, want > 0"
 "$LSMFS" "$D" "$M" || { echo "mount failed" >&2; exit 1; }
 mkdir -p "$M/a/b" "$M/c"
 echo hello > "$M/a/small"
 head -c 300000 /dev/urandom > "$M/a/b/big"
+head -c 70000 /dev/urandom > "$M/c/two"
 ln -s ../small "$M/a/sym"
 mkfifo "$M/a/fifo"
 for i in $(seq 30); do echo "$i" > "$M/c/f$i"; done
@@ -33,86 +60,190 @@ python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.colour", b"green")' "
 	fail "setxattr through the mount"
 sync
 
-check_all() { # WHEN: every command against the tree in $M (mounted) or the manifest
-	local when=$1 out rc
-	# super
-	out=$("$INSPECT" "$D" super 2>&1) || fail "$when: super: exit $?: $out"
-	[[ $(grep -c "filesystem UUID $uuid" <<<"$out") == 2 ]] || fail "$when: super does not show $uuid on both disks: $out"
-	grep -q "disk 1 of 2" <<<"$out" || fail "$when: super: no 'disk 1 of 2': $out"
-	grep -q "chunk size 65536" <<<"$out" || fail "$when: super: chunk size: $out"
-	# stat of the chunked file: size, chunk count, every chunk file and length
-	out=$("$INSPECT" "$D" stat /a/b/big 2>&1) || fail "$when: stat: exit $?: $out"
-	grep -q "size $size_big," <<<"$out" || fail "$when: stat /a/b/big: size is not $size_big: $out"
-	local n=0 sum=0 path len
+# check_stat PATH: stat's size, chunk count and chunk files against the tree.
+check_stat() {
+	local when=$1 p=$2 out size n=0 sum=0 path len
+	size=$(stat -c %s "$M$p" 2>/dev/null || echo "${sizes[$p]}")
+	out=$(insp "$D" stat "$p") || fail "$when: stat $p: exit $?: $out"
+	grep -q "size $size," <<<"$out" || fail "$when: stat $p: size is not $size: $out"
 	while read -r path len; do
 		n=$((n + 1)); sum=$((sum + len))
-		[[ -f $path && $(stat -c %s "$path") == "$len" ]] || fail "$when: chunk file $path is not $len bytes"
+		[[ -f $path && $(stat -c %s "$path") == "$len" ]] || fail "$when: $p: chunk file $path is not $len bytes"
 	done < <(sed -nE 's/^  chunk [0-9]+: section [0-9]+, disk [0-9]+: (.*) ([0-9]+) bytes$/\1 \2/p' <<<"$out")
-	[[ $n == $(((size_big + 65535) / 65536)) ]] || fail "$when: stat shows $n chunks for $size_big bytes: $out"
-	[[ $sum == "$size_big" ]] || fail "$when: chunk lengths sum to $sum, not $size_big"
-	# stat by inode number, symlink target, xattr
-	out=$("$INSPECT" "$D" stat "$ino_small" 2>&1) || fail "$when: stat by inode: exit $?"
-	grep -q "inline data: 6 bytes" <<<"$out" && grep -q "xattr user.colour: 5 bytes" <<<"$out" ||
-		fail "$when: stat $ino_small (a/small): $out"
-	"$INSPECT" "$D" stat /a/sym | grep -q 'target "../small"' || fail "$when: symlink target not shown"
-	# ls: the names the mount listed
-	out=$("$INSPECT" "$D" ls /a 2>&1) || fail "$when: ls: exit $?"
-	[[ $(awk '{print $4}' <<<"$out" | sort | tr '\n' ' ') == "$names_a" ]] ||
-		fail "$when: ls /a shows '$(awk '{print $4}' <<<"$out" | sort | tr '\n' ' ')', want '$names_a'"
-	# keys: one I per inode
-	[[ $("$INSPECT" "$D" keys I | grep -c '^I ') == "$inodes" ]] || fail "$when: keys I does not list $inodes inodes"
-	"$INSPECT" "$D" keys C "$ino_big" | grep -c "^C $ino_big " | grep -qx 5 || fail "$when: keys C $ino_big: not 5 chunk records"
-	"$INSPECT" "$D" keys M | grep -q "^M fs -> .*uuid $uuid" || fail "$when: keys M: no fs info"
-	# sections: bytes per disk are the chunk files' bytes on that disk
-	out=$("$INSPECT" "$D" sections 2>&1) || fail "$when: sections: exit $?"
-	local d want got
-	for d in 1 2; do
-		want=$(find "$T/d$d/.lsmfs/sections" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
-		got=$(sed -nE "s/^disk $((d - 1)) .* ([0-9]+) bytes$/\1/p" <<<"$out")
-		[[ $got == "$want" ]] || fail "$when: sections says disk $((d - 1)) holds $got bytes, the disk has $want"
-	done
-	[[ $(grep -cE '^ +[0-9]+ +[01] ' <<<"$out") == 1024 ]] || fail "$when: sections does not list 1024 mapped sections"
-	# levels
-	out=$("$INSPECT" "$D" levels 2>&1) || fail "$when: levels: exit $?"
-	grep -qE '^level [0-9]: [0-9]+ tables?, [0-9]+ bytes' <<<"$out" &&
-		grep -qE '^write amplification so far: [0-9]+\.[0-9]+ \(user [1-9]' <<<"$out" || fail "$when: levels: $out"
-	# --json parses, and says the same
-	local c
-	for c in super sections "stat /a/b/big" "ls /a" levels; do
-		# shellcheck disable=SC2086
-		"$INSPECT" --json "$D" $c > "$T/j" || fail "$when: --json $c: exit $?"
-		python3 -m json.tool "$T/j" >/dev/null 2>&1 || fail "$when: --json $c does not parse: $(head -c 300 "$T/j")"
-	done
-	"$INSPECT" --json "$D" stat /a/b/big | python3 -c 'import json, sys; d = json.load(sys.stdin); sys.exit(0 if d["size"] == int(sys.argv[1]) and len(d["chunks"]) == 5 else 1)' "$size_big" ||
-		fail "$when: --json stat disagrees"
+	[[ $n == $(((size + CHUNK - 1) / CHUNK)) ]] || fail "$when: stat $p shows $n chunks for $size bytes: $out"
+	[[ $sum == "$size" ]] || fail "$when: $p: chunk lengths sum to $sum, not $size"
+	[[ $(insp --json "$D" stat "$p" | json_get '(d["size"], len(d["chunks"]), d["chunk_bytes_on_disks"])') == "($size, $n, $sum)" ]] ||
+		fail "$when: --json stat $p disagrees with the text"
 }
 
-size_big=$(stat -c %s "$M/a/b/big")
+check_all() { # WHEN: every command against the tree (mounted) or what it was
+	local when=$1 out rc
+	# super: the UUID mkfs printed, on both disks and in the store
+	out=$(insp "$D" super) || fail "$when: super: exit $?: $out"
+	[[ $(grep -c "filesystem UUID $uuid" <<<"$out") == 3 ]] || fail "$when: super does not show $uuid on both disks and the store: $out"
+	grep -q "disk 1 of 2" <<<"$out" || fail "$when: super: no 'disk 1 of 2': $out"
+	grep -q "chunk size $CHUNK" <<<"$out" || fail "$when: super: chunk size: $out"
+	grep -qE "next inode [0-9]+" <<<"$out" || fail "$when: super: no next inode: $out"
+	[[ $(insp "$D" super --json | json_get '[x["fs_uuid"] for x in d["disks"]] + [d["store_info"]["fs_uuid"]]') == "['$uuid', '$uuid', '$uuid']" ]] ||
+		fail "$when: super --json: not $uuid everywhere"
+	# stat: the chunked files, by path, and a file by inode number
+	check_stat "$when" /a/b/big
+	check_stat "$when" /c/two
+	check_stat "$when" /a/b/../../c/./two
+	out=$(insp "$D" stat "$ino_small") || fail "$when: stat by inode: exit $?"
+	grep -q "inline data: 6 bytes" <<<"$out" && grep -q "xattr user.colour: 5 bytes" <<<"$out" ||
+		fail "$when: stat $ino_small (a/small): $out"
+	insp "$D" stat /a/sym | grep -q 'target "../small"' || fail "$when: symlink target not shown"
+	insp "$D" stat /a/fifo | grep -q "^inode $ino_fifo: fifo, mode 0644" || fail "$when: stat /a/fifo"
+	# ls: the names and inodes the mount listed
+	for d in /a /c /; do
+		out=$(insp "$D" ls "$d") || fail "$when: ls $d: exit $?"
+		[[ $(awk '{print $1 "/" $4}' <<<"$out" | sort | tr '\n' ' ') == "${listing[$d]}" ]] ||
+			fail "$when: ls $d shows '$(awk '{print $1 "/" $4}' <<<"$out" | sort | tr '\n' ' ')', want '${listing[$d]}'"
+		[[ $(insp --json "$D" ls "$d" | json_get 'len(d["entries"])') == $(wc -l <<<"$out") ]] ||
+			fail "$when: ls --json $d: not as many entries as the text"
+	done
+	# keys: one I per inode, one C per chunk, the fs info
+	[[ $(insp "$D" keys I | grep -c '^I ') == "$inodes" ]] || fail "$when: keys I does not list $inodes inodes"
+	[[ $(insp "$D" keys C "$ino_big" | grep -c "^C $ino_big [0-9]* -> chunk record: section [0-9]* on disk [01]$") == 5 ]] ||
+		fail "$when: keys C $ino_big: not 5 chunk records"
+	insp "$D" keys M | grep -q "^M fs -> .*uuid $uuid" || fail "$when: keys M: no fs info"
+	[[ $(insp "$D" keys --raw 4d6e6578745f696e6f) == "$(insp "$D" keys M next_ino)" ]] ||
+		fail "$when: keys --raw 4d6e6578745f696e6f is not keys M next_ino"
+	[[ $(insp "$D" keys | wc -l) == $(insp --json "$D" keys | json_get 'd["count"]') ]] ||
+		fail "$when: keys and keys --json do not count alike"
+	# sections: bytes and files per disk and in all are the chunk files'
+	out=$(insp "$D" sections) || fail "$when: sections: exit $?"
+	local d want got files_all=0 bytes_all=0
+	for d in 1 2; do
+		want=$(find "$T/d$d/.lsmfs/sections" -type f -printf '%s\n' | awk '{s += $1; n++} END {print n + 0, "files,", s + 0}')
+		got=$(sed -nE "s/^disk $((d - 1)) .* ([0-9]+ files, [0-9]+) bytes$/\1/p" <<<"$out")
+		[[ $got == "$want" ]] || fail "$when: sections says disk $((d - 1)) holds '$got' bytes, the disk has '$want'"
+	done
+	files_all=$(find "$T/d1/.lsmfs/sections" "$T/d2/.lsmfs/sections" -type f | wc -l)
+	bytes_all=$(find "$T/d1/.lsmfs/sections" "$T/d2/.lsmfs/sections" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+	grep -qx "total: $files_all chunk records, $files_all files, $bytes_all bytes" <<<"$out" ||
+		fail "$when: sections total is not $files_all records and files, $bytes_all bytes: $(grep total: <<<"$out")"
+	[[ $(grep -cE '^ +[0-9]+ +[01] ' <<<"$out") == 1024 ]] || fail "$when: sections does not list 1024 mapped sections"
+	[[ $(insp --json "$D" sections | json_get '(d["total"]["bytes"], sum(s["bytes"] for s in d["map"]), len(d["map"]))') == "($bytes_all, $bytes_all, 1024)" ]] ||
+		fail "$when: sections --json disagrees"
+	# levels
+	out=$(insp "$D" levels) || fail "$when: levels: exit $?"
+	[[ $(grep -cE '^level [0-6]: [0-9]+ tables?, [0-9]+ bytes$' <<<"$out") == 7 ]] &&
+		grep -qE '^write amplification so far: [0-9]+\.[0-9]{2} \(user [1-9][0-9]* bytes; log [0-9]+, flush [1-9][0-9]*, compaction [0-9]+, manifest [1-9][0-9]*\)$' <<<"$out" ||
+		fail "$when: levels: $out"
+	[[ $(insp --json "$D" levels | json_get 'sum(l["tables"] for l in d["levels"]) == sum(len(l["files"]) for l in d["levels"]) > 0') == True ]] ||
+		fail "$when: levels --json: no tables, or counts that disagree"
+	# --json parses for every command (the checks above read most)
+	local c
+	for c in super sections "stat /a/b/big" "stat /a/small" "ls /a" levels keys "keys D 1"; do
+		# shellcheck disable=SC2086
+		insp --json "$D" $c > "$T/j" || fail "$when: --json $c: exit $?"
+		python3 -m json.tool "$T/j" >/dev/null 2>&1 || fail "$when: --json $c does not parse: $(head -c 300 "$T/j")"
+	done
+}
+
+declare -A listing sizes
+for d in /a /c /; do
+	listing[$d]=$(cd "$M$d" && for f in $(ls -A); do echo "$(stat -c %i "$f")/$f"; done | sort | tr '\n' ' ')
+done
 ino_small=$(stat -c %i "$M/a/small")
 ino_big=$(stat -c %i "$M/a/b/big")
-names_a=$(ls -A "$M/a" | sort | tr '\n' ' ')
-inodes=$(( $(find "$M" | wc -l) ))
+ino_fifo=$(stat -c %i "$M/a/fifo")
+ino_c=$(stat -c %i "$M/c")
+inodes=$(find "$M" | wc -l)
+sizes[/a/b/big]=$(stat -c %s "$M/a/b/big")
+sizes[/c/two]=70000
+sizes[/a/b/../../c/./two]=70000
 check_all mounted
+# The daemon is unharmed: it still writes and reads.
+echo after > "$M/c/after" && [[ $(cat "$M/c/after") == after ]] || fail "the daemon fails after lsmfs-inspect ran beside it"
+rm "$M/c/after"
+user_mounted=$(insp --json "$D" levels | json_get 'd["lifetime"]["user_bytes"]')
 
-fusermount3 -u "$M" || { echo "unmount failed" >&2; exit 1; }
-for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
+unmount
 hash_disks() { (cd "$T" && find d1 d2 -print0 | sort -z | xargs -0 -n 64 sh -c 'for f; do if [ -f "$f" ]; then sha256sum "$f"; else echo "d $f"; fi; done' sh) | sha256sum; }
 before=$(hash_disks)
 check_all unmounted
 after=$(hash_disks)
 [[ $before == "$after" ]] || fail "lsmfs-inspect changed the disks"
 
+# Lifetime write totals: the close recorded the session's writes, and a
+# second mount keeps counting from there.
+user_closed=$(insp --json "$D" levels | json_get 'd["lifetime"]["user_bytes"]')
+[[ $user_mounted -ge $user_mkfs && $user_closed -gt $user_mounted ]] ||
+	fail "lifetime user bytes: mkfs $user_mkfs, mounted $user_mounted, unmounted $user_closed: want growth at the unmount"
+"$LSMFS" "$D" "$M" || { echo "second mount failed" >&2; exit 1; }
+for i in $(seq 20); do echo "more $i" > "$M/c/g$i"; done
+unmount
+user_again=$(insp --json "$D" levels | json_get 'd["lifetime"]["user_bytes"]')
+[[ $user_again -gt $user_closed ]] || fail "lifetime user bytes did not grow over a second mount: $user_closed, then $user_again"
+echo "test_inspect: lifetime user bytes: mkfs $user_mkfs, mounted $user_mounted, unmounted $user_closed, after a second mount $user_again"
+
 # ---- errors ----
-"$INSPECT" >/dev/null 2>&1; [[ $? == 16 ]] || fail "no argument: want exit 16"
-"$INSPECT" "$D" frobnicate >/dev/null 2>&1; [[ $? == 16 ]] || fail "unknown command: want exit 16"
-"$INSPECT" "$D" stat >/dev/null 2>&1; [[ $? == 16 ]] || fail "stat without a path: want exit 16"
-"$INSPECT" "$D" keys Q >/dev/null 2>&1; [[ $? == 16 ]] || fail "keys Q: want exit 16"
-"$INSPECT" "$D" stat /a/nothing >/dev/null 2>&1; [[ $? == 1 ]] || fail "a missing path: want exit 1"
-"$INSPECT" "$D" stat 999999 >/dev/null 2>&1; [[ $? == 1 ]] || fail "a missing inode: want exit 1"
-"$INSPECT" "$D" ls /a/small >/dev/null 2>&1; [[ $? == 1 ]] || fail "ls of a file: want exit 1"
+insp >/dev/null 2>&1; [[ $? == 16 ]] || fail "no argument: want exit 16"
+insp "$D" >/dev/null 2>&1; [[ $? == 16 ]] || fail "no command: want exit 16"
+insp "$D" frobnicate >/dev/null 2>&1; [[ $? == 16 ]] || fail "unknown command: want exit 16"
+insp --frob "$D" super >/dev/null 2>&1; [[ $? == 16 ]] || fail "unknown option: want exit 16"
+insp "$D" stat >/dev/null 2>&1; [[ $? == 16 ]] || fail "stat without a path: want exit 16"
+insp "$D" stat a/b >/dev/null 2>&1; [[ $? == 16 ]] || fail "stat of a relative path: want exit 16"
+insp "$D" keys Q >/dev/null 2>&1; [[ $? == 16 ]] || fail "keys Q: want exit 16"
+insp "$D" keys I x >/dev/null 2>&1; [[ $? == 16 ]] || fail "keys I x: want exit 16"
+insp --raw 4 "$D" keys >/dev/null 2>&1; [[ $? == 16 ]] || fail "keys --raw 4 (odd hex): want exit 16"
+insp "$D" stat /a/nothing >/dev/null 2>&1; [[ $? == 1 ]] || fail "a missing path: want exit 1"
+insp "$D" stat /a/small/x >/dev/null 2>&1; [[ $? == 1 ]] || fail "a path through a file: want exit 1"
+insp "$D" stat 999999 >/dev/null 2>&1; [[ $? == 1 ]] || fail "a missing inode: want exit 1"
+insp "$D" ls /a/small >/dev/null 2>&1; [[ $? == 1 ]] || fail "ls of a file: want exit 1"
+insp --help | grep -q "Exit status" || fail "--help does not document the exit status"
 mkdir "$T/plain"
-out=$("$INSPECT" "$T/plain" super 2>&1); rc=$?
-[[ $rc == 8 ]] && grep -q "$T/plain" <<<"$out" || fail "a plain directory: exit $rc, want 8 naming it: $out"
+out=$(insp "$T/plain" super 2>&1); rc=$?
+[[ $rc == 8 && $out == "lsmfs-inspect: $T/plain: "* && $(wc -l <<<"$out") == 1 ]] ||
+	fail "a plain directory: exit $rc, want 8 and one line naming it: $out"
+out=$(insp "$T/d1" super 2>&1); rc=$?
+[[ $rc == 8 ]] || fail "one disk of two: exit $rc, want 8: $out"
+out=$(insp "$T/nowhere:$T/d2" super 2>&1); rc=$?
+[[ $rc == 8 && $out == *"$T/nowhere"* ]] || fail "a missing disk: exit $rc, want 8 naming it: $out"
+
+# ---- damage: shown, never a crash ----
+if [[ -x $EDIT ]]; then
+	META=$T/d1/.lsmfs/meta
+	be64() { printf '%016x' "$1"; }
+	"$EDIT" "$META" put "49$(be64 "$ino_small")" ff00 >/dev/null || fail "store_edit put I"
+	"$EDIT" "$META" put 5a01 00 >/dev/null || fail "store_edit put Z"
+	"$EDIT" "$META" put 4d6673 00 >/dev/null || fail "store_edit put M fs"
+	"$EDIT" "$META" put "50$(printf '%08x' 5)" 0102 >/dev/null || fail "store_edit put P 5"
+	f1=$(insp --json "$D" keys D "$ino_c" | json_get '[k["key"] for k in d["keys"] if "\"f1\"" in k["text"]][0]')
+	"$EDIT" "$META" put "$f1" 01 >/dev/null || fail "store_edit put D c/f1"
+	chunk=$(insp "$D" stat /a/b/big | sed -nE 's/^  chunk 2: section [0-9]+, disk [0-9]+: (.*) [0-9]+ bytes$/\1/p')
+	rm -f "$chunk"
+	out=$(insp "$D" keys) || fail "damaged: keys: exit $?"
+	grep -q "^I $ino_small -> ff00 (does not decode, 2 bytes)$" <<<"$out" || fail "damaged: keys does not show I $ino_small in hex"
+	grep -q "^5a01 -> 00 (key does not parse)$" <<<"$out" || fail "damaged: keys does not show the key Z"
+	grep -q "^M fs -> 00 (does not decode)$" <<<"$out" || fail "damaged: keys does not show M fs in hex"
+	grep -q '^D '"$ino_c"' [0-9a-f]* "f1" -> 1 bytes (does not decode)$' <<<"$out" || fail "damaged: keys does not show the entry f1"
+	insp --json "$D" keys | python3 -m json.tool >/dev/null 2>&1 || fail "damaged: keys --json does not parse"
+	out=$(insp "$D" stat /a/small) || fail "damaged: stat /a/small: exit $?"
+	grep -q "record of 2 bytes does not decode: ff00" <<<"$out" && grep -q "xattr user.colour: 5 bytes" <<<"$out" ||
+		fail "damaged: stat /a/small: $out"
+	out=$(insp "$D" ls /c) || fail "damaged: ls /c: exit $?"
+	grep -qE '^ +\? \? +\? f1  \(entry does not decode\)$' <<<"$out" || fail "damaged: ls /c does not show f1 as damaged: $out"
+	[[ $(wc -l <<<"$out") == 51 ]] || fail "damaged: ls /c: not 51 entries (two, f1..f30, g1..g20)"
+	insp "$D" ls /a | grep -qE "^ +$ino_small file +\? small$" || fail "damaged: ls /a: small's size is not '?'"
+	out=$(insp "$D" stat /a/b/big) || fail "damaged: stat /a/b/big: exit $?"
+	grep -q "^  chunk 2: .* missing (a hole)$" <<<"$out" || fail "damaged: a deleted chunk file is not 'missing': $out"
+	[[ $(insp --json "$D" stat /a/b/big | json_get '[c["length"] for c in d["chunks"]][2]') == -1 ]] ||
+		fail "damaged: --json stat: a missing chunk's length is not -1"
+	out=$(insp "$D" super) || fail "damaged: super: exit $?"
+	grep -q "no filesystem info that decodes" <<<"$out" || fail "damaged: super does not say M fs is damaged: $out"
+	out=$(insp "$D" sections) || fail "damaged: sections: exit $?"
+	grep -qE '^ +5 +- ' <<<"$out" && grep -q "1 with no disk" <<<"$out" || fail "damaged: sections does not show section 5 unmapped"
+	for c in super sections levels "stat /a/small" "ls /c"; do
+		# shellcheck disable=SC2086
+		insp --json "$D" $c | python3 -m json.tool >/dev/null 2>&1 || fail "damaged: --json $c does not parse"
+	done
+else
+	fail "no $EDIT: cannot damage the store"
+fi
 
 if ((fails)); then
 	echo "test_inspect: $fails failure(s)" >&2

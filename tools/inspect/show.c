@@ -1,8 +1,10 @@
 /*
- * show.c: the store's keys and records in words (fs/SCHEMA.md, "Keys of
- * the metadata store"), and the commands that walk them: keys, stat, ls.
- * A value that does not decode is printed in hex with "(does not
- * decode)"; nothing here trusts the store.
+ * show.c: the commands that walk the store's keys: keys (every key in
+ * words), stat (one inode: its record, inline data, chunks and xattrs) and
+ * ls (a directory's entries), with the path resolution they share (from
+ * the root, one directory entry per component, fs/SCHEMA.md "Directory
+ * entries").  An inode whose record does not decode is still shown: its
+ * bytes in hex, then whatever else it has.
  */
 #include "inspect.h"
 
@@ -11,170 +13,66 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
-void insp_escape(char *out, size_t cap, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	size_t o = 0;
-	for (size_t i = 0; i < n && o + 5 < cap; i++) {
-		if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\')
-			out[o++] = (char)s[i];
-		else
-			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", s[i]);
-	}
-	out[o] = '\0';
-}
-
-static void hex(char *out, size_t cap, const uint8_t *p, size_t n)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < n && o + 3 < cap; i++)
-		o += (size_t)snprintf(out + o, cap - o, "%02x", p[i]);
-	out[o] = '\0';
-}
-
-static const char *type_word(uint32_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFREG: return "file";
-	case S_IFDIR: return "dir";
-	case S_IFLNK: return "symlink";
-	case S_IFCHR: return "chardev";
-	case S_IFBLK: return "blockdev";
-	case S_IFIFO: return "fifo";
-	case S_IFSOCK: return "socket";
-	default: return "no-type";
-	}
-}
-
-static void describe_inode(const uint8_t *v, size_t vl, char *out, size_t cap)
-{
-	struct inode_rec r;
-	if (inode_rec_decode(v, vl, &r)) {
-		char h[2 * INODE_REC_LEN + 1];
-		hex(h, sizeof(h), v, vl < INODE_REC_LEN ? vl : INODE_REC_LEN);
-		snprintf(out, cap, "%s (does not decode, %zu bytes)", h, vl);
-		return;
-	}
-	snprintf(out, cap,
-		 "%s %04o uid %u gid %u nlink %u size %" PRIu64 " flags %s%s parent %" PRIu64
-		 " gen %" PRIu64,
-		 type_word(r.mode), (unsigned)(r.mode & 07777), r.uid, r.gid, r.nlink, r.size,
-		 r.flags & INODE_FLAG_CHUNKED ? "chunked" : "inline",
-		 r.flags & INODE_FLAG_XATTR ? ",xattr" : "", r.parent, r.generation);
-}
-
-void insp_describe(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl, char *out,
-		   size_t cap)
-{
-	char a[600], b[700];
-	uint64_t id = kl >= 9 ? sc_get_be64(k + 1) : 0;
-	switch (kl ? k[0] : 0) {
-	case KEY_INODE:
-		if (kl != 9)
-			break;
-		describe_inode(v, vl, b, sizeof(b));
-		snprintf(out, cap, "I %" PRIu64 " -> %s", id, b);
-		return;
-	case KEY_DIRENT: {
-		uint64_t ino;
-		uint8_t type;
-		if (kl < 18)
-			break;
-		insp_escape(a, sizeof(a), k + 17, kl - 17);
-		if (dirent_val_decode(v, vl, &ino, &type))
-			snprintf(b, sizeof(b), "%zu bytes (does not decode)", vl);
-		else
-			snprintf(b, sizeof(b), "ino %" PRIu64 " type %s", ino,
-				 type_word((uint32_t)type << 12));
-		snprintf(out, cap, "D %" PRIu64 " %016" PRIx64 " \"%s\" -> %s", id, sc_get_be64(k + 9), a,
-			 b);
-		return;
-	}
-	case KEY_XATTR:
-		if (kl < 10)
-			break;
-		insp_escape(a, sizeof(a), k + 9, kl - 9);
-		snprintf(out, cap, "X %" PRIu64 " \"%s\" -> %zu bytes", id, a, vl);
-		return;
-	case KEY_DATA:
-		if (kl != 9)
-			break;
-		snprintf(out, cap, "F %" PRIu64 " -> %zu bytes inline", id, vl);
-		return;
-	case KEY_CHUNK:
-		if (kl != 17)
-			break;
-		snprintf(out, cap, "C %" PRIu64 " %" PRIu64 " -> chunk record%s", id, sc_get_be64(k + 9),
-			 vl ? " (value not empty)" : "");
-		return;
-	case KEY_ORPHAN:
-		if (kl != 9)
-			break;
-		snprintf(out, cap, "O %" PRIu64 " -> orphan", id);
-		return;
-	case KEY_SECTION:
-		if (kl != 5)
-			break;
-		if (vl == 4)
-			snprintf(out, cap, "P %u -> disk %u", sc_get_be32(k + 1), sc_get_le32(v));
-		else
-			snprintf(out, cap, "P %u -> %zu bytes (does not decode)", sc_get_be32(k + 1), vl);
-		return;
-	case KEY_DISK:
-		if (kl != 5)
-			break;
-		if (vl >= 16) {
-			char u[37];
-			lsmfs_uuid_format(v, u);
-			insp_escape(a, sizeof(a), v + 16, vl - 16);
-			snprintf(out, cap, "K %u -> disk %s, last at %s", sc_get_be32(k + 1), u, a);
-		} else {
-			snprintf(out, cap, "K %u -> %zu bytes (does not decode)", sc_get_be32(k + 1), vl);
-		}
-		return;
-	case KEY_META: {
-		insp_escape(a, sizeof(a), k + 1, kl - 1);
-		struct fs_info fi;
-		if (kl == 1 + strlen(META_NEXT_INO) && !memcmp(k + 1, META_NEXT_INO, kl - 1) && vl == 8) {
-			snprintf(out, cap, "M %s -> %" PRIu64, a, sc_get_le64(v));
-		} else if (kl == 1 + strlen(META_FS) && !memcmp(k + 1, META_FS, kl - 1) &&
-			   fs_info_decode(v, vl, &fi) == 0) {
-			char u[37];
-			lsmfs_uuid_format(fi.fs_uuid, u);
-			snprintf(out, cap,
-				 "M %s -> version %u uuid %s sections %u chunk %" PRIu64
-				 " inline %u disks %u label \"%s\"",
-				 a, fi.version, u, fi.sections, fi.chunk_size, fi.inline_max, fi.ndisks,
-				 fi.label);
-		} else {
-			hex(b, sizeof(b), v, vl < 64 ? vl : 64);
-			snprintf(out, cap, "M %s -> %s%s", a, b, vl > 64 ? "..." : "");
-		}
-		return;
-	}
-	}
-	hex(a, sizeof(a), k, kl < 256 ? kl : 256);
-	hex(b, sizeof(b), v, vl < 64 ? vl : 64);
-	snprintf(out, cap, "%s -> %s%s (key does not parse)", a, b, vl > 64 ? "..." : "");
-}
-
-/* A command's end: the store error it met, if any. */
-static int command_end(struct insp *in, int rc)
+int insp_command_end(struct insp *in, int rc)
 {
 	if (!rc)
 		return INSPECT_EXIT_OK;
-	fprintf(stderr, "lsmfs-inspect: %s: reading the store: %s\n", in->ds->meta_dir,
+	fprintf(stderr, INSPECT_PROG ": %s: reading the store: %s\n", in->ds->meta_dir,
 		strerror(-rc));
 	return INSPECT_EXIT_OPERATIONAL;
 }
 
+int insp_scan(struct insp *in, const uint8_t *prefix, size_t plen, insp_scan_fn *fn, void *ctx)
+{
+	struct store_iter *it;
+	struct store_iter_options io = {.lower = plen ? prefix : NULL, .lower_len = plen};
+	int rc = store_iter_new(in->st, &io, &it);
+	if (rc)
+		return rc;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(it, &kl);
+		const uint8_t *v = store_iter_value(it, &vl);
+		if (kl < plen || (plen && memcmp(k, prefix, plen)))
+			break;
+		fn(in, k, kl, v, vl, ctx);
+	}
+	rc = store_iter_status(it);
+	store_iter_free(it);
+	return rc;
+}
+
+/* ---- keys ---- */
+
+static int unhex(const char *s, uint8_t *out, size_t cap, size_t *len)
+{
+	size_t n = strlen(s);
+	if (n % 2 || n / 2 > cap)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int c = s[i], d = c >= '0' && c <= '9'   ? c - '0'
+				  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+				  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+							 : -1;
+		if (d < 0)
+			return -EINVAL;
+		if (i % 2 == 0)
+			out[i / 2] = (uint8_t)(d << 4);
+		else
+			out[i / 2] |= (uint8_t)d;
+	}
+	*len = n / 2;
+	return 0;
+}
+
 /* "I", "C 12", "D 1", "P 5", "M fs": the bytes every key it names starts
- * with.  -EINVAL for anything else. */
-static int parse_prefix(int argc, char **argv, uint8_t *out, size_t *len)
+ * with; or the bytes of --raw HEX.  -EINVAL for anything else. */
+static int parse_prefix(struct insp *in, int argc, char **argv, uint8_t *out, size_t *len)
 {
 	*len = 0;
+	if (in->raw_prefix)
+		return argc ? -EINVAL : unhex(in->raw_prefix, out, KEY_MAX, len);
 	if (argc == 0)
 		return 0;
 	const char *t = argv[0];
@@ -194,7 +92,7 @@ static int parse_prefix(int argc, char **argv, uint8_t *out, size_t *len)
 	char *end;
 	errno = 0;
 	unsigned long long n = strtoull(argv[1], &end, 10);
-	if (*end || errno || argv[1][0] == '-')
+	if (*end || errno || argv[1][0] < '0' || argv[1][0] > '9')
 		return -EINVAL;
 	if (t[0] == KEY_SECTION || t[0] == KEY_DISK) {
 		if (n > UINT32_MAX)
@@ -208,146 +106,194 @@ static int parse_prefix(int argc, char **argv, uint8_t *out, size_t *len)
 	return 0;
 }
 
+struct keys_ctx {
+	struct json *j;
+	uint64_t n;
+};
+
+static void show_key(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
+		     void *ctx)
+{
+	struct keys_ctx *c = ctx;
+	char line[2048];
+	insp_describe(in, k, kl, v, vl, line, sizeof(line));
+	c->n++;
+	if (!c->j) {
+		fprintf(in->out, "%s\n", line);
+		return;
+	}
+	json_obj(c->j, NULL);
+	json_hex(c->j, "key", k, kl);
+	json_u64(c->j, "value_bytes", vl);
+	json_str(c->j, "text", line);
+	json_close_obj(c->j);
+}
+
 int insp_keys(struct insp *in, int argc, char **argv)
 {
 	uint8_t prefix[KEY_MAX];
 	size_t plen;
-	if (parse_prefix(argc, argv, prefix, &plen)) {
-		fprintf(stderr, "lsmfs-inspect: keys: PREFIX is a key type (M K P I D X F C O), "
-				"optionally followed by a number (or a name after M)\n");
+	if (parse_prefix(in, argc, argv, prefix, &plen)) {
+		fprintf(stderr, INSPECT_PROG ": keys: the prefix is a key type (M K P I D X F C O), "
+				"optionally followed by a number (or a name after M), or --raw HEX "
+				"alone\n");
 		return INSPECT_EXIT_USAGE;
 	}
-	struct store_iter *it;
-	struct store_iter_options io = {.lower = plen ? prefix : NULL, .lower_len = plen};
-	int rc = store_iter_new(in->st, &io, &it);
-	if (rc)
-		goto out;
-	uint64_t n = 0;
-	char line[2048];
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-		size_t kl, vl;
-		const uint8_t *k = store_iter_key(it, &kl);
-		const uint8_t *v = store_iter_value(it, &vl);
-		if (kl < plen || memcmp(k, prefix, plen))
-			break;
-		insp_describe(k, kl, v, vl, line, sizeof(line));
-		fprintf(in->out, "%s\n", line);
-		n++;
+	struct json j;
+	struct keys_ctx c = {0};
+	if (in->json) {
+		json_begin(&j, in->out);
+		json_arr(&j, "keys");
+		c.j = &j;
 	}
-	rc = store_iter_status(it);
-	store_iter_free(it);
-out:
-	return command_end(in, rc);
+	int rc = insp_scan(in, prefix, plen, show_key, &c);
+	if (in->json) {
+		json_close_arr(&j);
+		json_u64(&j, "count", c.n);
+		json_end(&j);
+	}
+	return insp_command_end(in, rc);
 }
 
-static int get_inode(struct insp *in, uint64_t ino, struct inode_rec *r)
+/* ---- resolving a path or an inode number ---- */
+
+/* The record of ino: 0, -ENOENT (no record) or -EUCLEAN (one that does
+ * not decode; *raw and *rawlen then hold its bytes, to free). */
+static int get_inode(struct insp *in, uint64_t ino, struct inode_rec *r, void **raw,
+		     size_t *rawlen)
 {
 	uint8_t k[KEY_MAX];
 	void *v;
 	size_t vl;
+	if (raw)
+		*raw = NULL;
 	int rc = store_get(in->st, NULL, k, key_inode(k, ino), &v, &vl);
 	if (rc)
 		return rc;
-	rc = inode_rec_decode(v, vl, r);
-	free(v);
+	rc = inode_rec_decode(v, vl, r) ? -EUCLEAN : 0;
+	if (rc && raw) {
+		*raw = v;
+		*rawlen = vl;
+	} else {
+		free(v);
+	}
 	return rc;
 }
 
-int insp_resolve(struct insp *in, const char *what, uint64_t *ino, char *err, size_t errlen)
+/*
+ * Resolve an absolute path ("/a/b"; "." and ".." as usual, ".." of the
+ * root is the root) or a decimal inode number to an inode that has a
+ * record (which need not decode).  Errors: -EINVAL neither, -ENOENT none
+ * (with the reason in err), other negative errnos from the store.
+ */
+static int resolve(struct insp *in, const char *what, uint64_t *ino, char *err, size_t errlen)
 {
 	struct inode_rec r;
 	if (what[0] != '/') {
 		char *end;
 		errno = 0;
 		unsigned long long n = strtoull(what, &end, 10);
-		if (*end || errno || !n || what[0] == '-') {
+		if (*end || errno || !n || what[0] < '0' || what[0] > '9') {
 			snprintf(err, errlen, "%s: neither an absolute path nor an inode number", what);
 			return -EINVAL;
 		}
 		*ino = n;
-		if (get_inode(in, n, &r)) {
-			snprintf(err, errlen, "inode %llu: no such inode (or its record does not decode)", n);
-			return -ENOENT;
-		}
-		return 0;
+		int rc = get_inode(in, n, &r, NULL, NULL);
+		if (rc == -ENOENT)
+			snprintf(err, errlen, "inode %llu: no such inode", n);
+		return rc == -EUCLEAN ? 0 : rc;
 	}
 	uint64_t cur = LSMFS_ROOT_INO;
 	const char *p = what;
-	while (*p) {
+	for (;;) {
 		while (*p == '/')
 			p++;
 		size_t n = strcspn(p, "/");
 		if (!n)
 			break;
-		if (n > NAME_MAX_BYTES) {
+		int rc;
+		if (n == 1 && p[0] == '.') {
+			rc = 0;
+		} else if (n == 2 && p[0] == '.' && p[1] == '.') {
+			rc = get_inode(in, cur, &r, NULL, NULL);
+			if (rc == 0 && !S_ISDIR(r.mode))
+				rc = -ENOENT;
+			if (rc == -ENOENT || rc == -EUCLEAN) {
+				snprintf(err, errlen, "%s: cannot go up from inode %" PRIu64
+					 " (no directory record that decodes)", what, cur);
+				return -ENOENT;
+			}
+			if (rc == 0)
+				cur = r.parent;
+		} else if (n > NAME_MAX_BYTES) {
 			snprintf(err, errlen, "%s: a name longer than %d bytes", what, NAME_MAX_BYTES);
 			return -ENOENT;
-		}
-		uint8_t k[KEY_MAX];
-		void *v;
-		size_t vl;
-		uint64_t child;
-		uint8_t type;
-		int rc = store_get(in->st, NULL, k, key_dirent(k, cur, p, n), &v, &vl);
-		if (rc == 0) {
-			rc = dirent_val_decode(v, vl, &child, &type);
-			free(v);
+		} else {
+			uint8_t k[KEY_MAX];
+			void *v;
+			size_t vl;
+			uint64_t child = 0;
+			uint8_t type;
+			rc = store_get(in->st, NULL, k, key_dirent(k, cur, p, n), &v, &vl);
+			if (rc == 0) {
+				rc = dirent_val_decode(v, vl, &child, &type);
+				free(v);
+			}
+			if (rc == -ENOENT || rc == -EUCLEAN) {
+				snprintf(err, errlen, "%s: no entry '%.*s' %sin directory %" PRIu64, what,
+					 (int)n, p, rc == -EUCLEAN ? "that decodes " : "", cur);
+				return -ENOENT;
+			}
+			if (rc == 0)
+				cur = child;
 		}
 		if (rc) {
-			snprintf(err, errlen, "%s: no entry '%.*s' in directory %" PRIu64, what, (int)n, p,
-				 cur);
-			return -ENOENT;
+			snprintf(err, errlen, "%s: %s", what, strerror(-rc));
+			return rc;
 		}
-		cur = child;
 		p += n;
 	}
 	*ino = cur;
-	if (get_inode(in, cur, &r)) {
-		snprintf(err, errlen, "%s: inode %" PRIu64 " has no readable record", what, cur);
-		return -ENOENT;
-	}
-	return 0;
+	int rc = get_inode(in, cur, &r, NULL, NULL);
+	if (rc == -ENOENT)
+		snprintf(err, errlen, "%s: its entry names inode %" PRIu64 ", which has no record",
+			 what, cur);
+	else if (rc && rc != -EUCLEAN)
+		snprintf(err, errlen, "%s: %s", what, strerror(-rc));
+	return rc == -EUCLEAN ? 0 : rc;
 }
 
-static void fmt_time(char *out, size_t cap, int64_t sec, uint32_t nsec)
+/* The inode a command names; its record (*decoded false, *raw its bytes
+ * when it does not decode).  Else the exit code, after saying why. */
+static int command_inode(struct insp *in, const char *what, uint64_t *ino, struct inode_rec *r,
+			 bool *decoded, void **raw, size_t *rawlen)
 {
-	struct tm tm;
-	time_t t = (time_t)sec;
-	if (!gmtime_r(&t, &tm) || !strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm)) {
-		snprintf(out, cap, "%" PRId64, sec);
-		return;
+	char err[1200];
+	int rc = resolve(in, what, ino, err, sizeof(err));
+	if (rc == 0) {
+		rc = get_inode(in, *ino, r, raw, rawlen);
+		*decoded = rc == 0;
+		if (rc == -EUCLEAN) {
+			fprintf(stderr, INSPECT_PROG ": inode %" PRIu64 ": its record does not decode\n",
+				*ino);
+			return INSPECT_EXIT_OK;
+		}
+		if (rc)
+			snprintf(err, sizeof(err), "%s: %s", what, strerror(-rc));
 	}
-	size_t n = strlen(out);
-	snprintf(out + n, cap - n, ".%09uZ", nsec);
+	if (!rc)
+		return INSPECT_EXIT_OK;
+	fprintf(stderr, INSPECT_PROG ": %s\n", err);
+	if (rc == -EINVAL)
+		return INSPECT_EXIT_USAGE;
+	return rc == -ENOENT ? INSPECT_EXIT_NOT_FOUND : INSPECT_EXIT_OPERATIONAL;
 }
 
-/* A prefix scan: call fn for every key under prefix. */
-static int scan(struct insp *in, const uint8_t *prefix, size_t plen,
-		void (*fn)(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
-			   void *ctx),
-		void *ctx)
-{
-	struct store_iter *it;
-	struct store_iter_options io = {.lower = prefix, .lower_len = plen};
-	int rc = store_iter_new(in->st, &io, &it);
-	if (rc)
-		return rc;
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-		size_t kl, vl;
-		const uint8_t *k = store_iter_key(it, &kl);
-		const uint8_t *v = store_iter_value(it, &vl);
-		if (kl < plen || memcmp(k, prefix, plen))
-			break;
-		fn(in, k, kl, v, vl, ctx);
-	}
-	rc = store_iter_status(it);
-	store_iter_free(it);
-	return rc;
-}
+/* ---- stat ---- */
 
 struct stat_ctx {
 	struct json *j;
-	uint64_t n, bytes_on_disk;
+	uint64_t n, bytes_on_disk, missing;
 };
 
 static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
@@ -370,16 +316,20 @@ static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8
 			len = st.st_size;
 	}
 	c->n++;
-	if (len > 0)
+	if (len >= 0)
 		c->bytes_on_disk += (uint64_t)len;
+	else
+		c->missing++;
 	if (c->j) {
 		json_obj(c->j, NULL);
 		json_u64(c->j, "chunk", chunk);
 		json_u64(c->j, "section", s);
 		if (d < in->ds->ndisks)
 			json_u64(c->j, "disk", d);
+		else
+			json_i64(c->j, "disk", -1);
 		json_str(c->j, "path", path);
-		json_i64(c->j, "length", len);
+		json_i64(c->j, "length", len); /* -1: missing */
 		json_close_obj(c->j);
 		return;
 	}
@@ -398,7 +348,7 @@ static void show_xattr(struct insp *in, const uint8_t *k, size_t kl, const uint8
 {
 	(void)v;
 	struct stat_ctx *c = ctx;
-	char name[600];
+	char name[4 * NAME_MAX_BYTES + 1];
 	insp_escape(name, sizeof(name), k + 9, kl - 9);
 	c->n++;
 	if (c->j) {
@@ -411,138 +361,180 @@ static void show_xattr(struct insp *in, const uint8_t *k, size_t kl, const uint8
 	}
 }
 
-/* The inode a command names, with its record; else the exit code, after
- * saying why. */
-static int command_inode(struct insp *in, const char *what, uint64_t *ino, struct inode_rec *r)
+static void stat_record(struct insp *in, struct json *j, uint64_t ino, const struct inode_rec *r,
+			int64_t inline_len, const char *target)
 {
-	char err[1200];
-	int rc = insp_resolve(in, what, ino, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "lsmfs-inspect: %s\n", err);
-		return rc == -EINVAL ? INSPECT_EXIT_USAGE : INSPECT_EXIT_NOT_FOUND;
+	static const char *const tn[4] = {"atime", "mtime", "ctime", "btime"};
+	int64_t secs[4] = {r->atime_sec, r->mtime_sec, r->ctime_sec, r->btime_sec};
+	uint32_t nsecs[4] = {r->atime_nsec, r->mtime_nsec, r->ctime_nsec, r->btime_nsec};
+	char times[4][64];
+	for (int i = 0; i < 4; i++)
+		insp_format_time(times[i], sizeof(times[i]), secs[i], nsecs[i]);
+	if (j) {
+		char mode[16];
+		snprintf(mode, sizeof(mode), "%04o", (unsigned)(r->mode & 07777));
+		json_str(j, "type", insp_type_word(r->mode));
+		json_u64(j, "mode", r->mode);
+		json_str(j, "permissions", mode);
+		json_u64(j, "uid", r->uid);
+		json_u64(j, "gid", r->gid);
+		json_u64(j, "nlink", r->nlink);
+		json_u64(j, "size", r->size);
+		json_u64(j, "blocks", r->blocks);
+		json_u64(j, "rdev", r->rdev);
+		json_u64(j, "generation", r->generation);
+		json_u64(j, "parent", r->parent);
+		json_u64(j, "flags", r->flags);
+		json_bool(j, "chunked", r->flags & INODE_FLAG_CHUNKED);
+		for (int i = 0; i < 4; i++) {
+			json_obj(j, tn[i]);
+			json_i64(j, "sec", secs[i]);
+			json_u64(j, "nsec", nsecs[i]);
+			json_str(j, "utc", times[i]);
+			json_close_obj(j);
+		}
+		json_i64(j, "inline_bytes", inline_len); /* -1: no F key */
+		if (S_ISLNK(r->mode))
+			json_str(j, "target", target);
+		return;
 	}
-	return get_inode(in, *ino, r) ? INSPECT_EXIT_NOT_FOUND : INSPECT_EXIT_OK;
+	fprintf(in->out,
+		"inode %" PRIu64 ": %s, mode %04o, uid %u, gid %u, nlink %u\n"
+		"  size %" PRIu64 ", blocks %" PRIu64 ", rdev %" PRIu64 ", generation %" PRIu64
+		", parent %" PRIu64 ", flags %u (%s%s)\n",
+		ino, insp_type_word(r->mode), (unsigned)(r->mode & 07777), r->uid, r->gid, r->nlink,
+		r->size, r->blocks, r->rdev, r->generation, r->parent, r->flags,
+		r->flags & INODE_FLAG_CHUNKED ? "chunked" : "inline",
+		r->flags & INODE_FLAG_XATTR ? ", xattrs" : "");
+	for (int i = 0; i < 4; i++)
+		fprintf(in->out, "  %s %s\n", tn[i], times[i]);
+	if (S_ISLNK(r->mode))
+		fprintf(in->out, "  target \"%s\"\n", target);
+	else if (inline_len >= 0)
+		fprintf(in->out, "  inline data: %" PRId64 " bytes\n", inline_len);
 }
 
 int insp_stat(struct insp *in, const char *what)
 {
 	uint64_t ino;
 	struct inode_rec r;
-	int rc = command_inode(in, what, &ino, &r);
+	bool decoded;
+	void *raw = NULL;
+	size_t rawlen = 0;
+	int rc = command_inode(in, what, &ino, &r, &decoded, &raw, &rawlen);
 	if (rc)
 		return rc;
 	uint8_t k[KEY_MAX];
 	void *v = NULL;
 	size_t vl = 0;
 	int64_t inline_len = -1;
-	if (store_get(in->st, NULL, k, key_data(k, ino), &v, &vl) == 0)
+	rc = store_get(in->st, NULL, k, key_data(k, ino), &v, &vl);
+	if (rc && rc != -ENOENT) {
+		free(raw);
+		return insp_command_end(in, rc);
+	}
+	if (rc == 0)
 		inline_len = (int64_t)vl;
-	char target[600] = "";
-	if (S_ISLNK(r.mode) && v)
+	char target[4 * 4096 + 1] = "";
+	if (v && decoded && S_ISLNK(r.mode))
 		insp_escape(target, sizeof(target), v, vl);
 	free(v);
-	static const char *tn[4] = {"atime", "mtime", "ctime", "btime"};
-	int64_t secs[4] = {r.atime_sec, r.mtime_sec, r.ctime_sec, r.btime_sec};
-	uint32_t nsecs[4] = {r.atime_nsec, r.mtime_nsec, r.ctime_nsec, r.btime_nsec};
-	char times[4][64];
-	for (int i = 0; i < 4; i++)
-		fmt_time(times[i], sizeof(times[i]), secs[i], nsecs[i]);
 
 	struct json j;
 	struct stat_ctx chunks = {0}, xattrs = {0};
 	if (in->json) {
 		json_begin(&j, in->out);
 		json_u64(&j, "inode", ino);
-		json_str(&j, "type", type_word(r.mode));
-		json_u64(&j, "mode", r.mode);
-		json_u64(&j, "uid", r.uid);
-		json_u64(&j, "gid", r.gid);
-		json_u64(&j, "nlink", r.nlink);
-		json_u64(&j, "size", r.size);
-		json_u64(&j, "blocks", r.blocks);
-		json_u64(&j, "rdev", r.rdev);
-		json_u64(&j, "generation", r.generation);
-		json_u64(&j, "parent", r.parent);
-		json_u64(&j, "flags", r.flags);
-		for (int i = 0; i < 4; i++)
-			json_str(&j, tn[i], times[i]);
-		json_i64(&j, "inline_bytes", inline_len);
-		if (S_ISLNK(r.mode))
-			json_str(&j, "target", target);
+		json_bool(&j, "record_decodes", decoded);
 		chunks.j = xattrs.j = &j;
-		json_arr(&j, "chunks");
-	} else {
-		fprintf(in->out,
-			"inode %" PRIu64 ": %s, mode %04o, uid %u, gid %u, nlink %u\n"
-			"  size %" PRIu64 ", blocks %" PRIu64 ", rdev %" PRIu64 ", generation %" PRIu64
-			", parent %" PRIu64 ", flags %u (%s%s)\n",
-			ino, type_word(r.mode), (unsigned)(r.mode & 07777), r.uid, r.gid, r.nlink,
-			r.size, r.blocks, r.rdev, r.generation, r.parent, r.flags,
-			r.flags & INODE_FLAG_CHUNKED ? "chunked" : "inline",
-			r.flags & INODE_FLAG_XATTR ? ", xattrs" : "");
-		for (int i = 0; i < 4; i++)
-			fprintf(in->out, "  %s %s\n", tn[i], times[i]);
-		if (S_ISLNK(r.mode))
-			fprintf(in->out, "  target \"%s\"\n", target);
-		else if (inline_len >= 0)
-			fprintf(in->out, "  inline data: %" PRId64 " bytes\n", inline_len);
 	}
-	rc = scan(in, k, key_chunk_prefix(k, ino), show_chunk, &chunks);
+	if (decoded) {
+		stat_record(in, chunks.j, ino, &r, inline_len, target);
+	} else {
+		char h[2 * 512 + 1];
+		insp_hex(h, sizeof(h), raw, rawlen);
+		if (in->json) {
+			json_hex(&j, "record", raw, rawlen);
+			json_i64(&j, "inline_bytes", inline_len);
+		} else {
+			fprintf(in->out, "inode %" PRIu64 ": record of %zu bytes does not decode: %s%s\n",
+				ino, rawlen, h, rawlen > 512 ? "..." : "");
+			if (inline_len >= 0)
+				fprintf(in->out, "  inline data (F key): %" PRId64 " bytes\n", inline_len);
+		}
+	}
+	if (in->json)
+		json_arr(&j, "chunks");
+	rc = insp_scan(in, k, key_chunk_prefix(k, ino), show_chunk, &chunks);
 	if (in->json) {
 		json_close_arr(&j);
+		json_u64(&j, "chunk_bytes_on_disks", chunks.bytes_on_disk);
+		json_u64(&j, "chunks_missing", chunks.missing);
 		json_arr(&j, "xattrs");
 	} else if (chunks.n) {
-		fprintf(in->out, "  %" PRIu64 " chunk%s, %" PRIu64 " bytes on the disks\n", chunks.n,
-			chunks.n == 1 ? "" : "s", chunks.bytes_on_disk);
+		fprintf(in->out, "  %" PRIu64 " chunk%s, %" PRIu64 " bytes on the disks%s\n", chunks.n,
+			chunks.n == 1 ? "" : "s", chunks.bytes_on_disk,
+			chunks.missing ? ", some missing" : "");
 	}
 	if (rc == 0)
-		rc = scan(in, k, key_xattr_prefix(k, ino), show_xattr, &xattrs);
+		rc = insp_scan(in, k, key_xattr_prefix(k, ino), show_xattr, &xattrs);
 	if (in->json) {
 		json_close_arr(&j);
 		json_end(&j);
 	}
-	return command_end(in, rc);
+	free(raw);
+	return insp_command_end(in, rc);
 }
+
+/* ---- ls ---- */
 
 static void show_entry(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
 		       void *ctx)
 {
 	struct stat_ctx *c = ctx;
-	uint64_t ino;
-	uint8_t type;
-	if (kl < 18 || dirent_val_decode(v, vl, &ino, &type))
+	if (kl < 18)
 		return;
+	uint64_t ino = 0;
+	uint8_t type = 0;
+	bool entry_ok = dirent_val_decode(v, vl, &ino, &type) == 0;
 	struct inode_rec r;
-	bool ok = get_inode(in, ino, &r) == 0;
-	char name[1100];
+	bool rec_ok = entry_ok && get_inode(in, ino, &r, NULL, NULL) == 0;
+	char name[4 * NAME_MAX_BYTES + 1];
 	insp_escape(name, sizeof(name), k + 17, kl - 17);
 	c->n++;
 	if (c->j) {
 		json_obj(c->j, NULL);
 		json_bytes(c->j, "name", k + 17, kl - 17);
-		json_u64(c->j, "inode", ino);
-		json_str(c->j, "type", type_word((uint32_t)type << 12));
-		if (ok)
+		json_bool(c->j, "entry_decodes", entry_ok);
+		if (entry_ok) {
+			json_u64(c->j, "inode", ino);
+			json_str(c->j, "type", insp_type_word((uint32_t)type << 12));
+		}
+		if (rec_ok)
 			json_u64(c->j, "size", r.size);
 		json_close_obj(c->j);
 		return;
 	}
-	char size[32] = "?";
-	if (ok)
+	char inos[24] = "?", size[24] = "?";
+	if (entry_ok)
+		snprintf(inos, sizeof(inos), "%" PRIu64, ino);
+	if (rec_ok)
 		snprintf(size, sizeof(size), "%" PRIu64, r.size);
-	fprintf(in->out, "%10" PRIu64 " %-8s %12s %s\n", ino, type_word((uint32_t)type << 12), size,
-		name);
+	fprintf(in->out, "%10s %-8s %12s %s%s\n", inos,
+		entry_ok ? insp_type_word((uint32_t)type << 12) : "?", size, name,
+		entry_ok ? "" : "  (entry does not decode)");
 }
 
 int insp_ls(struct insp *in, const char *what)
 {
 	uint64_t ino;
 	struct inode_rec r;
-	int rc = command_inode(in, what, &ino, &r);
+	bool decoded;
+	int rc = command_inode(in, what, &ino, &r, &decoded, NULL, NULL);
 	if (rc)
 		return rc;
-	if (!S_ISDIR(r.mode)) {
-		fprintf(stderr, "lsmfs-inspect: %s: inode %" PRIu64 " is not a directory\n", what, ino);
+	if (decoded && !S_ISDIR(r.mode)) {
+		fprintf(stderr, INSPECT_PROG ": %s: inode %" PRIu64 " is not a directory\n", what, ino);
 		return INSPECT_EXIT_NOT_FOUND;
 	}
 	struct json j;
@@ -554,10 +546,10 @@ int insp_ls(struct insp *in, const char *what)
 		c.j = &j;
 	}
 	uint8_t k[KEY_MAX];
-	rc = scan(in, k, key_dirent_prefix(k, ino), show_entry, &c);
+	rc = insp_scan(in, k, key_dirent_prefix(k, ino), show_entry, &c);
 	if (in->json) {
 		json_close_arr(&j);
 		json_end(&j);
 	}
-	return command_end(in, rc);
+	return insp_command_end(in, rc);
 }

@@ -1,0 +1,228 @@
+/*
+ * describe.c: the metadata store's keys and records in words, exactly as
+ * fs/SCHEMA.md ("Keys of the metadata store") lays them out, one line per
+ * key: "I 12 -> dir 0755 uid 0 ...", "D 1 <hash> "name" -> ino 12 type dir".
+ * A value that does not decode is shown in hex with "(does not decode)", a
+ * key that does not parse likewise; every length is checked before a byte
+ * is read, so damaged data prints and never crashes.  Pure functions.
+ */
+#include "inspect.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+void insp_escape(char *out, size_t cap, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	size_t o = 0;
+	for (size_t i = 0; i < n && o + 5 < cap; i++) {
+		if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\')
+			out[o++] = (char)s[i];
+		else
+			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", s[i]);
+	}
+	if (cap)
+		out[o] = '\0';
+}
+
+void insp_hex(char *out, size_t cap, const void *p, size_t n)
+{
+	const uint8_t *s = p;
+	size_t o = 0;
+	for (size_t i = 0; i < n && o + 3 <= cap; i++)
+		o += (size_t)snprintf(out + o, cap - o, "%02x", s[i]);
+	if (cap)
+		out[o] = '\0';
+}
+
+const char *insp_type_word(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "file";
+	case S_IFDIR: return "dir";
+	case S_IFLNK: return "symlink";
+	case S_IFCHR: return "chardev";
+	case S_IFBLK: return "blockdev";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	default: return "no-type";
+	}
+}
+
+void insp_format_time(char *out, size_t cap, int64_t sec, int64_t nsec)
+{
+	struct tm tm;
+	time_t t = (time_t)sec;
+	if (!gmtime_r(&t, &tm) || !strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm)) {
+		snprintf(out, cap, "%" PRId64 "s", sec);
+		return;
+	}
+	size_t n = strlen(out);
+	if (nsec >= 0)
+		snprintf(out + n, cap - n, ".%09" PRId64 "Z", nsec);
+	else
+		snprintf(out + n, cap - n, "Z");
+}
+
+static void describe_inode(const uint8_t *v, size_t vl, char *out, size_t cap)
+{
+	struct inode_rec r;
+	if (inode_rec_decode(v, vl, &r)) {
+		char h[2 * INODE_REC_LEN + 1];
+		insp_hex(h, sizeof(h), v, vl < INODE_REC_LEN ? vl : INODE_REC_LEN);
+		snprintf(out, cap, "%s%s (does not decode, %zu bytes)", h,
+			 vl > INODE_REC_LEN ? "..." : "", vl);
+		return;
+	}
+	snprintf(out, cap,
+		 "%s %04o uid %u gid %u nlink %u size %" PRIu64 " blocks %" PRIu64
+		 " flags %s%s parent %" PRIu64 " gen %" PRIu64,
+		 insp_type_word(r.mode), (unsigned)(r.mode & 07777), r.uid, r.gid, r.nlink, r.size,
+		 r.blocks, r.flags & INODE_FLAG_CHUNKED ? "chunked" : "inline",
+		 r.flags & INODE_FLAG_XATTR ? ",xattr" : "", r.parent, r.generation);
+}
+
+static void describe_dirent(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
+			    char *out, size_t cap)
+{
+	char name[4 * NAME_MAX_BYTES + 1], val[200];
+	uint64_t ino, hash = sc_get_be64(k + 9);
+	uint8_t type;
+	insp_escape(name, sizeof(name), k + 17, kl - 17);
+	if (!v)
+		val[0] = '\0';
+	else if (dirent_val_decode(v, vl, &ino, &type))
+		snprintf(val, sizeof(val), "%zu bytes (does not decode)", vl);
+	else
+		snprintf(val, sizeof(val), "ino %" PRIu64 " type %s", ino,
+			 insp_type_word((uint32_t)type << 12));
+	/* A hash that is not the name's hides the entry from lookups. */
+	char bad[64] = "";
+	if (kl - 17 <= NAME_MAX_BYTES && hash != dirent_hash((const char *)k + 17, kl - 17))
+		snprintf(bad, sizeof(bad), " (the name hashes to %016" PRIx64 ")",
+			 dirent_hash((const char *)k + 17, kl - 17));
+	snprintf(out, cap, "D %" PRIu64 " %016" PRIx64 " \"%s\" -> %s%s", sc_get_be64(k + 1), hash,
+		 name, val, bad);
+}
+
+static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl, char *out,
+			  size_t cap)
+{
+	char name[600], b[200];
+	struct fs_info fi;
+	insp_escape(name, sizeof(name), k + 1, kl - 1);
+	bool is_fs = kl == 1 + strlen(META_FS) && !memcmp(k + 1, META_FS, kl - 1);
+	bool is_next = kl == 1 + strlen(META_NEXT_INO) && !memcmp(k + 1, META_NEXT_INO, kl - 1);
+	if (is_next && vl == 8) {
+		snprintf(out, cap, "M %s -> %" PRIu64, name, sc_get_le64(v));
+	} else if (is_fs && fs_info_decode(v, vl, &fi) == 0) {
+		char u[37], created[64];
+		lsmfs_uuid_format(fi.fs_uuid, u);
+		insp_format_time(created, sizeof(created), (int64_t)fi.created, -1);
+		snprintf(out, cap,
+			 "M %s -> version %u uuid %s sections %u chunk %" PRIu64
+			 " inline %u disks %u created %s label \"%s\"",
+			 name, fi.version, u, fi.sections, fi.chunk_size, fi.inline_max, fi.ndisks,
+			 created, fi.label);
+	} else {
+		insp_hex(b, sizeof(b), v, vl < 64 ? vl : 64);
+		snprintf(out, cap, "M %s -> %s%s%s", name, b, vl > 64 ? "..." : "",
+			 is_fs || is_next ? " (does not decode)" : "");
+	}
+}
+
+/* The section and disk of a chunk, as " (section S, disk D)". */
+static void chunk_place(const struct insp *in, uint64_t ino, uint64_t chunk, char *out,
+			size_t cap)
+{
+	*out = '\0';
+	if (!in || !in->info.sections)
+		return;
+	uint32_t s = chunk_section(ino, chunk, in->info.sections);
+	if (in->section_disk[s] == UINT32_MAX)
+		snprintf(out, cap, ": section %u, which has no disk", s);
+	else
+		snprintf(out, cap, ": section %u on disk %u", s, in->section_disk[s]);
+}
+
+void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v,
+		   size_t vl, char *out, size_t cap)
+{
+	char a[700], b[300];
+	uint64_t id = kl >= 9 ? sc_get_be64(k + 1) : 0;
+	switch (kl ? k[0] : 0) {
+	case KEY_INODE:
+		if (kl != 9)
+			break;
+		describe_inode(v, vl, a, sizeof(a));
+		snprintf(out, cap, "I %" PRIu64 " -> %s", id, a);
+		return;
+	case KEY_DIRENT:
+		if (kl < 18)
+			break;
+		describe_dirent(k, kl, v, vl, out, cap);
+		return;
+	case KEY_XATTR:
+		if (kl < 10)
+			break;
+		insp_escape(a, sizeof(a), k + 9, kl - 9);
+		snprintf(out, cap, "X %" PRIu64 " \"%s\" -> %zu bytes", id, a, vl);
+		return;
+	case KEY_DATA:
+		if (kl != 9)
+			break;
+		snprintf(out, cap, "F %" PRIu64 " -> %zu bytes inline", id, vl);
+		return;
+	case KEY_CHUNK: {
+		if (kl != 17)
+			break;
+		uint64_t chunk = sc_get_be64(k + 9);
+		chunk_place(in, id, chunk, b, sizeof(b));
+		snprintf(out, cap, "C %" PRIu64 " %" PRIu64 " -> chunk record%s%s", id, chunk, b,
+			 vl ? " (value not empty)" : "");
+		return;
+	}
+	case KEY_ORPHAN:
+		if (kl != 9)
+			break;
+		snprintf(out, cap, "O %" PRIu64 " -> orphan%s", id, vl ? " (value not empty)" : "");
+		return;
+	case KEY_SECTION:
+		if (kl != 5)
+			break;
+		if (vl == 4)
+			snprintf(out, cap, "P %u -> disk %u", sc_get_be32(k + 1), sc_get_le32(v));
+		else
+			snprintf(out, cap, "P %u -> %zu bytes (does not decode)", sc_get_be32(k + 1), vl);
+		return;
+	case KEY_DISK:
+		if (kl != 5)
+			break;
+		if (vl >= 16) {
+			char u[37];
+			lsmfs_uuid_format(v, u);
+			insp_escape(a, sizeof(a), v + 16, vl - 16);
+			snprintf(out, cap, "K %u -> disk %s, last at %s", sc_get_be32(k + 1), u, a);
+		} else {
+			snprintf(out, cap, "K %u -> %zu bytes (does not decode)", sc_get_be32(k + 1), vl);
+		}
+		return;
+	case KEY_META:
+		describe_meta(k, kl, v, vl, out, cap);
+		return;
+	}
+	insp_hex(a, sizeof(a), k, kl < 256 ? kl : 256);
+	insp_hex(b, sizeof(b), v, vl < 64 ? vl : 64);
+	snprintf(out, cap, "%s%s -> %s%s (key does not parse)", a, kl > 256 ? "..." : "", b,
+		 vl > 64 ? "..." : "");
+}
+
+void insp_key_words(const void *k, size_t kl, char *out, size_t cap)
+{
+	insp_describe(NULL, k, kl, NULL, 0, out, cap);
+	char *arrow = strstr(out, " -> ");
+	if (arrow)
+		*arrow = '\0';
+}

@@ -1,0 +1,308 @@
+/*
+ * disks.c: the commands about the backing disks: super (every disk's
+ * superblock, fs/SCHEMA.md "Superblock", beside the store's filesystem
+ * info and inode counter) and sections (the section map, `P` keys, with
+ * the chunk records that hash to each section, fs/SCHEMA.md "Sharding",
+ * and the chunk files and bytes actually under <disk>/.lsmfs/sections/).
+ */
+#include "inspect.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- super ---- */
+
+static void super_json(struct json *j, const struct lsmfs_super *sb)
+{
+	char u[37], created[64];
+	json_u64(j, "version", sb->version);
+	lsmfs_uuid_format(sb->fs_uuid, u);
+	json_str(j, "fs_uuid", u);
+	lsmfs_uuid_format(sb->disk_uuid, u);
+	json_str(j, "disk_uuid", u);
+	json_u64(j, "disk_index", sb->disk_index);
+	json_u64(j, "disk_count", sb->disk_count);
+	json_str(j, "label", sb->label);
+	json_u64(j, "sections", sb->sections);
+	json_u64(j, "chunk_size", sb->chunk_size);
+	json_u64(j, "inline_max", sb->inline_max);
+	json_u64(j, "created", sb->created);
+	insp_format_time(created, sizeof(created), (int64_t)sb->created, -1);
+	json_str(j, "created_utc", created);
+	json_str(j, "meta_dir", sb->meta_dir);
+	json_arr(j, "disk_uuids");
+	for (uint32_t d = 0; d < sb->disk_count && d < LSMFS_MAX_DISKS; d++) {
+		lsmfs_uuid_format(sb->disk_uuids[d], u);
+		json_str(j, NULL, u);
+	}
+	json_close_arr(j);
+}
+
+static void super_text(FILE *out, const struct lsmfs_super *sb)
+{
+	char fs[37], du[37], created[64];
+	lsmfs_uuid_format(sb->fs_uuid, fs);
+	lsmfs_uuid_format(sb->disk_uuid, du);
+	insp_format_time(created, sizeof(created), (int64_t)sb->created, -1);
+	fprintf(out,
+		"  filesystem UUID %s, label \"%s\", format version %u, created %s\n"
+		"  disk UUID %s, disk %u of %u\n"
+		"  sections %u, chunk size %" PRIu64 ", inline limit %u\n"
+		"  metadata store %s\n",
+		fs, sb->label, sb->version, created, du, sb->disk_index, sb->disk_count,
+		sb->sections, sb->chunk_size, sb->inline_max,
+		sb->meta_dir[0] ? sb->meta_dir : "on disk 0 (.lsmfs/meta)");
+}
+
+int insp_super(struct insp *in)
+{
+	struct json j;
+	if (in->json) {
+		json_begin(&j, in->out);
+		json_str(&j, "store", in->ds->meta_dir);
+		json_arr(&j, "disks");
+	}
+	for (uint32_t d = 0; d < in->ds->ndisks; d++) {
+		struct lsmfs_super sb;
+		char err[600] = "";
+		int rc = super_read(in->ds->paths[d], &sb, err, sizeof(err));
+		if (in->json) {
+			json_obj(&j, NULL);
+			json_str(&j, "path", in->ds->paths[d]);
+			json_u64(&j, "index", d);
+			if (rc)
+				json_str(&j, "error", err);
+			else
+				super_json(&j, &sb);
+			json_close_obj(&j);
+			continue;
+		}
+		fprintf(in->out, "disk %u: %s\n", d, in->ds->paths[d]);
+		if (rc)
+			fprintf(in->out, "  superblock: %s\n", err);
+		else
+			super_text(in->out, &sb);
+	}
+	uint8_t k[KEY_MAX];
+	void *v;
+	size_t vl;
+	int64_t next_ino = -1; /* absent or does not decode */
+	if (store_get(in->st, NULL, k, key_meta(k, META_NEXT_INO), &v, &vl) == 0) {
+		if (vl == 8)
+			next_ino = (int64_t)sc_get_le64(v);
+		free(v);
+	}
+	const struct fs_info *fi = &in->info;
+	char fs[37], created[64];
+	lsmfs_uuid_format(fi->fs_uuid, fs);
+	insp_format_time(created, sizeof(created), (int64_t)fi->created, -1);
+	if (in->json) {
+		json_close_arr(&j);
+		json_obj(&j, "store_info");
+		json_bool(&j, "present", in->info_from_store);
+		if (in->info_from_store) {
+			json_u64(&j, "version", fi->version);
+			json_str(&j, "fs_uuid", fs);
+			json_u64(&j, "sections", fi->sections);
+			json_u64(&j, "chunk_size", fi->chunk_size);
+			json_u64(&j, "inline_max", fi->inline_max);
+			json_u64(&j, "disk_count", fi->ndisks);
+			json_u64(&j, "created", fi->created);
+			json_str(&j, "created_utc", created);
+			json_str(&j, "label", fi->label);
+		}
+		json_i64(&j, "next_ino", next_ino);
+		json_close_obj(&j);
+		json_end(&j);
+		return INSPECT_EXIT_OK;
+	}
+	char next[32] = "absent or does not decode";
+	if (next_ino >= 0)
+		snprintf(next, sizeof(next), "%" PRId64, next_ino);
+	if (in->info_from_store)
+		fprintf(in->out,
+			"store %s:\n"
+			"  filesystem UUID %s, label \"%s\", format version %u, created %s\n"
+			"  %u sections, chunk size %" PRIu64 ", inline limit %u, %u disks\n"
+			"  next inode %s\n",
+			in->ds->meta_dir, fs, fi->label, fi->version, created, fi->sections,
+			fi->chunk_size, fi->inline_max, fi->ndisks, next);
+	else
+		fprintf(in->out, "store %s:\n  no filesystem info that decodes (M fs)\n"
+			"  next inode %s\n", in->ds->meta_dir, next);
+	return INSPECT_EXIT_OK;
+}
+
+/* ---- sections ---- */
+
+struct counts {
+	uint64_t records, files, bytes;
+};
+
+/* The files under every <disk>/.lsmfs/sections/<s>/, counted per section
+ * (wherever they sit) and per disk (where they sit). */
+static void count_files(struct insp *in, struct counts *sec, struct counts *disk)
+{
+	for (uint32_t d = 0; d < in->ds->ndisks; d++) {
+		char root[LSMFS_META_PATH_MAX + 64];
+		snprintf(root, sizeof(root), "%s/%s/%s", in->ds->paths[d], LSMFS_DIR,
+			 LSMFS_SECTIONS_DIR);
+		DIR *top = opendir(root);
+		if (!top) {
+			fprintf(stderr, INSPECT_PROG ": %s: %s\n", root, strerror(errno));
+			continue;
+		}
+		struct dirent *de;
+		while ((de = readdir(top))) {
+			char *end;
+			errno = 0;
+			unsigned long s = strtoul(de->d_name, &end, 10);
+			if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || errno ||
+			    s >= in->info.sections)
+				continue;
+			char dir[LSMFS_META_PATH_MAX + 100];
+			snprintf(dir, sizeof(dir), "%s/%lu", root, s);
+			DIR *sd = opendir(dir);
+			if (!sd)
+				continue;
+			struct dirent *ce;
+			while ((ce = readdir(sd))) {
+				char file[LSMFS_META_PATH_MAX + 400];
+				struct stat st;
+				snprintf(file, sizeof(file), "%s/%s", dir, ce->d_name);
+				if (!strcmp(ce->d_name, ".") || !strcmp(ce->d_name, "..") ||
+				    lstat(file, &st) || !S_ISREG(st.st_mode))
+					continue;
+				sec[s].files++;
+				sec[s].bytes += (uint64_t)st.st_size;
+				disk[d].files++;
+				disk[d].bytes += (uint64_t)st.st_size;
+			}
+			closedir(sd);
+		}
+		closedir(top);
+	}
+}
+
+/* Chunk records, by the section they hash to and its disk. */
+static int count_records(struct insp *in, struct counts *sec, struct counts *disk)
+{
+	struct store_iter *it;
+	uint8_t lo[1] = {KEY_CHUNK}, hi[1] = {KEY_CHUNK + 1};
+	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
+	int rc = store_iter_new(in->st, &io, &it);
+	if (rc)
+		return rc;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+		size_t kl;
+		const uint8_t *k = store_iter_key(it, &kl);
+		if (kl != 17)
+			continue; /* not a chunk key: keys shows it */
+		uint32_t s = chunk_section(sc_get_be64(k + 1), sc_get_be64(k + 9), in->info.sections);
+		sec[s].records++;
+		if (in->section_disk[s] < in->ds->ndisks)
+			disk[in->section_disk[s]].records++;
+	}
+	rc = store_iter_status(it);
+	store_iter_free(it);
+	return rc;
+}
+
+static void counts_json(struct json *j, const struct counts *c)
+{
+	json_u64(j, "records", c->records);
+	json_u64(j, "files", c->files);
+	json_u64(j, "bytes", c->bytes);
+}
+
+static void sections_print(struct insp *in, const struct counts *sec, const struct counts *disk,
+			   const uint64_t *mapped, uint64_t unmapped, const struct counts *total)
+{
+	uint32_t ns = in->info.sections, nd = in->ds->ndisks;
+	if (in->json) {
+		struct json j;
+		json_begin(&j, in->out);
+		json_u64(&j, "sections", ns);
+		json_u64(&j, "unmapped", unmapped);
+		json_obj(&j, "total");
+		counts_json(&j, total);
+		json_close_obj(&j);
+		json_arr(&j, "disks");
+		for (uint32_t d = 0; d < nd; d++) {
+			json_obj(&j, NULL);
+			json_u64(&j, "index", d);
+			json_str(&j, "path", in->ds->paths[d]);
+			json_u64(&j, "sections", mapped[d]);
+			counts_json(&j, &disk[d]);
+			json_close_obj(&j);
+		}
+		json_close_arr(&j);
+		json_arr(&j, "map");
+		for (uint32_t s = 0; s < ns; s++) {
+			json_obj(&j, NULL);
+			json_u64(&j, "section", s);
+			if (in->section_disk[s] == UINT32_MAX)
+				json_i64(&j, "disk", -1);
+			else
+				json_u64(&j, "disk", in->section_disk[s]);
+			counts_json(&j, &sec[s]);
+			json_close_obj(&j);
+		}
+		json_close_arr(&j);
+		json_end(&j);
+		return;
+	}
+	fprintf(in->out, "%u sections over %u disks", ns, nd);
+	if (unmapped)
+		fprintf(in->out, "; %" PRIu64 " with no disk (shown as -)", unmapped);
+	fprintf(in->out, "\n");
+	for (uint32_t d = 0; d < nd; d++)
+		fprintf(in->out,
+			"disk %u %s: %" PRIu64 " sections, %" PRIu64 " chunk records, %" PRIu64
+			" files, %" PRIu64 " bytes\n",
+			d, in->ds->paths[d], mapped[d], disk[d].records, disk[d].files, disk[d].bytes);
+	fprintf(in->out, "total: %" PRIu64 " chunk records, %" PRIu64 " files, %" PRIu64 " bytes\n",
+		total->records, total->files, total->bytes);
+	fprintf(in->out, "%8s %5s %10s %10s %14s\n", "section", "disk", "records", "files", "bytes");
+	for (uint32_t s = 0; s < ns; s++) {
+		char d[16] = "-";
+		if (in->section_disk[s] != UINT32_MAX)
+			snprintf(d, sizeof(d), "%u", in->section_disk[s]);
+		fprintf(in->out, "%8u %5s %10" PRIu64 " %10" PRIu64 " %14" PRIu64 "\n", s, d,
+			sec[s].records, sec[s].files, sec[s].bytes);
+	}
+}
+
+int insp_sections(struct insp *in)
+{
+	uint32_t ns = in->info.sections, nd = in->ds->ndisks;
+	struct counts *sec = calloc(ns, sizeof(*sec));
+	struct counts *disk = calloc(nd, sizeof(*disk));
+	uint64_t *mapped = calloc(nd, sizeof(*mapped));
+	int rc = sec && disk && mapped ? 0 : -ENOMEM;
+	if (rc == 0)
+		rc = count_records(in, sec, disk);
+	if (rc == 0) {
+		count_files(in, sec, disk);
+		uint64_t unmapped = 0;
+		struct counts total = {0};
+		for (uint32_t s = 0; s < ns; s++) {
+			if (in->section_disk[s] < nd)
+				mapped[in->section_disk[s]]++;
+			else
+				unmapped++;
+			total.records += sec[s].records;
+			total.files += sec[s].files;
+			total.bytes += sec[s].bytes;
+		}
+		sections_print(in, sec, disk, mapped, unmapped, &total);
+	}
+	free(sec);
+	free(disk);
+	free(mapped);
+	return insp_command_end(in, rc);
+}
