@@ -191,6 +191,7 @@ damage_inline_over_limit() { # g grows to 5000 bytes, all inline
 	rec_edit "$I_G" 18 8813000000000000 &&
 		"$EDIT" d1/$META put 46$(be64 "$I_G") "$(head -c 5000 /dev/zero | od -An -v -tx1 | tr -d ' \n')"
 }
+damage_dir_record_gone() { "$EDIT" d1/$META del 49$(be64 "$I_A"); } # a directory's record, its entries kept
 damage_super_damaged() { printf '\xff\xff' | dd of=d2/.lsmfs/super bs=1 seek=40 conv=notrunc status=none; }
 damage_super_gone() { rm d1/.lsmfs/super; }
 damage_store_table() { # bytes flipped inside the largest table
@@ -232,6 +233,7 @@ check disk_record 0503
 check root_gone 0301
 check lost_found_gone 0309
 check inline_over_limit 0206
+check dir_record_gone 0302
 check super_damaged 050A
 check super_gone 050A
 
@@ -269,6 +271,7 @@ repair disk_record 0503 ''
 repair root_gone 0301 ''
 repair lost_found_gone 0309 ''
 repair inline_over_limit 0206 'g'
+repair dir_record_gone 0302 ''
 repair super_damaged 050A ''
 repair super_gone 050A ''
 

@@ -49,6 +49,11 @@ struct fsck_entry {
 	char *name;
 };
 
+struct fsck_ino_ref {
+	uint64_t ino;
+	size_t entry; /* index in entries */
+};
+
 struct fsck_chunk {
 	uint64_t ino, chunk;
 };
@@ -71,7 +76,8 @@ struct fsck {
 	struct fsck_inode *inodes; /* open addressing on ino; ino 0 = empty */
 	size_t icap, icount;
 	struct fsck_entry *entries;
-	size_t nentries, capentries;
+	size_t nentries, capentries; /* sorted by parent (key order) */
+	struct fsck_ino_ref *by_ino; /* entries by child inode, built on demand */
 	struct fsck_chunk *chunks;
 	size_t nchunks, capchunks;
 	/* results */
@@ -171,6 +177,14 @@ struct fsck_inode *fsck_inode(struct fsck *f, uint64_t ino);
  * when out of memory.  Adding may move every other inode of the model:
  * pointers taken before are stale. */
 struct fsck_inode *fsck_inode_add(struct fsck *f, uint64_t ino);
+/* The first entry of directory parent (entries are sorted by parent), and
+ * whether it has any. */
+size_t fsck_first_child(const struct fsck *f, uint64_t parent);
+bool fsck_has_children(const struct fsck *f, uint64_t dir);
+/* The DT_* type every entry naming ino agrees on; 0 if none or they
+ * disagree.  O(log n) after the first call builds an index; entries must
+ * not be added after that. */
+uint8_t fsck_entries_type(struct fsck *f, uint64_t ino);
 /* Chunks of the model, sorted by (ino, chunk) once loaded. */
 int fsck_cmp_chunk(const void *a, const void *b);
 bool fsck_has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk);

@@ -150,6 +150,59 @@ static void hexkey(const uint8_t *k, size_t kl, char *out, size_t cap)
 	out[o] = '\0';
 }
 
+size_t fsck_first_child(const struct fsck *f, uint64_t parent)
+{
+	size_t lo = 0, hi = f->nentries;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (f->entries[mid].parent < parent)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+bool fsck_has_children(const struct fsck *f, uint64_t dir)
+{
+	size_t i = fsck_first_child(f, dir);
+	return i < f->nentries && f->entries[i].parent == dir;
+}
+
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct fsck_ino_ref *x = a, *y = b;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+uint8_t fsck_entries_type(struct fsck *f, uint64_t ino)
+{
+	if (!f->by_ino) { /* built once, when a repair first asks */
+		f->by_ino = malloc((f->nentries ? f->nentries : 1) * sizeof(*f->by_ino));
+		if (!f->by_ino)
+			return 0;
+		for (size_t i = 0; i < f->nentries; i++)
+			f->by_ino[i] = (struct fsck_ino_ref){.ino = f->entries[i].ino, .entry = i};
+		qsort(f->by_ino, f->nentries, sizeof(*f->by_ino), cmp_ref);
+	}
+	size_t lo = 0, hi = f->nentries;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (f->by_ino[mid].ino < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	uint8_t t = 0;
+	for (size_t i = lo; i < f->nentries && f->by_ino[i].ino == ino; i++) {
+		uint8_t et = f->entries[f->by_ino[i].entry].type;
+		if (t && et != t)
+			return 0;
+		t = et;
+	}
+	return t;
+}
+
 void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap)
 {
 	if (!k) {
@@ -372,6 +425,8 @@ int fsck_load(struct fsck *f)
 
 void fsck_unload(struct fsck *f)
 {
+	free(f->by_ino);
+	f->by_ino = NULL;
 	for (size_t i = 0; i < f->nentries; i++)
 		free(f->entries[i].name);
 	free(f->entries);

@@ -46,22 +46,12 @@ static bool valid_type(uint32_t mode)
  * entries, else 0 (nothing tells). */
 static uint32_t evident_type(struct fsck *f, const struct fsck_inode *in)
 {
-	uint8_t t = 0;
-	bool agree = true, parent = false;
-	for (size_t i = 0; i < f->nentries; i++) {
-		const struct fsck_entry *e = &f->entries[i];
-		if (e->ino == in->ino) {
-			agree = agree && (!t || t == e->type);
-			t = e->type;
-		}
-		parent = parent || e->parent == in->ino;
-	}
-	uint32_t m = (uint32_t)t << 12; /* DT_* values are S_IF* >> 12 */
-	if (t && agree && valid_type(m))
+	uint32_t m = (uint32_t)fsck_entries_type(f, in->ino) << 12; /* DT_* are S_IF* >> 12 */
+	if (m && valid_type(m))
 		return m;
 	if (in->nchunks || in->inline_len >= 0)
 		return S_IFREG;
-	return parent ? S_IFDIR : 0;
+	return fsck_has_children(f, in->ino) ? S_IFDIR : 0;
 }
 
 /* A chunked file's size from its last chunk file; without it, the end of

@@ -39,15 +39,7 @@ static void walk_from(struct fsck *f, uint64_t start)
 	q[qt++] = start;
 	while (qh < qt && !fsck_cancelled(f)) {
 		uint64_t d = q[qh++];
-		size_t lo = 0, hi = f->nentries;
-		while (lo < hi) { /* d's first entry */
-			size_t mid = (lo + hi) / 2;
-			if (f->entries[mid].parent < d)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (size_t i = lo; i < f->nentries && f->entries[i].parent == d; i++) {
+		for (size_t i = fsck_first_child(f, d); i < f->nentries && f->entries[i].parent == d; i++) {
 			struct fsck_inode *c = fsck_inode(f, f->entries[i].ino);
 			if (!c || !c->rec_ok || c->reached)
 				continue;
@@ -136,6 +128,18 @@ static void new_dir(struct fsck_inode *in, uint32_t perm, uint64_t parent)
 	in->rec_ok = true;
 }
 
+static int remake_dir(struct fsck *f, uint64_t ino, uint64_t parent)
+{
+	struct fsck_inode *in = fsck_inode_add(f, ino);
+	if (!in)
+		return -ENOMEM;
+	new_dir(in, 0700, parent);
+	int rc = fsck_put_inode(f, in);
+	if (rc)
+		in->rec_ok = false;
+	return rc;
+}
+
 /* The root lost (its record, say with a damaged table) or not a directory:
  * a new empty root record.  Its entries are keys of their own, so its
  * contents come back with it. */
@@ -218,6 +222,23 @@ void fsck_pass3_dirs(struct fsck *f)
 				     "entry '%s' -> inode %" PRIu64 " belongs to inode %" PRIu64
 				     ", which is not a directory", e->name, e->ino, e->parent);
 			continue;
+		}
+		if ((!c || !c->rec_ok) && fsck_has_children(f, e->ino)) {
+			/* Its record is lost (with a damaged table, say) but
+			 * entries still call it their directory: a directory
+			 * again keeps the subtree where it was. */
+			fsck_entry_path(f, e, path, sizeof(path));
+			if (!fsck_problem(f, PR_ENTRY_DANGLING,
+					  "entry %s -> inode %" PRIu64
+					  ": no such inode, but entries name it as their directory; make it a directory again",
+					  path, e->ino))
+				continue;
+			int rc = remake_dir(f, e->ino, e->parent);
+			fsck_repaired(f, rc);
+			if (rc)
+				continue;
+			p = fsck_inode(f, e->parent); /* the model may have moved */
+			c = fsck_inode(f, e->ino);
 		}
 		if (!c || !c->rec_ok) {
 			fsck_entry_path(f, e, path, sizeof(path));
