@@ -122,6 +122,11 @@ static void forget_fd(struct fs_inode *in, uint64_t chunk)
  * With create, a missing chunk gets its record and then a fresh, empty
  * file; without, a chunk without record (or file) is -ENOENT: a hole.
  */
+static uint32_t disk_of_chunk(const struct fs *fs, uint64_t ino, uint64_t chunk)
+{
+	return fs->section_disk[chunk_section(ino, chunk, fs->info.sections)];
+}
+
 static int chunk_fd(struct fs *fs, struct fs_inode *in, uint64_t chunk, bool create,
 		    struct chunk_fd **out)
 {
@@ -183,7 +188,9 @@ static int chunk_fd(struct fs *fs, struct fs_inode *in, uint64_t chunk, bool cre
 	struct stat st;
 	victim->fd = fd;
 	victim->chunk = chunk;
-	victim->blocks = fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks : 0;
+	bool known = fstat(fd, &st) == 0;
+	victim->blocks = known ? (uint64_t)st.st_blocks : 0;
+	victim->next_off = known ? (uint64_t)st.st_size : 0; /* appends are sequential */
 	victim->stamp = ++d->stamp;
 	*out = victim;
 	return 0;
@@ -298,6 +305,7 @@ static int to_chunked(struct fs *fs, struct fs_inode *in)
 		if (!rc)
 			rc = full_pwrite(c->fd, buf, len, 0);
 		if (!rc) {
+			stats_write(fs, disk_of_chunk(fs, in->ino, 0), c, 0, len);
 			account_blocks(in, c);
 			rc = mark_dirty(in, 0);
 		}
@@ -340,6 +348,7 @@ static int zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t 
 			if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > from % cs) {
 				if (ftruncate(c->fd, (off_t)(from % cs)) != 0)
 					return -errno;
+				c->next_off = from % cs;
 				account_blocks(in, c);
 			}
 		} else if (rc != -ENOENT) {
@@ -607,6 +616,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		if (went < n && (rc = put_bytes(c->fd, buf, src, done + went, n - went,
 						(off_t)(within + went))))
 			break;
+		stats_write(fs, disk_of_chunk(fs, in->ino, chunk), c, within, n);
 		account_blocks(in, c);
 		if ((rc = mark_dirty(in, chunk)))
 			break;
@@ -627,6 +637,8 @@ out:
 	inode_unlock(fs, in);
 	inode_put(fs, in);
 	free(copy);
+	if (rc > 0)
+		atomic_fetch_add_explicit(&fs->app_bytes, (uint64_t)rc, memory_order_relaxed);
 	return rc;
 }
 
@@ -1008,6 +1020,8 @@ int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)
 				rc = fds[i];
 			continue;
 		}
+		if (!rc)
+			stats_fsync(fs, disk_of_chunk(fs, ino, d->dirty[i]));
 		if (!rc && fdatasync(fds[i]) != 0) {
 			rc = -errno;
 			fs_logf(fs, "inode %llu: fsync of chunk %llu: %s", (unsigned long long)ino,
@@ -1022,6 +1036,7 @@ int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)
 		snprintf(sdir, sizeof(sdir), "%" PRIu64, d->new_sections[i]);
 		int fd = openat(section_dirfd(fs, (uint32_t)d->new_sections[i]), sdir,
 				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		stats_fsync(fs, fs->section_disk[d->new_sections[i]]);
 		if (fd < 0 || fsync(fd) != 0)
 			rc = -errno;
 		if (fd >= 0)

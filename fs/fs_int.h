@@ -23,6 +23,7 @@
 #define FUSE_USE_VERSION 34
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -48,6 +49,7 @@ struct chunk_fd {
 	int fd;                 /* -1: slot empty */
 	int dfd;                /* O_DIRECT fd for aligned writes; -1: not open */
 	uint64_t blocks;        /* st_blocks last seen, to keep rec.blocks */
+	uint64_t next_off;      /* end of the last write (stats: sequential) */
 	uint64_t stamp;         /* LRU */
 };
 
@@ -80,6 +82,11 @@ struct fs_options {
 	bool direct;            /* aligned chunk writes with O_DIRECT */
 	double attr_timeout, entry_timeout;
 	size_t cache_bytes;     /* store block cache */
+};
+
+/* What reached one backing disk's chunk files (stats.c). */
+struct fs_disk_stats {
+	atomic_uint_least64_t bytes, writes, fsyncs, sequential;
 };
 
 struct fs {
@@ -118,10 +125,24 @@ struct fs {
 	bool killpriv_v2;
 	struct fuse_session *se; /* for attribute invalidations; NULL in tests */
 
+	/* stats.c: per disk, by disk index; bytes applications wrote. */
+	struct fs_disk_stats *dstats;
+	atomic_uint_least64_t app_bytes;
+
 	/* Reports from the store and the daemon go to log(ctx, line). */
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
 };
+
+/* stats.c */
+int stats_init(struct fs *fs);
+void stats_free(struct fs *fs);
+/* n bytes written at off of chunk file c on disk. */
+void stats_write(struct fs *fs, uint32_t disk, struct chunk_fd *c, uint64_t off, size_t n);
+void stats_fsync(struct fs *fs, uint32_t disk);
+/* The counters as one JSON object (malloc'd, newline-terminated). */
+int stats_json(struct fs *fs, char **json, size_t *len);
+#define FS_STATS_XATTR "user.lsmfs.stats"
 
 /* mount.c */
 int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,

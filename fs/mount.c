@@ -155,7 +155,7 @@ static int open_disks(struct fs *fs, char *err, size_t errlen)
 {
 	fs->sections_fd = malloc(fs->ds->ndisks * sizeof(int));
 	fs->no_direct = calloc(fs->ds->ndisks, 1);
-	if (!fs->sections_fd || !fs->no_direct)
+	if (!fs->sections_fd || !fs->no_direct || stats_init(fs))
 		return -ENOMEM;
 	if (!fs->opt.direct)
 		memset(fs->no_direct, 1, fs->ds->ndisks);
@@ -315,6 +315,7 @@ int fs_close(struct fs *fs)
 				close(fs->sections_fd[d]);
 	free(fs->sections_fd);
 	free(fs->no_direct);
+	stats_free(fs);
 	free(fs->section_disk);
 	free(fs);
 	return rc;

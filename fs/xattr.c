@@ -76,6 +76,8 @@ static int change(struct fs *fs, uint64_t ino, const char *name, size_t nlen, co
 int fs_setxattr(struct fs *fs, uint64_t ino, const char *name, const void *val, size_t len,
 		int flags)
 {
+	if (ino == LSMFS_ROOT_INO && strcmp(name, FS_STATS_XATTR) == 0)
+		return -EPERM; /* read-only: the daemon's counters */
 	size_t nlen;
 	int rc = check_name(name, &nlen);
 	if (rc)
@@ -87,6 +89,10 @@ int fs_setxattr(struct fs *fs, uint64_t ino, const char *name, const void *val, 
 
 int fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void **val, size_t *len)
 {
+	/* The accounting, as a virtual xattr of the root (stats.c); not in
+	 * listxattr, so copies of the tree do not carry it. */
+	if (ino == LSMFS_ROOT_INO && strcmp(name, FS_STATS_XATTR) == 0)
+		return stats_json(fs, (char **)val, len);
 	size_t nlen;
 	int rc = check_name(name, &nlen);
 	if (rc)
@@ -139,6 +145,8 @@ int fs_listxattr(struct fs *fs, uint64_t ino, char **list, size_t *len)
 
 int fs_removexattr(struct fs *fs, uint64_t ino, const char *name)
 {
+	if (ino == LSMFS_ROOT_INO && strcmp(name, FS_STATS_XATTR) == 0)
+		return -EPERM;
 	size_t nlen;
 	int rc = check_name(name, &nlen);
 	if (rc)
