@@ -188,28 +188,29 @@ static void count_files(struct insp *in, struct counts *sec, struct counts *disk
 	}
 }
 
+struct record_counts {
+	struct counts *sec, *disk;
+};
+
+static void count_record(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v,
+			 size_t vl, void *ctx)
+{
+	(void)v, (void)vl;
+	struct record_counts *rc = ctx;
+	if (kl != 17)
+		return; /* not a chunk key: keys shows it */
+	uint32_t s = chunk_section(sc_get_be64(k + 1), sc_get_be64(k + 9), in->info.sections);
+	rc->sec[s].records++;
+	if (in->section_disk[s] < in->ds->ndisks)
+		rc->disk[in->section_disk[s]].records++;
+}
+
 /* Chunk records, by the section they hash to and its disk. */
 static int count_records(struct insp *in, struct counts *sec, struct counts *disk)
 {
-	struct store_iter *it;
-	uint8_t lo[1] = {KEY_CHUNK}, hi[1] = {KEY_CHUNK + 1};
-	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
-	int rc = store_iter_new(in->st, &io, &it);
-	if (rc)
-		return rc;
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-		size_t kl;
-		const uint8_t *k = store_iter_key(it, &kl);
-		if (kl != 17)
-			continue; /* not a chunk key: keys shows it */
-		uint32_t s = chunk_section(sc_get_be64(k + 1), sc_get_be64(k + 9), in->info.sections);
-		sec[s].records++;
-		if (in->section_disk[s] < in->ds->ndisks)
-			disk[in->section_disk[s]].records++;
-	}
-	rc = store_iter_status(it);
-	store_iter_free(it);
-	return rc;
+	uint8_t prefix[1] = {KEY_CHUNK};
+	struct record_counts ctx = {.sec = sec, .disk = disk};
+	return insp_scan(in, prefix, 1, count_record, &ctx);
 }
 
 static void counts_json(struct json *j, const struct counts *c)
