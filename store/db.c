@@ -121,10 +121,8 @@ void db_pending_remove(struct store *st, uint64_t number)
 	}
 }
 
-enum file_kind { FK_OTHER, FK_LOG, FK_SST, FK_MANIFEST, FK_TEMP };
-
 /* Classify a directory entry and extract its number. */
-static enum file_kind parse_file_name(const char *name, uint64_t *number)
+enum file_kind db_parse_file_name(const char *name, uint64_t *number)
 {
 	char *end;
 	size_t n = strlen(name);
@@ -179,7 +177,7 @@ void db_delete_obsolete_files(struct store *st)
 		for (size_t i = 0; i < count; i++) {
 			uint64_t number = 0;
 			bool keep = true;
-			switch (parse_file_name(names[i], &number)) {
+			switch (db_parse_file_name(names[i], &number)) {
 			case FK_LOG:
 				keep = number >= log_number;
 				break;
@@ -321,7 +319,7 @@ static int check_live_tables(struct store *st, char **names, size_t count)
 		goto out;
 	for (size_t i = 0; i < count; i++) {
 		uint64_t number;
-		if (parse_file_name(names[i], &number) == FK_SST)
+		if (db_parse_file_name(names[i], &number) == FK_SST)
 			have[nhave++] = number;
 	}
 	qsort(have, nhave, sizeof(*have), cmp_u64);
@@ -380,7 +378,7 @@ static int recover(struct store *st)
 	uint64_t min_log = version_set_log_number(st->vs);
 	for (size_t i = 0; i < count; i++) {
 		uint64_t number;
-		enum file_kind k = parse_file_name(names[i], &number);
+		enum file_kind k = db_parse_file_name(names[i], &number);
 		if (k == FK_LOG || k == FK_SST || k == FK_MANIFEST)
 			version_set_mark_file_number_used(st->vs, number);
 		if (k == FK_LOG && number >= min_log)

@@ -108,6 +108,9 @@ struct store {
 void db_report(struct store *st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void db_log_file_name(char *out, size_t len, const char *dir, uint64_t number);
+/* The kind of a name in a store directory, and its number. */
+enum file_kind { FK_OTHER, FK_LOG, FK_SST, FK_MANIFEST, FK_TEMP };
+enum file_kind db_parse_file_name(const char *name, uint64_t *number);
 void db_session_totals(void *ctx, struct write_totals *out);
 int db_pending_add(struct store *st, uint64_t number); /* mu held */
 void db_pending_remove(struct store *st, uint64_t number); /* mu held */

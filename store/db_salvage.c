@@ -426,15 +426,11 @@ int store_salvage(const char *dir, const struct store_options *opt,
 	uint64_t *logs = calloc(count + 1, sizeof(*logs));
 	size_t nlogs = 0;
 	for (size_t i = 0; i < count && logs; i++) {
-		const char *p = names[i];
-		if (strncmp(p, "MANIFEST-", 9) == 0)
-			p += 9;
-		if (*p < '0' || *p > '9')
-			continue;
-		char *end;
-		uint64_t number = strtoull(p, &end, 10);
-		version_set_mark_file_number_used(s.off.vs, number);
-		if (strcmp(end, ".log") == 0 && number >= version_set_log_number(s.off.vs))
+		uint64_t number;
+		enum file_kind k = db_parse_file_name(names[i], &number);
+		if (k == FK_LOG || k == FK_SST || k == FK_MANIFEST)
+			version_set_mark_file_number_used(s.off.vs, number);
+		if (k == FK_LOG && number >= version_set_log_number(s.off.vs))
 			logs[nlogs++] = number;
 	}
 	env_free_names(names, count);
