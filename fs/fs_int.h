@@ -128,6 +128,17 @@ struct fs {
 	/* stats.c: per disk, by disk index; bytes applications wrote. */
 	struct fs_disk_stats *dstats;
 	atomic_uint_least64_t app_bytes;
+	/* stats.c: the thread that copies the counters to <store>/stats.json.
+	 * stats_lock guards stats_stopping; the rest is the thread's alone
+	 * while it runs, then fs_close's. */
+	pthread_t stats_thread;
+	bool stats_running;
+	pthread_mutex_t stats_lock;
+	pthread_cond_t stats_cv;
+	bool stats_stopping;
+	bool stats_written;        /* stats_sum holds what the file shows */
+	bool stats_write_failed;   /* said once in the log; not again */
+	uint64_t stats_sum;        /* every counter added up, as last written */
 
 	/* Reports from the store and the daemon go to log(ctx, line). */
 	void (*log)(void *ctx, const char *msg);
@@ -140,9 +151,20 @@ void stats_free(struct fs *fs);
 /* n bytes written at off of chunk file c on disk. */
 void stats_write(struct fs *fs, uint32_t disk, struct chunk_fd *c, uint64_t off, size_t n);
 void stats_fsync(struct fs *fs, uint32_t disk);
-/* The counters as one JSON object (malloc'd, newline-terminated). */
+/* The counters as one JSON object (malloc'd, newline-terminated), taken
+ * now by a mounted daemon. */
 int stats_json(struct fs *fs, char **json, size_t *len);
 #define FS_STATS_XATTR "user.lsmfs.stats"
+/* <store>/stats.json: every FS_STATS_INTERVAL_S seconds while a counter
+ * moves (SCHEMA.md, "Statistics").  stats_start starts the writer thread
+ * (0 or a negative errno); stats_stop stops it, promptly, and is a no-op
+ * when it never started; stats_write_final writes the file once more with
+ * "mounted": false (after the store's last flush, before it closes). */
+#define FS_STATS_FILE "stats.json"
+#define FS_STATS_INTERVAL_S 2
+int stats_start(struct fs *fs);
+void stats_stop(struct fs *fs);
+void stats_write_final(struct fs *fs);
 
 /* mount.c */
 int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,

@@ -276,6 +276,11 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 		snprintf(err, errlen, "%s: reclaiming orphan inodes: %s", ds->meta_dir, strerror(-rc));
 		goto fail;
 	}
+	/* The statistics file; a read-only mount writes nothing anywhere.
+	 * Without it the filesystem works all the same. */
+	if (!opt->read_only && (rc = stats_start(fs)))
+		fs_logf(fs, "statistics: cannot start the thread that writes %s/%s: %s",
+			ds->meta_dir, FS_STATS_FILE, strerror(-rc));
 	*out = fs;
 	return 0;
 fail:
@@ -291,6 +296,11 @@ int fs_close(struct fs *fs)
 		int r2 = store_flush(fs->st);
 		if (!rc)
 			rc = r2;
+	}
+	if (fs->stats_running) {
+		/* After the last flush, so the file keeps the final figures. */
+		stats_stop(fs);
+		stats_write_final(fs);
 	}
 	if (fs->st) {
 		int r3 = store_close(fs->st);

@@ -40,6 +40,9 @@ json_get() { python3 -c 'import json, sys; d = json.load(sys.stdin); print(eval(
 unmount() {
 	fusermount3 -u "$M" || { echo "unmount failed" >&2; exit 1; }
 	for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
+	# The daemon still closes its store after the unmount (the lifetime
+	# totals' last edit); it holds disk 1's lock until it has exited.
+	flock -w 10 "$T/d1/.lsmfs/lock" true || fail "the daemon did not exit within 10 s of unmount"
 }
 
 mkdir -p "$T/d1" "$T/d2" "$M"

@@ -3,7 +3,7 @@
  * ext4): the command line, and opening the disks and the store without
  * taking a lock or writing a byte, as fsck.lsmfs -n does, so that it runs
  * beside the daemon.  The commands live in disks.c (super, sections),
- * show.c (stat, ls, keys) and levels.c (levels).
+ * show.c (stat, ls, keys), levels.c (levels) and stats.c (stats).
  */
 #include "inspect.h"
 
@@ -36,13 +36,19 @@ static void usage(FILE *out)
 		"                  (M K P I D X F C O), keeps only that type; N keeps only\n"
 		"                  the keys of that inode (I D X F C O), section (P) or disk\n"
 		"                  (K), or the M key of that name (e.g. keys C 12, keys M fs)\n"
+		"  stats           the daemon's accounting as it last wrote it to the store's\n"
+		"                  stats.json (every 2 s while mounted, and at unmount): when,\n"
+		"                  whether still mounted, bytes, writes, fsyncs and sequential\n"
+		"                  writes per disk, the store's bytes by kind, the write\n"
+		"                  amplification; with --json the file as it is\n"
 		"Options (anywhere):\n"
 		"  --json          one JSON object on stdout (every command)\n"
 		"  --raw HEX       keys: only the keys that start with these bytes\n"
 		"  -h, --help      this help\n"
 		"Exit status: 0 done, 1 the path or inode does not exist (or ls of a\n"
-		"non-directory), 8 operational error (disks or store unreadable), 16 usage\n"
-		"error.  A record that does not decode is shown in hex, not an error.\n");
+		"non-directory, or stats with no stats.json), 8 operational error (disks or\n"
+		"store unreadable, stats.json damaged), 16 usage error.  A record that\n"
+		"does not decode is shown in hex, not an error.\n");
 }
 
 void insp_store_log(void *ctx, const char *line)
@@ -73,18 +79,25 @@ static int read_section_map(struct insp *in)
 	return insp_scan(in, p, 1, map_entry, NULL);
 }
 
-/* Open the disks (no lock) and the store (read-only), and read the
- * filesystem info and section map.  Says why on stderr when it fails. */
-static int open_all(struct insp *in, const char *spec)
+/* Open the disks, without a lock.  Says why on stderr when it fails. */
+static int open_disks(struct insp *in, const char *spec)
 {
 	char err[1024];
 	/* DISKSET_TOLERANT: one damaged superblock is shown by super, not a
 	 * reason to show nothing.  No DISKSET_LOCK: the daemon may hold it. */
 	int rc = diskset_open(spec, DISKSET_TOLERANT, &in->ds, err, sizeof(err));
-	if (rc) {
+	if (rc)
 		fprintf(stderr, INSPECT_PROG ": %s\n", err);
+	return rc;
+}
+
+/* Open the disks (no lock) and the store (read-only), and read the
+ * filesystem info and section map.  Says why on stderr when it fails. */
+static int open_all(struct insp *in, const char *spec)
+{
+	int rc = open_disks(in, spec);
+	if (rc)
 		return rc;
-	}
 	struct store_options so;
 	store_options_init(&so);
 	so.read_only = true;
@@ -151,8 +164,8 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int min, max;
-	} cmds[] = {{"super", 0, 0}, {"sections", 0, 0}, {"stat", 1, 1},
-		    {"ls", 1, 1},    {"levels", 0, 0},   {"keys", 0, 2}};
+	} cmds[] = {{"super", 0, 0}, {"sections", 0, 0}, {"stat", 1, 1}, {"ls", 1, 1},
+		    {"levels", 0, 0}, {"keys", 0, 2},     {"stats", 0, 0}};
 	size_t c = 0;
 	while (c < sizeof(cmds) / sizeof(cmds[0]) && strcmp(cmds[c].name, cmd))
 		c++;
@@ -169,7 +182,10 @@ int main(int argc, char **argv)
 		return INSPECT_EXIT_USAGE;
 	}
 	int status;
-	if (open_all(&in, spec))
+	/* stats reads a file the daemon writes: the store need not open. */
+	if (!strcmp(cmd, "stats"))
+		status = open_disks(&in, spec) ? INSPECT_EXIT_OPERATIONAL : insp_stats(&in);
+	else if (open_all(&in, spec))
 		status = INSPECT_EXIT_OPERATIONAL;
 	else if (!strcmp(cmd, "super"))
 		status = insp_super(&in);

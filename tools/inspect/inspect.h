@@ -6,7 +6,8 @@
  *
  * Files: inspect.c (command line, opening), describe.c (keys and records in
  * words), disks.c (super, sections), show.c (keys, stat, ls), levels.c
- * (levels), json.c (--json).  Nothing trusts the store: a record that does
+ * (levels), stats.c (the daemon's stats.json), json.c (--json), jsonread.c
+ * (reading JSON back, for stats).  Nothing trusts the store: a record that does
  * not decode is shown in hex, never a reason to stop.
  *
  * Output is text, or one JSON object with --json (json.c writes it).  The
@@ -65,6 +66,32 @@ void json_i64(struct json *j, const char *key, int64_t v);
 void json_dbl(struct json *j, const char *key, double v);
 void json_bool(struct json *j, const char *key, bool v);
 
+/* ---- jsonread.c: a JSON text read into a tree (untrusted input) ---- */
+enum jv_type { JV_NULL, JV_BOOL, JV_NUMBER, JV_STRING, JV_ARRAY, JV_OBJECT };
+struct jv {
+	enum jv_type type;
+	char *key;       /* a member of an object: its name; else NULL */
+	char *str;       /* JV_STRING: decoded (may hold \0s); JV_NUMBER: as written */
+	size_t len;      /* bytes in str */
+	bool b;          /* JV_BOOL */
+	struct jv *kids; /* JV_ARRAY, JV_OBJECT: elements or members, in order */
+	struct jv *next;
+};
+/* Parse exactly one value (white space around it allowed).  0 and *out (free
+ * with jv_free), or -EINVAL with the reason and byte offset in err, or
+ * -ENOMEM.  Never reads outside text[0..len). */
+int jv_parse(const char *text, size_t len, struct jv **out, char *err, size_t errlen);
+void jv_free(struct jv *v);
+/* An object's member by name (the last of duplicates); NULL if obj is not
+ * an object or has none. */
+const struct jv *jv_get(const struct jv *obj, const char *key);
+/* A number written as a non-negative integer that fits 64 bits; -EINVAL
+ * for anything else (v may be NULL). */
+int jv_u64(const struct jv *v, uint64_t *out);
+/* Non-negative decimal seconds with an optional fraction (as stats.json's
+ * written_at): the seconds and nanoseconds; -EINVAL otherwise. */
+int jv_time(const struct jv *v, int64_t *sec, int64_t *nsec);
+
 /* ---- describe.c: keys and records in words (fs/SCHEMA.md) ---- */
 /* Printable rendering of bytes: text as is, other bytes (and \) as \xNN.
  * Cut short, never overrun, when cap is too small. */
@@ -91,6 +118,9 @@ int insp_ls(struct insp *in, const char *what);
 int insp_super(struct insp *in);
 int insp_sections(struct insp *in);
 int insp_levels(struct insp *in);
+
+/* ---- stats.c: the daemon's <store>/stats.json (needs only in->ds) ---- */
+int insp_stats(struct insp *in);
 
 /* show.c: call fn for every key that starts with prefix (plen 0: every
  * key), in key order; 0 or the store's error. */
