@@ -544,12 +544,18 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 	uint64_t off = (uint64_t)soff;
 	if (off + size > (uint64_t)INT64_MAX)
 		return -EFBIG;
-	int rc;
+	int rc, slot = order_enter(fs, ino, off);
 	struct fs_inode *in = inode_get(fs, ino, &rc);
-	if (!in)
+	if (!in) {
+		/* Under the stripe lock, so that no waiter misses the wakeup. */
+		pthread_mutex_lock(inode_lock_of(fs, ino));
+		order_leave(fs, slot, ino);
+		pthread_mutex_unlock(inode_lock_of(fs, ino));
 		return rc;
+	}
 	char *copy = NULL;
 	inode_lock(fs, in);
+	order_wait(fs, ino, off);
 	if (in->gone) {
 		rc = -EIO;
 		goto out;
@@ -634,6 +640,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		rc = (int)done; /* a short write reports what reached the disk */
 	}
 out:
+	order_leave(fs, slot, ino);
 	inode_unlock(fs, in);
 	inode_put(fs, in);
 	free(copy);

@@ -63,6 +63,18 @@ struct inode_data {
 	size_t nnew, capnew;
 };
 
+/* Writes in flight, by inode and offset, so that writes to one file reach
+ * its chunk files in offset order (order.c). */
+#define ORDER_SLOTS 128
+struct write_order {
+	pthread_mutex_t lock;
+	pthread_cond_t cv[ILOCKS]; /* by inode stripe */
+	struct {
+		uint64_t ino; /* 0: free */
+		uint64_t off;
+	} slot[ORDER_SLOTS];
+};
+
 struct fs_inode {
 	uint64_t ino;
 	uint64_t nlookup;       /* kernel references (lookup/create - forget) */
@@ -99,6 +111,7 @@ struct fs {
 
 	pthread_mutex_t ns_lock;
 	pthread_mutex_t ilock[ILOCKS];
+	struct write_order order;
 
 	pthread_mutex_t itab_lock;
 	struct fs_inode **itab;
@@ -144,6 +157,14 @@ struct fs {
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
 };
+
+/* order.c: order_enter at a write's start (returns a slot or -1),
+ * order_wait under the inode's lock, order_leave(slot) still under it. */
+int order_init(struct fs *fs);
+void order_free(struct fs *fs);
+int order_enter(struct fs *fs, uint64_t ino, uint64_t off);
+void order_wait(struct fs *fs, uint64_t ino, uint64_t off);
+void order_leave(struct fs *fs, int slot, uint64_t ino);
 
 /* stats.c */
 int stats_init(struct fs *fs);

@@ -237,9 +237,14 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	pthread_mutex_init(&fs->bounce_lock, NULL);
 	for (int i = 0; i < ILOCKS; i++)
 		pthread_mutex_init(&fs->ilock[i], NULL);
+	if (order_init(fs)) {
+		free(fs);
+		return -ENOMEM;
+	}
 	fs->itab_size = 1024;
 	fs->itab = calloc(fs->itab_size, sizeof(*fs->itab));
 	if (!fs->itab) {
+		order_free(fs);
 		free(fs);
 		return -ENOMEM;
 	}
@@ -326,6 +331,7 @@ int fs_close(struct fs *fs)
 	free(fs->sections_fd);
 	free(fs->no_direct);
 	stats_free(fs);
+	order_free(fs);
 	free(fs->section_disk);
 	free(fs);
 	return rc;
