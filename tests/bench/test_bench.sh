@@ -441,6 +441,29 @@ PY
 fi
 leftovers "SIGTERM"
 
+# SIGINT at scattered moments (during mkfs, the mount, the writes, the
+# unmount, between runs, in raw and mergerfs runs): each time exit 130 and
+# nothing left.  A signal that lands while a daemon is still mounting is the
+# case that once left a mount behind.
+for delay in 0.05 0.3 0.7 1.1 1.6 2.2; do
+	: > "$T/loop.err"
+	"$BENCH" seqwrite "$D1" "$D2" --size 96M --bs 64k,1M --files 1,2 --jobs 1 --out "$T/loop" \
+		> /dev/null 2> "$T/loop.err" &
+	bgpid=$!
+	sleep "$delay"
+	if kill -0 "$bgpid" 2>/dev/null; then
+		stop_bg INT
+		want_exit "SIGINT after $delay s" 130 "$T/loop.err"
+	else
+		wait "$bgpid"
+		rc=$?
+		bgpid=
+		want_exit "run (finished before its SIGINT at $delay s)" 0 "$T/loop.err"
+	fi
+	leftovers "SIGINT after $delay s"
+	rm -rf "$T/loop"
+done
+
 # ---- 6: usage errors ----
 # usage WANT_IN_MESSAGE ARGS...: exit 2, WANT on stderr, no --out made.
 usage() {

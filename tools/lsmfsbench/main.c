@@ -430,9 +430,12 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 		o->ndisks = o->ndirs;
 		for (int d = 0; d < o->ndirs; d++) {
 			struct stat st;
-			if (stat(o->dirs[d], &st) || !S_ISDIR(st.st_mode)) {
-				bench_err("%s: %s", o->dirs[d], errno && !S_ISDIR(st.st_mode) ? strerror(errno)
-												  : "not a directory");
+			if (stat(o->dirs[d], &st)) {
+				bench_err("%s: %s", o->dirs[d], strerror(errno));
+				return -EINVAL;
+			}
+			if (!S_ISDIR(st.st_mode)) {
+				bench_err("%s: not a directory", o->dirs[d]);
 				return -EINVAL;
 			}
 		}
@@ -478,10 +481,31 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 	return 0;
 }
 
+static void free_opts(struct bench_opts *o)
+{
+	free(o->dirs);
+	free(o->bs);
+	free(o->files);
+	free(o->jobs);
+	free(o->fsync);
+}
+
+static int bench_main(int argc, char **argv, struct bench_opts *opts);
+
 int main(int argc, char **argv)
 {
 	struct bench_opts o = {0};
-	if (parse_args(argc, argv, &o))
+	int rc = bench_main(argc, argv, &o);
+	free_opts(&o);
+	return rc;
+}
+
+static int bench_main(int argc, char **argv, struct bench_opts *opts)
+{
+	struct bench_opts o = {0};
+	int parsed = parse_args(argc, argv, &o);
+	*opts = o; /* freed by main, whatever happens here */
+	if (parsed)
 		return 2;
 	if (access("/dev/fuse", R_OK | W_OK)) {
 		bench_err("/dev/fuse: %s: cannot mount a scratch lsmfs here", strerror(errno));
@@ -504,6 +528,9 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	/* A closed pipe on stdout or stderr (| head) stops the bench like a
+	 * Ctrl-C, so that it still unmounts and removes what it made. */
+	sigaction(SIGPIPE, &sa, NULL);
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
 
 	enum bench_system systems[SYS_COUNT];
@@ -523,7 +550,7 @@ int main(int argc, char **argv)
 		(void)probe_devices(disk_dirs, ndisk_dirs, devs, &ndev);
 	struct progress p = {.tty = isatty(2), .total = ncells * nsys * o.rounds};
 
-	for (int cell = 0; cell < ncells && !rc; cell++) {
+	for (int cell = 0; cell < ncells && !rc && !bench_interrupted; cell++) {
 		int i = cell;
 		struct workload w = {.size = o.size};
 		w.bs = o.bs[i % o.nbs];
@@ -533,7 +560,7 @@ int main(int argc, char **argv)
 		w.jobs = o.jobs[i % o.njobs];
 		i /= o.njobs;
 		w.fsync = o.fsync[i];
-		for (int round = 0; round < o.rounds && !rc; round++) {
+		for (int round = 0; round < o.rounds && !rc && !bench_interrupted; round++) {
 			enum bench_system order[SYS_COUNT];
 			memcpy(order, systems, sizeof(order));
 			for (int k = nsys - 1; k > 0; k--) { /* Fisher-Yates */
@@ -542,7 +569,7 @@ int main(int argc, char **argv)
 				order[k] = order[j];
 				order[j] = t;
 			}
-			for (int k = 0; k < nsys && !rc; k++) {
+			for (int k = 0; k < nsys && !rc && !bench_interrupted; k++) {
 				int si = 0;
 				while (systems[si] != order[k])
 					si++;

@@ -41,6 +41,7 @@ struct scratch {
 	char mnt[SYS_COUNT][PATH_MAX];
 	bool mounted[SYS_COUNT];
 	pid_t daemon[SYS_COUNT];
+	off_t log_from[SYS_COUNT]; /* where this setup's lines start in its log */
 	char *tdirs[64]; /* the current target's directories */
 	int ntdirs;
 };
@@ -133,12 +134,15 @@ static int run(char *const argv[], const char *log)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -ECHILD;
 }
 
-/* The last lines of a daemon's or mkfs's log, to show with its failure. */
-static void show_log(const char *log)
+/* The last lines a daemon or mkfs wrote to its log since FROM, to show
+ * with its failure (earlier runs' lines are not this failure's). */
+static void show_log(const char *log, off_t from)
 {
 	FILE *f = fopen(log, "r");
 	if (!f)
 		return;
+	if (fseeko(f, from, SEEK_SET))
+		rewind(f);
 	char line[512], last[8][512];
 	int n = 0;
 	while (fgets(line, sizeof(line), f))
@@ -238,13 +242,38 @@ fail:
 	return rc;
 }
 
-/* The mount at MNT is up when it is another filesystem than its parent's. */
+/* Is MNT a mount point now?  Read from /proc/self/mountinfo rather than
+ * by stat: a FUSE mount whose daemon died answers stat with ENOTCONN but
+ * is still there to be removed. */
 static bool is_mounted(const char *mnt)
 {
-	struct stat a, b;
-	char parent[PATH_MAX];
-	snprintf(parent, sizeof(parent), "%s/..", mnt);
-	return !stat(mnt, &a) && !stat(parent, &b) && a.st_dev != b.st_dev;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return false;
+	char line[8192], point[PATH_MAX];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		/* Field 5 is the mount point, with space, tab, newline and
+		 * backslash written as \ooo. */
+		char *p = line;
+		for (int field = 1; field < 5 && p; field++)
+			p = strchr(p, ' '), p = p ? p + 1 : NULL;
+		if (!p)
+			continue;
+		size_t n = 0;
+		for (; *p && *p != ' ' && n + 1 < sizeof(point); p++) {
+			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] && p[3]) {
+				point[n++] = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+				p += 3;
+			} else {
+				point[n++] = *p;
+			}
+		}
+		point[n] = 0;
+		found = !strcmp(point, mnt);
+	}
+	fclose(f);
+	return found;
 }
 
 static int wait_mount(struct scratch *s, enum bench_system sys, const char *log)
@@ -256,7 +285,7 @@ static int wait_mount(struct scratch *s, enum bench_system sys, const char *log)
 			s->daemon[sys] = 0;
 			bench_err("%s did not mount %s: it exited (status %d); its log:", sys_sub[sys],
 				  s->mnt[sys], WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-			show_log(log);
+			show_log(log, s->log_from[sys]);
 			return -EIO;
 		}
 		if (bench_now() > end || bench_interrupted) {
@@ -292,7 +321,7 @@ static int setup_lsmfs(struct scratch *s, const char *log)
 	argv[n] = NULL;
 	if ((rc = run(argv, log))) {
 		bench_err("%s failed; its log:", o->mkfs_bin);
-		show_log(log);
+		show_log(log, s->log_from[SYS_LSMFS]);
 		return rc == -ECHILD ? -EIO : rc;
 	}
 	for (int d = 0; d < s->ntdirs; d++) {
@@ -341,6 +370,8 @@ int scratch_setup(struct scratch *s, enum bench_system sys, struct target *t)
 {
 	char log[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/%s.log", s->o->out, sys_sub[sys]);
+	struct stat lst;
+	s->log_from[sys] = stat(log, &lst) ? 0 : lst.st_size;
 	free_tdirs(s);
 	for (int d = 0; d < s->ndisks && d < 64; d++) {
 		char p[PATH_MAX];
@@ -406,40 +437,57 @@ int scratch_usage(struct scratch *s, uint64_t *bytes)
 static int unmount_one(struct scratch *s, enum bench_system sys)
 {
 	int rc = 0;
-	if (s->mounted[sys]) {
-		char log[PATH_MAX];
-		snprintf(log, sizeof(log), "%s/%s.log", s->o->out, sys_sub[sys]);
-		char *argv[] = {"fusermount3", "-u", s->mnt[sys], NULL};
-		for (int i = 0; i < 20 && is_mounted(s->mnt[sys]); i++) {
-			if (!run(argv, log))
-				break;
-			usleep(250000); /* busy: a file still closing */
+	char log[PATH_MAX];
+	snprintf(log, sizeof(log), "%s/%s.log", s->o->out, sys_sub[sys]);
+	char *umount_argv[] = {"fusermount3", "-u", s->mnt[sys], NULL};
+	/* Until the daemon is gone: unmount it whenever it is mounted; one
+	 * we never saw mounted (interrupted while it mounted) is asked to
+	 * stop with SIGTERM, which libfuse daemons take as "unmount and
+	 * exit", and unmounted if it mounts meanwhile.  One that was mounted
+	 * is only waited for once unmounted: it is flushing its store. */
+	bool seen = s->mounted[sys];
+	double deadline = bench_now() + 300, last_term = 0;
+	while (s->daemon[sys] > 0) {
+		int st;
+		pid_t r = waitpid(s->daemon[sys], &st, WNOHANG);
+		if (r == s->daemon[sys]) {
+			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+				bench_err("%s exited with status %d; its log:", sys_sub[sys],
+					  WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+				show_log(log, s->log_from[sys]);
+				rc = -EIO;
+			}
+			s->daemon[sys] = 0;
+			break;
 		}
 		if (is_mounted(s->mnt[sys])) {
-			bench_err("%s would not unmount; detaching it", s->mnt[sys]);
-			(void)umount2(s->mnt[sys], MNT_DETACH);
-			rc = -EBUSY;
+			seen = true;
+			if (run(umount_argv, log))
+				usleep(250000); /* busy: a file still closing */
+		} else if (!seen && bench_now() - last_term > 1) {
+			kill(s->daemon[sys], SIGTERM);
+			last_term = bench_now();
 		}
-		s->mounted[sys] = false;
-	}
-	if (s->daemon[sys] > 0) {
-		int st;
-		/* The daemon flushes its store after the unmount: give it time. */
-		if (wait_child(s->daemon[sys], 300, &st)) {
+		if (bench_now() > deadline) {
 			bench_err("%s (pid %d) did not exit after its unmount; killing it", sys_sub[sys],
 				  (int)s->daemon[sys]);
 			kill(s->daemon[sys], SIGKILL);
 			(void)waitpid(s->daemon[sys], &st, 0);
+			s->daemon[sys] = 0;
 			rc = -ETIMEDOUT;
-		} else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			char log[PATH_MAX];
-			snprintf(log, sizeof(log), "%s/%s.log", s->o->out, sys_sub[sys]);
-			bench_err("%s exited with status %d; its log:", sys_sub[sys],
-				  WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-			show_log(log);
-			rc = -EIO;
+			break;
 		}
-		s->daemon[sys] = 0;
+		usleep(20000);
+	}
+	s->mounted[sys] = false;
+	/* What is left: a mount whose daemon died or would not go. */
+	if (is_mounted(s->mnt[sys])) {
+		bench_err("%s would not unmount; detaching it", s->mnt[sys]);
+		if (umount2(s->mnt[sys], MNT_DETACH)) {
+			char *argv[] = {"fusermount3", "-u", "-z", s->mnt[sys], NULL};
+			(void)run(argv, log);
+		}
+		rc = rc ? rc : -EBUSY;
 	}
 	return rc;
 }

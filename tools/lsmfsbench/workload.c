@@ -263,8 +263,9 @@ int workload_run(const struct workload *w, const struct target *t, const struct 
 	if (p && p->tty)
 		fprintf(stderr, "\r\033[K");
 	uint64_t b = atomic_load(&sh.bytes);
-	/* The last part-second, when it is long enough to mean something. */
-	if (end - last_t >= 0.1) {
+	/* The last part-second, when it is long enough to mean something
+	 * or is all the run had. */
+	if (end > last_t && (end - last_t >= 0.1 || !r->ntimeline)) {
 		double *g = realloc(r->timeline, (size_t)(r->ntimeline + 1) * sizeof(*g));
 		if (g) {
 			r->timeline = g;
