@@ -544,7 +544,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 	uint64_t off = (uint64_t)soff;
 	if (off + size > (uint64_t)INT64_MAX)
 		return -EFBIG;
-	int rc, slot = order_enter(fs, ino, off);
+	int rc, slot = order_enter(fs, ino, off, size);
 	struct fs_inode *in = inode_get(fs, ino, &rc);
 	if (!in) {
 		/* Under the stripe lock, so that no waiter misses the wakeup. */

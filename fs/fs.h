@@ -28,6 +28,11 @@
 #define LSMFS_DEFAULT_SECTIONS 1024
 #define LSMFS_DEFAULT_CHUNK_SIZE (4u << 20)
 #define LSMFS_DEFAULT_INLINE_MAX 4096u
+/* The daemon's accounting (SCHEMA.md, "Statistics"), one JSON object: the
+ * root's virtual xattr while mounted, and a file in the store's directory
+ * that it refreshes while mounted and writes last at unmount. */
+#define FS_STATS_XATTR "user.lsmfs.stats"
+#define FS_STATS_FILE "stats.json"
 #define LSMFS_ROOT_INO 1
 #define LSMFS_LOST_FOUND_INO 2
 

@@ -69,9 +69,10 @@ struct inode_data {
 struct write_order {
 	pthread_mutex_t lock;
 	pthread_cond_t cv[ILOCKS]; /* by inode stripe */
+	int wait_ms;               /* the bound of one wait (tests change it) */
 	struct {
 		uint64_t ino; /* 0: free */
-		uint64_t off;
+		uint64_t off, len;
 	} slot[ORDER_SLOTS];
 };
 
@@ -162,7 +163,7 @@ struct fs {
  * order_wait under the inode's lock, order_leave(slot) still under it. */
 int order_init(struct fs *fs);
 void order_free(struct fs *fs);
-int order_enter(struct fs *fs, uint64_t ino, uint64_t off);
+int order_enter(struct fs *fs, uint64_t ino, uint64_t off, uint64_t len);
 void order_wait(struct fs *fs, uint64_t ino, uint64_t off);
 void order_leave(struct fs *fs, int slot, uint64_t ino);
 
@@ -175,13 +176,11 @@ void stats_fsync(struct fs *fs, uint32_t disk);
 /* The counters as one JSON object (malloc'd, newline-terminated), taken
  * now by a mounted daemon. */
 int stats_json(struct fs *fs, char **json, size_t *len);
-#define FS_STATS_XATTR "user.lsmfs.stats"
-/* <store>/stats.json: every FS_STATS_INTERVAL_S seconds while a counter
+/* <store>/FS_STATS_FILE (fs.h): every FS_STATS_INTERVAL_S seconds while a counter
  * moves (SCHEMA.md, "Statistics").  stats_start starts the writer thread
  * (0 or a negative errno); stats_stop stops it, promptly, and is a no-op
  * when it never started; stats_write_final writes the file once more with
  * "mounted": false (after the store's last flush, before it closes). */
-#define FS_STATS_FILE "stats.json"
 #define FS_STATS_INTERVAL_S 2
 int stats_start(struct fs *fs);
 void stats_stop(struct fs *fs);

@@ -8,12 +8,15 @@
  * a sequential stream reached the backing disks as a shuffled one (about
  * half of the writes out of order, measured with lsmfs-bench).
  *
- * So each write registers (inode, offset) as soon as its handler starts,
- * before it can contend for anything, and once it holds the inode's lock
- * it yields to any registered write to the same inode at a lower offset,
- * waiting on the stripe's condition variable.  The registered write with
+ * So each write registers (inode, offset, length) as soon as its handler
+ * starts, before it can contend for anything, and once it holds the
+ * inode's lock it yields to a registered write to the same inode that
+ * starts below it and ends at most ORDER_WINDOW before it (its predecessor
+ * in the train, give or take a few clean pages), waiting on the stripe's
+ * condition variable.  Streams further apart in one file (a log and its
+ * data region) do not wait for each other.  The registered write with
  * the lowest offset never waits, so someone always makes progress; a wait
- * is still bounded (ORDER_WAIT_MS) because a registered write may be held
+ * is still bounded (ORDER_WAIT_MS, fs->order.wait_ms) because a registered write may be held
  * up elsewhere (a stalled disk) and order is an optimisation, not a rule.
  * A single writer never waits: nothing else is registered.
  *
@@ -27,6 +30,7 @@
 #include <time.h>
 
 #define ORDER_WAIT_MS 20
+#define ORDER_WINDOW (8u << 20)
 
 int order_init(struct fs *fs)
 {
@@ -41,6 +45,7 @@ int order_init(struct fs *fs)
 	pthread_condattr_destroy(&ca);
 	for (int i = 0; i < ORDER_SLOTS; i++)
 		o->slot[i].ino = 0;
+	o->wait_ms = ORDER_WAIT_MS;
 	return 0;
 }
 
@@ -51,7 +56,7 @@ void order_free(struct fs *fs)
 	pthread_mutex_destroy(&fs->order.lock);
 }
 
-int order_enter(struct fs *fs, uint64_t ino, uint64_t off)
+int order_enter(struct fs *fs, uint64_t ino, uint64_t off, uint64_t len)
 {
 	struct write_order *o = &fs->order;
 	int slot = -1;
@@ -60,6 +65,7 @@ int order_enter(struct fs *fs, uint64_t ino, uint64_t off)
 		if (!o->slot[i].ino) {
 			o->slot[i].ino = ino;
 			o->slot[i].off = off;
+			o->slot[i].len = len;
 			slot = i;
 			break;
 		}
@@ -67,13 +73,14 @@ int order_enter(struct fs *fs, uint64_t ino, uint64_t off)
 	return slot; /* all slots taken: this write just goes unordered */
 }
 
-/* Is a registered write to INO below OFF? */
+/* Is a registered write to INO just before OFF (its predecessor)? */
 static bool earlier_pending(struct write_order *o, uint64_t ino, uint64_t off)
 {
 	bool found = false;
 	pthread_mutex_lock(&o->lock);
 	for (int i = 0; i < ORDER_SLOTS && !found; i++)
-		found = o->slot[i].ino == ino && o->slot[i].off < off;
+		found = o->slot[i].ino == ino && o->slot[i].off < off &&
+			o->slot[i].off + o->slot[i].len + ORDER_WINDOW >= off;
 	pthread_mutex_unlock(&o->lock);
 	return found;
 }
@@ -85,7 +92,8 @@ void order_wait(struct fs *fs, uint64_t ino, uint64_t off)
 	if (!earlier_pending(o, ino, off))
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_nsec += ORDER_WAIT_MS * 1000000L;
+	until.tv_sec += o->wait_ms / 1000;
+	until.tv_nsec += (long)(o->wait_ms % 1000) * 1000000L;
 	if (until.tv_nsec >= 1000000000L) {
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;

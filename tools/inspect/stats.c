@@ -20,7 +20,6 @@
 
 /* Far above what 64 disks write (about 200 bytes each): bounds memory. */
 #define STATS_FILE_MAX (1u << 20)
-#define STATS_FILE "stats.json" /* FS_STATS_FILE in fs/fs_int.h */
 
 /* The whole file, NUL-terminated; 0, or a negative errno (-EFBIG: too
  * large to be ours). */
@@ -230,8 +229,8 @@ static int print_text(struct insp *in, const char *path, const struct jv *root,
 
 int insp_stats(struct insp *in)
 {
-	char path[sizeof(in->ds->meta_dir) + sizeof(STATS_FILE) + 1];
-	snprintf(path, sizeof(path), "%s/" STATS_FILE, in->ds->meta_dir);
+	char path[sizeof(in->ds->meta_dir) + sizeof(FS_STATS_FILE) + 1];
+	snprintf(path, sizeof(path), "%s/" FS_STATS_FILE, in->ds->meta_dir);
 	char *text = NULL;
 	size_t len = 0;
 	int rc = read_file(path, &text, &len);

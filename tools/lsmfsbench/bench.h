@@ -107,7 +107,7 @@ struct run_result {
 	uint64_t *disk_writes;
 	uint64_t meta_bytes; /* lsmfs: store bytes since mount (log+flush+compaction+MANIFEST) */
 	uint64_t meta_log, meta_flush, meta_compaction, meta_manifest;
-	double cpu_seconds; /* daemon; < 0 for raw */
+	double cpu_seconds; /* daemon, first write to exit; < 0 for raw */
 	int ndev;
 	struct dev_counters dev[8]; /* deltas over the run, sync included */
 	/* Over all rounds of this system and cell (main.c fills). */
@@ -140,8 +140,9 @@ char **scratch_disks(struct scratch *s, int *n);
 int scratch_setup(struct scratch *s, enum bench_system sys, struct target *t);
 /* Bytes in the run's files on each disk (raw, mergerfs), from st_size. */
 int scratch_usage(struct scratch *s, uint64_t *bytes);
-/* Unmount T's system and wait for its daemon (lsmfs: its store closed). */
-int scratch_unmount(struct scratch *s, struct target *t);
+/* Unmount T's system and wait for its daemon (lsmfs: its store closed);
+ * *cpu gets the daemon's CPU seconds over its life (user + system). */
+int scratch_unmount(struct scratch *s, struct target *t, double *cpu);
 /* Remove T's files from every disk. */
 void scratch_remove(struct scratch *s, struct target *t);
 

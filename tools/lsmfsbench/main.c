@@ -251,7 +251,7 @@ static int run_one(struct scratch *s, const struct bench_opts *o, enum bench_sys
 		   const struct workload *w, const struct progress *p,
 		   const struct dev_counters *devs, int ndev, struct run_result *r)
 {
-	struct target t;
+	struct target t = {.sys = sys};
 	struct lsmfs_counters c0 = {0}, c1 = {0}, c2 = {0};
 	char *store_dir = NULL;
 	double cpu0 = 0, cpu1 = 0;
@@ -283,15 +283,17 @@ static int run_one(struct scratch *s, const struct bench_opts *o, enum bench_sys
 
 	rc = workload_run(w, &t, p, r);
 
-	if (t.daemon && !probe_cpu_seconds(t.daemon, &cpu1))
-		r->cpu_seconds = cpu1 - cpu0;
 	if (!rc && sys == SYS_LSMFS)
 		rc = probe_lsmfs_xattr(t.mnt, &c1, NULL);
 	if (!rc && sys != SYS_LSMFS)
 		rc = scratch_usage(s, r->disk_bytes);
 out:
-	rc2 = scratch_unmount(s, &t);
+	/* The daemon's CPU from the first write to its exit: its unmount
+	 * (the store's last flush) is part of what the writes cost. */
+	rc2 = scratch_unmount(s, &t, &cpu1);
 	rc = rc ? rc : rc2;
+	if (!rc && t.daemon)
+		r->cpu_seconds = cpu1 - cpu0;
 	if (!rc && sys == SYS_LSMFS) {
 		/* The final figures, the store's close included, when the
 		 * daemon left them; else those read before the unmount. */
@@ -420,9 +422,20 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 		if (!g)
 			return -ENOMEM;
 		o->dirs = g;
-		o->dirs[o->ndirs++] = argv[i];
+		/* Absolute and without symlinks: they name the disks to mkfs,
+		 * the daemon and mergerfs, and are compared with mountinfo. */
+		char *real = realpath(argv[i], NULL);
+		if (!real) {
+			bench_err("%s: %s", argv[i], strerror(errno));
+			return -EINVAL;
+		}
+		o->dirs[o->ndirs++] = real;
 	}
 	if (o->dirs) {
+		if (o->ndirs > 64) {
+			bench_err("%d directories given; at most 64 disks", o->ndirs);
+			return -EINVAL;
+		}
 		if (disks_given && o->ndisks != o->ndirs) {
 			bench_err("--disks %d but %d directories given", o->ndisks, o->ndirs);
 			return -EINVAL;
@@ -438,10 +451,18 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 				bench_err("%s: not a directory", o->dirs[d]);
 				return -EINVAL;
 			}
+			/* ':' separates disks for lsmfs and mergerfs alike. */
+			if (strchr(o->dirs[d], ':')) {
+				bench_err("%s: a directory with ':' in its name cannot be a disk", o->dirs[d]);
+				return -EINVAL;
+			}
 		}
 	}
-	if (parse_list(bs, (void **)&o->bs, &o->nbs, sizeof(uint64_t), one_size)) {
-		bench_err("bad --bs: %s", bs);
+	bool bs_ok = !parse_list(bs, (void **)&o->bs, &o->nbs, sizeof(uint64_t), one_size);
+	for (int i = 0; bs_ok && i < o->nbs; i++)
+		bs_ok = o->bs[i] >= 512 && o->bs[i] <= (1ull << 30);
+	if (!bs_ok) {
+		bench_err("bad --bs: %s (block sizes from 512 bytes to 1G)", bs);
 		return -EINVAL;
 	}
 	if (parse_list(files, (void **)&o->files, &o->nfiles, sizeof(int), one_count)) {
@@ -483,6 +504,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 
 static void free_opts(struct bench_opts *o)
 {
+	for (int d = 0; d < o->ndirs; d++)
+		free(o->dirs[d]);
 	free(o->dirs);
 	free(o->bs);
 	free(o->files);

@@ -4,15 +4,15 @@
  * - The daemon's accounting (fs/SCHEMA.md, "Statistics"): the JSON object
  *   of the root's user.lsmfs.stats xattr while mounted, and the same object
  *   in <store>/stats.json once the daemon has closed (its final figures,
- *   the store's last flush included).  The object is the daemon's own
- *   format, so members are looked up by name inside the span of their
- *   enclosing object rather than through a general JSON parser.
+ *   the store's last flush included), read with the tools' JSON reader.
  * - A process's CPU time: utime + stime of /proc/PID/stat.
  * - What the kernel sent to each block device: /proc/diskstats (the
  *   kernel's Documentation/admin-guide/iostats.rst: field 8 writes
  *   completed, field 10 sectors written, in 512-byte units).
  */
 #include "bench.h"
+#include "fs.h"
+#include "jsonread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,128 +32,57 @@ void probe_counters_free(struct lsmfs_counters *c)
 	c->ndisks = 0;
 }
 
-/* The end of the object or array that opens at P ('{' or '['): the
- * matching bracket, strings skipped; NULL when it does not close. */
-static const char *span_end(const char *p)
+static int stats_u64(const struct jv *obj, const char *name, uint64_t *out)
 {
-	int depth = 0;
-	for (; *p; p++) {
-		if (*p == '"') {
-			for (p++; *p && *p != '"'; p++)
-				if (*p == '\\' && p[1])
-					p++;
-			if (!*p)
-				return NULL;
-		} else if (*p == '{' || *p == '[') {
-			depth++;
-		} else if (*p == '}' || *p == ']') {
-			if (--depth == 0)
-				return p;
-		}
-	}
-	return NULL;
+	return jv_u64(jv_get(obj, name), out);
 }
 
-/* Where member NAME's value starts inside [FROM, TO), at this object's
- * own level only; NULL when absent. */
-static const char *member(const char *from, const char *to, const char *name)
+/* The counters this tool uses out of the daemon's object TEXT. */
+static int parse_stats(const char *text, size_t len, struct lsmfs_counters *c, char **store_dir)
 {
-	size_t nl = strlen(name);
-	int depth = 0;
-	for (const char *p = from; p < to; p++) {
-		if (*p == '{' || *p == '[') {
-			depth++;
-		} else if (*p == '}' || *p == ']') {
-			depth--;
-		} else if (*p == '"') {
-			const char *s = p + 1;
-			for (p++; p < to && *p != '"'; p++)
-				if (*p == '\\')
-					p++;
-			if (p >= to)
-				return NULL;
-			const char *v = p + 1;
-			while (v < to && *v == ' ')
-				v++;
-			/* A key is a string followed by ':'; a value is not. */
-			if (depth == 1 && v < to && *v == ':' && (size_t)(p - s) == nl &&
-			    !memcmp(s, name, nl)) {
-				for (v++; v < to && *v == ' '; v++)
-					;
-				return v < to ? v : NULL;
-			}
-		}
-	}
-	return NULL;
-}
-
-static int member_u64(const char *from, const char *to, const char *name, uint64_t *out)
-{
-	const char *v = member(from, to, name);
-	if (!v || *v < '0' || *v > '9')
-		return -EBADMSG;
-	*out = strtoull(v, NULL, 10);
-	return 0;
-}
-
-/* The object that is member NAME of [FROM, TO): its span. */
-static int member_span(const char *from, const char *to, const char *name, const char **a,
-		       const char **b)
-{
-	const char *v = member(from, to, name);
-	const char *e = v && (*v == '{' || *v == '[') ? span_end(v) : NULL;
-	if (!e || e >= to)
-		return -EBADMSG;
-	*a = v;
-	*b = e + 1;
-	return 0;
-}
-
-static int parse_stats(const char *json, struct lsmfs_counters *c, char **store_dir)
-{
-	const char *end = json[0] == '{' ? span_end(json) : NULL;
-	const char *a, *b, *sa, *sb;
+	struct jv *root = NULL;
+	char err[128];
 	memset(c, 0, sizeof(*c));
-	if (!end || member_u64(json, end + 1, "app_bytes_written", &c->app_bytes) ||
-	    member_span(json, end + 1, "disks", &a, &b) || member_span(json, end + 1, "store", &sa, &sb))
-		return -EBADMSG;
-	const char *mounted = member(json, end + 1, "mounted");
-	c->mounted = !mounted || !strncmp(mounted, "true", 4);
-	/* Each disk is one object inside the array [a, b). */
-	for (const char *p = a + 1; p < b; p++) {
-		if (*p != '{')
-			continue;
-		const char *e = span_end(p);
-		if (!e || e >= b)
-			return -EBADMSG;
+	int rc = jv_parse(text, len, &root, err, sizeof(err));
+	if (rc)
+		return rc == -ENOMEM ? rc : -EBADMSG;
+	rc = -EBADMSG;
+	const struct jv *disks = jv_get(root, "disks"), *store = jv_get(root, "store");
+	const struct jv *since = jv_get(store, "since_mount"), *mounted = jv_get(root, "mounted");
+	if (stats_u64(root, "app_bytes_written", &c->app_bytes) || !disks ||
+	    disks->type != JV_ARRAY || stats_u64(since, "log_bytes", &c->log) ||
+	    stats_u64(since, "flush_bytes", &c->flush) ||
+	    stats_u64(since, "compaction_bytes", &c->compaction) ||
+	    stats_u64(since, "manifest_bytes", &c->manifest))
+		goto out;
+	/* Absent in daemons older than stats.json: they are mounted. */
+	c->mounted = !mounted || mounted->type != JV_BOOL || mounted->b;
+	for (const struct jv *d = disks->kids; d; d = d->next) {
 		struct disk_counters *g = realloc(c->disk, (size_t)(c->ndisks + 1) * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
+		if (!g) {
+			rc = -ENOMEM;
+			goto out;
+		}
 		c->disk = g;
-		struct disk_counters *d = &c->disk[c->ndisks++];
-		if (member_u64(p, e + 1, "bytes", &d->bytes) || member_u64(p, e + 1, "writes", &d->writes) ||
-		    member_u64(p, e + 1, "fsyncs", &d->fsyncs) ||
-		    member_u64(p, e + 1, "sequential_writes", &d->sequential))
-			return -EBADMSG;
-		p = e;
+		struct disk_counters *k = &c->disk[c->ndisks++];
+		if (stats_u64(d, "bytes", &k->bytes) || stats_u64(d, "writes", &k->writes) ||
+		    stats_u64(d, "fsyncs", &k->fsyncs) ||
+		    stats_u64(d, "sequential_writes", &k->sequential))
+			goto out;
 	}
-	const char *ma, *mb;
-	if (member_span(sa, sb, "since_mount", &ma, &mb) || member_u64(ma, mb, "log_bytes", &c->log) ||
-	    member_u64(ma, mb, "flush_bytes", &c->flush) ||
-	    member_u64(ma, mb, "compaction_bytes", &c->compaction) ||
-	    member_u64(ma, mb, "manifest_bytes", &c->manifest))
-		return -EBADMSG;
 	if (store_dir) {
-		const char *v = member(sa, sb, "dir");
-		const char *q = v && *v == '"' ? strchr(v + 1, '"') : NULL;
-		/* Our own paths; a path with a quote or backslash in it is
-		 * escaped in JSON and not worth undoing here. */
-		if (!q || memchr(v + 1, '\\', (size_t)(q - v - 1)))
-			return -EBADMSG;
-		if (!(*store_dir = strndup(v + 1, (size_t)(q - v - 1))))
-			return -ENOMEM;
+		const struct jv *dir = jv_get(store, "dir");
+		if (!dir || dir->type != JV_STRING || memchr(dir->str, 0, dir->len))
+			goto out;
+		if (!(*store_dir = strdup(dir->str))) {
+			rc = -ENOMEM;
+			goto out;
+		}
 	}
-	return 0;
+	rc = 0;
+out:
+	jv_free(root);
+	return rc;
 }
 
 int probe_lsmfs_xattr(const char *mnt, struct lsmfs_counters *out, char **store_dir)
@@ -167,21 +96,21 @@ int probe_lsmfs_xattr(const char *mnt, struct lsmfs_counters *out, char **store_
 			return -ENOMEM;
 		}
 		buf = g;
-		n = getxattr(mnt, "user.lsmfs.stats", buf, cap);
+		n = getxattr(mnt, FS_STATS_XATTR, buf, cap);
 		if (n >= 0 || errno != ERANGE || cap > (1u << 24))
 			break;
 	}
 	if (n < 0) {
 		int e = errno;
-		bench_err("%s: cannot read the user.lsmfs.stats xattr: %s", mnt, strerror(e));
+		bench_err("%s: cannot read the " FS_STATS_XATTR " xattr: %s", mnt, strerror(e));
 		free(buf);
 		return -e;
 	}
 	buf[n] = 0;
-	int rc = parse_stats(buf, out, store_dir);
+	int rc = parse_stats(buf, (size_t)n, out, store_dir);
 	if (rc == -EBADMSG)
-		bench_err("%s: user.lsmfs.stats does not hold the accounting this tool knows: %.200s", mnt,
-			  buf);
+		bench_err("%s: " FS_STATS_XATTR " does not hold the accounting this tool knows: %.200s",
+			  mnt, buf);
 	if (rc)
 		probe_counters_free(out);
 	free(buf);
@@ -191,7 +120,7 @@ int probe_lsmfs_xattr(const char *mnt, struct lsmfs_counters *out, char **store_
 int probe_lsmfs_file(const char *store_dir, struct lsmfs_counters *out)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/stats.json", store_dir);
+	snprintf(path, sizeof(path), "%s/" FS_STATS_FILE, store_dir);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -201,7 +130,7 @@ int probe_lsmfs_file(const char *store_dir, struct lsmfs_counters *out)
 	if (n < 0)
 		return -errno;
 	buf[n] = 0;
-	int rc = parse_stats(buf, out, NULL);
+	int rc = parse_stats(buf, (size_t)n, out, NULL);
 	if (rc == -EBADMSG)
 		bench_err("%s: not the accounting this tool knows", path);
 	if (rc)

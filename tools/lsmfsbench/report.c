@@ -69,13 +69,13 @@ static void cpu_per_gib(const struct run_result *r, double *out)
 
 /* ---- the table ---- */
 
-#define NCOL 14
+#define NCOL 15
 
 void report_table(FILE *f, const struct bench_opts *o, struct run_result *rs, int n)
 {
 	static const char *const head[NCOL] = {
 		"bs", "files", "jobs", "fsync", "system", "MiB/s", "median", "vs_raw", "data_WA",
-		"meta%", "seq%min", "share%", "fsync_p50/p99_ms", "cpu_s/GiB"};
+		"meta%", "seq%min", "share%", "fsync_p50/p99_ms", "cpu_s/GiB", "dev_WA"};
 	char(*cell)[NCOL][48] = calloc((size_t)n + 1, sizeof(*cell));
 	if (!cell)
 		return;
@@ -117,6 +117,9 @@ void report_table(FILE *f, const struct bench_opts *o, struct run_result *rs, in
 		double cg;
 		cpu_per_gib(r, &cg);
 		snprintf(row[13], 48, cg >= 0 ? "%.2f" : "-", cg);
+		/* What the kernel sent to the devices, over what was written. */
+		snprintf(row[14], 48, r->ndev && r->app_bytes ? "%.3f" : "-",
+			 r->app_bytes ? (double)dev_bytes(r) / (double)r->app_bytes : 0);
 	}
 	int width[NCOL] = {0};
 	for (int i = 0; i < rows; i++)
@@ -133,6 +136,17 @@ void report_table(FILE *f, const struct bench_opts *o, struct run_result *rs, in
 }
 
 /* ---- JSON and CSV ---- */
+
+/* Close F; a write that failed on the way (a full --out disk) is an error
+ * as much as a failed fclose. */
+static int finish_file(FILE *f)
+{
+	bool bad = ferror(f);
+	errno = 0;
+	if (fclose(f) || bad)
+		return errno ? -errno : -EIO;
+	return 0;
+}
 
 static void json_str(FILE *f, const char *s)
 {
@@ -257,7 +271,7 @@ static int write_json(const char *path, const struct bench_opts *o, struct run_r
 		fputs("]}", f);
 	}
 	fputs("\n]}\n", f);
-	return fclose(f) ? -errno : 0;
+	return finish_file(f);
 }
 
 static int write_csv(const char *path, const struct bench_opts *o, struct run_result *rs, int n)
@@ -313,7 +327,7 @@ static int write_csv(const char *path, const struct bench_opts *o, struct run_re
 		}
 		fprintf(f, ",%" PRIu64 "\n", dev_bytes(r));
 	}
-	return fclose(f) ? -errno : 0;
+	return finish_file(f);
 }
 
 /* ---- SVG ---- */
@@ -485,7 +499,7 @@ static int write_svg(const char *path, const struct bench_opts *o, struct run_re
 		y += PANEL_H;
 	}
 	fputs("</svg>\n", f);
-	return fclose(f) ? -errno : 0;
+	return finish_file(f);
 }
 
 int report_write(const struct bench_opts *o, struct run_result *rs, int n, char **disks)

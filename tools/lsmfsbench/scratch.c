@@ -14,7 +14,8 @@
  * flushes the store and writes its final accounting).  scratch_close
  * undoes whatever exists: it is the one cleanup path for success, error
  * and interruption.  Removal never crosses into a mount (FTW_MOUNT), so a
- * mount that would not go cannot lose a user's files.
+ * mount that would not go cannot lose a user's files (a bind mount of the
+ * same filesystem would be crossed; nothing here makes one).
  */
 #include "bench.h"
 
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -98,6 +100,9 @@ static int spawn(char *const argv[], const char *log, pid_t *pid)
 		fprintf(stderr, BENCH_PROG ": cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	/* In both, so that the child is in its group before either goes on:
+	 * a Ctrl-C right after the fork must not reach it. */
+	(void)setpgid(p, p);
 	*pid = p;
 	return 0;
 }
@@ -193,6 +198,11 @@ int scratch_open(const struct bench_opts *o, struct scratch **out)
 		s->tmp[0] = 0;
 		goto fail;
 	}
+	/* Mount points are compared with /proc/self/mountinfo, which has
+	 * them without symlinks or "..": make ours so too. */
+	char real[PATH_MAX];
+	if (realpath(s->tmp, real))
+		snprintf(s->tmp, sizeof(s->tmp), "%s", real);
 	if (!o->dirs) {
 		snprintf(s->own_root, sizeof(s->own_root), "%s/lsmfs-bench.XXXXXX",
 			 tmpdir && *tmpdir ? tmpdir : "/var/tmp");
@@ -368,6 +378,8 @@ static void free_tdirs(struct scratch *s)
 
 int scratch_setup(struct scratch *s, enum bench_system sys, struct target *t)
 {
+	memset(t, 0, sizeof(*t));
+	t->sys = sys;
 	char log[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/%s.log", s->o->out, sys_sub[sys]);
 	struct stat lst;
@@ -385,8 +397,6 @@ int scratch_setup(struct scratch *s, enum bench_system sys, struct target *t)
 			return -ENOMEM;
 	}
 	int rc = 0;
-	memset(t, 0, sizeof(*t));
-	t->sys = sys;
 	switch (sys) {
 	case SYS_LSMFS:
 		rc = setup_lsmfs(s, log);
@@ -434,7 +444,7 @@ int scratch_usage(struct scratch *s, uint64_t *bytes)
 	return 0;
 }
 
-static int unmount_one(struct scratch *s, enum bench_system sys)
+static int unmount_one(struct scratch *s, enum bench_system sys, double *cpu)
 {
 	int rc = 0;
 	char log[PATH_MAX];
@@ -449,8 +459,12 @@ static int unmount_one(struct scratch *s, enum bench_system sys)
 	double deadline = bench_now() + 300, last_term = 0;
 	while (s->daemon[sys] > 0) {
 		int st;
-		pid_t r = waitpid(s->daemon[sys], &st, WNOHANG);
+		struct rusage ru;
+		pid_t r = wait4(s->daemon[sys], &st, WNOHANG, &ru);
 		if (r == s->daemon[sys]) {
+			if (cpu)
+				*cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+				       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 				bench_err("%s exited with status %d; its log:", sys_sub[sys],
 					  WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
@@ -492,9 +506,9 @@ static int unmount_one(struct scratch *s, enum bench_system sys)
 	return rc;
 }
 
-int scratch_unmount(struct scratch *s, struct target *t)
+int scratch_unmount(struct scratch *s, struct target *t, double *cpu)
 {
-	return unmount_one(s, t->sys);
+	return unmount_one(s, t->sys, cpu);
 }
 
 void scratch_remove(struct scratch *s, struct target *t)
@@ -511,7 +525,7 @@ void scratch_close(struct scratch *s)
 	if (!s)
 		return;
 	for (int k = 0; k < SYS_COUNT; k++)
-		(void)unmount_one(s, k);
+		(void)unmount_one(s, k, NULL);
 	for (int d = 0; d < s->ndisks; d++)
 		if (s->disks && s->disks[d]) {
 			remove_tree(s->disks[d]);

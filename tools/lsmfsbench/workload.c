@@ -11,8 +11,10 @@
  * way, so every job still writes one sequential stream at a time.
  *
  * The fsync policy applies per stream: at its end, or after every N writes
- * or N bytes.  Each fsync is timed.  Blocks are random bytes (nothing may
- * compress them), each stamped with its offset.
+ * or N bytes.  Each fsync is timed.  Blocks are random bytes, so no
+ * filesystem's per-block compression shrinks them; they repeat from block
+ * to block but for the offset stamped in each 512-byte sector, so a
+ * deduplicating one could.
  *
  * The clock: the first write starts it, the last job's last fsync and
  * close stop it (close matters: with the writeback cache a FUSE close
@@ -95,7 +97,10 @@ static int write_stream(struct job *j, const struct stream *s, uint8_t *buf, cha
 			break;
 		}
 		size_t n = (size_t)(s->off + s->len - off < w->bs ? s->off + s->len - off : w->bs);
-		memcpy(buf, &off, sizeof(off));
+		for (size_t k = 0; k + sizeof(off) <= n; k += 512) {
+			uint64_t stamp = off + k;
+			memcpy(buf + k, &stamp, sizeof(stamp));
+		}
 		for (size_t done = 0; done < n;) {
 			ssize_t k = pwrite(fd, buf + done, n - done, (off_t)(off + done));
 			if (k < 0 && errno == EINTR)

@@ -1,5 +1,5 @@
 /*
- * jsonread.c: just enough JSON reading for lsmfs-inspect stats: a
+ * jsonread.c: just enough JSON reading for the daemon's accounting: a
  * recursive-descent parser (RFC 8259) of a whole text into a tree of
  * values.  The text is not trusted: every read is checked against its end,
  * nesting is bounded (JSONREAD_MAX_DEPTH, so garbage cannot exhaust the
@@ -7,10 +7,11 @@
  * is an error naming the byte offset.  Numbers keep the text they were
  * written as, so 64-bit counters read back exactly.
  */
-#include "inspect.h"
+#include "jsonread.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
