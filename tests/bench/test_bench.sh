@@ -290,8 +290,9 @@ for p in lines:
     npts.append(len(pts))
 if len(npts) != len(rows):
     err("report.svg: %d polylines, want %d (one per system per cell)" % (len(npts), len(rows)))
-elif sorted(npts) != sorted(len(r.get("timeline_mib_s") or []) for r in runs):
-    err("report.svg: polylines of %s points, the timelines have %s samples" % (
+elif sorted(npts) != sorted(2 * len(r.get("timeline_mib_s") or []) for r in runs):
+    # A step per sample: two points each.
+    err("report.svg: polylines of %s points, the timelines have %s samples (two points each)" % (
         sorted(npts), sorted(len(r.get("timeline_mib_s") or []) for r in runs)))
 ncells = len(bss) * len(filesl) * len(jobsl) * len(fsyncl)
 titles = [t for t in root.iter(SVG + "text") if t.get("font-weight") == "bold"]

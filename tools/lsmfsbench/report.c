@@ -401,7 +401,7 @@ static void svg_cell(FILE *f, int y0, struct run_result *rs, int n, const struct
 		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">%.3g</text>\n", xx,
 			py + ph + 12, xv);
 	}
-	fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\">MiB/s</text>\n", 6, py + 10);
+	fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\">MiB/s</text>\n", px - 40, py - 10);
 	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">seconds</text>\n",
 		px + pw / 2, py + ph + 26);
 	int ly = py + 4;
@@ -410,11 +410,13 @@ static void svg_cell(FILE *f, int y0, struct run_result *rs, int n, const struct
 			continue;
 		const struct run_result *r = sys[k];
 		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color[k]);
+		/* Steps: sample i holds over second i to i + 1, the last one
+		 * up to the run's end. */
 		for (int i = 0; i < r->ntimeline; i++) {
-			/* Sample i ends at second i + 1, the last one at the run's end. */
-			double t = i + 1 < r->ntimeline ? i + 1 : r->seconds;
-			fprintf(f, "%s%.1f,%.1f", i ? " " : "", px + pw * t / xmax,
-				py + ph - ph * fmin(r->timeline[i], ymax) / ymax);
+			double t0 = i, t1 = i + 1 < r->ntimeline ? i + 1 : r->seconds;
+			double y = py + ph - ph * fmin(r->timeline[i], ymax) / ymax;
+			fprintf(f, "%s%.1f,%.1f %.1f,%.1f", i ? " " : "", px + pw * t0 / xmax, y,
+				px + pw * fmax(t1, t0) / xmax, y);
 		}
 		fputs("\"/>\n", f);
 		fprintf(f,
