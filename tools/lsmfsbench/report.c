@@ -49,13 +49,27 @@ static double min_seq(const struct run_result *r)
 	return m;
 }
 
+/* Do A and B write the same cell of the matrix (in any system)? */
+static bool same_cell(const struct run_result *a, const struct run_result *b)
+{
+	return a->w.bs == b->w.bs && a->w.files == b->w.files && a->w.jobs == b->w.jobs &&
+	       !strcmp(a->w.fsync.label, b->w.fsync.label);
+}
+
+/* Is rs[i] a finished run and the first of its cell? */
+static bool first_of_cell(const struct run_result *rs, int i)
+{
+	for (int j = 0; j < i; j++)
+		if (rs[j].nrounds && same_cell(&rs[j], &rs[i]))
+			return false;
+	return rs[i].nrounds > 0;
+}
+
 /* The raw run of the same cell as R, or NULL. */
 static const struct run_result *raw_of(const struct run_result *rs, int n, const struct run_result *r)
 {
 	for (int i = 0; i < n; i++)
-		if (rs[i].nrounds && rs[i].sys == SYS_RAW && rs[i].w.bs == r->w.bs &&
-		    rs[i].w.files == r->w.files && rs[i].w.jobs == r->w.jobs &&
-		    !strcmp(rs[i].w.fsync.label, r->w.fsync.label))
+		if (rs[i].nrounds && rs[i].sys == SYS_RAW && same_cell(&rs[i], r))
 			return &rs[i];
 	return NULL;
 }
@@ -370,8 +384,7 @@ static void svg_cell(FILE *f, int y0, struct run_result *rs, int n, const struct
 {
 	const struct run_result *sys[SYS_COUNT] = {0};
 	for (int i = 0; i < n; i++)
-		if (rs[i].nrounds && rs[i].w.bs == key->w.bs && rs[i].w.files == key->w.files &&
-		    rs[i].w.jobs == key->w.jobs && !strcmp(rs[i].w.fsync.label, key->w.fsync.label))
+		if (rs[i].nrounds && same_cell(&rs[i], key))
 			sys[rs[i].sys] = &rs[i];
 	char bsz[32];
 	bench_size_str(key->w.bs, bsz, sizeof(bsz));
@@ -470,13 +483,8 @@ static int write_svg(const char *path, const struct bench_opts *o, struct run_re
 		return -errno;
 	/* One panel per cell, in the order of the runs. */
 	int ncell = 0;
-	for (int i = 0; i < n; i++) {
-		bool seen = false;
-		for (int j = 0; j < i && !seen; j++)
-			seen = rs[j].nrounds && rs[j].w.bs == rs[i].w.bs && rs[j].w.files == rs[i].w.files &&
-			       rs[j].w.jobs == rs[i].w.jobs && !strcmp(rs[j].w.fsync.label, rs[i].w.fsync.label);
-		ncell += rs[i].nrounds && !seen;
-	}
+	for (int i = 0; i < n; i++)
+		ncell += first_of_cell(rs, i);
 	int height = 40 + ncell * PANEL_H;
 	fprintf(f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -491,11 +499,7 @@ static int write_svg(const char *path, const struct bench_opts *o, struct run_re
 	fprintf(f, "%s per run over %d disks</text>\n", sz, o->ndisks);
 	int y = 30;
 	for (int i = 0; i < n; i++) {
-		bool seen = false;
-		for (int j = 0; j < i && !seen; j++)
-			seen = rs[j].nrounds && rs[j].w.bs == rs[i].w.bs && rs[j].w.files == rs[i].w.files &&
-			       rs[j].w.jobs == rs[i].w.jobs && !strcmp(rs[j].w.fsync.label, rs[i].w.fsync.label);
-		if (!rs[i].nrounds || seen)
+		if (!first_of_cell(rs, i))
 			continue;
 		svg_cell(f, y, rs, n, &rs[i], disks, o->ndisks);
 		y += PANEL_H;
