@@ -163,8 +163,8 @@ struct bench_opts {
 	bool drop_caches;
 	const char *out;
 	const char *mount_opts, *mkfs_opts;
-	char lsmfs_bin[4096], mkfs_bin[4096];
-	const char *mergerfs_bin;
+	char lsmfs_bin[4096], mkfs_bin[4096], mergerfs_bin[4096];
+	char out_default[64]; /* lsmfs-bench-DATE-TIME */
 };
 
 /* ---- report.c ---- */

@@ -210,20 +210,16 @@ static void find_tool(const char *name, const char *build_sub, char *out, size_t
 	snprintf(out, len, "%s", name);
 }
 
-static const char *in_path(const char *name)
+/* NAME's path in $PATH into BUF; false when it is not there. */
+static bool in_path(const char *name, char *buf, size_t len)
 {
-	static char buf[PATH_MAX];
 	const char *path = getenv("PATH");
-	if (!path)
-		return NULL;
-	char *copy = strdup(path), *save = NULL;
-	const char *found = NULL;
-	for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
-		snprintf(buf, sizeof(buf), "%s/%s", d, name);
-		if (!access(buf, X_OK)) {
-			found = buf;
-			break;
-		}
+	char *copy = path ? strdup(path) : NULL, *save = NULL;
+	bool found = false;
+	for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && !found;
+	     d = strtok_r(NULL, ":", &save)) {
+		snprintf(buf, len, "%s/%s", d, name);
+		found = !access(buf, X_OK);
 	}
 	free(copy);
 	return found;
@@ -484,9 +480,9 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 			if (!strcmp(w, "raw")) {
 				o->sys[SYS_RAW] = true;
 			} else if (!strcmp(w, "mergerfs")) {
-				o->mergerfs_bin = in_path("mergerfs");
-				o->sys[SYS_MERGERFS] = o->mergerfs_bin != NULL;
-				if (!o->mergerfs_bin)
+				o->sys[SYS_MERGERFS] =
+					in_path("mergerfs", o->mergerfs_bin, sizeof(o->mergerfs_bin));
+				if (!o->sys[SYS_MERGERFS])
 					fprintf(stderr, BENCH_PROG ": note: mergerfs is not installed; "
 							"it is left out (apt-get install mergerfs)\n");
 			} else {
@@ -513,39 +509,126 @@ static void free_opts(struct bench_opts *o)
 	free(o->fsync);
 }
 
-static int bench_main(int argc, char **argv, struct bench_opts *opts);
+static int bench_main(int argc, char **argv, struct bench_opts *o);
 
 int main(int argc, char **argv)
 {
 	struct bench_opts o = {0};
-	int rc = bench_main(argc, argv, &o);
+	int rc = bench_main(argc, argv, &o); /* o is freed here, whatever happened */
 	free_opts(&o);
 	return rc;
 }
 
-static int bench_main(int argc, char **argv, struct bench_opts *opts)
+/* Cell CELL of the matrix: block sizes vary fastest, then files, jobs and
+ * fsync policies. */
+static struct workload cell_workload(const struct bench_opts *o, int cell)
 {
-	struct bench_opts o = {0};
-	int parsed = parse_args(argc, argv, &o);
-	*opts = o; /* freed by main, whatever happens here */
-	if (parsed)
-		return 2;
-	if (access("/dev/fuse", R_OK | W_OK)) {
-		bench_err("/dev/fuse: %s: cannot mount a scratch lsmfs here", strerror(errno));
-		return 1;
+	struct workload w = {.size = o->size};
+	w.bs = o->bs[cell % o->nbs];
+	cell /= o->nbs;
+	w.files = o->files[cell % o->nfiles];
+	cell /= o->nfiles;
+	w.jobs = o->jobs[cell % o->njobs];
+	cell /= o->njobs;
+	w.fsync = o->fsync[cell];
+	return w;
+}
+
+/* Fold round ONE into BEST: every round's figure is kept, and the whole of
+ * the fastest round.  ONE is consumed. */
+static int keep_round(struct run_result *best, struct run_result *one)
+{
+	int rc = 0;
+	double *rounds = best->round_mib_s;
+	int nr = best->nrounds;
+	best->round_mib_s = NULL;
+	if (one->ok) {
+		double *g = realloc(rounds, (size_t)(nr + 1) * sizeof(*g));
+		if (g) {
+			rounds = g;
+			rounds[nr++] = one->mib_s;
+		} else {
+			rc = -ENOMEM;
+		}
 	}
-	static char outbuf[PATH_MAX];
-	if (!o.out) {
-		time_t now = time(NULL);
-		struct tm tm;
-		localtime_r(&now, &tm);
-		strftime(outbuf, sizeof(outbuf), "lsmfs-bench-%Y%m%d-%H%M%S", &tm);
-		o.out = outbuf;
+	if (one->ok && (!best->ok || one->mib_s > best->mib_s)) {
+		run_result_free(best);
+		*best = *one;
+		memset(one, 0, sizeof(*one));
 	}
-	if (mkdir(o.out, 0755) && errno != EEXIST) {
-		bench_err("cannot make %s: %s", o.out, strerror(errno));
-		return 1;
+	run_result_free(one);
+	best->round_mib_s = rounds;
+	best->nrounds = nr;
+	return rc;
+}
+
+static void set_medians(struct run_result *res, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct run_result *r = &res[i];
+		double *v = r->nrounds ? malloc((size_t)r->nrounds * sizeof(*v)) : NULL;
+		if (!v)
+			continue;
+		memcpy(v, r->round_mib_s, (size_t)r->nrounds * sizeof(*v));
+		qsort(v, (size_t)r->nrounds, sizeof(*v), cmp_double);
+		r->mib_s_median = r->nrounds % 2 ? v[r->nrounds / 2]
+						 : (v[r->nrounds / 2 - 1] + v[r->nrounds / 2]) / 2;
+		free(v);
 	}
+}
+
+/* What a matrix run works with: res[cell * nsys + index in systems]. */
+struct matrix {
+	const struct bench_opts *o;
+	struct scratch *s;
+	enum bench_system systems[SYS_COUNT];
+	int nsys, ncells;
+	struct run_result *res;
+	struct dev_counters devs[8];
+	int ndev;
+};
+
+/* Every cell, every round, every system in a new random order. */
+static int run_matrix(struct matrix *m)
+{
+	const struct bench_opts *o = m->o;
+	struct progress p = {.tty = isatty(2), .total = m->ncells * m->nsys * o->rounds};
+	int rc = 0;
+	for (int cell = 0; cell < m->ncells && !rc && !bench_interrupted; cell++) {
+		struct workload w = cell_workload(o, cell);
+		for (int round = 0; round < o->rounds && !rc && !bench_interrupted; round++) {
+			int order[SYS_COUNT];
+			for (int k = 0; k < m->nsys; k++)
+				order[k] = k;
+			for (int k = m->nsys - 1; k > 0; k--) { /* Fisher-Yates */
+				int j = rand() % (k + 1), t = order[k];
+				order[k] = order[j];
+				order[j] = t;
+			}
+			for (int k = 0; k < m->nsys && !rc && !bench_interrupted; k++) {
+				enum bench_system sys = m->systems[order[k]];
+				struct run_result one = {0};
+				char label[128], bsz[32];
+				bench_size_str(w.bs, bsz, sizeof(bsz));
+				snprintf(label, sizeof(label), "%s bs=%s files=%d jobs=%d fsync=%s round %d",
+					 bench_system_name(sys), bsz, w.files, w.jobs, w.fsync.label, round + 1);
+				p.index++;
+				p.label = label;
+				rc = run_one(m->s, o, sys, &w, &p, m->devs, m->ndev, &one);
+				one.round = round;
+				if (one.ok && !p.tty)
+					fprintf(stderr, "[%d/%d] %s: %.0f MiB/s\n", p.index, p.total, label,
+						one.mib_s);
+				int krc = keep_round(&m->res[cell * m->nsys + order[k]], &one);
+				rc = rc ? rc : krc;
+			}
+		}
+	}
+	return rc;
+}
+
+static void install_signals(void)
+{
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -554,114 +637,59 @@ static int bench_main(int argc, char **argv, struct bench_opts *opts)
 	/* A closed pipe on stdout or stderr (| head) stops the bench like a
 	 * Ctrl-C, so that it still unmounts and removes what it made. */
 	sigaction(SIGPIPE, &sa, NULL);
+}
+
+static int bench_main(int argc, char **argv, struct bench_opts *o)
+{
+	int rc = parse_args(argc, argv, o);
+	if (rc)
+		return 2;
+	if (access("/dev/fuse", R_OK | W_OK)) {
+		bench_err("/dev/fuse: %s: cannot mount a scratch lsmfs here", strerror(errno));
+		return 1;
+	}
+	if (!o->out) {
+		time_t now = time(NULL);
+		struct tm tm;
+		localtime_r(&now, &tm);
+		strftime(o->out_default, sizeof(o->out_default), "lsmfs-bench-%Y%m%d-%H%M%S", &tm);
+		o->out = o->out_default;
+	}
+	if (mkdir(o->out, 0755) && errno != EEXIST) {
+		bench_err("cannot make %s: %s", o->out, strerror(errno));
+		return 1;
+	}
+	install_signals();
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
 
-	enum bench_system systems[SYS_COUNT];
-	int nsys = 0;
+	struct matrix m = {.o = o, .ncells = o->nbs * o->nfiles * o->njobs * o->nfsync};
 	for (int k = 0; k < SYS_COUNT; k++)
-		if (o.sys[k])
-			systems[nsys++] = (enum bench_system)k;
-	int ncells = o.nbs * o.nfiles * o.njobs * o.nfsync;
-	struct run_result *res = calloc((size_t)(ncells * nsys), sizeof(*res));
-	struct scratch *s = NULL;
-	int rc = res ? scratch_open(&o, &s) : -ENOMEM, done = 0;
-	int ndisk_dirs = 0;
-	char **disk_dirs = s ? scratch_disks(s, &ndisk_dirs) : NULL;
-	struct dev_counters devs[8];
-	int ndev = 0;
-	if (!rc)
-		(void)probe_devices(disk_dirs, ndisk_dirs, devs, &ndev);
-	struct progress p = {.tty = isatty(2), .total = ncells * nsys * o.rounds};
-
-	for (int cell = 0; cell < ncells && !rc && !bench_interrupted; cell++) {
-		int i = cell;
-		struct workload w = {.size = o.size};
-		w.bs = o.bs[i % o.nbs];
-		i /= o.nbs;
-		w.files = o.files[i % o.nfiles];
-		i /= o.nfiles;
-		w.jobs = o.jobs[i % o.njobs];
-		i /= o.njobs;
-		w.fsync = o.fsync[i];
-		for (int round = 0; round < o.rounds && !rc && !bench_interrupted; round++) {
-			enum bench_system order[SYS_COUNT];
-			memcpy(order, systems, sizeof(order));
-			for (int k = nsys - 1; k > 0; k--) { /* Fisher-Yates */
-				int j = rand() % (k + 1);
-				enum bench_system t = order[k];
-				order[k] = order[j];
-				order[j] = t;
-			}
-			for (int k = 0; k < nsys && !rc && !bench_interrupted; k++) {
-				int si = 0;
-				while (systems[si] != order[k])
-					si++;
-				struct run_result *best = &res[cell * nsys + si], one = {0};
-				char label[128], bsz[32];
-				bench_size_str(w.bs, bsz, sizeof(bsz));
-				snprintf(label, sizeof(label), "%s bs=%s files=%d jobs=%d fsync=%s round %d",
-					 bench_system_name(order[k]), bsz, w.files, w.jobs, w.fsync.label,
-					 round + 1);
-				p.index = ++done;
-				p.label = label;
-				rc = run_one(s, &o, order[k], &w, &p, devs, ndev, &one);
-				one.round = round;
-				if (one.ok && !p.tty)
-					fprintf(stderr, "[%d/%d] %s: %.0f MiB/s\n", p.index, p.total, label,
-						one.mib_s);
-				/* Keep every round's figure, and the whole of the best round. */
-				double *rounds = best->round_mib_s;
-				int nr = best->nrounds;
-				best->round_mib_s = NULL;
-				if (one.ok) {
-					double *g = realloc(rounds, (size_t)(nr + 1) * sizeof(*g));
-					if (g) {
-						rounds = g;
-						rounds[nr++] = one.mib_s;
-					} else {
-						rc = -ENOMEM;
-					}
-				}
-				if (one.ok && (!best->ok || one.mib_s > best->mib_s)) {
-					run_result_free(best);
-					*best = one;
-					memset(&one, 0, sizeof(one));
-				}
-				run_result_free(&one);
-				best->round_mib_s = rounds;
-				best->nrounds = nr;
-			}
-		}
+		if (o->sys[k])
+			m.systems[m.nsys++] = (enum bench_system)k;
+	int n = m.ncells * m.nsys, ndisks = 0;
+	m.res = calloc((size_t)n, sizeof(*m.res));
+	rc = m.res ? scratch_open(o, &m.s) : -ENOMEM;
+	char **disk_dirs = m.s ? scratch_disks(m.s, &ndisks) : NULL;
+	if (!rc) {
+		(void)probe_devices(disk_dirs, ndisks, m.devs, &m.ndev);
+		rc = run_matrix(&m);
 	}
 	/* The disks' names outlive the scratch directories, for the report. */
-	char **labels = calloc((size_t)o.ndisks, sizeof(char *));
-	for (int d = 0; labels && d < o.ndisks; d++)
-		labels[d] = strdup(o.dirs ? o.dirs[d] : disk_dirs ? disk_dirs[d] : "?");
-	scratch_close(s);
-	if (res && labels) {
-		for (int i = 0; i < ncells * nsys; i++) {
-			struct run_result *r = &res[i];
-			if (!r->nrounds)
-				continue;
-			double *v = malloc((size_t)r->nrounds * sizeof(*v));
-			if (v) {
-				memcpy(v, r->round_mib_s, (size_t)r->nrounds * sizeof(*v));
-				qsort(v, (size_t)r->nrounds, sizeof(*v), cmp_double);
-				r->mib_s_median = r->nrounds % 2 ? v[r->nrounds / 2]
-								 : (v[r->nrounds / 2 - 1] + v[r->nrounds / 2]) / 2;
-				free(v);
-			}
-		}
-		int n = ncells * nsys;
+	char **labels = calloc((size_t)o->ndisks, sizeof(char *));
+	for (int d = 0; labels && d < o->ndisks; d++)
+		labels[d] = strdup(o->dirs ? o->dirs[d] : disk_dirs ? disk_dirs[d] : "?");
+	scratch_close(m.s);
+	if (m.res && labels) {
 		/* What finished is reported, also after an error or Ctrl-C. */
-		report_table(stdout, &o, res, n);
-		if (report_write(&o, res, n, labels) && !rc)
+		set_medians(m.res, n);
+		report_table(stdout, o, m.res, n);
+		if (report_write(o, m.res, n, labels) && !rc)
 			rc = -EIO;
-		for (int i = 0; i < n; i++)
-			run_result_free(&res[i]);
 	}
-	free(res);
-	for (int d = 0; labels && d < o.ndisks; d++)
+	for (int i = 0; m.res && i < n; i++)
+		run_result_free(&m.res[i]);
+	free(m.res);
+	for (int d = 0; labels && d < o->ndisks; d++)
 		free(labels[d]);
 	free(labels);
 	if (bench_interrupted) {
