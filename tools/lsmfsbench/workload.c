@@ -214,12 +214,66 @@ static int plan(const struct workload *w, struct job *jobs)
 	return 0;
 }
 
+static void timeline_add(struct run_result *r, double mib_s)
+{
+	double *g = realloc(r->timeline, (size_t)(r->ntimeline + 1) * sizeof(*g));
+	if (g) { /* a sample less, on no memory: the mean still holds */
+		r->timeline = g;
+		g[r->ntimeline++] = mib_s;
+	}
+}
+
+/* Sample the bytes written every second until the STARTED jobs are done;
+ * the last sample (to the run's end) is workload_run's to take. */
+static void sample(struct shared *sh, int started, double t0, uint64_t total,
+		   const struct progress *p, struct run_result *r, uint64_t *last, double *last_t)
+{
+	*last = 0;
+	*last_t = t0;
+	while (atomic_load(&sh->done) < started) {
+		double next = *last_t + 1.0;
+		while (atomic_load(&sh->done) < started && bench_now() < next)
+			usleep(5000);
+		if (atomic_load(&sh->done) >= started)
+			break;
+		uint64_t b = atomic_load(&sh->bytes);
+		double now = bench_now(), rate = (double)(b - *last) / (now - *last_t) / 1048576.0;
+		timeline_add(r, rate);
+		progress_line(p, b, total, rate);
+		*last = b;
+		*last_t = now;
+	}
+}
+
+/* fsync p50 and p99 over every job's fsyncs (-1 when none). */
+static void fsync_figures(const struct job *jobs, int njobs, struct run_result *r)
+{
+	size_t nlat = 0;
+	for (int i = 0; i < njobs; i++)
+		nlat += jobs[i].nlat;
+	r->nfsync = nlat;
+	r->fsync_p50_ms = r->fsync_p99_ms = -1;
+	uint64_t *all = nlat ? malloc(nlat * sizeof(*all)) : NULL;
+	if (!all)
+		return;
+	size_t k = 0;
+	for (int i = 0; i < njobs; i++) {
+		memcpy(all + k, jobs[i].lat, jobs[i].nlat * sizeof(*all));
+		k += jobs[i].nlat;
+	}
+	qsort(all, nlat, sizeof(*all), cmp_u64);
+	r->fsync_p50_ms = percentile_ms(all, nlat, 50);
+	r->fsync_p99_ms = percentile_ms(all, nlat, 99);
+	free(all);
+}
+
 int workload_run(const struct workload *w, const struct target *t, const struct progress *p,
 		 struct run_result *r)
 {
 	struct shared sh = {.w = w, .t = t};
 	struct job *jobs = calloc((size_t)w->jobs, sizeof(*jobs));
-	uint64_t total = 0;
+	uint64_t total = 0, last;
+	double last_t;
 	int rc = jobs ? plan(w, jobs) : -ENOMEM, started = 0;
 	if (rc)
 		goto out;
@@ -234,26 +288,7 @@ int workload_run(const struct workload *w, const struct target *t, const struct 
 			break;
 		}
 	}
-	/* Sample every second until the jobs are done. */
-	uint64_t last = 0;
-	double last_t = t0;
-	while (atomic_load(&sh.done) < started) {
-		double next = last_t + 1.0;
-		while (atomic_load(&sh.done) < started && bench_now() < next)
-			usleep(5000);
-		if (atomic_load(&sh.done) >= started)
-			break;
-		uint64_t b = atomic_load(&sh.bytes);
-		double now = bench_now();
-		double *g = realloc(r->timeline, (size_t)(r->ntimeline + 1) * sizeof(*g));
-		if (g) {
-			r->timeline = g;
-			g[r->ntimeline++] = (double)(b - last) / (now - last_t) / 1048576.0;
-		}
-		progress_line(p, b, total, (double)(b - last) / (now - last_t) / 1048576.0);
-		last = b;
-		last_t = now;
-	}
+	sample(&sh, started, t0, total, p, r, &last, &last_t);
 	double end = t0;
 	for (int i = 0; i < started; i++) {
 		pthread_join(jobs[i].thread, NULL);
@@ -270,35 +305,12 @@ int workload_run(const struct workload *w, const struct target *t, const struct 
 	uint64_t b = atomic_load(&sh.bytes);
 	/* The last part-second, when it is long enough to mean something
 	 * or is all the run had. */
-	if (end > last_t && (end - last_t >= 0.1 || !r->ntimeline)) {
-		double *g = realloc(r->timeline, (size_t)(r->ntimeline + 1) * sizeof(*g));
-		if (g) {
-			r->timeline = g;
-			g[r->ntimeline++] = (double)(b - last) / (end - last_t) / 1048576.0;
-		}
-	}
+	if (end > last_t && (end - last_t >= 0.1 || !r->ntimeline))
+		timeline_add(r, (double)(b - last) / (end - last_t) / 1048576.0);
 	r->seconds = end - t0;
 	r->app_bytes = b;
 	r->mib_s = r->seconds > 0 ? (double)b / r->seconds / 1048576.0 : 0;
-	size_t nlat = 0;
-	for (int i = 0; i < w->jobs; i++)
-		nlat += jobs[i].nlat;
-	r->nfsync = nlat;
-	r->fsync_p50_ms = r->fsync_p99_ms = -1;
-	if (nlat) {
-		uint64_t *all = malloc(nlat * sizeof(*all));
-		if (all) {
-			size_t k = 0;
-			for (int i = 0; i < w->jobs; i++) {
-				memcpy(all + k, jobs[i].lat, jobs[i].nlat * sizeof(*all));
-				k += jobs[i].nlat;
-			}
-			qsort(all, nlat, sizeof(*all), cmp_u64);
-			r->fsync_p50_ms = percentile_ms(all, nlat, 50);
-			r->fsync_p99_ms = percentile_ms(all, nlat, 99);
-			free(all);
-		}
-	}
+	fsync_figures(jobs, w->jobs, r);
 out:
 	if (jobs)
 		for (int i = 0; i < w->jobs; i++) {
