@@ -291,7 +291,8 @@ out:
 	if (!rc && t.daemon)
 		r->cpu_seconds = cpu1 - cpu0;
 	if (!rc && sys == SYS_LSMFS) {
-		/* The final figures, the store's close included, when the
+		/* The final figures (after the store's last flush; only its closing
+		 * MANIFEST edit and log sync come later), when the
 		 * daemon left them; else those read before the unmount. */
 		const struct lsmfs_counters *end = &c1;
 		if (!probe_lsmfs_file(store_dir, &c2) && !c2.mounted && c2.ndisks == c1.ndisks)

@@ -379,22 +379,10 @@ static double nice_max(double v)
 #define LINE_W 560
 #define BAR_W 380
 
-static void svg_cell(FILE *f, int y0, struct run_result *rs, int n, const struct run_result *key,
-		     char **disks, int ndisks)
+/* Throughput over time: a step line per system, its mean in the legend. */
+static void svg_lines(FILE *f, int y0, const struct run_result *const *sys)
 {
-	const struct run_result *sys[SYS_COUNT] = {0};
-	for (int i = 0; i < n; i++)
-		if (rs[i].nrounds && same_cell(&rs[i], key))
-			sys[rs[i].sys] = &rs[i];
-	char bsz[32];
-	bench_size_str(key->w.bs, bsz, sizeof(bsz));
-	fprintf(f, "<text x=\"10\" y=\"%d\" font-weight=\"bold\">bs=%s files=%d jobs=%d fsync=", y0 + 16,
-		bsz, key->w.files, key->w.jobs);
-	xml_text(f, key->w.fsync.label);
-	fputs("</text>\n", f);
-
-	/* Throughput over time. */
-	int px = 60, py = y0 + 30, pw = LINE_W - 80, ph = PANEL_H - 70;
+	int px = 60, py = y0 + 34, pw = LINE_W - 80, ph = PANEL_H - 72;
 	double ymax = 0, xmax = 1;
 	for (int k = 0; k < SYS_COUNT; k++)
 		if (sys[k]) {
@@ -414,7 +402,7 @@ static void svg_cell(FILE *f, int y0, struct run_result *rs, int n, const struct
 		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">%.3g</text>\n", xx,
 			py + ph + 12, xv);
 	}
-	fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\">MiB/s</text>\n", px - 40, py - 10);
+	fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\">MiB/s</text>\n", 4, py - 8);
 	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">seconds</text>\n",
 		px + pw / 2, py + ph + 26);
 	int ly = py + 4;
@@ -438,7 +426,12 @@ static void svg_cell(FILE *f, int y0, struct run_result *rs, int n, const struct
 		ly += 14;
 	}
 
-	/* Bytes per disk per system. */
+}
+
+/* Bytes per disk: a bar per system in each disk's group. */
+static void svg_bars(FILE *f, int y0, const struct run_result *const *sys, char **disks, int ndisks)
+{
+	int py = y0 + 34, ph = PANEL_H - 72;
 	int bx = LINE_W + 50, bw = BAR_W - 70;
 	double bmax = 0;
 	for (int k = 0; k < SYS_COUNT; k++)
@@ -448,7 +441,7 @@ static void svg_cell(FILE *f, int y0, struct run_result *rs, int n, const struct
 	bmax = nice_max(bmax);
 	fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#999\"/>\n",
 		bx, py, bw, ph);
-	fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\">MiB per disk</text>\n", bx - 40, py - 4);
+	fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\">MiB per disk</text>\n", bx - 40, py - 8);
 	for (int g = 0; g <= 4; g++)
 		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"10\">%.0f</text>\n", bx - 4,
 			py + ph - ph * g / 4 + 3, bmax * g / 4);
@@ -473,6 +466,23 @@ static void svg_cell(FILE *f, int y0, struct run_result *rs, int n, const struct
 		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">disk %d</text>\n",
 			bx + d * gw + gw / 2, py + ph + 12, d);
 	}
+}
+
+static void svg_cell(FILE *f, int y0, struct run_result *rs, int n, const struct run_result *key,
+		     char **disks, int ndisks)
+{
+	const struct run_result *sys[SYS_COUNT] = {0};
+	for (int i = 0; i < n; i++)
+		if (rs[i].nrounds && same_cell(&rs[i], key))
+			sys[rs[i].sys] = &rs[i];
+	char bsz[32];
+	bench_size_str(key->w.bs, bsz, sizeof(bsz));
+	fprintf(f, "<text x=\"10\" y=\"%d\" font-weight=\"bold\">bs=%s files=%d jobs=%d fsync=", y0 + 14,
+		bsz, key->w.files, key->w.jobs);
+	xml_text(f, key->w.fsync.label);
+	fputs("</text>\n", f);
+	svg_lines(f, y0, sys);
+	svg_bars(f, y0, sys, disks, ndisks);
 }
 
 static int write_svg(const char *path, const struct bench_opts *o, struct run_result *rs, int n,
