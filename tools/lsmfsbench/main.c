@@ -350,6 +350,104 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The DIRs, argv[first..argc): absolute, existing directories, one per
+ * disk, without ':' (it separates disks for lsmfs and mergerfs alike). */
+static int take_dirs(int argc, char **argv, int first, bool disks_given, struct bench_opts *o)
+{
+	for (int i = first; i < argc; i++) {
+		char **g = realloc(o->dirs, (size_t)(o->ndirs + 1) * sizeof(char *));
+		if (!g)
+			return -ENOMEM;
+		o->dirs = g;
+		/* Absolute and without symlinks: they name the disks to mkfs,
+		 * the daemon and mergerfs, and are compared with mountinfo. */
+		char *real = realpath(argv[i], NULL);
+		if (!real) {
+			bench_err("%s: %s", argv[i], strerror(errno));
+			return -EINVAL;
+		}
+		o->dirs[o->ndirs++] = real;
+	}
+	if (o->dirs) {
+		if (o->ndirs > 64) {
+			bench_err("%d directories given; at most 64 disks", o->ndirs);
+			return -EINVAL;
+		}
+		if (disks_given && o->ndisks != o->ndirs) {
+			bench_err("--disks %d but %d directories given", o->ndisks, o->ndirs);
+			return -EINVAL;
+		}
+		o->ndisks = o->ndirs;
+		for (int d = 0; d < o->ndirs; d++) {
+			struct stat st;
+			if (stat(o->dirs[d], &st)) {
+				bench_err("%s: %s", o->dirs[d], strerror(errno));
+				return -EINVAL;
+			}
+			if (!S_ISDIR(st.st_mode)) {
+				bench_err("%s: not a directory", o->dirs[d]);
+				return -EINVAL;
+			}
+			if (strchr(o->dirs[d], ':')) {
+				bench_err("%s: a directory with ':' in its name cannot be a disk", o->dirs[d]);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+static int parse_lists(const char *bs, const char *files, const char *jobs, const char *fsync,
+		       struct bench_opts *o)
+{
+	bool bs_ok = !parse_list(bs, (void **)&o->bs, &o->nbs, sizeof(uint64_t), one_size);
+	for (int i = 0; bs_ok && i < o->nbs; i++)
+		bs_ok = o->bs[i] >= 512 && o->bs[i] <= (1ull << 30);
+	if (!bs_ok) {
+		bench_err("bad --bs: %s (block sizes from 512 bytes to 1G)", bs);
+		return -EINVAL;
+	}
+	if (parse_list(files, (void **)&o->files, &o->nfiles, sizeof(int), one_count)) {
+		bench_err("bad --files: %s", files);
+		return -EINVAL;
+	}
+	if (parse_list(jobs, (void **)&o->jobs, &o->njobs, sizeof(int), one_count)) {
+		bench_err("bad --jobs: %s", jobs);
+		return -EINVAL;
+	}
+	if (parse_list(fsync, (void **)&o->fsync, &o->nfsync, sizeof(struct fsync_mode), one_fsync)) {
+		bench_err("bad --fsync: %s (end, none, every:N or every:SIZE)", fsync);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* lsmfs always; raw and mergerfs (when installed) as --compare says. */
+static int parse_compare(const char *compare, struct bench_opts *o)
+{
+	o->sys[SYS_LSMFS] = true;
+	if (strcmp(compare, "none")) {
+		char *copy = strdup(compare), *save = NULL;
+		for (char *w = copy ? strtok_r(copy, ",", &save) : NULL; w; w = strtok_r(NULL, ",", &save)) {
+			if (!strcmp(w, "raw")) {
+				o->sys[SYS_RAW] = true;
+			} else if (!strcmp(w, "mergerfs")) {
+				o->sys[SYS_MERGERFS] =
+					in_path("mergerfs", o->mergerfs_bin, sizeof(o->mergerfs_bin));
+				if (!o->sys[SYS_MERGERFS])
+					fprintf(stderr, BENCH_PROG ": note: mergerfs is not installed; "
+							"it is left out (apt-get install mergerfs)\n");
+			} else {
+				bench_err("bad --compare: %s (raw, mergerfs or none)", w);
+				free(copy);
+				return -EINVAL;
+			}
+		}
+		free(copy);
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
 	enum { OPT_DISKS = 256, OPT_SIZE, OPT_BS, OPT_FILES, OPT_JOBS, OPT_FSYNC, OPT_COMPARE, OPT_ROUNDS, OPT_OUT,
@@ -414,86 +512,13 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 		return -EINVAL;
 	}
 	/* getopt moved the operands to the end: the workload, then DIRs. */
-	for (int i = optind + 1; i < argc; i++) {
-		char **g = realloc(o->dirs, (size_t)(o->ndirs + 1) * sizeof(char *));
-		if (!g)
-			return -ENOMEM;
-		o->dirs = g;
-		/* Absolute and without symlinks: they name the disks to mkfs,
-		 * the daemon and mergerfs, and are compared with mountinfo. */
-		char *real = realpath(argv[i], NULL);
-		if (!real) {
-			bench_err("%s: %s", argv[i], strerror(errno));
-			return -EINVAL;
-		}
-		o->dirs[o->ndirs++] = real;
-	}
-	if (o->dirs) {
-		if (o->ndirs > 64) {
-			bench_err("%d directories given; at most 64 disks", o->ndirs);
-			return -EINVAL;
-		}
-		if (disks_given && o->ndisks != o->ndirs) {
-			bench_err("--disks %d but %d directories given", o->ndisks, o->ndirs);
-			return -EINVAL;
-		}
-		o->ndisks = o->ndirs;
-		for (int d = 0; d < o->ndirs; d++) {
-			struct stat st;
-			if (stat(o->dirs[d], &st)) {
-				bench_err("%s: %s", o->dirs[d], strerror(errno));
-				return -EINVAL;
-			}
-			if (!S_ISDIR(st.st_mode)) {
-				bench_err("%s: not a directory", o->dirs[d]);
-				return -EINVAL;
-			}
-			/* ':' separates disks for lsmfs and mergerfs alike. */
-			if (strchr(o->dirs[d], ':')) {
-				bench_err("%s: a directory with ':' in its name cannot be a disk", o->dirs[d]);
-				return -EINVAL;
-			}
-		}
-	}
-	bool bs_ok = !parse_list(bs, (void **)&o->bs, &o->nbs, sizeof(uint64_t), one_size);
-	for (int i = 0; bs_ok && i < o->nbs; i++)
-		bs_ok = o->bs[i] >= 512 && o->bs[i] <= (1ull << 30);
-	if (!bs_ok) {
-		bench_err("bad --bs: %s (block sizes from 512 bytes to 1G)", bs);
-		return -EINVAL;
-	}
-	if (parse_list(files, (void **)&o->files, &o->nfiles, sizeof(int), one_count)) {
-		bench_err("bad --files: %s", files);
-		return -EINVAL;
-	}
-	if (parse_list(jobs, (void **)&o->jobs, &o->njobs, sizeof(int), one_count)) {
-		bench_err("bad --jobs: %s", jobs);
-		return -EINVAL;
-	}
-	if (parse_list(fsync, (void **)&o->fsync, &o->nfsync, sizeof(struct fsync_mode), one_fsync)) {
-		bench_err("bad --fsync: %s (end, none, every:N or every:SIZE)", fsync);
-		return -EINVAL;
-	}
-	o->sys[SYS_LSMFS] = true;
-	if (strcmp(compare, "none")) {
-		char *copy = strdup(compare), *save = NULL;
-		for (char *w = copy ? strtok_r(copy, ",", &save) : NULL; w; w = strtok_r(NULL, ",", &save)) {
-			if (!strcmp(w, "raw")) {
-				o->sys[SYS_RAW] = true;
-			} else if (!strcmp(w, "mergerfs")) {
-				o->sys[SYS_MERGERFS] =
-					in_path("mergerfs", o->mergerfs_bin, sizeof(o->mergerfs_bin));
-				if (!o->sys[SYS_MERGERFS])
-					fprintf(stderr, BENCH_PROG ": note: mergerfs is not installed; "
-							"it is left out (apt-get install mergerfs)\n");
-			} else {
-				bench_err("bad --compare: %s (raw, mergerfs or none)", w);
-				free(copy);
-				return -EINVAL;
-			}
-		}
-		free(copy);
-	}
+	int rc = take_dirs(argc, argv, optind + 1, disks_given, o);
+	if (!rc)
+		rc = parse_lists(bs, files, jobs, fsync, o);
+	if (!rc)
+		rc = parse_compare(compare, o);
+	if (rc)
+		return rc;
 	find_tool("lsmfs", "fs", o->lsmfs_bin, sizeof(o->lsmfs_bin));
 	find_tool("mkfs.lsmfs", "mkfs", o->mkfs_bin, sizeof(o->mkfs_bin));
 	return 0;

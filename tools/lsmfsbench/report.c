@@ -192,6 +192,83 @@ static void csv_num(FILE *f, double v, const char *fmt)
 		fprintf(f, fmt, v);
 }
 
+/* One run R (of RS[0..n)) as a JSON object. */
+static void json_run(FILE *f, const struct run_result *rs, int n, const struct run_result *r,
+		     char **disks)
+{
+	const struct run_result *raw = raw_of(rs, n, r);
+	fprintf(f, "\n{\"system\":\"%s\",\"bs\":%" PRIu64 ",\"files\":%d,\"jobs\":%d,\"fsync\":",
+		bench_system_name(r->sys), r->w.bs, r->w.files, r->w.jobs);
+	json_str(f, r->w.fsync.label);
+	fputs(",\"rounds_mib_s\":[", f);
+	for (int k = 0; k < r->nrounds; k++) {
+		fputs(k ? "," : "", f);
+		json_num(f, r->round_mib_s[k]);
+	}
+	fputs("],\"mib_s\":", f);
+	json_num(f, r->mib_s);
+	fputs(",\"mib_s_median\":", f);
+	json_num(f, r->mib_s_median);
+	fputs(",\"vs_raw\":", f);
+	json_num(f, raw && raw->mib_s > 0 ? r->mib_s / raw->mib_s : -1);
+	fputs(",\"seconds\":", f);
+	json_num(f, r->seconds);
+	fprintf(f, ",\"app_bytes\":%" PRIu64 ",\"timeline_mib_s\":[", r->app_bytes);
+	for (int k = 0; k < r->ntimeline; k++) {
+		fputs(k ? "," : "", f);
+		json_num(f, r->timeline[k]);
+	}
+	uint64_t total = data_bytes(r);
+	fputs("],\"disks\":[", f);
+	for (int d = 0; d < r->ndisks; d++) {
+		fprintf(f, "%s{\"dir\":", d ? "," : "");
+		json_str(f, disks[d]);
+		fprintf(f, ",\"bytes\":%" PRIu64 ",\"share\":", r->disk_bytes[d]);
+		json_num(f, total ? (double)r->disk_bytes[d] / (double)total : -1);
+		fputs(",\"writes\":", f);
+		json_num(f, r->sys == SYS_LSMFS ? (double)r->disk_writes[d] : -1);
+		fputs(",\"sequential_fraction\":", f);
+		json_num(f, r->disk_seq[d]);
+		fputc('}', f);
+	}
+	fprintf(f, "],\"data_bytes\":%" PRIu64 ",\"data_wa\":", total);
+	json_num(f, r->app_bytes ? (double)total / (double)r->app_bytes : -1);
+	if (r->sys == SYS_LSMFS) {
+		fprintf(f,
+			",\"meta\":{\"bytes\":%" PRIu64 ",\"log\":%" PRIu64 ",\"flush\":%" PRIu64
+			",\"compaction\":%" PRIu64 ",\"manifest\":%" PRIu64 ",\"ratio\":",
+			r->meta_bytes, r->meta_log, r->meta_flush, r->meta_compaction,
+			r->meta_manifest);
+		json_num(f, r->app_bytes ? (double)r->meta_bytes / (double)r->app_bytes : -1);
+		fputc('}', f);
+	} else {
+		fputs(",\"meta\":null", f);
+	}
+	/* "fsync" is the policy; what its fsyncs took is apart. */
+	if (r->fsync_p50_ms >= 0)
+		fprintf(f,
+			",\"fsync_latency\":{\"count\":%" PRIu64 ",\"p50_ms\":%.6g,\"p99_ms\":%.6g}",
+			r->nfsync, r->fsync_p50_ms, r->fsync_p99_ms);
+	else
+		fputs(",\"fsync_latency\":null", f);
+	double cg;
+	cpu_per_gib(r, &cg);
+	fputs(",\"cpu_seconds\":", f);
+	json_num(f, r->cpu_seconds);
+	fputs(",\"cpu_s_per_gib\":", f);
+	json_num(f, cg);
+	fputs(",\"devices\":[", f);
+	for (int k = 0; k < r->ndev; k++) {
+		fprintf(f, "%s{\"name\":", k ? "," : "");
+		json_str(f, r->dev[k].name);
+		fprintf(f,
+			",\"major\":%u,\"minor\":%u,\"written_bytes\":%" PRIu64 ",\"writes\":%" PRIu64
+			"}",
+			r->dev[k].major, r->dev[k].minor, r->dev[k].sectors * 512, r->dev[k].writes);
+	}
+	fputs("]}", f);
+}
+
 static int write_json(const char *path, const struct bench_opts *o, struct run_result *rs, int n,
 		      char **disks)
 {
@@ -208,81 +285,11 @@ static int write_json(const char *path, const struct bench_opts *o, struct run_r
 	fputs("],\"runs\":[", f);
 	bool first = true;
 	for (int i = 0; i < n; i++) {
-		const struct run_result *r = &rs[i];
-		if (!r->nrounds)
+		if (!rs[i].nrounds)
 			continue;
-		const struct run_result *raw = raw_of(rs, n, r);
-		fprintf(f, "%s\n{\"system\":\"%s\",\"bs\":%" PRIu64 ",\"files\":%d,\"jobs\":%d,\"fsync\":",
-			first ? "" : ",", bench_system_name(r->sys), r->w.bs, r->w.files, r->w.jobs);
+		fputs(first ? "" : ",", f);
 		first = false;
-		json_str(f, r->w.fsync.label);
-		fputs(",\"rounds_mib_s\":[", f);
-		for (int k = 0; k < r->nrounds; k++) {
-			fputs(k ? "," : "", f);
-			json_num(f, r->round_mib_s[k]);
-		}
-		fputs("],\"mib_s\":", f);
-		json_num(f, r->mib_s);
-		fputs(",\"mib_s_median\":", f);
-		json_num(f, r->mib_s_median);
-		fputs(",\"vs_raw\":", f);
-		json_num(f, raw && raw->mib_s > 0 ? r->mib_s / raw->mib_s : -1);
-		fputs(",\"seconds\":", f);
-		json_num(f, r->seconds);
-		fprintf(f, ",\"app_bytes\":%" PRIu64 ",\"timeline_mib_s\":[", r->app_bytes);
-		for (int k = 0; k < r->ntimeline; k++) {
-			fputs(k ? "," : "", f);
-			json_num(f, r->timeline[k]);
-		}
-		uint64_t total = data_bytes(r);
-		fputs("],\"disks\":[", f);
-		for (int d = 0; d < r->ndisks; d++) {
-			fprintf(f, "%s{\"dir\":", d ? "," : "");
-			json_str(f, disks[d]);
-			fprintf(f, ",\"bytes\":%" PRIu64 ",\"share\":", r->disk_bytes[d]);
-			json_num(f, total ? (double)r->disk_bytes[d] / (double)total : -1);
-			fputs(",\"writes\":", f);
-			json_num(f, r->sys == SYS_LSMFS ? (double)r->disk_writes[d] : -1);
-			fputs(",\"sequential_fraction\":", f);
-			json_num(f, r->disk_seq[d]);
-			fputc('}', f);
-		}
-		fprintf(f, "],\"data_bytes\":%" PRIu64 ",\"data_wa\":", total);
-		json_num(f, r->app_bytes ? (double)total / (double)r->app_bytes : -1);
-		if (r->sys == SYS_LSMFS) {
-			fprintf(f,
-				",\"meta\":{\"bytes\":%" PRIu64 ",\"log\":%" PRIu64 ",\"flush\":%" PRIu64
-				",\"compaction\":%" PRIu64 ",\"manifest\":%" PRIu64 ",\"ratio\":",
-				r->meta_bytes, r->meta_log, r->meta_flush, r->meta_compaction,
-				r->meta_manifest);
-			json_num(f, r->app_bytes ? (double)r->meta_bytes / (double)r->app_bytes : -1);
-			fputc('}', f);
-		} else {
-			fputs(",\"meta\":null", f);
-		}
-		/* "fsync" is the policy; what its fsyncs took is apart. */
-		if (r->fsync_p50_ms >= 0)
-			fprintf(f,
-				",\"fsync_latency\":{\"count\":%" PRIu64 ",\"p50_ms\":%.6g,\"p99_ms\":%.6g}",
-				r->nfsync, r->fsync_p50_ms, r->fsync_p99_ms);
-		else
-			fputs(",\"fsync_latency\":null", f);
-		double cg;
-		cpu_per_gib(r, &cg);
-		fputs(",\"cpu_seconds\":", f);
-		json_num(f, r->cpu_seconds);
-		fputs(",\"cpu_s_per_gib\":", f);
-		json_num(f, cg);
-		fputs(",\"devices\":[", f);
-		for (int k = 0; k < r->ndev; k++) {
-			fprintf(f, "%s{\"name\":", k ? "," : "");
-			json_str(f, r->dev[k].name);
-			fprintf(f,
-				",\"major\":%u,\"minor\":%u,\"written_bytes\":%" PRIu64 ",\"writes\":%" PRIu64
-				"}",
-				r->dev[k].major, r->dev[k].minor, r->dev[k].sectors * 512, r->dev[k].writes);
-		}
-		fputs("]}", f);
+		json_run(f, rs, n, &rs[i], disks);
 	}
 	fputs("\n]}\n", f);
 	return finish_file(f);
