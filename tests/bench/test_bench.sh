@@ -89,7 +89,7 @@ PY
 # results.json and report.svg in OUT against the workload of those lists.
 check_results() {
 	python3 - "$@" "$D1" "$D2" <<'PY'
-import csv, json, math, sys, xml.etree.ElementTree as ET
+import csv, json, math, os, sys, xml.etree.ElementTree as ET
 out, size = sys.argv[1], int(sys.argv[2])
 def sz(s):
     m = {"k": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -130,12 +130,29 @@ head = ("bs,files,jobs,fsync,system,rounds,mib_s,mib_s_median,vs_raw,seconds,app
 for d in range(len(dirs)):
     head += ["disk%d_%s" % (d, k) for k in ("bytes", "share", "writes", "seq_fraction")]
 head.append("dev_written_bytes")
+# One column per distinct block device under the DIRs, as /proc/diskstats
+# names it, in the DIRs' order.
+stats = {}
+for line in open("/proc/diskstats"):
+    f = line.split()
+    stats[(int(f[0]), int(f[1]))] = f[2]
+devnames = []
+for d in dirs:
+    st = os.stat(d)
+    name = stats.get((os.major(st.st_dev), os.minor(st.st_dev)))
+    if name and name not in devnames:
+        devnames.append(name)
+head += ["dev_%s_written_bytes" % n for n in devnames]
 with open(out + "/results.csv", newline="") as f:
     rows = list(csv.reader(f))
 if not rows or rows[0] != head:
     err("results.csv header is %s, want %s" % (rows[0] if rows else None, head))
     sys.exit(1)
 rows = [dict(zip(head, r)) for r in rows[1:] if len(r) == len(head) or err("csv row of %d fields: %s" % (len(r), r))]
+for r in rows:
+    per = [int(r["dev_%s_written_bytes" % n] or 0) for n in devnames]
+    if devnames and sum(per) != int(r["dev_written_bytes"]):
+        err("csv: the devices' bytes %s do not add up to dev_written_bytes %s" % (per, r["dev_written_bytes"]))
 want = {(str(b), str(f), str(j), fs, s) for b in bss for f in filesl for j in jobsl for fs in fsyncl for s in systems}
 got = [(r["bs"], r["files"], r["jobs"], r["fsync"], r["system"]) for r in rows]
 if sorted(got) != sorted(want):

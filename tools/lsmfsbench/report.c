@@ -65,6 +65,14 @@ static bool first_of_cell(const struct run_result *rs, int i)
 	return rs[i].nrounds > 0;
 }
 
+static const struct run_result *first_finished(const struct run_result *rs, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (rs[i].nrounds)
+			return &rs[i];
+	return NULL;
+}
+
 /* The raw run of the same cell as R, or NULL. */
 static const struct run_result *raw_of(const struct run_result *rs, int n, const struct run_result *r)
 {
@@ -84,6 +92,36 @@ static void cpu_per_gib(const struct run_result *r, double *out)
 /* ---- the table ---- */
 
 #define NCOL 15
+
+/* With the DIRs on several block devices: what the kernel wrote to each
+ * during each run (one device is dev_WA of the main table already). */
+static void report_devices(FILE *f, const struct run_result *rs, int n)
+{
+	const struct run_result *devs = first_finished(rs, n);
+	if (!devs || devs->ndev < 2)
+		return;
+	fprintf(f, "\nwritten to each block device during the run (/proc/diskstats), MiB:\n");
+	fprintf(f, "%-9s %5s %4s %-10s %-8s", "bs", "files", "jobs", "fsync", "system");
+	for (int k = 0; k < devs->ndev; k++)
+		fprintf(f, " %10s", devs->dev[k].name);
+	fputc('\n', f);
+	for (int i = 0; i < n; i++) {
+		const struct run_result *r = &rs[i];
+		if (!r->nrounds)
+			continue;
+		char bsz[32];
+		bench_size_str(r->w.bs, bsz, sizeof(bsz));
+		fprintf(f, "%-9s %5d %4d %-10s %-8s", bsz, r->w.files, r->w.jobs, r->w.fsync.label,
+			bench_system_name(r->sys));
+		for (int k = 0; k < devs->ndev; k++) {
+			if (k < r->ndev)
+				fprintf(f, " %10.1f", (double)r->dev[k].sectors * 512 / 1048576.0);
+			else
+				fprintf(f, " %10s", "-");
+		}
+		fputc('\n', f);
+	}
+}
 
 void report_table(FILE *f, const struct bench_opts *o, struct run_result *rs, int n)
 {
@@ -147,6 +185,7 @@ void report_table(FILE *f, const struct bench_opts *o, struct run_result *rs, in
 	}
 	(void)o;
 	free(cell);
+	report_devices(f, rs, n);
 }
 
 /* ---- JSON and CSV ---- */
@@ -307,7 +346,12 @@ static int write_csv(const char *path, const struct bench_opts *o, struct run_re
 	      f);
 	for (int d = 0; d < o->ndisks; d++)
 		fprintf(f, ",disk%d_bytes,disk%d_share,disk%d_writes,disk%d_seq_fraction", d, d, d, d);
-	fputs(",dev_written_bytes\n", f);
+	/* The devices are probed once: every run has the same list. */
+	const struct run_result *devs = first_finished(rs, n);
+	fputs(",dev_written_bytes", f);
+	for (int k = 0; devs && k < devs->ndev; k++)
+		fprintf(f, ",dev_%s_written_bytes", devs->dev[k].name);
+	fputc('\n', f);
 	for (int i = 0; i < n; i++) {
 		const struct run_result *r = &rs[i];
 		if (!r->nrounds)
@@ -346,7 +390,13 @@ static int write_csv(const char *path, const struct bench_opts *o, struct run_re
 			fputc(',', f);
 			csv_num(f, r->disk_seq[d], "%.6f");
 		}
-		fprintf(f, ",%" PRIu64 "\n", dev_bytes(r));
+		fprintf(f, ",%" PRIu64, dev_bytes(r));
+		for (int k = 0; devs && k < devs->ndev; k++) {
+			fputc(',', f);
+			if (k < r->ndev)
+				fprintf(f, "%" PRIu64, r->dev[k].sectors * 512);
+		}
+		fputc('\n', f);
 	}
 	return finish_file(f);
 }

@@ -363,7 +363,7 @@ static int setup_mergerfs(struct scratch *s, const char *log)
 	/* As users run it for media disks: no page cache of its own, new
 	 * files on the branch with the most free space. */
 	char *argv[] = {(char *)s->o->mergerfs_bin, "-f", "-o",
-			"cache.files=off,dropcacheonclose=true,category.create=mfs", branches,
+			"cache.files=off,dropcacheonclose=true,category.create=mfs,minfreespace=0", branches,
 			s->mnt[SYS_MERGERFS], NULL};
 	int rc = spawn(argv, log, &s->daemon[SYS_MERGERFS]);
 	return rc ? rc : wait_mount(s, SYS_MERGERFS, log);
