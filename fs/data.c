@@ -27,186 +27,6 @@
 #include <unistd.h>
 #include <linux/falloc.h>
 
-static void chunk_rel(uint64_t ino, uint64_t chunk, uint32_t section, char *out, size_t cap)
-{
-	snprintf(out, cap, "%" PRIu32 "/%" PRIu64 ".%" PRIu64, section, ino, chunk);
-}
-
-static int section_dirfd(struct fs *fs, uint32_t section)
-{
-	return fs->sections_fd[fs->section_disk[section]];
-}
-
-static struct inode_data *data_of(struct fs_inode *in)
-{
-	if (!in->data) {
-		in->data = calloc(1, sizeof(*in->data));
-		if (in->data)
-			for (int i = 0; i < CHUNK_FDS; i++) {
-				in->data->fds[i].fd = -1;
-				in->data->fds[i].dfd = -1;
-			}
-	}
-	return in->data;
-}
-
-static int push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
-{
-	if (*n && (*a)[*n - 1] == v)
-		return 0; /* the common case: sequential writes to one chunk */
-	for (size_t i = 0; i < *n; i++)
-		if ((*a)[i] == v)
-			return 0;
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		uint64_t *g = realloc(*a, nc * sizeof(**a));
-		if (!g)
-			return -ENOMEM;
-		*a = g;
-		*cap = nc;
-	}
-	(*a)[(*n)++] = v;
-	return 0;
-}
-
-/* Remember that chunk was written since the last fsync. */
-static int mark_dirty(struct fs_inode *in, uint64_t chunk)
-{
-	struct inode_data *d = in->data;
-	return push_u64(&d->dirty, &d->ndirty, &d->capdirty, chunk);
-}
-
-static void slot_close(struct chunk_fd *c)
-{
-	if (c->fd >= 0)
-		close(c->fd);
-	if (c->dfd >= 0)
-		close(c->dfd);
-	c->fd = -1;
-	c->dfd = -1;
-}
-
-void data_close_fds(struct fs *fs, struct fs_inode *in)
-{
-	(void)fs;
-	if (!in->data)
-		return;
-	for (int i = 0; i < CHUNK_FDS; i++)
-		slot_close(&in->data->fds[i]);
-}
-
-void data_free(struct fs *fs, struct fs_inode *in)
-{
-	if (!in->data)
-		return;
-	data_close_fds(fs, in);
-	free(in->data->dirty);
-	free(in->data->new_sections);
-	free(in->data);
-	in->data = NULL;
-}
-
-static void forget_fd(struct fs_inode *in, uint64_t chunk)
-{
-	if (!in || !in->data)
-		return;
-	for (int i = 0; i < CHUNK_FDS; i++) {
-		struct chunk_fd *c = &in->data->fds[i];
-		if (c->fd >= 0 && c->chunk == chunk)
-			slot_close(c);
-	}
-}
-
-/*
- * The fd of chunk `chunk` of in, from the inode's small cache or opened.
- * With create, a missing chunk gets its record and then a fresh, empty
- * file; without, a chunk without record (or file) is -ENOENT: a hole.
- */
-static uint32_t disk_of_chunk(const struct fs *fs, uint64_t ino, uint64_t chunk)
-{
-	return fs->section_disk[chunk_section(ino, chunk, fs->info.sections)];
-}
-
-static int chunk_fd(struct fs *fs, struct fs_inode *in, uint64_t chunk, bool create,
-		    struct chunk_fd **out)
-{
-	struct inode_data *d = data_of(in);
-	if (!d)
-		return -ENOMEM;
-	struct chunk_fd *victim = &d->fds[0];
-	for (int i = 0; i < CHUNK_FDS; i++) {
-		struct chunk_fd *c = &d->fds[i];
-		if (c->fd >= 0 && c->chunk == chunk) {
-			c->stamp = ++d->stamp;
-			*out = c;
-			return 0;
-		}
-		if (c->fd < 0 || (victim->fd >= 0 && c->stamp < victim->stamp))
-			victim = c;
-	}
-	uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
-	int dirfd = section_dirfd(fs, section);
-	char rel[96];
-	chunk_rel(in->ino, chunk, section, rel, sizeof(rel));
-	uint8_t ck[KEY_MAX];
-	int exists = fs_key_exists(fs, ck, key_chunk(ck, in->ino, chunk));
-	if (exists < 0)
-		return exists;
-	int flags = (fs->opt.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
-	int fd;
-	if (exists) {
-		fd = openat(dirfd, rel, flags);
-		if (fd < 0 && errno == ENOENT && create)
-			fd = openat(dirfd, rel, flags | O_CREAT, 0600);
-	} else if (!create) {
-		return -ENOENT;
-	} else {
-		int rc = store_put(fs->st, ck, key_chunk(ck, in->ino, chunk), "", 0, 0);
-		if (rc)
-			return rc;
-		/* O_TRUNC: a file without record is a leftover of a crash. */
-		fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
-		if (fd < 0 && errno == ENOENT) {
-			char sdir[16];
-			snprintf(sdir, sizeof(sdir), "%" PRIu32, section);
-			(void)mkdirat(dirfd, sdir, 0700); /* EEXIST from a racing mkdir is fine */
-			fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
-		}
-		if (fd >= 0 && push_u64(&d->new_sections, &d->nnew, &d->capnew, section))
-			fs_logf(fs, "out of memory tracking new chunk files; fsync may miss a directory");
-	}
-	if (fd < 0) {
-		int e = errno;
-		if (e == ENOENT && !create)
-			return -ENOENT;
-		fs_logf(fs, "disk %u: %s/%s/%s/%s: %s", fs->section_disk[section],
-			fs->ds->paths[fs->section_disk[section]], LSMFS_DIR, LSMFS_SECTIONS_DIR, rel,
-			strerror(e));
-		return -e;
-	}
-	slot_close(victim);
-	struct stat st;
-	victim->fd = fd;
-	victim->chunk = chunk;
-	bool known = fstat(fd, &st) == 0;
-	victim->blocks = known ? (uint64_t)st.st_blocks : 0;
-	victim->next_off = known ? (uint64_t)st.st_size : 0; /* appends are sequential */
-	victim->stamp = ++d->stamp;
-	*out = victim;
-	return 0;
-}
-
-/* Keep rec.blocks in step with what the chunk file holds now. */
-static void account_blocks(struct fs_inode *in, struct chunk_fd *c)
-{
-	struct stat st;
-	if (fstat(c->fd, &st) != 0)
-		return;
-	uint64_t now = (uint64_t)st.st_blocks;
-	in->rec.blocks = in->rec.blocks + now >= c->blocks ? in->rec.blocks + now - c->blocks : 0;
-	c->blocks = now;
-}
-
 static int full_pwrite(int fd, const char *buf, size_t n, off_t off)
 {
 	while (n) {
@@ -223,57 +43,7 @@ static int full_pwrite(int fd, const char *buf, size_t n, off_t off)
 	return 0;
 }
 
-/*
- * Remove the chunks [from, to) of ino that have records: files first, then
- * the records into b.  A crash in between leaves records without files,
- * which read as holes.
- */
-static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t from,
-		      uint64_t to, struct store_batch *b, uint64_t *freed)
-{
-	uint8_t lo[KEY_MAX], hi[KEY_MAX];
-	size_t ll = key_chunk(lo, ino, from);
-	size_t hl = to == UINT64_MAX ? key_chunk_prefix(hi, ino + 1) : key_chunk(hi, ino, to);
-	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
-	struct store_iter *it;
-	int rc = store_iter_new(fs->st, &io, &it);
-	if (rc)
-		return rc;
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-		size_t kl;
-		const uint8_t *k = store_iter_key(it, &kl);
-		if (kl != 17)
-			continue;
-		uint64_t chunk = sc_get_be64(k + 9);
-		uint32_t section = chunk_section(ino, chunk, fs->info.sections);
-		char rel[96];
-		chunk_rel(ino, chunk, section, rel, sizeof(rel));
-		forget_fd(in, chunk);
-		struct stat st;
-		int dirfd = section_dirfd(fs, section);
-		if (fstatat(dirfd, rel, &st, 0) == 0 && freed)
-			*freed += (uint64_t)st.st_blocks;
-		if (unlinkat(dirfd, rel, 0) != 0 && errno != ENOENT) {
-			rc = -errno;
-			fs_logf(fs, "disk %u: removing chunk %s: %s", fs->section_disk[section], rel,
-				strerror(errno));
-			break;
-		}
-		store_batch_delete(b, k, kl);
-	}
-	if (!rc)
-		rc = store_iter_status(it);
-	store_iter_free(it);
-	return rc;
-}
-
-int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk, struct store_batch *b,
-		     uint64_t *freed_blocks)
-{
-	return drop_range(fs, NULL, ino, from_chunk, UINT64_MAX, b, freed_blocks);
-}
-
-static int inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len)
+int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len)
 {
 	uint8_t k[KEY_MAX];
 	size_t kl = key_data(k, ino);
@@ -290,24 +60,24 @@ static int inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len)
 }
 
 /* Move an inline file's bytes to chunk 0 and flag it chunked. */
-static int to_chunked(struct fs *fs, struct fs_inode *in)
+int data_to_chunked(struct fs *fs, struct fs_inode *in)
 {
 	char *buf;
 	size_t len;
-	int rc = inline_get(fs, in->ino, &buf, &len);
+	int rc = data_inline_get(fs, in->ino, &buf, &len);
 	if (rc)
 		return rc;
 	if (len > in->rec.size)
 		len = in->rec.size;
 	if (len) {
 		struct chunk_fd *c;
-		rc = chunk_fd(fs, in, 0, true, &c);
+		rc = chunk_open(fs, in, 0, CHUNK_CREATE, &c, NULL);
 		if (!rc)
 			rc = full_pwrite(c->fd, buf, len, 0);
 		if (!rc) {
-			stats_write(fs, disk_of_chunk(fs, in->ino, 0), c, 0, len);
-			account_blocks(in, c);
-			rc = mark_dirty(in, 0);
+			stats_write(fs, chunk_disk(fs, in->ino, 0), c, 0, len);
+			chunk_account(in, c);
+			rc = chunk_mark_dirty(in, 0);
 		}
 	}
 	free(buf);
@@ -336,20 +106,20 @@ static int to_chunked(struct fs *fs, struct fs_inode *in)
  * current size: cut the chunk holding `from` back to it and drop every
  * later chunk that starts before `to`.
  */
-static int zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to)
+int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to)
 {
 	uint64_t cs = fs->info.chunk_size;
 	uint64_t first = from / cs;
 	if (from % cs) {
 		struct chunk_fd *c;
-		int rc = chunk_fd(fs, in, first, false, &c);
+		int rc = chunk_open(fs, in, first, CHUNK_WRITE, &c, NULL);
 		if (rc == 0) {
 			struct stat st;
 			if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > from % cs) {
 				if (ftruncate(c->fd, (off_t)(from % cs)) != 0)
 					return -errno;
 				c->next_off = from % cs;
-				account_blocks(in, c);
+				chunk_account(in, c);
 			}
 		} else if (rc != -ENOENT) {
 			return rc;
@@ -359,16 +129,7 @@ static int zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t 
 	uint64_t end = (to + cs - 1) / cs;
 	if (first >= end)
 		return 0;
-	struct store_batch *b = store_batch_new();
-	if (!b)
-		return -ENOMEM;
-	uint64_t freed = 0;
-	int rc = drop_range(fs, in, in->ino, first, end, b, &freed);
-	if (!rc && store_batch_count(b))
-		rc = store_write(fs->st, b, 0);
-	store_batch_free(b);
-	in->rec.blocks = in->rec.blocks > freed ? in->rec.blocks - freed : 0;
-	return rc;
+	return chunk_drop(fs, in, first, end);
 }
 
 static int inline_write(struct fs *fs, struct fs_inode *in, const char *buf, size_t size,
@@ -376,7 +137,7 @@ static int inline_write(struct fs *fs, struct fs_inode *in, const char *buf, siz
 {
 	char *old;
 	size_t olen;
-	int rc = inline_get(fs, in->ino, &old, &olen);
+	int rc = data_inline_get(fs, in->ino, &old, &olen);
 	if (rc)
 		return rc;
 	if (olen > in->rec.size)
@@ -453,8 +214,8 @@ static int direct_fd(struct fs *fs, struct fs_inode *in, struct chunk_fd *c)
 	if (__atomic_load_n(&fs->no_direct[disk], __ATOMIC_RELAXED))
 		return -1;
 	char rel[96];
-	chunk_rel(in->ino, c->chunk, section, rel, sizeof(rel));
-	int fd = openat(section_dirfd(fs, section), rel, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	chunk_path(in->ino, c->chunk, section, rel, sizeof(rel));
+	int fd = openat(chunk_dirfd(fs, section), rel, O_WRONLY | O_DIRECT | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EINVAL) {
 			__atomic_store_n(&fs->no_direct[disk], 1, __ATOMIC_RELAXED);
@@ -590,13 +351,14 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 				rc = (int)size;
 			goto out;
 		}
-		if ((rc = to_chunked(fs, in)))
+		if ((rc = data_to_chunked(fs, in)))
 			goto out;
 	}
-	if (off > in->rec.size && (rc = zero_gap(fs, in, in->rec.size, off)))
+	if (off > in->rec.size && (rc = data_zero_gap(fs, in, in->rec.size, off)))
 		goto out;
 	uint64_t cs = fs->info.chunk_size;
 	size_t done = 0;
+	bool made_past = false; /* this write created a chunk past the size */
 	while (done < size) {
 		uint64_t pos = off + done;
 		uint64_t chunk = pos / cs, within = pos % cs;
@@ -604,8 +366,10 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		if (n > cs - within)
 			n = (size_t)(cs - within);
 		struct chunk_fd *c;
-		if ((rc = chunk_fd(fs, in, chunk, true, &c)))
+		bool created;
+		if ((rc = chunk_open(fs, in, chunk, CHUNK_CREATE, &c, &created)))
 			break;
+		made_past |= created && chunk * cs >= in->rec.size;
 		size_t went = 0;
 		if (within % DIRECT_ALIGN == 0 && n % DIRECT_ALIGN == 0) {
 			int dfd = direct_fd(fs, in, c);
@@ -622,9 +386,9 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		if (went < n && (rc = put_bytes(c->fd, buf, src, done + went, n - went,
 						(off_t)(within + went))))
 			break;
-		stats_write(fs, disk_of_chunk(fs, in->ino, chunk), c, within, n);
-		account_blocks(in, c);
-		if ((rc = mark_dirty(in, chunk)))
+		stats_write(fs, chunk_disk(fs, in->ino, chunk), c, within, n);
+		chunk_account(in, c);
+		if ((rc = chunk_mark_dirty(in, chunk)))
 			break;
 		/* A chunk written to its end goes to the disk now, in order,
 		 * rather than all at once at fsync or under memory pressure. */
@@ -638,6 +402,16 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		inode_touch(&in->rec, true, true);
 		in->dirty = true;
 		rc = (int)done; /* a short write reports what reached the disk */
+	}
+	if (made_past && done < size) {
+		/* A failed write (a full or failing disk) leaves no chunk past
+		 * the size it reached: such a chunk is never read, and fsck
+		 * would report it. */
+		uint64_t keep = in->rec.size / cs + (in->rec.size % cs != 0);
+		int r2 = chunk_drop(fs, in, keep, UINT64_MAX);
+		if (r2)
+			fs_logf(fs, "inode %llu: dropping chunks past the size after a failed write: %s",
+				(unsigned long long)ino, strerror(-r2));
 	}
 out:
 	order_leave(fs, slot, ino);
@@ -684,7 +458,7 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
 		char *data;
 		size_t len;
-		if ((rc = inline_get(fs, ino, &data, &len)))
+		if ((rc = data_inline_get(fs, ino, &data, &len)))
 			goto out;
 		size_t have = len > off ? len - off : 0;
 		if (have > size)
@@ -705,7 +479,7 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 		if (n > cs - within)
 			n = (size_t)(cs - within);
 		struct chunk_fd *c;
-		rc = chunk_fd(fs, in, chunk, false, &c);
+		rc = chunk_open(fs, in, chunk, CHUNK_READ, &c, NULL);
 		size_t r = 0;
 		if (rc == 0) {
 			while (r < n) {
@@ -747,13 +521,13 @@ static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 		return -EFBIG;
 	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
 		if (nsize > fs->info.inline_max) {
-			if ((rc = to_chunked(fs, in)))
+			if ((rc = data_to_chunked(fs, in)))
 				return rc;
 		} else {
 			if (nsize < osize) {
 				char *data;
 				size_t len;
-				if ((rc = inline_get(fs, in->ino, &data, &len)))
+				if ((rc = data_inline_get(fs, in->ino, &data, &len)))
 					return rc;
 				if (len > nsize) {
 					uint8_t k[KEY_MAX];
@@ -771,28 +545,20 @@ static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 		}
 	}
 	if (nsize > osize) {
-		rc = zero_gap(fs, in, osize, nsize);
+		rc = data_zero_gap(fs, in, osize, nsize);
 	} else if (nsize < osize) {
 		uint64_t keep = (nsize + cs - 1) / cs; /* chunks [0, keep) stay */
-		struct store_batch *b = store_batch_new();
-		if (!b)
-			return -ENOMEM;
-		uint64_t freed = 0;
-		rc = drop_range(fs, in, in->ino, keep, UINT64_MAX, b, &freed);
-		if (!rc && store_batch_count(b))
-			rc = store_write(fs->st, b, 0);
-		store_batch_free(b);
-		in->rec.blocks = in->rec.blocks > freed ? in->rec.blocks - freed : 0;
+		rc = chunk_drop(fs, in, keep, UINT64_MAX);
 		if (!rc && nsize % cs) {
 			struct chunk_fd *c;
-			rc = chunk_fd(fs, in, nsize / cs, false, &c);
+			rc = chunk_open(fs, in, nsize / cs, CHUNK_WRITE, &c, NULL);
 			if (rc == 0) {
 				struct stat st;
 				if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > nsize % cs) {
 					if (ftruncate(c->fd, (off_t)(nsize % cs)) != 0)
 						rc = -errno;
 					else
-						account_blocks(in, c);
+						chunk_account(in, c);
 				}
 			} else if (rc == -ENOENT) {
 				rc = 0;
@@ -886,110 +652,6 @@ out:
 	return rc;
 }
 
-int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t soff, off_t slen)
-{
-	if (soff < 0 || slen <= 0)
-		return -EINVAL;
-	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
-		return -EOPNOTSUPP;
-	if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE))
-		return -EOPNOTSUPP;
-	uint64_t off = (uint64_t)soff, end = off + (uint64_t)slen;
-	if (end > (uint64_t)INT64_MAX)
-		return -EFBIG;
-	int rc;
-	struct fs_inode *in = inode_get(fs, ino, &rc);
-	if (!in)
-		return rc;
-	inode_lock(fs, in);
-	struct inode_rec *r = &in->rec;
-	uint64_t cs = fs->info.chunk_size;
-	if (!S_ISREG(r->mode)) {
-		rc = S_ISDIR(r->mode) ? -EISDIR : -ENODEV;
-		goto out;
-	}
-	if (mode & FALLOC_FL_PUNCH_HOLE) {
-		if (off >= r->size)
-			goto touch;
-		if (end > r->size)
-			end = r->size;
-		if (!(r->flags & INODE_FLAG_CHUNKED)) {
-			char *data;
-			size_t len;
-			if ((rc = inline_get(fs, ino, &data, &len)))
-				goto out;
-			if (len > off) {
-				size_t zend = end < len ? (size_t)end : len;
-				memset(data + off, 0, zend - off);
-				uint8_t k[KEY_MAX];
-				size_t kl = key_data(k, ino);
-				rc = store_put(fs->st, k, kl, data, len, 0);
-			}
-			free(data);
-			if (rc)
-				goto out;
-			goto touch;
-		}
-		for (uint64_t pos = off; pos < end;) {
-			uint64_t chunk = pos / cs, within = pos % cs;
-			uint64_t n = end - pos < cs - within ? end - pos : cs - within;
-			struct chunk_fd *c;
-			rc = chunk_fd(fs, in, chunk, false, &c);
-			if (rc == 0) {
-				if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-					      (off_t)within, (off_t)n) != 0) {
-					rc = -errno;
-					goto out;
-				}
-				account_blocks(in, c);
-				(void)mark_dirty(in, chunk); /* ENOMEM: fsync still syncs the store */
-			} else if (rc != -ENOENT) {
-				goto out;
-			}
-			rc = 0;
-			pos += n;
-		}
-		goto touch;
-	}
-	/* Allocation: mode 0 or KEEP_SIZE. */
-	if (!(r->flags & INODE_FLAG_CHUNKED)) {
-		if (end <= fs->info.inline_max) {
-			if (!(mode & FALLOC_FL_KEEP_SIZE) && end > r->size)
-				r->size = end;
-			goto touch;
-		}
-		if ((rc = to_chunked(fs, in)))
-			goto out;
-	}
-	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > r->size &&
-	    (rc = zero_gap(fs, in, r->size, end)))
-		goto out;
-	for (uint64_t pos = off; pos < end;) {
-		uint64_t chunk = pos / cs, within = pos % cs;
-		uint64_t n = end - pos < cs - within ? end - pos : cs - within;
-		struct chunk_fd *c;
-		if ((rc = chunk_fd(fs, in, chunk, true, &c)))
-			goto out;
-		if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, (off_t)within, (off_t)n) != 0) {
-			rc = -errno;
-			goto out;
-		}
-		account_blocks(in, c);
-		(void)mark_dirty(in, chunk); /* ENOMEM: fsync still syncs the store */
-		pos += n;
-	}
-	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > r->size)
-		r->size = end;
-touch:
-	inode_touch(r, !(mode & FALLOC_FL_KEEP_SIZE) || (mode & FALLOC_FL_PUNCH_HOLE), true);
-	in->dirty = true;
-	rc = inode_persist(fs, in, false);
-out:
-	inode_unlock(fs, in);
-	inode_put(fs, in);
-	return rc;
-}
-
 int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)
 {
 	int rc;
@@ -997,62 +659,7 @@ int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)
 	if (!in)
 		return rc;
 	inode_lock(fs, in);
-	struct inode_data *d = in->data;
-	rc = 0;
-	/* Each dirty chunk file is opened once (its record needs no check: a
-	 * dropped chunk's file is gone).  Writeback of all of them starts
-	 * first, so their blocks are allocated in one journal transaction and
-	 * written together; the fdatasyncs then mostly wait. */
-	int *fds = d && d->ndirty ? malloc(d->ndirty * sizeof(int)) : NULL;
-	if (d && d->ndirty && !fds)
-		rc = -ENOMEM;
-	for (size_t i = 0; fds && i < d->ndirty; i++) {
-		uint32_t section = chunk_section(ino, d->dirty[i], fs->info.sections);
-		char rel[96];
-		chunk_rel(ino, d->dirty[i], section, rel, sizeof(rel));
-		fds[i] = openat(section_dirfd(fs, section), rel, O_RDONLY | O_CLOEXEC);
-		if (fds[i] < 0)
-			fds[i] = -errno;
-		else if (d->ndirty > 1)
-			(void)sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
-	}
-	for (size_t i = 0; fds && i < d->ndirty; i++) {
-		if (fds[i] == -ENOENT) /* dropped since it was written */
-			continue;
-		if (fds[i] < 0) {
-			fs_logf(fs, "inode %llu: opening chunk %llu for fsync: %s",
-				(unsigned long long)ino, (unsigned long long)d->dirty[i],
-				strerror(-fds[i]));
-			if (!rc)
-				rc = fds[i];
-			continue;
-		}
-		if (!rc)
-			stats_fsync(fs, disk_of_chunk(fs, ino, d->dirty[i]));
-		if (!rc && fdatasync(fds[i]) != 0) {
-			rc = -errno;
-			fs_logf(fs, "inode %llu: fsync of chunk %llu: %s", (unsigned long long)ino,
-				(unsigned long long)d->dirty[i], strerror(errno));
-		}
-		close(fds[i]);
-	}
-	free(fds);
-	/* New chunk files need their directory entries durable too. */
-	for (size_t i = 0; d && !rc && i < d->nnew; i++) {
-		char sdir[16];
-		snprintf(sdir, sizeof(sdir), "%" PRIu64, d->new_sections[i]);
-		int fd = openat(section_dirfd(fs, (uint32_t)d->new_sections[i]), sdir,
-				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		stats_fsync(fs, fs->section_disk[d->new_sections[i]]);
-		if (fd < 0 || fsync(fd) != 0)
-			rc = -errno;
-		if (fd >= 0)
-			close(fd);
-	}
-	if (!rc && d) {
-		d->ndirty = 0;
-		d->nnew = 0;
-	}
+	rc = chunk_sync_dirty(fs, in);
 	if (!rc) {
 		(void)datasync; /* the record carries the size: always written */
 		rc = inode_persist(fs, in, true);
@@ -1105,7 +712,20 @@ int fs_statfs(struct fs *fs, struct statvfs *out)
 	memset(out, 0, sizeof(*out));
 	const uint64_t bs = 4096;
 	uint64_t blocks = 0, bfree = 0, bavail = 0;
+	dev_t seen[LSMFS_MAX_DISKS];
+	uint32_t nseen = 0;
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
+		/* Disks that are directories of one filesystem share its
+		 * space: count each backing filesystem once, by device. */
+		struct stat st;
+		if (fstat(fs->sections_fd[d], &st) != 0)
+			return -errno;
+		bool dup = false;
+		for (uint32_t i = 0; i < nseen; i++)
+			dup |= seen[i] == st.st_dev;
+		if (dup)
+			continue;
+		seen[nseen++] = st.st_dev;
 		struct statvfs sv;
 		if (fstatvfs(fs->sections_fd[d], &sv) != 0)
 			return -errno;

@@ -386,10 +386,17 @@ unlock:
 	return rc;
 }
 
-/* Is anc an ancestor of (or equal to) dir?  Walks parent pointers up. */
+/* Is anc an ancestor of (or equal to) dir?  Walks parent pointers up, as
+ * deep as the tree goes.  Every step goes to a lower depth in a sound
+ * store, so the walk ends; a damaged store with a cycle of parents is
+ * caught by the step count, which no real path can exceed (each step is a
+ * distinct inode, and every inode number is below next_ino). */
 static int is_ancestor(struct fs *fs, uint64_t anc, uint64_t dir)
 {
-	for (int depth = 0; depth < 4096; depth++) {
+	pthread_mutex_lock(&fs->ino_lock);
+	uint64_t bound = fs->next_ino;
+	pthread_mutex_unlock(&fs->ino_lock);
+	for (uint64_t steps = 0; steps <= bound; steps++) {
 		if (dir == anc)
 			return 1;
 		if (dir == LSMFS_ROOT_INO || dir == 0)
@@ -404,7 +411,9 @@ static int is_ancestor(struct fs *fs, uint64_t anc, uint64_t dir)
 			return 0;
 		dir = up;
 	}
-	return -ELOOP;
+	fs_logf(fs, "directory %llu: its parents form a cycle (run fsck.lsmfs)",
+		(unsigned long long)dir);
+	return -EUCLEAN;
 }
 
 int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newparent,

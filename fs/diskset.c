@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -177,7 +178,7 @@ static int resolve_meta(struct lsmfs_diskset *ds, char *err, size_t errlen)
 	return 0;
 }
 
-static int lock_disk(struct lsmfs_diskset *ds, uint32_t i, char *err,
+static int lock_disk(struct lsmfs_diskset *ds, uint32_t i, unsigned flags, char *err,
 		     size_t errlen)
 {
 	char path[PATH_MAX + 64];
@@ -189,8 +190,26 @@ static int lock_disk(struct lsmfs_diskset *ds, uint32_t i, char *err,
 		set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		int rc = -errno;
+	int rc = 0;
+	/* A daemon that is closing (its mount already gone, the store still
+	 * flushing) says so in the lock file: wait for it, within bounds,
+	 * so that "umount; mount" works as it does for other filesystems. */
+	for (int waited_ms = 0;; waited_ms += 20) {
+		rc = flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : -errno;
+		if (rc != -EWOULDBLOCK || !(flags & DISKSET_LOCK_WAIT) ||
+		    waited_ms >= DISKSET_LOCK_WAIT_MS)
+			break;
+		char state[64] = "";
+		ssize_t n = pread(fd, state, sizeof(state) - 1, 0);
+		state[n > 0 ? n : 0] = 0;
+		/* Empty: its holder is between clearing the pid and letting go
+		 * (diskset_close), or between locking and writing it. */
+		if (state[0] && !strstr(state, "\n" DISKSET_CLOSING "\n"))
+			break;
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (rc) {
 		if (rc == -EWOULDBLOCK) {
 			char pid[32] = "";
 			ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
@@ -208,7 +227,7 @@ static int lock_disk(struct lsmfs_diskset *ds, uint32_t i, char *err,
 	char pid[32];
 	int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
-		int rc = -errno;
+		rc = -errno;
 		set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		close(fd);
 		return rc;
@@ -387,7 +406,7 @@ int diskset_open(const char *spec, unsigned flags,
 		goto out;
 	if (flags & DISKSET_LOCK) {
 		for (uint32_t i = 0; i < count && rc == 0; i++)
-			rc = lock_disk(ds, i, err, errlen);
+			rc = lock_disk(ds, i, flags, err, errlen);
 		if (rc)
 			goto out;
 	}
@@ -405,6 +424,15 @@ out:
 		diskset_close(ds);
 	}
 	return rc;
+}
+
+void diskset_mark_closing(struct lsmfs_diskset *ds)
+{
+	char line[64];
+	int len = snprintf(line, sizeof(line), "%ld\n" DISKSET_CLOSING "\n", (long)getpid());
+	for (uint32_t i = 0; i < ds->ndisks; i++)
+		if (ds->lock_fds[i] >= 0 && pwrite(ds->lock_fds[i], line, (size_t)len, 0) != len)
+			(void)0; /* only a courtesy to the next mount: it then refuses, as before */
 }
 
 void diskset_close(struct lsmfs_diskset *ds)

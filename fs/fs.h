@@ -103,6 +103,12 @@ struct lsmfs_diskset {
  * directory that has lsmfs sections) when the others' copies tell which
  * disk it is; see super_damaged. */
 #define DISKSET_TOLERANT 2u
+/* With DISKSET_LOCK: a disk held by a daemon that is closing (it wrote
+ * DISKSET_CLOSING in the lock file, diskset_mark_closing) is waited for,
+ * up to DISKSET_LOCK_WAIT_MS, instead of refused. */
+#define DISKSET_LOCK_WAIT 4u
+#define DISKSET_LOCK_WAIT_MS 30000
+#define DISKSET_CLOSING "closing"
 
 /*
  * Open the disks named in spec ("DISK[:DISK...]", any order).  Refuses,
@@ -122,6 +128,9 @@ struct lsmfs_diskset {
 int diskset_open(const char *spec, unsigned flags,
 		 struct lsmfs_diskset **out, char *err, size_t errlen);
 void diskset_close(struct lsmfs_diskset *ds);
+/* The daemon's unmount has begun: say so in every lock file held, so that
+ * a new mount waits for this process instead of refusing. */
+void diskset_mark_closing(struct lsmfs_diskset *ds);
 
 /* Parameters of a new filesystem, for fs_format. */
 struct fs_format_params {

@@ -50,6 +50,7 @@ struct chunk_fd {
 	int dfd;                /* O_DIRECT fd for aligned writes; -1: not open */
 	uint64_t blocks;        /* st_blocks last seen, to keep rec.blocks */
 	uint64_t next_off;      /* end of the last write (stats: sequential) */
+	bool writable;          /* fd opened O_RDWR (reads open O_RDONLY) */
 	uint64_t stamp;         /* LRU */
 };
 
@@ -84,6 +85,7 @@ struct fs_inode {
 	bool dirty;             /* rec differs from the store */
 	bool loaded;            /* rec is valid */
 	bool gone;              /* reclaimed: nothing more may be written */
+	bool in_flux;           /* its `G` mark is in the store (chunk.c) */
 	struct inode_rec rec;
 	struct inode_data *data;
 	struct fs_inode *hnext;
@@ -153,6 +155,17 @@ struct fs {
 	bool stats_written;        /* stats_sum holds what the file shows */
 	bool stats_write_failed;   /* said once in the log; not again */
 	uint64_t stats_sum;        /* every counter added up, as last written */
+
+	/* reclaim.c */
+	struct reclaim {
+		pthread_mutex_t lock;
+		pthread_cond_t cv, idle;
+		uint64_t *queue;
+		size_t n, cap;
+		uint64_t done;
+		bool busy, stopping, running, initialized;
+		pthread_t thread;
+	} reclaim;
 
 	/* Reports from the store and the daemon go to log(ctx, line). */
 	void (*log)(void *ctx, const char *msg);
@@ -268,17 +281,59 @@ int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src,
 /* caller: used when to_set carries FUSE_SET_ATTR_KILL_SUID. */
 int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *attr,
 	       int to_set, const struct fs_caller *caller, struct stat *out);
+/* falloc.c; caller: who asks (an unprivileged one loses setuid). */
 int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
-		 off_t len);
+		 off_t len, const struct fs_caller *caller);
 int fs_fsync(struct fs *fs, uint64_t ino, bool datasync);
 int fs_fsyncdir(struct fs *fs, uint64_t ino);
 int fs_statfs(struct fs *fs, struct statvfs *out);
+/* Inline data of ino (NULL, 0 when none); malloc'd. */
+int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len);
+/* Move an inline file's bytes to chunk 0 and flag it chunked. */
+int data_to_chunked(struct fs *fs, struct fs_inode *in);
+/* Make [from, to) of a chunked file read as zeros; from is its size. */
+int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to);
+
+/* chunk.c: chunk files and records; under the inode's lock. */
+enum chunk_access {
+	CHUNK_READ,   /* an existing chunk, opened read-only */
+	CHUNK_WRITE,  /* an existing chunk, opened read-write */
+	CHUNK_CREATE, /* read-write, made (record, then file) if missing */
+};
+/* <section>/<ino>.<chunk>, relative to the sections directory. */
+void chunk_path(uint64_t ino, uint64_t chunk, uint32_t section, char *out, size_t cap);
+int chunk_dirfd(const struct fs *fs, uint32_t section);
+uint32_t chunk_disk(const struct fs *fs, uint64_t ino, uint64_t chunk);
+struct inode_data *chunk_data_of(struct fs_inode *in);
+/* The fd of a chunk from the inode's cache, or opened; -ENOENT: a hole
+ * (no record, or a record without file).  *created (may be NULL) says
+ * whether CHUNK_CREATE made it. */
+int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_access access,
+	       struct chunk_fd **out, bool *created);
+/* Keep rec.blocks in step with what the chunk file holds now. */
+void chunk_account(struct fs_inode *in, struct chunk_fd *c);
+/* Remember that chunk was written since the last fsync. */
+int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk);
+/* Put the inode's `G` mark into b, or at once (b NULL), unless there. */
+int chunk_mark_flux(struct fs *fs, struct fs_inode *in, struct store_batch *b);
+/* Remove the chunks [from, to) that exist (to UINT64_MAX: all). */
+int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to);
+/* Call fn for every chunk record of ino in [from, to), in order; stops
+ * at fn's first non-zero return, which it returns. */
+int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
+	       int (*fn)(void *ctx, uint64_t chunk), void *ctx);
+/* fdatasync every chunk written since the last call, with a bounded
+ * number of descriptors, then the directories of new chunk files. */
+int chunk_sync_dirty(struct fs *fs, struct fs_inode *in);
+/* At mount: repair the chunks of every inode a crash left marked. */
+int chunk_recover(struct fs *fs);
 void data_close_fds(struct fs *fs, struct fs_inode *in);
 /* Close the fds and free the data state of an inode being dropped. */
 void data_free(struct fs *fs, struct fs_inode *in);
-/* Remove every chunk file and chunk record of ino (records into b). */
-int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk,
-		     struct store_batch *b, uint64_t *freed_blocks);
+/* Remove the chunk files of ino from from_chunk on, at most limit of
+ * them, their records into b; *resume: where to go on (UINT64_MAX: done). */
+int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk, uint64_t limit,
+		     struct store_batch *b, uint64_t *freed_blocks, uint64_t *resume);
 
 /* xattr.c */
 int fs_setxattr(struct fs *fs, uint64_t ino, const char *name,
@@ -290,6 +345,18 @@ int fs_removexattr(struct fs *fs, uint64_t ino, const char *name);
 /* Under the inode lock: remove security.capability, as a write or an
  * owner change must (the record is left to the caller). */
 int xattr_drop_capability(struct fs *fs, struct fs_inode *in);
+
+/* reclaim.c: the background thread that deletes unlinked inodes. */
+int reclaim_start(struct fs *fs);
+/* Hand ino (nlink 0, forgotten by the kernel) to the thread; -ESRCH when
+ * it is not running (then reclaim it yourself). */
+int reclaim_queue(struct fs *fs, uint64_t ino);
+/* Queue every orphan key of the store (at mount). */
+int reclaim_orphans(struct fs *fs);
+/* Wait until the queue is empty and the thread idle. */
+void reclaim_wait_idle(struct fs *fs);
+/* Drain the queue, stop the thread (no-op when not started). */
+void reclaim_stop(struct fs *fs);
 
 /* wire.c */
 int fs_wire_attach(struct fs *fs, struct fuse_session *se);

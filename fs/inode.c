@@ -183,10 +183,12 @@ struct fs_inode *inode_ref(struct fs *fs, struct fs_inode *in)
 static void drop(struct fs *fs, struct fs_inode *in)
 {
 	if (in->rec.nlink == 0 && !in->gone && !fs->opt.read_only) {
-		pthread_mutex_lock(&fs->ns_lock);
+		/* The data goes in the background (reclaim.c), holding no
+		 * lock that other operations need. */
 		data_close_fds(fs, in);
-		int rc = inode_reclaim(fs, in->ino);
-		pthread_mutex_unlock(&fs->ns_lock);
+		int rc = reclaim_queue(fs, in->ino);
+		if (rc)
+			rc = inode_reclaim(fs, in->ino);
 		if (rc)
 			fs_logf(fs, "inode %llu: reclaiming: %s (left as an orphan for the next mount)",
 				(unsigned long long)in->ino, strerror(-rc));
@@ -242,7 +244,7 @@ void fs_forget(struct fs *fs, uint64_t ino, uint64_t n)
 
 int inode_persist(struct fs *fs, struct fs_inode *in, bool sync)
 {
-	if (!in->dirty || in->gone)
+	if ((!in->dirty && !in->in_flux) || in->gone)
 		return sync ? store_sync(fs->st) : 0;
 	if (in->rec.nlink == 0) {
 		/* Unlinked (the orphan list has it): its record is deleted at
@@ -251,12 +253,20 @@ int inode_persist(struct fs *fs, struct fs_inode *in, bool sync)
 		in->dirty = false;
 		return sync ? store_sync(fs->st) : 0;
 	}
-	uint8_t k[KEY_MAX], v[INODE_REC_LEN];
-	size_t kl = key_inode(k, in->ino);
-	inode_rec_encode(&in->rec, v);
-	int rc = store_put(fs->st, k, kl, v, sizeof(v), sync ? STORE_WRITE_SYNC : 0);
+	/* The record and, when chunks were changing, the end of their `G`
+	 * mark (chunk.c): the stored size now covers every chunk. */
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	inode_rec_put(b, in->ino, &in->rec);
+	if (in->in_flux) {
+		uint8_t k[KEY_MAX];
+		store_batch_delete(b, k, key_flux(k, in->ino));
+	}
+	int rc = store_write(fs->st, b, sync ? STORE_WRITE_SYNC : 0);
+	store_batch_free(b);
 	if (!rc)
-		in->dirty = false;
+		in->dirty = in->in_flux = false;
 	return rc;
 }
 
@@ -266,7 +276,7 @@ int fs_persist_all(struct fs *fs)
 	pthread_mutex_lock(&fs->itab_lock);
 	for (size_t i = 0; i < fs->itab_size; i++) {
 		for (struct fs_inode *in = fs->itab[i]; in; in = in->hnext) {
-			if (!in->dirty)
+			if (!in->dirty && !in->in_flux)
 				continue;
 			/* itab_lock then an inode lock: only here, with no
 			 * requests in flight (unmount). */
@@ -346,11 +356,15 @@ void inode_stat(const struct fs *fs, const struct fs_inode *in, struct stat *st)
 	st->st_ctim.tv_nsec = r->ctime_nsec;
 }
 
+/* Chunks removed per store batch while reclaiming: bounds the batch. */
+#define RECLAIM_RUN 4096
+
 /*
- * Delete an inode whose last name is gone: its chunk files, then in one
- * batch its record, inline data, chunk records, xattrs and orphan key.
- * Caller holds ns_lock.  A crash in between leaves at worst chunk files
- * without owner (fsck's business) and never a name to a half-deleted inode.
+ * Delete an inode whose last name is gone: its chunk files and their
+ * records, RECLAIM_RUN at a time, then in one batch its record, inline
+ * data, xattrs, in-flux mark and orphan key.  Takes no filesystem-wide
+ * lock (reclaim.c says why).  A crash in between leaves the orphan key,
+ * and the next mount goes on: never a name to a half-deleted inode.
  */
 int inode_reclaim(struct fs *fs, uint64_t ino)
 {
@@ -362,12 +376,15 @@ int inode_reclaim(struct fs *fs, uint64_t ino)
 	struct store_batch *b = store_batch_new();
 	if (!b)
 		return -ENOMEM;
-	uint64_t freed = 0;
 	/* Flags say what there is to scan; an unreadable record scans all. */
-	if (!known || (rec.flags & INODE_FLAG_CHUNKED)) {
-		rc = data_drop_chunks(fs, ino, 0, b, &freed);
+	for (uint64_t from = 0; (!known || (rec.flags & INODE_FLAG_CHUNKED)) && from != UINT64_MAX;) {
+		uint64_t freed = 0;
+		rc = data_drop_chunks(fs, ino, from, RECLAIM_RUN, b, &freed, &from);
+		if (!rc && store_batch_count(b))
+			rc = store_write(fs->st, b, 0);
 		if (rc)
 			goto out;
+		store_batch_clear(b);
 	}
 	uint8_t k[KEY_MAX], lo[KEY_MAX], hi[KEY_MAX];
 	size_t kl = key_inode(k, ino);
@@ -375,6 +392,8 @@ int inode_reclaim(struct fs *fs, uint64_t ino)
 	kl = key_data(k, ino);
 	store_batch_delete(b, k, kl);
 	kl = key_orphan(k, ino);
+	store_batch_delete(b, k, kl);
+	kl = key_flux(k, ino);
 	store_batch_delete(b, k, kl);
 	if (!known || (rec.flags & INODE_FLAG_XATTR)) {
 		size_t ll = key_xattr_prefix(lo, ino), hl = key_xattr_prefix(hi, ino + 1);

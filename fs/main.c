@@ -274,6 +274,25 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* "-ofsname=SPEC,subtype=lsmfs,default_permissions" with every comma and
+ * backslash of SPEC escaped as libfuse's option parser wants; malloc'd. */
+static char *fsname_option(const char *spec)
+{
+	static const char head[] = "-ofsname=", tail[] = ",subtype=lsmfs,default_permissions";
+	size_t n = strlen(spec);
+	char *o = malloc(sizeof(head) + 2 * n + sizeof(tail));
+	if (!o)
+		return NULL;
+	char *p = stpcpy(o, head);
+	for (size_t i = 0; i < n; i++) {
+		if (spec[i] == ',' || spec[i] == '\\')
+			*p++ = '\\';
+		*p++ = spec[i];
+	}
+	strcpy(p, tail);
+	return o;
+}
+
 /* Everything after the command line: open, mount, serve, unmount.
  * Returns the exit status. */
 static int serve(const struct cmdline *c, struct fuse_args *args)
@@ -289,7 +308,8 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 	struct logger lg = {0};
 	char err[1024] = "";
 	struct lsmfs_diskset *ds = NULL;
-	int rc = diskset_open(c->disks, c->read_only ? 0 : DISKSET_LOCK, &ds, err, sizeof(err));
+	int rc = diskset_open(c->disks, c->read_only ? 0 : DISKSET_LOCK | DISKSET_LOCK_WAIT, &ds, err,
+			      sizeof(err));
 	if (rc)
 		return fail(fd, "%s", err);
 	struct fs_options fo = {
@@ -307,10 +327,17 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 		return fail(fd, "%s", err);
 	}
 
-	/* fsname shows the disks in mount(8) and df, as mergerfs does. */
-	char fsname[LSMFS_MAX_DISKS * 64];
-	snprintf(fsname, sizeof(fsname), "-ofsname=%s,subtype=lsmfs,default_permissions", c->disks);
-	fuse_opt_add_arg(args, fsname);
+	/* fsname shows the disks in mount(8) and df, as mergerfs does.  The
+	 * paths are the user's: escaped, so that a comma in one never
+	 * becomes a mount option. */
+	char *fsname = fsname_option(c->disks);
+	if (!fsname || fuse_opt_add_arg(args, fsname) != 0) {
+		free(fsname);
+		fs_close(fs);
+		diskset_close(ds);
+		return fail(fd, "out of memory");
+	}
+	free(fsname);
 	struct fuse_session *se = fuse_session_new(args, &lsmfs_ops, sizeof(lsmfs_ops), fs);
 	if (!se) {
 		fs_close(fs);
@@ -353,6 +380,7 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 
 	struct fuse_loop_config cfg = {.clone_fd = 0, .max_idle_threads = 16};
 	int lrc = fuse_session_loop_mt(se, &cfg);
+	diskset_mark_closing(ds); /* a new mount of these disks waits for us now */
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);

@@ -1,8 +1,8 @@
 /*
  * mount.c: opening a filesystem for the daemon: the store, the filesystem
  * info checked against the superblocks, the section map cached in memory,
- * a directory fd per disk, inode number reservation, and reclaiming the
- * orphans a crash left behind (SCHEMA.md, "Orphans").
+ * a directory fd per disk, inode number reservation, and the repairs a
+ * crash calls for: chunks in flux (chunk.c) and orphans (reclaim.c).
  */
 #include "fs_int.h"
 
@@ -176,44 +176,6 @@ static int open_disks(struct fs *fs, char *err, size_t errlen)
 	return 0;
 }
 
-/* Reclaim every orphan left by a crash: nobody can hold them open now. */
-static int reclaim_orphans(struct fs *fs)
-{
-	uint8_t lo[1] = {KEY_ORPHAN}, hi[1] = {KEY_ORPHAN + 1};
-	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
-	uint64_t *inos = NULL;
-	size_t n = 0, cap = 0;
-	struct store_iter *it;
-	int rc = store_iter_new(fs->st, &io, &it);
-	if (rc)
-		return rc;
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-		size_t kl;
-		const uint8_t *key = store_iter_key(it, &kl);
-		if (kl != 9)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			uint64_t *g = realloc(inos, cap * sizeof(*inos));
-			if (!g) {
-				rc = -ENOMEM;
-				break;
-			}
-			inos = g;
-		}
-		inos[n++] = sc_get_be64(key + 1);
-	}
-	if (!rc)
-		rc = store_iter_status(it);
-	store_iter_free(it);
-	for (size_t i = 0; !rc && i < n; i++)
-		rc = inode_reclaim(fs, inos[i]);
-	if (!rc && n)
-		fs_logf(fs, "reclaimed %zu orphan inode%s left by a crash", n, n == 1 ? "" : "s");
-	free(inos);
-	return rc;
-}
-
 static void store_log(void *ctx, const char *msg)
 {
 	struct fs *fs = ctx;
@@ -277,8 +239,17 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	uint32_t nsec;
 	fs_now(&sec, &nsec);
 	fs->generation = (uint64_t)sec;
+	/* Orphans a crash left go in the background, as later unlinks do. */
+	if (!opt->read_only && (rc = reclaim_start(fs)))
+		fs_logf(fs, "cannot start the reclaim thread (%s): unlinked files are deleted in the foreground",
+			strerror(-rc));
 	if (!opt->read_only && (rc = reclaim_orphans(fs))) {
 		snprintf(err, errlen, "%s: reclaiming orphan inodes: %s", ds->meta_dir, strerror(-rc));
+		goto fail;
+	}
+	if (!opt->read_only && (rc = chunk_recover(fs))) {
+		snprintf(err, errlen, "%s: repairing the chunks of files a crash interrupted: %s",
+			 ds->meta_dir, strerror(-rc));
 		goto fail;
 	}
 	/* The statistics file; a read-only mount writes nothing anywhere.
@@ -296,6 +267,7 @@ fail:
 int fs_close(struct fs *fs)
 {
 	int rc = 0;
+	reclaim_stop(fs); /* drains the queue: no orphan outlives a clean unmount */
 	if (fs->st && !fs->opt.read_only) {
 		rc = fs_persist_all(fs);
 		int r2 = store_flush(fs->st);

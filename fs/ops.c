@@ -449,7 +449,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 			 struct fuse_file_info *fi)
 {
 	(void)fi;
-	fuse_reply_err(req, -fs_fallocate(fs_of(req), ino, mode, offset, length));
+	struct fs *fs = fs_of(req);
+	struct fs_caller c;
+	fuse_reply_err(req, -fs_fallocate(fs, ino, mode, offset, length, caller_of(req, &c)));
+	mode_changed(fs, ino); /* setuid may have gone */
 }
 
 const struct fuse_lowlevel_ops lsmfs_ops = {

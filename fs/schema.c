@@ -102,6 +102,11 @@ size_t key_orphan(uint8_t *out, uint64_t ino)
 	return key_ino(out, KEY_ORPHAN, ino);
 }
 
+size_t key_flux(uint8_t *out, uint64_t ino)
+{
+	return key_ino(out, KEY_FLUX, ino);
+}
+
 uint32_t chunk_section(uint64_t ino, uint64_t chunk, uint32_t sections)
 {
 	uint8_t b[16];

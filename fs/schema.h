@@ -21,6 +21,7 @@
 #define KEY_DATA 'F'
 #define KEY_CHUNK 'C'
 #define KEY_ORPHAN 'O'
+#define KEY_FLUX 'G'
 
 #define META_FS "fs"
 #define META_NEXT_INO "next_ino"
@@ -95,6 +96,7 @@ size_t key_data(uint8_t *out, uint64_t ino);
 size_t key_chunk(uint8_t *out, uint64_t ino, uint64_t chunk);
 size_t key_chunk_prefix(uint8_t *out, uint64_t ino);
 size_t key_orphan(uint8_t *out, uint64_t ino);
+size_t key_flux(uint8_t *out, uint64_t ino);
 
 /* The readdir hash of a name (SCHEMA.md, "Directory entries"): >= 3. */
 uint64_t dirent_hash(const char *name, size_t nlen);

@@ -34,6 +34,7 @@ struct fsck_inode {
 	bool rec_ok;            /* the record decoded */
 	bool rec_bad;           /* a record is there but does not decode */
 	bool orphan;            /* an O key names it */
+	bool flux;              /* a G key names it: chunks changed at a crash */
 	bool reached;           /* found by the walk from the root */
 	uint32_t entries;       /* directory entries naming it */
 	uint32_t subdirs;       /* directories: entries that are directories */

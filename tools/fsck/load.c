@@ -240,6 +240,9 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap)
 	case KEY_ORPHAN:
 		snprintf(out, cap, "the orphan mark of inode %" PRIu64, a);
 		return;
+	case KEY_FLUX:
+		snprintf(out, cap, "the chunks-in-flux mark of inode %" PRIu64, a);
+		return;
 	case KEY_SECTION:
 		if (kl == 5) {
 			snprintf(out, cap, "the map entry of section %u", sc_get_be32(k + 1));
@@ -316,6 +319,15 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		if (!in)
 			return -ENOMEM;
 		in->orphan = true;
+		return 0;
+	}
+	case KEY_FLUX: { /* the daemon's crash repair is pending (SCHEMA.md) */
+		if (kl != 9)
+			break;
+		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
+		if (!in)
+			return -ENOMEM;
+		in->flux = true;
 		return 0;
 	}
 	case KEY_SECTION: {

@@ -192,6 +192,7 @@ int fsck_clear_inode(struct fsck *f, struct fsck_inode *in)
 	store_batch_delete(b, k, key_inode(k, ino));
 	store_batch_delete(b, k, key_data(k, ino));
 	store_batch_delete(b, k, key_orphan(k, ino));
+	store_batch_delete(b, k, key_flux(k, ino));
 	for (size_t i = 0; i < f->nchunks; i++)
 		if (f->chunks[i].ino == ino)
 			store_batch_delete(b, k, key_chunk(k, ino, f->chunks[i].chunk));

@@ -1,0 +1,548 @@
+/*
+ * chunk.c: chunk files and their records (SCHEMA.md, "Data" and "Chunks
+ * in flux").
+ *
+ * Chunk c of inode i is the file <sections>/<s>/<i>.<c> on the disk that
+ * section s = chunk_section(i, c) maps to, and it exists only while the
+ * record `C` i c does: the record is written before the file is created
+ * and deleted after the file is removed.  Every place that names a chunk
+ * file goes through chunk_path().
+ *
+ * Chunks in flux: between a chunk record's creation and the next store
+ * write of the inode's record, a crash could leave a chunk past the size
+ * the store holds (the size grows in memory first), and a removal that
+ * was cut short a record whose file is gone.  So the first chunk change
+ * after the inode record was stored puts `G` ino (in the batch of the
+ * chunk record, or before the first file is removed); storing the inode
+ * record deletes it (inode_persist), and the mount repairs what a crash
+ * left of every inode still marked (chunk_recover).
+ *
+ * An open inode keeps a few chunk fds (CHUNK_FDS), opened read-only for
+ * reads, so that a chunk file the administrator made read-only or
+ * immutable still reads.  Everything here runs under the inode's stripe
+ * lock, except chunk_recover (at mount, before any request).
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void chunk_path(uint64_t ino, uint64_t chunk, uint32_t section, char *out, size_t cap)
+{
+	snprintf(out, cap, "%" PRIu32 "/%" PRIu64 ".%" PRIu64, section, ino, chunk);
+}
+
+int chunk_dirfd(const struct fs *fs, uint32_t section)
+{
+	return fs->sections_fd[fs->section_disk[section]];
+}
+
+uint32_t chunk_disk(const struct fs *fs, uint64_t ino, uint64_t chunk)
+{
+	return fs->section_disk[chunk_section(ino, chunk, fs->info.sections)];
+}
+
+struct inode_data *chunk_data_of(struct fs_inode *in)
+{
+	if (!in->data) {
+		in->data = calloc(1, sizeof(*in->data));
+		if (in->data)
+			for (int i = 0; i < CHUNK_FDS; i++) {
+				in->data->fds[i].fd = -1;
+				in->data->fds[i].dfd = -1;
+			}
+	}
+	return in->data;
+}
+
+static int push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
+{
+	if (*n && (*a)[*n - 1] == v)
+		return 0; /* the common case: sequential writes to one chunk */
+	for (size_t i = 0; i < *n; i++)
+		if ((*a)[i] == v)
+			return 0;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		uint64_t *g = realloc(*a, nc * sizeof(**a));
+		if (!g)
+			return -ENOMEM;
+		*a = g;
+		*cap = nc;
+	}
+	(*a)[(*n)++] = v;
+	return 0;
+}
+
+int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk)
+{
+	struct inode_data *d = in->data;
+	return push_u64(&d->dirty, &d->ndirty, &d->capdirty, chunk);
+}
+
+static void slot_close(struct chunk_fd *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->dfd >= 0)
+		close(c->dfd);
+	c->fd = -1;
+	c->dfd = -1;
+}
+
+void data_close_fds(struct fs *fs, struct fs_inode *in)
+{
+	(void)fs;
+	if (!in->data)
+		return;
+	for (int i = 0; i < CHUNK_FDS; i++)
+		slot_close(&in->data->fds[i]);
+}
+
+void data_free(struct fs *fs, struct fs_inode *in)
+{
+	if (!in->data)
+		return;
+	data_close_fds(fs, in);
+	free(in->data->dirty);
+	free(in->data->new_sections);
+	free(in->data);
+	in->data = NULL;
+}
+
+static void forget_fd(struct fs_inode *in, uint64_t chunk)
+{
+	if (!in || !in->data)
+		return;
+	for (int i = 0; i < CHUNK_FDS; i++) {
+		struct chunk_fd *c = &in->data->fds[i];
+		if (c->fd >= 0 && c->chunk == chunk)
+			slot_close(c);
+	}
+}
+
+int chunk_mark_flux(struct fs *fs, struct fs_inode *in, struct store_batch *b)
+{
+	if (in->in_flux)
+		return 0;
+	uint8_t k[KEY_MAX];
+	size_t kl = key_flux(k, in->ino);
+	int rc = b ? store_batch_put(b, k, kl, "", 0) : store_put(fs->st, k, kl, "", 0, 0);
+	if (!rc && !b)
+		in->in_flux = true; /* with a batch: once the caller wrote it */
+	return rc;
+}
+
+static void log_chunk_error(struct fs *fs, uint32_t section, const char *rel, const char *what,
+			    int err)
+{
+	uint32_t disk = fs->section_disk[section];
+	fs_logf(fs, "disk %u: %s%s/%s/%s/%s: %s", disk, what, fs->ds->paths[disk], LSMFS_DIR,
+		LSMFS_SECTIONS_DIR, rel, strerror(err));
+}
+
+/* A new chunk: its record (with the in-flux mark) first, then a fresh,
+ * empty file.  If the file cannot be made, the record goes again. */
+static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_t section,
+			const char *rel, int flags)
+{
+	uint8_t ck[KEY_MAX];
+	size_t ckl = key_chunk(ck, in->ino, chunk);
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	bool marking = !in->in_flux;
+	store_batch_put(b, ck, ckl, "", 0);
+	int rc = chunk_mark_flux(fs, in, b);
+	if (!rc)
+		rc = store_write(fs->st, b, 0);
+	store_batch_free(b);
+	if (rc)
+		return rc;
+	if (marking)
+		in->in_flux = true;
+	int dirfd = chunk_dirfd(fs, section);
+	/* O_TRUNC: a file without record is a leftover of a crash. */
+	int fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 && errno == ENOENT) {
+		char sdir[16];
+		snprintf(sdir, sizeof(sdir), "%" PRIu32, section);
+		(void)mkdirat(dirfd, sdir, 0700); /* EEXIST from a racing mkdir is fine */
+		fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
+	}
+	if (fd < 0) {
+		int e = errno;
+		log_chunk_error(fs, section, rel, "creating ", e);
+		/* No file, so no record: a record without file inside the
+		 * size would read as a hole that fsck reports as lost. */
+		if (store_delete(fs->st, ck, ckl, 0))
+			fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 " keeps a record without file "
+				"(the next mount drops it)", in->ino, chunk);
+		return -e;
+	}
+	struct inode_data *d = in->data;
+	if (push_u64(&d->new_sections, &d->nnew, &d->capnew, section))
+		fs_logf(fs, "out of memory tracking new chunk files; fsync may miss a directory");
+	return fd;
+}
+
+int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_access access,
+	       struct chunk_fd **out, bool *created)
+{
+	struct inode_data *d = chunk_data_of(in);
+	if (!d)
+		return -ENOMEM;
+	if (created)
+		*created = false;
+	bool write = access != CHUNK_READ;
+	if (write && fs->opt.read_only)
+		return -EROFS;
+	struct chunk_fd *victim = &d->fds[0];
+	for (int i = 0; i < CHUNK_FDS; i++) {
+		struct chunk_fd *c = &d->fds[i];
+		if (c->fd >= 0 && c->chunk == chunk) {
+			if (write && !c->writable) {
+				victim = c; /* reopen it for writing, in its slot */
+				break;
+			}
+			c->stamp = ++d->stamp;
+			*out = c;
+			return 0;
+		}
+		if (c->fd < 0 || (victim->fd >= 0 && c->stamp < victim->stamp))
+			victim = c;
+	}
+	uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
+	char rel[96];
+	chunk_path(in->ino, chunk, section, rel, sizeof(rel));
+	uint8_t ck[KEY_MAX];
+	int exists = fs_key_exists(fs, ck, key_chunk(ck, in->ino, chunk));
+	if (exists < 0)
+		return exists;
+	int flags = (write ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+	int fd;
+	if (exists) {
+		fd = openat(chunk_dirfd(fs, section), rel, flags);
+		if (fd < 0 && errno == ENOENT && access == CHUNK_CREATE)
+			fd = openat(chunk_dirfd(fs, section), rel, flags | O_CREAT, 0600);
+		if (fd < 0) {
+			int e = errno;
+			if (e == ENOENT)
+				return -ENOENT; /* record without file: a hole */
+			log_chunk_error(fs, section, rel, "opening ", e);
+			return -e;
+		}
+	} else if (access != CHUNK_CREATE) {
+		return -ENOENT;
+	} else {
+		fd = create_chunk(fs, in, chunk, section, rel, flags);
+		if (fd < 0)
+			return fd;
+		if (created)
+			*created = true;
+	}
+	slot_close(victim);
+	struct stat st;
+	victim->fd = fd;
+	victim->chunk = chunk;
+	victim->writable = write;
+	bool known = fstat(fd, &st) == 0;
+	victim->blocks = known ? (uint64_t)st.st_blocks : 0;
+	victim->next_off = known ? (uint64_t)st.st_size : 0; /* appends are sequential */
+	victim->stamp = ++d->stamp;
+	*out = victim;
+	return 0;
+}
+
+void chunk_account(struct fs_inode *in, struct chunk_fd *c)
+{
+	struct stat st;
+	if (fstat(c->fd, &st) != 0)
+		return;
+	uint64_t now = (uint64_t)st.st_blocks;
+	in->rec.blocks = in->rec.blocks + now >= c->blocks ? in->rec.blocks + now - c->blocks : 0;
+	c->blocks = now;
+}
+
+/*
+ * Remove the chunks [from, to) of ino that have records: files first, then
+ * the records into b.  The work is one step per chunk that exists, found
+ * by a range scan of the records, never one per chunk index of the range.
+ * With in (a live inode), the in-flux mark goes first, so that a crash
+ * between a file's removal and its record's leaves something the mount
+ * repairs; without (reclaim), the orphan key plays that part.
+ */
+static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t from,
+		      uint64_t to, struct store_batch *b, uint64_t *freed, uint64_t limit,
+		      uint64_t *resume)
+{
+	if (resume)
+		*resume = UINT64_MAX;
+	uint8_t lo[KEY_MAX], hi[KEY_MAX];
+	size_t ll = key_chunk(lo, ino, from);
+	size_t hl = to == UINT64_MAX ? key_chunk_prefix(hi, ino + 1) : key_chunk(hi, ino, to);
+	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
+	struct store_iter *it;
+	int rc = store_iter_new(fs->st, &io, &it);
+	if (rc)
+		return rc;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+		size_t kl;
+		const uint8_t *k = store_iter_key(it, &kl);
+		if (kl != 17)
+			continue;
+		uint64_t chunk = sc_get_be64(k + 9);
+		if (limit-- == 0) {
+			*resume = chunk;
+			break;
+		}
+		if (in && (rc = chunk_mark_flux(fs, in, NULL)))
+			break;
+		uint32_t section = chunk_section(ino, chunk, fs->info.sections);
+		char rel[96];
+		chunk_path(ino, chunk, section, rel, sizeof(rel));
+		forget_fd(in, chunk);
+		struct stat st;
+		int dirfd = chunk_dirfd(fs, section);
+		if (fstatat(dirfd, rel, &st, 0) == 0 && freed)
+			*freed += (uint64_t)st.st_blocks;
+		if (unlinkat(dirfd, rel, 0) != 0 && errno != ENOENT) {
+			rc = -errno;
+			log_chunk_error(fs, section, rel, "removing ", errno);
+			break;
+		}
+		store_batch_delete(b, k, kl);
+	}
+	if (!rc)
+		rc = store_iter_status(it);
+	store_iter_free(it);
+	return rc;
+}
+
+int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to)
+{
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	uint64_t freed = 0;
+	int rc = drop_range(fs, in, in->ino, from, to, b, &freed, UINT64_MAX, NULL);
+	/* What was removed goes from the store even when a later file
+	 * refused: its records must not outlive its files. */
+	if (store_batch_count(b)) {
+		int r2 = store_write(fs->st, b, 0);
+		if (!rc)
+			rc = r2;
+	}
+	store_batch_free(b);
+	in->rec.blocks = in->rec.blocks > freed ? in->rec.blocks - freed : 0;
+	return rc;
+}
+
+int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk, uint64_t limit,
+		     struct store_batch *b, uint64_t *freed_blocks, uint64_t *resume)
+{
+	return drop_range(fs, NULL, ino, from_chunk, UINT64_MAX, b, freed_blocks, limit, resume);
+}
+
+int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
+	       int (*fn)(void *ctx, uint64_t chunk), void *ctx)
+{
+	uint8_t lo[KEY_MAX], hi[KEY_MAX];
+	size_t ll = key_chunk(lo, ino, from);
+	size_t hl = to == UINT64_MAX ? key_chunk_prefix(hi, ino + 1) : key_chunk(hi, ino, to);
+	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
+	struct store_iter *it;
+	int rc = store_iter_new(fs->st, &io, &it);
+	if (rc)
+		return rc;
+	for (store_iter_seek_first(it); !rc && store_iter_valid(it); store_iter_next(it)) {
+		size_t kl;
+		const uint8_t *k = store_iter_key(it, &kl);
+		if (kl == 17)
+			rc = fn(ctx, sc_get_be64(k + 9));
+	}
+	if (!rc)
+		rc = store_iter_status(it);
+	store_iter_free(it);
+	return rc;
+}
+
+/* At most this many chunk files are open at once for one fsync. */
+#define SYNC_WINDOW 64
+
+int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
+{
+	struct inode_data *d = in->data;
+	if (!d)
+		return 0;
+	int rc = 0;
+	/* Windows of SYNC_WINDOW files: writeback of a window starts first,
+	 * so that the blocks of its files are allocated in one journal
+	 * transaction; the fdatasyncs then mostly wait.  However many chunks
+	 * are dirty, the descriptors in use stay bounded. */
+	for (size_t base = 0; base < d->ndirty && !rc; base += SYNC_WINDOW) {
+		size_t n = d->ndirty - base < SYNC_WINDOW ? d->ndirty - base : SYNC_WINDOW;
+		int fds[SYNC_WINDOW];
+		for (size_t i = 0; i < n; i++) {
+			uint64_t chunk = d->dirty[base + i];
+			uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
+			char rel[96];
+			chunk_path(in->ino, chunk, section, rel, sizeof(rel));
+			fds[i] = openat(chunk_dirfd(fs, section), rel, O_RDONLY | O_CLOEXEC);
+			if (fds[i] < 0)
+				fds[i] = -errno;
+			else if (d->ndirty > 1)
+				(void)sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
+		}
+		for (size_t i = 0; i < n; i++) {
+			uint64_t chunk = d->dirty[base + i];
+			if (fds[i] == -ENOENT) /* dropped since it was written */
+				continue;
+			if (fds[i] < 0) {
+				fs_logf(fs, "inode %" PRIu64 ": opening chunk %" PRIu64 " for fsync: %s",
+					in->ino, chunk, strerror(-fds[i]));
+				if (!rc)
+					rc = fds[i];
+				continue;
+			}
+			if (!rc)
+				stats_fsync(fs, chunk_disk(fs, in->ino, chunk));
+			if (!rc && fdatasync(fds[i]) != 0) {
+				rc = -errno;
+				fs_logf(fs, "inode %" PRIu64 ": fsync of chunk %" PRIu64 ": %s", in->ino,
+					chunk, strerror(errno));
+			}
+			close(fds[i]);
+		}
+	}
+	/* New chunk files need their directory entries durable too. */
+	for (size_t i = 0; !rc && i < d->nnew; i++) {
+		char sdir[16];
+		snprintf(sdir, sizeof(sdir), "%" PRIu64, d->new_sections[i]);
+		int fd = openat(chunk_dirfd(fs, (uint32_t)d->new_sections[i]), sdir,
+				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		stats_fsync(fs, fs->section_disk[d->new_sections[i]]);
+		if (fd < 0 || fsync(fd) != 0)
+			rc = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (!rc) {
+		d->ndirty = 0;
+		d->nnew = 0;
+	}
+	return rc;
+}
+
+/* chunk_recover: one marked inode. */
+struct recover {
+	struct fs *fs;
+	uint64_t ino, keep; /* chunks [0, keep) lie inside the size */
+	struct store_batch *b;
+	uint64_t dropped, missing;
+};
+
+static int recover_chunk(void *ctx, uint64_t chunk)
+{
+	struct recover *r = ctx;
+	struct fs *fs = r->fs;
+	uint32_t section = chunk_section(r->ino, chunk, fs->info.sections);
+	char rel[96];
+	chunk_path(r->ino, chunk, section, rel, sizeof(rel));
+	uint8_t k[KEY_MAX];
+	size_t kl = key_chunk(k, r->ino, chunk);
+	if (chunk >= r->keep) {
+		if (unlinkat(chunk_dirfd(fs, section), rel, 0) != 0 && errno != ENOENT) {
+			log_chunk_error(fs, section, rel, "removing ", errno);
+			return -errno;
+		}
+		r->dropped++;
+		return store_batch_delete(r->b, k, kl);
+	}
+	struct stat st;
+	if (fstatat(chunk_dirfd(fs, section), rel, &st, 0) == 0)
+		return 0;
+	if (errno != ENOENT) {
+		log_chunk_error(fs, section, rel, "", errno);
+		return -errno;
+	}
+	r->missing++;
+	return store_batch_delete(r->b, k, kl);
+}
+
+static int recover_one(struct fs *fs, uint64_t ino, uint64_t *dropped, uint64_t *missing)
+{
+	struct inode_rec rec;
+	int rc = inode_load_rec(fs, ino, &rec);
+	if (rc && rc != -ENOENT)
+		return rc;
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	/* Without a record (an orphan's reclaim was cut short) the orphan
+	 * key says what to do; the mark just goes. */
+	if (!rc && S_ISREG(rec.mode)) {
+		uint64_t cs = fs->info.chunk_size;
+		struct recover r = {.fs = fs, .ino = ino, .b = b,
+				    .keep = (rec.flags & INODE_FLAG_CHUNKED) ? rec.size / cs + (rec.size % cs != 0) : 0};
+		rc = chunk_scan(fs, ino, 0, UINT64_MAX, recover_chunk, &r);
+		*dropped += r.dropped;
+		*missing += r.missing;
+	}
+	rc = rc == -ENOENT ? 0 : rc;
+	if (!rc) {
+		uint8_t k[KEY_MAX];
+		store_batch_delete(b, k, key_flux(k, ino));
+		rc = store_write(fs->st, b, 0);
+	}
+	store_batch_free(b);
+	return rc;
+}
+
+int chunk_recover(struct fs *fs)
+{
+	uint8_t lo[1] = {KEY_FLUX}, hi[1] = {KEY_FLUX + 1};
+	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
+	uint64_t *inos = NULL;
+	size_t n = 0, cap = 0;
+	struct store_iter *it;
+	int rc = store_iter_new(fs->st, &io, &it);
+	if (rc)
+		return rc;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+		size_t kl;
+		const uint8_t *key = store_iter_key(it, &kl);
+		if (kl != 9)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			uint64_t *g = realloc(inos, cap * sizeof(*inos));
+			if (!g) {
+				rc = -ENOMEM;
+				break;
+			}
+			inos = g;
+		}
+		inos[n++] = sc_get_be64(key + 1);
+	}
+	if (!rc)
+		rc = store_iter_status(it);
+	store_iter_free(it);
+	uint64_t dropped = 0, missing = 0;
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = recover_one(fs, inos[i], &dropped, &missing);
+	if (!rc && (dropped || missing))
+		fs_logf(fs, "recovery: %zu file%s changing at the crash: %" PRIu64
+			" chunk%s past the stored size removed, %" PRIu64
+			" record%s of chunk files never created (or already removed) dropped",
+			n, n == 1 ? "" : "s", dropped, dropped == 1 ? "" : "s", missing,
+			missing == 1 ? "" : "s");
+	free(inos);
+	return rc;
+}

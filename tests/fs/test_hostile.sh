@@ -1,0 +1,288 @@
+#!/bin/bash
+# test_hostile.sh BUILD_DIR: what a hostile user or an unlucky
+# administrator does to a mount (issue 14), each case on a real mount and,
+# where ext4 has a behaviour, against it:
+#   - punching a hole over a huge sparse range returns at once, and the
+#     namespace and unmount are not held up meanwhile;
+#   - fallocate of more than the disks hold is ENOSPC at once; one that
+#     fails part way gives back what it took; fsck stays clean;
+#   - fsync of a file with more dirty chunks than the daemon's fd limit;
+#   - rm of a file with many chunks does not freeze the namespace;
+#   - a comma in a disk path is no mount option;
+#   - an immutable chunk file still reads;
+#   - renaming a directory into one 4,100 levels deep;
+#   - "umount; mount" at once, while the old daemon still works;
+#   - df counts each backing filesystem once;
+#   - SIGKILL mid-workload, then mount + clean unmount: fsck -n is clean;
+#   - a data disk that fills leaves no chunk past a file's size.
+# Needs root (tmpfs and loop mounts), /dev/fuse, python3.
+set -u
+B=$(cd "${1:?usage: test_hostile.sh BUILD_DIR}" && pwd)
+MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs
+if [[ ! -c /dev/fuse || $(id -u) != 0 ]]; then
+	echo "test_hostile: SKIPPED: needs root and /dev/fuse" >&2
+	exit 77
+fi
+T=$(mktemp -d "${TMPDIR:-/var/tmp}/lsmfs-hostile.XXXXXX")
+chmod 755 "$T"
+fails=0
+M=$T/mnt
+cleanup() {
+	fusermount3 -u "$M" 2>/dev/null
+	for m in "$T"/small*; do umount "$m" 2>/dev/null; done
+	pkill -KILL -f "lsmfs-hostile.*$(basename "$T")" 2>/dev/null
+	chattr -R -i "$T" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "test_hostile: FAIL: $*" >&2; fails=$((fails + 1)); }
+note() { echo "test_hostile: $*" >&2; }
+mkdir -p "$M"
+
+# fresh NAME [mkfs args...]: a filesystem over $T/NAME.0 and $T/NAME.1
+fresh() {
+	local n=$1; shift
+	rm -rf "$T/$n.0" "$T/$n.1"
+	mkdir -p "$T/$n.0" "$T/$n.1"
+	"$MKFS" -q "$@" "$T/$n.0" "$T/$n.1" || { fail "mkfs $n"; return 1; }
+	SPEC=$T/$n.0:$T/$n.1
+}
+mnt() { "$LSMFS" -o allow_other "$@" "$SPEC" "$M" || { fail "mount $SPEC $*"; return 1; }; }
+umnt() {
+	timeout 30 fusermount3 -u "$M" || { fail "unmount"; fusermount3 -u -z "$M"; return 1; }
+	# the daemon is gone once the lock is free
+	for _ in $(seq 300); do flock -n "${SPEC%%:*}/.lsmfs/lock" true && return 0; sleep 0.1; done
+	fail "daemon still holds its disks 30 s after unmount"
+}
+fsck_clean() { # what
+	local out rc
+	out=$("$FSCK" -n "$SPEC" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "$1: fsck -n exit $rc: $(grep LSMFS- <<<"$out" | head -5)"
+}
+# elapsed_ms CMD...: run it, print its wall time in ms (status in $?)
+elapsed_ms() {
+	local t0 t1 rc
+	t0=$(date +%s%N); "$@"; rc=$?; t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000000))
+	return $rc
+}
+
+# ---- punch hole over 4 EiB of a sparse file, as nobody ----
+fresh punch --chunk-size 65536 && mnt && {
+	chmod 1777 "$M"
+	runuser -u nobody -- sh -c "truncate -s 4611686018427387904 $M/f && printf hi | dd of=$M/f bs=1 seek=1000000 conv=notrunc status=none"
+	runuser -u nobody -- timeout 20 fallocate -p -o 0 -l 4611686018427387904 "$M/f" &
+	pid=$!
+	sleep 0.3
+	t=$(elapsed_ms timeout 10 mkdir "$M/other") || fail "mkdir beside a punch hole: exit $?"
+	wait $pid; rc=$?
+	[[ $rc == 0 ]] || fail "punch hole over 4 EiB: exit $rc (124: still running after 20 s)"
+	[[ $t -lt 5000 ]] || fail "mkdir waited $t ms beside a punch hole"
+	[[ $(runuser -u nobody -- timeout 10 python3 -c "import os; fd = os.open('$M/f', os.O_RDONLY); print(os.pread(fd, 2, 1000000))") == "b'\\x00\\x00'" ]] ||
+		fail "punched bytes do not read as zeros"
+	[[ $(timeout 10 stat -c %s "$M/f") == 4611686018427387904 ]] || fail "punch changed the size"
+	# allocation of more than the disks hold: refused at once
+	out=$(timeout 10 fallocate -l 4611686018427387904 "$M/g" 2>&1); rc=$?
+	[[ $rc == 1 && $out == *"No space left"* ]] || fail "fallocate 4 EiB: exit $rc: $out"
+	[[ $(stat -c %s "$M/g") == 0 && $(stat -c %b "$M/g") == 0 ]] || fail "a refused fallocate left size or blocks"
+	umnt; fsck_clean "punch and fallocate"
+}
+
+# ---- a fallocate that fails part way gives everything back ----
+mkdir -p "$T/small1" "$T/small2"
+mount -t tmpfs -o size=2m tmpfs "$T/small1" && mount -t tmpfs -o size=64m tmpfs "$T/small2" && {
+	rm -rf "$T/small1/d" "$T/small2/d"; mkdir "$T/small1/d" "$T/small2/d"
+	rm -rf "$T/fameta"; mkdir -p "$T/fameta"
+	"$MKFS" -q --chunk-size 65536 --meta "$T/fameta" "$T/small1/d" "$T/small2/d" || fail "mkfs --meta"
+	SPEC=$T/small1/d:$T/small2/d
+	mnt && {
+		u1=$(df --output=used "$T/small1" | tail -1) u2=$(df --output=used "$T/small2" | tail -1)
+		out=$(fallocate -l 32M "$M/big" 2>&1); rc=$?
+		[[ $rc == 1 && $out == *"No space left"* ]] || fail "fallocate 32M over a 2M disk: exit $rc: $out"
+		[[ $(stat -c %s "$M/big") == 0 ]] || fail "failed fallocate changed the size"
+		v1=$(df --output=used "$T/small1" | tail -1) v2=$(df --output=used "$T/small2" | tail -1)
+		[[ $((v1 - u1)) -le 64 && $((v2 - u2)) -le 64 ]] ||
+			fail "failed fallocate kept space: +$((v1 - u1)) KiB and +$((v2 - u2)) KiB"
+		# a data disk that fills: the write fails, nothing past the size
+		python3 - "$M/fill" <<'PY'
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+try:
+    for i in range(4096):
+        os.write(fd, b"x" * 65536)
+        if i % 16 == 15:
+            os.fsync(fd)  # with the writeback cache, errors show here
+    sys.exit("the disk never filled")
+except OSError as e:
+    if e.errno != errno.ENOSPC:
+        raise
+try:
+    os.close(fd)
+except OSError:
+    pass
+PY
+		[[ $? == 0 ]] || fail "filling a data disk"
+		umnt
+		fsck_clean "a data disk filled"
+	}
+	umount "$T/small1"; umount "$T/small2"
+}
+
+# ---- fsync of more dirty chunks than the daemon may open files ----
+fresh fds --chunk-size 65536 && {
+	prlimit --nofile=128:128 "$LSMFS" -o allow_other "$SPEC" "$M" || fail "mount with 128 fds"
+	python3 - "$M/many" <<'PY' || fail "fsync with 1000 dirty chunks under a 128-fd daemon"
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+for c in range(1000):
+    os.pwrite(fd, b"c", c * 65536)
+os.fsync(fd)
+os.close(fd)
+PY
+	umnt; fsck_clean "fsync of many chunks"
+}
+
+# ---- rm of a file with many chunks, with namespace work beside it ----
+fresh rm --chunk-size 65536 && mnt && {
+	mkdir "$M/busy"
+	python3 - "$M/huge" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+for c in range(21000):
+    os.pwrite(fd, b"c", c * 65536)
+os.close(fd)
+PY
+	before=$(find "$T/rm.0" "$T/rm.1" -name '*.*' -path '*sections*' -type f | wc -l)
+	t0=$(date +%s%N)
+	rm "$M/huge" &
+	worst=0
+	for i in $(seq 40); do
+		t=$(elapsed_ms mkdir "$M/busy/d$i")
+		[[ $t -gt $worst ]] && worst=$t
+	done
+	wait
+	# when the chunk files are all gone, the reclaim is over
+	for _ in $(seq 600); do
+		left=$(find "$T/rm.0" "$T/rm.1" -path '*sections*' -name '*.*' -type f | wc -l)
+		[[ $left -le 1 ]] && break
+		sleep 0.1
+	done
+	total=$((($(date +%s%N) - t0) / 1000000))
+	note "rm of 21000 chunks ($before files): $total ms; slowest mkdir beside it $worst ms"
+	[[ $left -le 1 ]] || fail "$left chunk files left a minute after rm"
+	[[ $worst -lt 1000 ]] || fail "mkdir waited $worst ms while a file's chunks were removed"
+	umnt; fsck_clean "rm of many chunks"
+}
+
+# ---- a comma in a disk path is part of the path ----
+rm -rf "$T/c0" "$T/c1,allow_other"; mkdir -p "$T/c0" "$T/c1,allow_other"
+"$MKFS" -q "$T/c0" "$T/c1,allow_other" && {
+	"$LSMFS" "$T/c0:$T/c1,allow_other" "$M" || fail "mount with a comma in a disk path"
+	line=$(grep " $M " /proc/self/mountinfo)
+	opts=$(awk '{print $NF}' <<<"$line") # the superblock's options, last
+	[[ $opts != *allow_other* ]] || fail "a disk path's comma became a mount option: $line"
+	[[ $line == *"c1,allow_other"* || $line == *'c1\054allow_other'* ]] || fail "fsname lost the path: $line"
+	fusermount3 -u "$M"; sleep 0.5
+}
+
+# ---- an immutable chunk file still reads ----
+fresh ro --chunk-size 65536 && mnt && {
+	head -c 200000 /dev/urandom > "$T/ro.data"
+	cp "$T/ro.data" "$M/f"; sync
+	fusermount3 -u "$M"; sleep 0.5
+	chattr +i $(find "$T/ro.0" "$T/ro.1" -path '*sections*' -type f) 2>/dev/null
+	if lsattr $(find "$T/ro.0" "$T/ro.1" -path '*sections*' -type f | head -1) 2>/dev/null | awk '{print $1}' | grep -q i; then
+		mnt && { cmp -s "$T/ro.data" "$M/f" || fail "an immutable chunk file does not read"; fusermount3 -u "$M"; sleep 0.5; }
+		chattr -i $(find "$T/ro.0" "$T/ro.1" -path '*sections*' -type f)
+	else
+		note "chattr +i not supported under $T: immutable case not run"
+	fi
+}
+
+# ---- rename a directory into one 4,100 levels deep (ext4: works) ----
+fresh deep && mnt && {
+	python3 - "$M" <<'PY' || fail "rename into a directory 4100 levels deep"
+import os, sys
+top = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+os.mkdir("moving", dir_fd=top)
+fd = top
+for i in range(4100):
+    os.mkdir("d", dir_fd=fd)
+    nfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    if fd != top:
+        os.close(fd)
+    fd = nfd
+os.rename("moving", "moved", src_dir_fd=top, dst_dir_fd=fd)
+os.rename("moved", "moving", src_dir_fd=fd, dst_dir_fd=top)
+try:  # a directory below itself is still refused
+    os.rename("d", "loop", src_dir_fd=top, dst_dir_fd=fd)
+    sys.exit("a directory moved below itself")
+except OSError as e:
+    if e.errno != 22:
+        raise
+PY
+	umnt; fsck_clean "deep rename"
+}
+
+# ---- umount, then mount at once, while the old daemon still works ----
+fresh again --chunk-size 65536 && mnt && {
+	for round in 1 2 3; do
+		python3 - "$M/f$round" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+for c in range(3000):
+    os.pwrite(fd, b"c", c * 65536)
+os.close(fd)
+os.unlink(sys.argv[1])
+PY
+		fusermount3 -u "$M" || fail "unmount, round $round"
+		out=$("$LSMFS" -o allow_other "$SPEC" "$M" 2>&1) || fail "mount right after unmount, round $round: $out"
+	done
+	umnt; fsck_clean "umount; mount"
+}
+
+# ---- df: two disks on one filesystem count once ----
+fresh df && mnt && {
+	want=$(df -k --output=size "$T" | tail -1) got=$(df -k --output=size "$M" | tail -1)
+	[[ $got -le $((want + want / 20)) ]] || fail "df shows $got KiB for disks on one $want KiB filesystem"
+	umnt
+}
+
+# ---- SIGKILL mid-workload, mount + clean unmount: fsck -n clean ----
+fresh kill --chunk-size 65536 --inline-max 1024 && {
+	for round in $(seq 8); do
+		mnt || break
+		python3 - "$M" "$round" 2>/dev/null <<'PY' &
+import os, random, sys
+root, seed = sys.argv[1], int(sys.argv[2])
+r = random.Random(seed)
+while True:
+    name = os.path.join(root, "f%d" % r.randrange(50))
+    try:
+        op = r.randrange(6)
+        if op < 3:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644)
+            os.pwrite(fd, os.urandom(r.randrange(1, 300000)), r.randrange(0, 2000000))
+            if r.randrange(4) == 0:
+                os.fsync(fd)
+            os.close(fd)
+        elif op == 3:
+            os.truncate(name, r.randrange(0, 3000000))
+        elif op == 4:
+            os.unlink(name)
+        else:
+            os.rename(name, os.path.join(root, "f%d" % r.randrange(50)))
+    except FileNotFoundError:
+        pass
+PY
+		wl=$!
+		sleep 0.$((RANDOM % 9 + 1))
+		pkill -KILL -f "lsmfs -o allow_other $SPEC" ; kill $wl 2>/dev/null; wait $wl 2>/dev/null
+		fusermount3 -u -z "$M" 2>/dev/null; sleep 0.3
+		mnt && umnt
+		fsck_clean "SIGKILL round $round"
+	done
+}
+
+echo "test_hostile: $fails failure(s)"
+[[ $fails == 0 ]]
