@@ -124,6 +124,37 @@ static struct fs_inode *get_dir(struct fs *fs, uint64_t ino, int *rc)
 	return NULL;
 }
 
+uint64_t fs_generation(struct fs *fs, uint64_t ino)
+{
+	if (ino == LSMFS_ROOT_INO)
+		return 0; /* the kernel makes the root's inode with generation 0 */
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return 0;
+	uint64_t g = in->rec.generation;
+	inode_put(fs, in);
+	return g;
+}
+
+/* "." and "..": the kernel asks for them by inode number to turn a file
+ * handle back into an inode (FUSE_CAP_EXPORT_SUPPORT).  An inode whose
+ * last name is gone is stale. */
+static int lookup_dot(struct fs *fs, uint64_t ino, bool dotdot, uint64_t *out)
+{
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	if (in->rec.nlink == 0 || in->gone)
+		rc = -ENOENT;
+	else if (dotdot && !S_ISDIR(in->rec.mode))
+		rc = -ENOTDIR;
+	*out = dotdot ? in->rec.parent : ino;
+	inode_put(fs, in);
+	return rc;
+}
+
 int fs_lookup(struct fs *fs, uint64_t parent, const char *name, struct stat *st)
 {
 	int rc = fs_check_name(name);
@@ -131,7 +162,10 @@ int fs_lookup(struct fs *fs, uint64_t parent, const char *name, struct stat *st)
 		return rc;
 	uint64_t ino;
 	uint8_t type;
-	rc = dirent_get(fs, parent, name, &ino, &type);
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		rc = lookup_dot(fs, parent, name[1] == '.', &ino);
+	else
+		rc = dirent_get(fs, parent, name, &ino, &type);
 	if (rc)
 		return rc;
 	struct fs_inode *in = inode_get(fs, ino, &rc);

@@ -241,6 +241,9 @@ int inode_reclaim(struct fs *fs, uint64_t ino);
 int fs_persist_all(struct fs *fs);
 
 /* dir.c */
+/* The generation the kernel is told for ino (file handles check it). */
+uint64_t fs_generation(struct fs *fs, uint64_t ino);
+/* "." and ".." name the inode itself and a directory's parent. */
 int fs_lookup(struct fs *fs, uint64_t parent, const char *name,
 	      struct stat *st);
 int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode,

@@ -21,7 +21,7 @@ static void reply_entry(fuse_req_t req, struct fs *fs, const struct stat *st)
 	struct fuse_entry_param e;
 	memset(&e, 0, sizeof(e));
 	e.ino = st->st_ino;
-	e.generation = fs->generation;
+	e.generation = fs_generation(fs, st->st_ino);
 	e.attr = *st;
 	e.attr_timeout = fs->opt.attr_timeout;
 	e.entry_timeout = fs->opt.entry_timeout;
@@ -38,6 +38,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC; /* the kernel sends setattr(size) */
+	/* File handles (name_to_handle_at, NFS export) that outlive the
+	 * kernel's cache and remounts: the kernel looks up "." and ".."
+	 * of an inode number it no longer has (fs_lookup). */
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 	/* Not v1 (a setuid check per write on our side); wire.c asks for
 	 * v2, which libfuse cannot name. */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
@@ -238,7 +243,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fuse_entry_param e;
 	memset(&e, 0, sizeof(e));
 	e.ino = st.st_ino;
-	e.generation = fs->generation;
+	e.generation = fs_generation(fs, st.st_ino);
 	e.attr = st;
 	e.attr_timeout = fs->opt.attr_timeout;
 	e.entry_timeout = fs->opt.entry_timeout;

@@ -13,6 +13,7 @@
 #   - renaming a directory into one 4,100 levels deep;
 #   - "umount; mount" at once, while the old daemon still works;
 #   - df counts each backing filesystem once;
+#   - file handles survive cache eviction, renames and remounts;
 #   - SIGKILL mid-workload, then mount + clean unmount: fsck -n is clean;
 #   - a data disk that fills leaves no chunk past a file's size.
 # Needs root (tmpfs and loop mounts), /dev/fuse, python3.
@@ -239,6 +240,23 @@ PY
 		out=$("$LSMFS" -o allow_other "$SPEC" "$M" 2>&1) || fail "mount right after unmount, round $round: $out"
 	done
 	umnt; fsck_clean "umount; mount"
+}
+
+# ---- file handles survive cache eviction, renames and remounts ----
+FH="python3 $(dirname "$0")/fhandle.py"
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+fresh fh && mnt && {
+	mkdir "$M/dir"; echo hello > "$M/dir/a"; ln "$M/dir/a" "$M/b"
+	$FH save "$M" "$T/h" "$M/dir/a" || fail "name_to_handle_at"
+	drop_caches
+	[[ $($FH read "$M" "$T/h") == hello ]] || fail "open_by_handle_at of a hard-linked file after the kernel dropped it"
+	mv "$M/dir/a" "$M/c"; drop_caches
+	[[ $($FH read "$M" "$T/h") == hello ]] || fail "open_by_handle_at after a rename"
+	umnt; mnt
+	[[ $($FH read "$M" "$T/h") == hello ]] || fail "open_by_handle_at after a remount"
+	rm "$M/c" "$M/b"; drop_caches
+	$FH stale "$M" "$T/h" || fail "the handle of a deleted file"
+	umnt; fsck_clean "file handles"
 }
 
 # ---- df: two disks on one filesystem count once ----
