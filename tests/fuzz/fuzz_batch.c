@@ -45,6 +45,7 @@ static int visit(void *ctx, uint64_t seq, int type, const uint8_t *key,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	data = FUZZ_NONNULL(data);
 	struct seen s = {0};
 	int rc = batch_iterate(data, size, visit, &s);
 	if (rc) {

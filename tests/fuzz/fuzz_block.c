@@ -45,6 +45,7 @@ static void walk(struct block_iter *it, size_t size, bool forward, unsigned *sum
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	data = FUZZ_NONNULL(data);
 	struct block b;
 	int rc = block_init(&b, data, size);
 	if (rc) {

@@ -22,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	data = FUZZ_NONNULL(data);
 	if (size < 3)
 		return 0;
 	size_t flen = (size_t)data[0] | (size_t)data[1] << 8;

@@ -61,6 +61,7 @@ static void line_ok(const char *out, size_t cap, const char *who)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	data = FUZZ_NONNULL(data);
 	values(data, size);
 	if (size < 1)
 		return 0;

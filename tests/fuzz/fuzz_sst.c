@@ -264,6 +264,7 @@ static void fix_checksums(uint8_t *d, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	data = FUZZ_NONNULL(data);
 	open_and_exercise(data, size);
 	uint8_t *fixed = malloc(size ? size : 1);
 	fuzz_check(fixed != NULL, "malloc");

@@ -49,6 +49,7 @@ static void walk(const struct jv *v, int depth, unsigned *sum)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	data = FUZZ_NONNULL(data);
 	struct jv *root = NULL;
 	char err[128] = "";
 	int rc = jv_parse((const char *)data, size, &root, err, sizeof(err));
@@ -62,9 +63,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		jv_free(root);
 	}
 
-	if (!devnull)
+	if (!devnull) {
 		devnull = fopen("/dev/null", "w");
-	fuzz_check(devnull != NULL, "/dev/null");
+		fuzz_check(devnull != NULL, "/dev/null");
+		/* insp_stats says what is wrong on stderr, once an input: keep
+		 * it out of the log.  The sanitizers write to fd 2 directly. */
+		stderr = devnull;
+	}
 	char path[PATH_MAX];
 	fuzz_write_file(FS_STATS_FILE, data, size, path);
 	static struct lsmfs_diskset ds; /* only meta_dir is read */

@@ -205,6 +205,7 @@ static bool errno_like(int rc)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	data = FUZZ_NONNULL(data);
 	fuzz_dir_clear();
 	build(data, size);
 	const char *dir = fuzz_dir();

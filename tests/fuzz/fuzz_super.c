@@ -66,6 +66,7 @@ static void decode(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	data = FUZZ_NONNULL(data);
 	decode(data, size);
 	/* Length field (offset 12) and checksum trailer made right. */
 	if (size < 16 + 8 || size > UINT32_MAX)

@@ -18,6 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	data = FUZZ_NONNULL(data);
 	struct version_edit e;
 	int rc = version_edit_decode(&e, data, size);
 	if (rc) {
@@ -30,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	version_edit_encode(&e, &a);
 	version_edit_free(&e);
 	fuzz_check(buf_ok(&a) == 0, "encode: out of memory");
-	rc = version_edit_decode(&e, a.data, a.len);
+	rc = version_edit_decode(&e, FUZZ_NONNULL(a.data), a.len);
 	fuzz_check(rc == 0, "a re-encoded edit does not decode: %d", rc);
 	version_edit_encode(&e, &b);
 	version_edit_free(&e);

@@ -36,6 +36,7 @@ static int count_op(void *ctx, uint64_t seq, int type, const uint8_t *key,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	data = FUZZ_NONNULL(data);
 	struct fuzz_memenv m;
 	fuzz_memenv_init(&m, data, size);
 	struct wal_reader *r;

@@ -36,9 +36,9 @@ echo "run_fuzz: $name: fuzzing for $secs s (seeds: $(ls "$work/seeds/$name" | wc
 dirs=("$work/corpus" "$work/seeds/$name")
 [ -d "$regress" ] && dirs+=("$regress")
 rc=0
-# Harnesses' own output (store reports) would fill the log: closed; the
-# fuzzer's and the sanitizers' reports still print.
-"$exe" "${flags[@]}" -max_total_time="$secs" -close_fd_mask=3 -print_final_stats=1 \
+# Harnesses' stdout would fill the log: closed (stderr stays, for the
+# sanitizers' reports).
+"$exe" "${flags[@]}" -max_total_time="$secs" -close_fd_mask=1 -print_final_stats=1 \
 	"${dirs[@]}" || rc=$?
 if [ "$rc" != 0 ] || [ -n "$(ls -A "$work/crashes")" ]; then
 	echo "run_fuzz: $name: FAILED (exit $rc); inputs kept in $work/crashes:" >&2

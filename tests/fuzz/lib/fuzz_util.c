@@ -18,11 +18,11 @@
 void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "%s:%d: fuzz check failed: %s: ", file, line, cond);
+	dprintf(2, "%s:%d: fuzz check failed: %s: ", file, line, cond);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vdprintf(2, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	dprintf(2, "\n");
 	abort();
 }
 

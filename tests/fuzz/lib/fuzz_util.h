@@ -28,7 +28,13 @@ struct fuzz_memenv {
 /* Every path opened for reading reads [data, data + size). */
 void fuzz_memenv_init(struct fuzz_memenv *m, const uint8_t *data, size_t size);
 
-/* Abort with the message (file and line) when cond is false. */
+/* libFuzzer may hand an empty input as a NULL pointer; the store's callers
+ * never pass NULL (an empty record is a pointer into a block), and
+ * NULL + 0 is undefined behaviour, so an empty input gets a real pointer. */
+#define FUZZ_NONNULL(data) ((data) ? (data) : (const uint8_t *)"")
+
+/* Abort with the message (file and line, written straight to fd 2, which
+ * harnesses keep for the sanitizers) when cond is false. */
 #define fuzz_check(cond, ...) \
 	((cond) ? (void)0 : fuzz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__))
 void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
