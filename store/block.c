@@ -146,6 +146,44 @@ int block_init(struct block *b, const uint8_t *data, size_t size)
 
 static const struct iter_ops block_iter_ops;
 
+static inline const uint8_t *decode_entry(const uint8_t *p, const uint8_t *limit,
+					  uint32_t *shared, uint32_t *non_shared,
+					  uint32_t *value_len);
+
+/*
+ * block_init checks only that restart offsets rise inside the entries; the
+ * iterators' seeks and backward steps start parsing at them, so one that is
+ * not an entry's first byte, or names an entry that shares a prefix, reads
+ * as corruption (or as a phantom entry) only when a seek or a step back
+ * lands on it, while a forward walk reads the block whole.  This walks the
+ * entries once and checks every restart point against them (FORMAT.md
+ * "Block payload"), for sst_verify.
+ */
+int block_check_restarts(const struct block *b)
+{
+	const uint8_t *base = b->data, *limit = b->data + b->restarts;
+	const uint8_t *r = b->data + b->restarts;
+	uint32_t j = 0, off = 0;
+	while (off < b->restarts) {
+		uint32_t shared, non_shared, value_len;
+		const uint8_t *p = decode_entry(base + off, limit, &shared, &non_shared,
+						&value_len);
+		if (!p)
+			return -EUCLEAN;
+		uint32_t rp = j < b->num_restarts ? get_le32(r + 4 * (size_t)j) : UINT32_MAX;
+		if (rp < off)
+			return -EUCLEAN; /* inside the previous entry */
+		if (rp == off) {
+			if (shared)
+				return -EUCLEAN;
+			j++;
+		}
+		off = (uint32_t)(p + non_shared + value_len - base);
+	}
+	/* An empty block's one restart point is its end. */
+	return j == b->num_restarts || (b->restarts == 0 && b->num_restarts == 1) ? 0 : -EUCLEAN;
+}
+
 void block_iter_init(struct block_iter *it, key_cmp_fn cmp)
 {
 	memset(it, 0, offsetof(struct block_iter, inline_key));

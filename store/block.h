@@ -98,6 +98,12 @@ struct block {
  * it in *b.  0 or -EUCLEAN. */
 int block_init(struct block *b, const uint8_t *data, size_t size);
 
+/* Check that every restart point is the first byte of an entry that stores
+ * its whole key (shared == 0), walking every entry: what block_init does
+ * not look at, and a seek or a backward step relies on.  0 or -EUCLEAN.
+ * O(entries); sst_verify calls it, the read path does not. */
+int block_check_restarts(const struct block *b);
+
 /* ---- iterator ---- */
 
 #define BLOCK_ITER_INLINE_KEY 128

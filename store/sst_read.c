@@ -358,6 +358,14 @@ static int check_index(struct sst_reader *r, char **msg)
 		give_msg(msg, msgf("%s: index block at offset %" PRIu64
 				   ": bad entry %" PRIu64, r->path,
 				   r->index_handle.offset, n));
+	/* Lookups binary-search the index's restart points: each must start
+	 * a whole-key entry (one walk of the index, once per open). */
+	if (rc == 0 && block_check_restarts(r->index)) {
+		give_msg(msg, msgf("%s: index block at offset %" PRIu64
+				   ": a restart point is not the start of a whole-key entry",
+				   r->path, r->index_handle.offset));
+		rc = -EUCLEAN;
+	}
 	r->data_blocks = n;
 	return rc;
 }
@@ -939,6 +947,9 @@ static void verify_entries(struct verify *v, const struct block *b,
 		why = it.status == -EUCLEAN ? "corrupt entry" : "out of memory";
 	if (!why && n == 0)
 		why = "empty data block";
+	if (!why && block_check_restarts(b))
+		verify_report(v, msgf("%s: block at offset %" PRIu64 ": a restart point is not "
+				      "the start of a whole-key entry", r->path, h->offset));
 	if (why)
 		verify_report(v, msgf("%s: block at offset %" PRIu64 ": entry %"
 				      PRIu64 ": %s", r->path, h->offset, n, why));
