@@ -116,6 +116,14 @@ void data_free(struct fs *fs, struct fs_inode *in)
 	in->data = NULL;
 }
 
+/* The cached slot of chunk learns its new durable length. */
+static void chunk_set_durable(struct fs_inode *in, uint64_t chunk, uint64_t len)
+{
+	for (int i = 0; in->data && i < CHUNK_FDS; i++)
+		if (in->data->fds[i].fd >= 0 && in->data->fds[i].chunk == chunk)
+			in->data->fds[i].durable = len;
+}
+
 static void forget_fd(struct fs_inode *in, uint64_t chunk)
 {
 	if (!in || !in->data)
@@ -145,6 +153,40 @@ static void log_chunk_error(struct fs *fs, uint32_t section, const char *rel, co
 	uint32_t disk = fs->section_disk[section];
 	fs_logf(fs, "disk %u: %s%s/%s/%s/%s: %s", disk, what, fs->ds->paths[disk], LSMFS_DIR,
 		LSMFS_SECTIONS_DIR, rel, strerror(err));
+}
+
+int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *durable)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_chunk(k, ino, chunk);
+	void *v;
+	size_t vl;
+	int rc = store_get(fs->st, NULL, k, kl, &v, &vl);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	*durable = 0;
+	if (chunk_value_decode(v, vl, durable))
+		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": damaged record (%zu bytes); "
+			"its length is not checked", ino, chunk, vl);
+	free(v);
+	return 1;
+}
+
+int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t len)
+{
+	if (c->durable <= len)
+		return 0;
+	uint8_t k[KEY_MAX], v[CHUNK_VAL_LEN];
+	size_t kl = key_chunk(k, ino, c->chunk);
+	chunk_value_encode(len, v);
+	/* Durable before the file shrinks: a crash between must not leave a
+	 * record longer than the file, which reads as lost data. */
+	int rc = store_put(fs->st, k, kl, v, sizeof(v), STORE_WRITE_SYNC);
+	if (!rc)
+		c->durable = len;
+	return rc;
 }
 
 /* A new chunk: its record (with the in-flux mark) first, then a fresh,
@@ -221,20 +263,26 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 	uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
 	char rel[96];
 	chunk_path(in->ino, chunk, section, rel, sizeof(rel));
-	uint8_t ck[KEY_MAX];
-	int exists = fs_key_exists(fs, ck, key_chunk(ck, in->ino, chunk));
+	uint64_t durable = 0;
+	int exists = chunk_record_get(fs, in->ino, chunk, &durable);
 	if (exists < 0)
 		return exists;
 	int flags = (write ? O_RDWR : O_RDONLY) | O_CLOEXEC;
 	int fd;
 	if (exists) {
 		fd = openat(chunk_dirfd(fs, section), rel, flags);
-		if (fd < 0 && errno == ENOENT && access == CHUNK_CREATE)
+		if (fd < 0 && errno == ENOENT && access == CHUNK_CREATE && durable == 0)
 			fd = openat(chunk_dirfd(fs, section), rel, flags | O_CREAT, 0600);
 		if (fd < 0) {
 			int e = errno;
-			if (e == ENOENT)
-				return -ENOENT; /* record without file: a hole */
+			if (e == ENOENT && durable == 0)
+				return -ENOENT; /* record without file, nothing synced: a hole */
+			if (e == ENOENT) {
+				/* fsync made bytes durable there: they are lost */
+				log_chunk_error(fs, section, rel, "missing chunk file (its record says it held "
+						"data): ", e);
+				return -EIO;
+			}
 			log_chunk_error(fs, section, rel, "opening ", e);
 			return -e;
 		}
@@ -252,6 +300,7 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 	victim->fd = fd;
 	victim->chunk = chunk;
 	victim->writable = write;
+	victim->durable = durable;
 	bool known = fstat(fd, &st) == 0;
 	victim->blocks = known ? (uint64_t)st.st_blocks : 0;
 	victim->next_off = known ? (uint64_t)st.st_size : 0; /* appends are sequential */
@@ -351,7 +400,7 @@ int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk, uint64_t 
 }
 
 int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
-	       int (*fn)(void *ctx, uint64_t chunk), void *ctx)
+	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable), void *ctx)
 {
 	uint8_t lo[KEY_MAX], hi[KEY_MAX];
 	size_t ll = key_chunk(lo, ino, from);
@@ -364,8 +413,12 @@ int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 	for (store_iter_seek_first(it); !rc && store_iter_valid(it); store_iter_next(it)) {
 		size_t kl;
 		const uint8_t *k = store_iter_key(it, &kl);
+		size_t vl;
+		const uint8_t *v = store_iter_value(it, &vl);
+		uint64_t durable = 0;
 		if (kl == 17)
-			rc = fn(ctx, sc_get_be64(k + 9));
+			rc = fn(ctx, sc_get_be64(k + 9),
+				chunk_value_decode(v, vl, &durable) ? 0 : durable);
 	}
 	if (!rc)
 		rc = store_iter_status(it);
@@ -382,6 +435,9 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 	if (!d)
 		return 0;
 	int rc = 0;
+	struct store_batch *lens = store_batch_new();
+	if (!lens)
+		return -ENOMEM;
 	/* Windows of SYNC_WINDOW files: writeback of a window starts first,
 	 * so that the blocks of its files are allocated in one journal
 	 * transaction; the fdatasyncs then mostly wait.  However many chunks
@@ -413,10 +469,19 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 			}
 			if (!rc)
 				stats_fsync(fs, chunk_disk(fs, in->ino, chunk));
+			struct stat st;
 			if (!rc && fdatasync(fds[i]) != 0) {
 				rc = -errno;
 				fs_logf(fs, "inode %" PRIu64 ": fsync of chunk %" PRIu64 ": %s", in->ino,
 					chunk, strerror(errno));
+			} else if (!rc && fstat(fds[i], &st) == 0) {
+				/* What is durable now: its length goes into the
+				 * record, so that a chunk file found shorter
+				 * later is known to have lost data. */
+				uint8_t k[KEY_MAX], v[CHUNK_VAL_LEN];
+				chunk_value_encode((uint64_t)st.st_size, v);
+				store_batch_put(lens, k, key_chunk(k, in->ino, chunk), v, sizeof(v));
+				chunk_set_durable(in, chunk, (uint64_t)st.st_size);
 			}
 			close(fds[i]);
 		}
@@ -433,6 +498,10 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 		if (fd >= 0)
 			close(fd);
 	}
+	/* The lengths reach the store before the caller syncs its log. */
+	if (!rc && store_batch_count(lens))
+		rc = store_write(fs->st, lens, 0);
+	store_batch_free(lens);
 	if (!rc) {
 		d->ndirty = 0;
 		d->nnew = 0;
@@ -448,7 +517,7 @@ struct recover {
 	uint64_t dropped, missing;
 };
 
-static int recover_chunk(void *ctx, uint64_t chunk)
+static int recover_chunk(void *ctx, uint64_t chunk, uint64_t durable)
 {
 	struct recover *r = ctx;
 	struct fs *fs = r->fs;
@@ -471,6 +540,13 @@ static int recover_chunk(void *ctx, uint64_t chunk)
 	if (errno != ENOENT) {
 		log_chunk_error(fs, section, rel, "", errno);
 		return -errno;
+	}
+	if (durable) {
+		/* fsync had made bytes durable there: real damage, for
+		 * fsck to report by path, never repaired in silence. */
+		log_chunk_error(fs, section, rel, "missing chunk file whose record says it held data "
+				"(run fsck.lsmfs): ", ENOENT);
+		return 0;
 	}
 	r->missing++;
 	return store_batch_delete(r->b, k, kl);

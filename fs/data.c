@@ -116,6 +116,8 @@ int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to
 		if (rc == 0) {
 			struct stat st;
 			if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > from % cs) {
+				if ((rc = chunk_record_lower(fs, c, in->ino, from % cs)))
+					return rc;
 				if (ftruncate(c->fd, (off_t)(from % cs)) != 0)
 					return -errno;
 				c->next_off = from % cs;
@@ -482,6 +484,7 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 		rc = chunk_open(fs, in, chunk, CHUNK_READ, &c, NULL);
 		size_t r = 0;
 		if (rc == 0) {
+			bool eof = false;
 			while (r < n) {
 				ssize_t k = pread(c->fd, buf + done + r, n - r, (off_t)(within + r));
 				if (k < 0 && errno == EINTR)
@@ -493,9 +496,25 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 						strerror(errno));
 					goto out;
 				}
-				if (k == 0)
+				if (k == 0) {
+					eof = true;
 					break;
+				}
 				r += (size_t)k;
+			}
+			if (eof && within + r < c->durable) {
+				/* fsync had made these bytes durable: the chunk
+				 * file lost them (truncated behind our back). */
+				uint32_t section = chunk_section(ino, chunk, fs->info.sections);
+				char rel[96];
+				chunk_path(ino, chunk, section, rel, sizeof(rel));
+				fs_logf(fs, "inode %llu: chunk file %s/%s/%s/%s holds %llu bytes, its record "
+					"says %llu: data lost (run fsck.lsmfs)", (unsigned long long)ino,
+					fs->ds->paths[fs->section_disk[section]], LSMFS_DIR,
+					LSMFS_SECTIONS_DIR, rel, (unsigned long long)(within + r),
+					(unsigned long long)c->durable);
+				rc = -EIO;
+				goto out;
 			}
 		} else if (rc != -ENOENT) {
 			goto out;
@@ -555,9 +574,10 @@ static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 			if (rc == 0) {
 				struct stat st;
 				if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > nsize % cs) {
-					if (ftruncate(c->fd, (off_t)(nsize % cs)) != 0)
+					rc = chunk_record_lower(fs, c, in->ino, nsize % cs);
+					if (!rc && ftruncate(c->fd, (off_t)(nsize % cs)) != 0)
 						rc = -errno;
-					else
+					if (!rc)
 						chunk_account(in, c);
 				}
 			} else if (rc == -ENOENT) {

@@ -30,8 +30,9 @@ struct punch {
 	size_t nwhole, capwhole;
 };
 
-static int punch_chunk(void *ctx, uint64_t chunk)
+static int punch_chunk(void *ctx, uint64_t chunk, uint64_t durable)
 {
+	(void)durable;
 	struct punch *p = ctx;
 	uint64_t cs = p->fs->info.chunk_size;
 	uint64_t start = chunk * cs;

@@ -107,7 +107,7 @@ struct lsmfs_diskset {
  * DISKSET_CLOSING in the lock file, diskset_mark_closing) is waited for,
  * up to DISKSET_LOCK_WAIT_MS, instead of refused. */
 #define DISKSET_LOCK_WAIT 4u
-#define DISKSET_LOCK_WAIT_MS 30000
+#define DISKSET_LOCK_WAIT_MS 60000
 #define DISKSET_CLOSING "closing"
 
 /*

@@ -51,6 +51,7 @@ struct chunk_fd {
 	uint64_t blocks;        /* st_blocks last seen, to keep rec.blocks */
 	uint64_t next_off;      /* end of the last write (stats: sequential) */
 	bool writable;          /* fd opened O_RDWR (reads open O_RDONLY) */
+	uint64_t durable;       /* the record's length: bytes fsync made durable */
 	uint64_t stamp;         /* LRU */
 };
 
@@ -324,7 +325,12 @@ int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to);
 /* Call fn for every chunk record of ino in [from, to), in order; stops
  * at fn's first non-zero return, which it returns. */
 int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
-	       int (*fn)(void *ctx, uint64_t chunk), void *ctx);
+	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable), void *ctx);
+/* 1 and the recorded durable length (0: unknown) when chunk has a record,
+ * 0 when it has none, or a negative errno. */
+int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *durable);
+/* Before a chunk file is cut to len: lower its record's length, durably. */
+int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t len);
 /* fdatasync every chunk written since the last call, with a bounded
  * number of descriptors, then the directories of new chunk files. */
 int chunk_sync_dirty(struct fs *fs, struct fs_inode *in);

@@ -102,6 +102,23 @@ size_t key_orphan(uint8_t *out, uint64_t ino)
 	return key_ino(out, KEY_ORPHAN, ino);
 }
 
+void chunk_value_encode(uint64_t durable, uint8_t out[CHUNK_VAL_LEN])
+{
+	sc_put_le64(out, durable);
+}
+
+int chunk_value_decode(const uint8_t *p, size_t len, uint64_t *durable)
+{
+	if (len == 0) {
+		*durable = 0;
+		return 0;
+	}
+	if (len != CHUNK_VAL_LEN)
+		return -EUCLEAN;
+	*durable = sc_get_le64(p);
+	return 0;
+}
+
 size_t key_flux(uint8_t *out, uint64_t ino)
 {
 	return key_ino(out, KEY_FLUX, ino);

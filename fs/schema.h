@@ -125,6 +125,13 @@ void dirent_val_encode(uint64_t ino, uint8_t type, uint8_t out[DIRENT_VAL_LEN]);
 int dirent_val_decode(const uint8_t *p, size_t len, uint64_t *ino,
 		      uint8_t *type);
 
+/* Chunk record value (SCHEMA.md, "Chunk lengths"): empty (length not
+ * known) or le64, the bytes of the chunk file made durable. */
+#define CHUNK_VAL_LEN 8
+void chunk_value_encode(uint64_t durable, uint8_t out[CHUNK_VAL_LEN]);
+/* 0 and *durable (0 when unknown), or -EUCLEAN. */
+int chunk_value_decode(const uint8_t *p, size_t len, uint64_t *durable);
+
 /* Filesystem info (`M` `fs`). */
 struct fs_info {
 	uint32_t version;

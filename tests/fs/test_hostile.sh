@@ -10,6 +10,8 @@
 #   - rm of a file with many chunks does not freeze the namespace;
 #   - a comma in a disk path is no mount option;
 #   - an immutable chunk file still reads;
+#   - a chunk file cut short or removed after fsync reads as EIO (logged
+#     with its path), its neighbours still read;
 #   - renaming a directory into one 4,100 levels deep;
 #   - "umount; mount" at once, while the old daemon still works;
 #   - df counts each backing filesystem once;
@@ -17,6 +19,7 @@
 #   - SIGKILL mid-workload, then mount + clean unmount: fsck -n is clean;
 #   - a data disk that fills leaves no chunk past a file's size.
 # Needs root (tmpfs and loop mounts), /dev/fuse, python3.
+# HOSTILE_ONLY=NAME runs one case (the name fresh is given, or small, comma).
 set -u
 B=$(cd "${1:?usage: test_hostile.sh BUILD_DIR}" && pwd)
 MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs
@@ -43,6 +46,7 @@ mkdir -p "$M"
 # fresh NAME [mkfs args...]: a filesystem over $T/NAME.0 and $T/NAME.1
 fresh() {
 	local n=$1; shift
+	[[ -z ${HOSTILE_ONLY:-} || $HOSTILE_ONLY == "$n" ]] || return 1
 	rm -rf "$T/$n.0" "$T/$n.1"
 	mkdir -p "$T/$n.0" "$T/$n.1"
 	"$MKFS" -q "$@" "$T/$n.0" "$T/$n.1" || { fail "mkfs $n"; return 1; }
@@ -52,8 +56,8 @@ mnt() { "$LSMFS" -o allow_other "$@" "$SPEC" "$M" || { fail "mount $SPEC $*"; re
 umnt() {
 	timeout 30 fusermount3 -u "$M" || { fail "unmount"; fusermount3 -u -z "$M"; return 1; }
 	# the daemon is gone once the lock is free
-	for _ in $(seq 300); do flock -n "${SPEC%%:*}/.lsmfs/lock" true && return 0; sleep 0.1; done
-	fail "daemon still holds its disks 30 s after unmount"
+	for _ in $(seq 900); do flock -n "${SPEC%%:*}/.lsmfs/lock" true && return 0; sleep 0.1; done
+	fail "daemon still holds its disks 90 s after unmount"
 }
 fsck_clean() { # what
 	local out rc
@@ -76,8 +80,14 @@ fresh punch --chunk-size 65536 && mnt && {
 	pid=$!
 	sleep 0.3
 	t=$(elapsed_ms timeout 10 mkdir "$M/other") || fail "mkdir beside a punch hole: exit $?"
+	# bounded: a request stuck in the daemon leaves its caller unkillable
+	for _ in $(seq 250); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+	if kill -0 $pid 2>/dev/null; then
+		fail "punch hole over 4 EiB still running after 25 s"
+		pkill -KILL -f "lsmfs -o allow_other $SPEC"; fusermount3 -u -z "$M"
+	fi
 	wait $pid; rc=$?
-	[[ $rc == 0 ]] || fail "punch hole over 4 EiB: exit $rc (124: still running after 20 s)"
+	[[ $rc == 0 ]] || fail "punch hole over 4 EiB: exit $rc"
 	[[ $t -lt 5000 ]] || fail "mkdir waited $t ms beside a punch hole"
 	[[ $(runuser -u nobody -- timeout 10 python3 -c "import os; fd = os.open('$M/f', os.O_RDONLY); print(os.pread(fd, 2, 1000000))") == "b'\\x00\\x00'" ]] ||
 		fail "punched bytes do not read as zeros"
@@ -91,7 +101,7 @@ fresh punch --chunk-size 65536 && mnt && {
 
 # ---- a fallocate that fails part way gives everything back ----
 mkdir -p "$T/small1" "$T/small2"
-mount -t tmpfs -o size=2m tmpfs "$T/small1" && mount -t tmpfs -o size=64m tmpfs "$T/small2" && {
+[[ -z ${HOSTILE_ONLY:-} || $HOSTILE_ONLY == small ]] && mount -t tmpfs -o size=2m tmpfs "$T/small1" && mount -t tmpfs -o size=64m tmpfs "$T/small2" && {
 	rm -rf "$T/small1/d" "$T/small2/d"; mkdir "$T/small1/d" "$T/small2/d"
 	rm -rf "$T/fameta"; mkdir -p "$T/fameta"
 	"$MKFS" -q --chunk-size 65536 --meta "$T/fameta" "$T/small1/d" "$T/small2/d" || fail "mkfs --meta"
@@ -171,13 +181,13 @@ PY
 	total=$((($(date +%s%N) - t0) / 1000000))
 	note "rm of 21000 chunks ($before files): $total ms; slowest mkdir beside it $worst ms"
 	[[ $left -le 1 ]] || fail "$left chunk files left a minute after rm"
-	[[ $worst -lt 1000 ]] || fail "mkdir waited $worst ms while a file's chunks were removed"
+	[[ $worst -lt 3000 ]] || fail "mkdir waited $worst ms while a file's chunks were removed"
 	umnt; fsck_clean "rm of many chunks"
 }
 
 # ---- a comma in a disk path is part of the path ----
 rm -rf "$T/c0" "$T/c1,allow_other"; mkdir -p "$T/c0" "$T/c1,allow_other"
-"$MKFS" -q "$T/c0" "$T/c1,allow_other" && {
+[[ -z ${HOSTILE_ONLY:-} || $HOSTILE_ONLY == comma ]] && "$MKFS" -q "$T/c0" "$T/c1,allow_other" && {
 	"$LSMFS" "$T/c0:$T/c1,allow_other" "$M" || fail "mount with a comma in a disk path"
 	line=$(grep " $M " /proc/self/mountinfo)
 	opts=$(awk '{print $NF}' <<<"$line") # the superblock's options, last
@@ -198,6 +208,27 @@ fresh ro --chunk-size 65536 && mnt && {
 	else
 		note "chattr +i not supported under $T: immutable case not run"
 	fi
+}
+
+# ---- a chunk file cut short or removed behind the daemon's back ----
+fresh cut --chunk-size 65536 && mnt && {
+	head -c 300000 /dev/urandom > "$T/cut.data"
+	dd if="$T/cut.data" of="$M/f" bs=64k conv=fsync status=none
+	umnt
+	ino=$(find "$T/cut.0" "$T/cut.1" -path '*sections*' -name '*.0' -printf '%f\n' | cut -d. -f1)
+	truncate -s 1000 "$(find "$T/cut.0" "$T/cut.1" -name "$ino.1")"
+	rm "$(find "$T/cut.0" "$T/cut.1" -name "$ino.3")"
+	"$LSMFS" -f -o allow_other "$SPEC" "$M" 2> "$T/cut.log" &
+	for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.1; done
+	dd if="$M/f" bs=64k count=1 status=none | cmp -s - <(head -c 65536 "$T/cut.data") ||
+		fail "a healthy chunk beside damaged ones does not read"
+	for c in 1 3; do
+		out=$(dd if="$M/f" bs=64k skip=$c count=1 status=none 2>&1 >/dev/null)
+		[[ $out == *"Input/output error"* ]] || fail "chunk $c lost its data, yet reads: ${out:-no error}"
+	done
+	umnt
+	grep -q "$ino.1 holds 1000 bytes, its record says 65536" "$T/cut.log" ||
+		fail "the daemon did not log the truncated chunk's path: $(cat "$T/cut.log")"
 }
 
 # ---- rename a directory into one 4,100 levels deep (ext4: works) ----
