@@ -14,8 +14,9 @@
  *     create mode as the kernel's posix_acl_create does, or the umask when
  *     the parent has none (the kernel leaves the umask to us: DONT_MASK).
  * Each change is written in one store batch with the inode record it goes
- * with.  Locking: the callers' (the inode's stripe lock, or ns_lock and
- * the new inode being invisible for inheritance).
+ * with.  Locking: the callers' (the inode's stripe lock; for inheritance
+ * ns_lock, the new inode being invisible, and the parent's stripe lock
+ * taken here briefly to read its flags).
  */
 #include "acl.h"
 
@@ -272,7 +273,10 @@ int acl_fs_inherit(struct fs *fs, struct fs_inode *dir, uint64_t ino, struct ino
 		return 0;
 	struct acl *def = NULL;
 	int rc = 0;
-	if (fs->posix_acl && (dir->rec.flags & INODE_FLAG_XATTR))
+	inode_lock(fs, dir);
+	bool has_xattrs = dir->rec.flags & INODE_FLAG_XATTR; /* none: skip the lookup */
+	inode_unlock(fs, dir);
+	if (fs->posix_acl && has_xattrs)
 		rc = load(fs, dir->ino, ACL_XATTR_DEFAULT, &def);
 	if (rc)
 		return rc;

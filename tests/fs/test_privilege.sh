@@ -10,7 +10,7 @@
 # setgid cleared by an ACL change, setgid directories with members and
 # non-members, xattr namespace errors, trusted.* listed to root only (and
 # not to a root without CAP_SYS_ADMIN), fallocate and punch hole clearing
-# setuid/setgid; then everything again after a remount.  lsmfs only (ext4
+# setuid/setgid and file capabilities; then everything again after a remount.  lsmfs only (ext4
 # has no counterpart): user.lsmfs.stats is root's only, an xattr name list
 # never passes 64 KiB, a 64 KiB value is stored.
 # Needs root, mkfs.ext4, a loop device, setfacl/getfacl/getfattr/setfattr;
@@ -43,7 +43,16 @@ mkfs.ext4 -q -F "$T/ext4.img" >/dev/null 2>&1 || skip "mkfs.ext4 failed"
 mount -o loop,acl "$T/ext4.img" "$E" 2>/dev/null || skip "cannot loop-mount an ext4 image"
 
 "$MKFS" -q --chunk-size 65536 "$T/d0" "$T/d1" || { echo "mkfs failed" >&2; exit 1; }
-mount_lsmfs() { "$LSMFS" -o allow_other "$T/d0:$T/d1" "$M" || { echo "mount failed" >&2; exit 1; }; }
+# In the foreground, its stderr kept: a sanitizer report there is a failure.
+mount_lsmfs() {
+	"$LSMFS" -f -o allow_other "$T/d0:$T/d1" "$M" 2>>"$T/daemon.log" &
+	for _ in $(seq 100); do
+		mountpoint -q "$M" && return
+		sleep 0.1
+	done
+	echo "mount failed: $(cat "$T/daemon.log")" >&2
+	exit 1
+}
 # until the daemon has exited (it holds disk 0's lock till then)
 wait_gone() { flock -w 10 "$T/d0/.lsmfs/lock" true || fail "the daemon did not exit within 10 s of unmount"; }
 mount_lsmfs
@@ -180,6 +189,13 @@ for op in "fallocate -l 8192" "fallocate -p -o 0 -l 10" "fallocate -n -l 20000" 
 	done
 done'
 
+same "fallocate drops file capabilities" '
+for op in "fallocate -l 8192" "fallocate -p -o 0 -l 10" "fallocate -n -l 100"; do
+	rm -f cap; echo x > cap
+	setfattr -n security.capability -v 0x0100000200200000000000000000000000000000 cap
+	getfattr -m- -d -e hex cap; $op cap; echo "$op:"; getfattr -m- -d -e hex cap
+done'
+
 # ---- lsmfs only ----
 cases=$((cases + 1))
 out=$($NOB getfattr --absolute-names -n user.lsmfs.stats --only-values "$M" 2>&1)
@@ -231,5 +247,9 @@ after=$(listing "$M")
 $(diff <(echo "$before") <(echo "$after") | head -40 | cut -c1-200)"
 same "enforced after a remount" '$NOB cat f; $NOB cat m; $U5000 cat g; $NOB ls d/s; $NOB getfattr -d -m- t'
 
+fusermount3 -u "$M"
+wait_gone
+grep -q -E "Sanitizer|runtime error" "$T/daemon.log" &&
+	fail "the daemon's sanitizer report: $(grep -E -A20 "Sanitizer|runtime error" "$T/daemon.log" | head -40)"
 echo "test_privilege: $cases cases, $fails failed"
 [[ $fails == 0 ]]
