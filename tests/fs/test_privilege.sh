@@ -66,6 +66,12 @@ export NOB="setpriv --reuid=65534 --regid=65534 --clear-groups"
 export U5000="setpriv --reuid=1000 --regid=1000 --groups=5000"
 export U1000="setpriv --reuid=1000 --regid=1000 --clear-groups"
 export NOADMIN="setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin"
+# A python3 the other users can run (root's may be a pyenv shim under
+# /root), checked, so that no case passes by failing alike on both sides.
+PY=/usr/bin/python3
+[[ -x $PY ]] || PY=$(command -v python3)
+[[ $($NOB "$PY" -c 'print("ran")' 2>&1) == ran ]] || skip "nobody cannot run $PY"
+export PATH=$(dirname "$PY"):$PATH
 
 # same DESC SCRIPT [ARG0 ARGS...]: run SCRIPT with bash in $E/w and in
 # $M/w; the output (stdout and stderr) and the exit code must be equal.
