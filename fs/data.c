@@ -14,6 +14,7 @@
  * remembered per inode (dirty chunks, sections with new chunk files) so
  * that fsync makes exactly those durable before syncing the store.
  */
+#include "acl.h"
 #include "fs_int.h"
 
 #include <errno.h>
@@ -663,7 +664,10 @@ int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set,
 		r->ctime_nsec = now_ns;
 	}
 	in->dirty = true;
-	rc = inode_persist(fs, in, false);
+	/* chmod rewrites an access ACL, with the record, in one batch. */
+	rc = (to_set & FUSE_SET_ATTR_MODE) ? acl_fs_chmod(fs, in) : 0;
+	if (!rc)
+		rc = inode_persist(fs, in, false);
 out:
 	if (!rc)
 		inode_stat(fs, in, out);

@@ -9,6 +9,7 @@
  * their stripe locks and written whole into the same batch.  inode_put()
  * may reclaim an inode and take ns_lock: call it only after unlocking.
  */
+#include "acl.h"
 #include "fs_int.h"
 
 #include <dirent.h>
@@ -184,7 +185,7 @@ int fs_lookup(struct fs *fs, uint64_t parent, const char *name, struct stat *st)
 }
 
 int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
-	     uid_t uid, gid_t gid, const char *link_target, struct stat *st)
+	     uid_t uid, gid_t gid, mode_t umask, const char *link_target, struct stat *st)
 {
 	int rc = fs_check_name(name);
 	if (rc)
@@ -228,6 +229,9 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 	fs_now(&r.atime_sec, &r.atime_nsec);
 	r.mtime_sec = r.ctime_sec = r.btime_sec = r.atime_sec;
 	r.mtime_nsec = r.ctime_nsec = r.btime_nsec = r.atime_nsec;
+	/* Permission bits from the parent's default ACL or the umask. */
+	if ((rc = acl_fs_inherit(fs, dir, ino, &r, umask, b)))
+		goto unlock;
 
 	inode_rec_put(b, ino, &r);
 	dirent_put(b, parent, name, ino, dtype_of(mode));

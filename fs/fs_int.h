@@ -141,6 +141,9 @@ struct fs {
 	uint64_t wire_init_unique;
 	bool killpriv_v2;
 	struct fuse_session *se; /* for attribute invalidations; NULL in tests */
+	/* The kernel took FUSE_CAP_POSIX_ACL: it enforces the ACLs acl.c
+	 * keeps (and leaves the umask to us); without it ACLs are refused. */
+	bool posix_acl;
 
 	/* stats.c: per disk, by disk index; bytes applications wrote. */
 	struct fs_disk_stats *dstats;
@@ -235,6 +238,8 @@ void inode_touch(struct inode_rec *r, bool mtime, bool ctime);
  * truncate and chown of a non-directory (caller NULL: privileged). */
 struct fs_caller;
 void inode_kill_suidgid(struct inode_rec *r, const struct fs_caller *caller);
+/* The caller is root or in group gid (NULL: privileged). */
+bool inode_caller_in_group(const struct fs_caller *caller, gid_t gid);
 void fs_lookup_ref(struct fs *fs, struct fs_inode *in, uint64_t n);
 void fs_forget(struct fs *fs, uint64_t ino, uint64_t n);
 /* Delete everything of an inode whose nlink is 0 (orphan reclaim). */
@@ -247,9 +252,10 @@ uint64_t fs_generation(struct fs *fs, uint64_t ino);
 /* "." and ".." name the inode itself and a directory's parent. */
 int fs_lookup(struct fs *fs, uint64_t parent, const char *name,
 	      struct stat *st);
+/* umask: the creator's, applied unless the parent has a default ACL. */
 int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode,
-	     dev_t rdev, uid_t uid, gid_t gid, const char *link_target,
-	     struct stat *st);
+	     dev_t rdev, uid_t uid, gid_t gid, mode_t umask,
+	     const char *link_target, struct stat *st);
 int fs_link(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
 	    struct stat *st);
 int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool dir);
@@ -269,10 +275,12 @@ int fs_open_file(struct fs *fs, uint64_t ino, int flags);
 int fs_release(struct fs *fs, uint64_t ino);
 int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t off,
 	    size_t *got);
-/* Who asks, for the setgid rule: uid 0 stands for CAP_FSETID. */
+/* Who asks, for the setgid rule: uid 0 stands for CAP_FSETID.  pid
+ * (0: unknown) lets xattr.c look up CAP_SYS_ADMIN. */
 struct fs_caller {
 	uid_t uid;
 	gid_t gid;
+	pid_t pid;
 	int ngroups;
 	gid_t groups[32];
 };
@@ -344,13 +352,16 @@ void data_free(struct fs *fs, struct fs_inode *in);
 int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk, uint64_t limit,
 		     struct store_batch *b, uint64_t *freed_blocks, uint64_t *resume);
 
-/* xattr.c */
+/* xattr.c: caller decides trusted.* and the stats (NULL: privileged). */
 int fs_setxattr(struct fs *fs, uint64_t ino, const char *name,
-		const void *val, size_t len, int flags);
+		const void *val, size_t len, int flags,
+		const struct fs_caller *caller);
 int fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void **val,
-		size_t *len);
-int fs_listxattr(struct fs *fs, uint64_t ino, char **list, size_t *len);
-int fs_removexattr(struct fs *fs, uint64_t ino, const char *name);
+		size_t *len, const struct fs_caller *caller);
+int fs_listxattr(struct fs *fs, uint64_t ino, char **list, size_t *len,
+		 const struct fs_caller *caller);
+int fs_removexattr(struct fs *fs, uint64_t ino, const char *name,
+		   const struct fs_caller *caller);
 /* Under the inode lock: remove security.capability, as a write or an
  * owner change must (the record is left to the caller). */
 int xattr_drop_capability(struct fs *fs, struct fs_inode *in);

@@ -291,7 +291,7 @@ int fs_persist_all(struct fs *fs)
 	return rc;
 }
 
-static bool in_group_or_root(const struct fs_caller *c, gid_t gid)
+bool inode_caller_in_group(const struct fs_caller *c, gid_t gid)
 {
 	if (!c || c->uid == 0 || c->gid == gid)
 		return true;
@@ -306,7 +306,7 @@ void inode_kill_suidgid(struct inode_rec *r, const struct fs_caller *caller)
 	if (S_ISDIR(r->mode))
 		return;
 	r->mode &= ~(uint32_t)S_ISUID;
-	if ((r->mode & S_IXGRP) || !in_group_or_root(caller, r->gid))
+	if ((r->mode & S_IXGRP) || !inode_caller_in_group(caller, r->gid))
 		r->mode &= ~(uint32_t)S_ISGID;
 }
 

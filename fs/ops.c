@@ -43,6 +43,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * of an inode number it no longer has (fs_lookup). */
 	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
 		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
+	/* POSIX ACLs, enforced by the kernel, kept by acl.c; the umask is
+	 * then ours to apply (a default ACL replaces it). */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK)) {
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+		fs->posix_acl = true;
+	}
 	/* Not v1 (a setuid check per write on our side); wire.c asks for
 	 * v2, which libfuse cannot name. */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
@@ -105,12 +111,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_attr(req, &st, fs->opt.attr_timeout);
 }
 
-/* The caller's ids, for the setgid rule of FUSE_HANDLE_KILLPRIV_V2. */
+/* The caller's ids, for the setgid rule of FUSE_HANDLE_KILLPRIV_V2, ACLs
+ * and the privileged xattrs. */
 static const struct fs_caller *caller_of(fuse_req_t req, struct fs_caller *c)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	c->uid = ctx->uid;
 	c->gid = ctx->gid;
+	c->pid = ctx->pid;
 	int n = fuse_req_getgroups(req, 32, c->groups);
 	c->ngroups = n < 0 ? 0 : (n > 32 ? 32 : n);
 	return c;
@@ -159,7 +167,8 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	struct fs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct stat st;
-	int rc = fs_mknod(fs, parent, name, mode, rdev, ctx->uid, ctx->gid, target, &st);
+	int rc = fs_mknod(fs, parent, name, mode, rdev, ctx->uid, ctx->gid, ctx->umask, target,
+			  &st);
 	if (rc)
 		fuse_reply_err(req, -rc);
 	else
@@ -233,7 +242,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct stat st;
 	int rc = fs_mknod(fs, parent, name, S_IFREG | (mode & 07777), 0, ctx->uid, ctx->gid,
-			  NULL, &st);
+			  ctx->umask, NULL, &st);
 	if (!rc)
 		rc = fs_open_file(fs, st.st_ino, fi->flags);
 	if (rc) {
@@ -406,7 +415,9 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
-	fuse_reply_err(req, -fs_setxattr(fs_of(req), ino, name, value, size, flags));
+	struct fs_caller c;
+	fuse_reply_err(req, -fs_setxattr(fs_of(req), ino, name, value, size, flags,
+					 caller_of(req, &c)));
 }
 
 static void reply_sized(fuse_req_t req, const void *buf, size_t len, size_t size)
@@ -423,7 +434,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 {
 	void *val;
 	size_t len;
-	int rc = fs_getxattr(fs_of(req), ino, name, &val, &len);
+	struct fs_caller c;
+	int rc = fs_getxattr(fs_of(req), ino, name, &val, &len, caller_of(req, &c));
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -436,7 +448,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	char *list;
 	size_t len;
-	int rc = fs_listxattr(fs_of(req), ino, &list, &len);
+	struct fs_caller c;
+	int rc = fs_listxattr(fs_of(req), ino, &list, &len, caller_of(req, &c));
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -447,7 +460,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	fuse_reply_err(req, -fs_removexattr(fs_of(req), ino, name));
+	struct fs_caller c;
+	fuse_reply_err(req, -fs_removexattr(fs_of(req), ino, name, caller_of(req, &c)));
 }
 
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
