@@ -245,6 +245,9 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 	bool write = access != CHUNK_READ;
 	if (write && fs->opt.read_only)
 		return -EROFS;
+	uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
+	if (!disk_usable(fs, fs->section_disk[section]))
+		return -EIO; /* diskwatch.c found it replaced: nothing goes there */
 	struct chunk_fd *victim = &d->fds[0];
 	for (int i = 0; i < CHUNK_FDS; i++) {
 		struct chunk_fd *c = &d->fds[i];
@@ -260,7 +263,6 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 		if (c->fd < 0 || (victim->fd >= 0 && c->stamp < victim->stamp))
 			victim = c;
 	}
-	uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
 	char rel[96];
 	chunk_path(in->ino, chunk, section, rel, sizeof(rel));
 	uint64_t durable = 0;
@@ -357,6 +359,10 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 		char rel[96];
 		chunk_path(ino, chunk, section, rel, sizeof(rel));
 		forget_fd(in, chunk);
+		if (!disk_usable(fs, fs->section_disk[section])) {
+			rc = -EIO;
+			break;
+		}
 		struct stat st;
 		int dirfd = chunk_dirfd(fs, section);
 		if (fstatat(dirfd, rel, &st, 0) == 0 && freed)
@@ -450,8 +456,9 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 			uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
 			char rel[96];
 			chunk_path(in->ino, chunk, section, rel, sizeof(rel));
-			fds[i] = openat(chunk_dirfd(fs, section), rel, O_RDONLY | O_CLOEXEC);
-			if (fds[i] < 0)
+			if (!disk_usable(fs, fs->section_disk[section]))
+				fds[i] = -EIO;
+			else if ((fds[i] = openat(chunk_dirfd(fs, section), rel, O_RDONLY | O_CLOEXEC)) < 0)
 				fds[i] = -errno;
 			else if (d->ndirty > 1)
 				(void)sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
@@ -490,6 +497,10 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 	for (size_t i = 0; !rc && i < d->nnew; i++) {
 		char sdir[16];
 		snprintf(sdir, sizeof(sdir), "%" PRIu64, d->new_sections[i]);
+		if (!disk_usable(fs, fs->section_disk[d->new_sections[i]])) {
+			rc = -EIO;
+			break;
+		}
 		int fd = openat(chunk_dirfd(fs, (uint32_t)d->new_sections[i]), sdir,
 				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		stats_fsync(fs, fs->section_disk[d->new_sections[i]]);

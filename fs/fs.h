@@ -26,6 +26,7 @@
 #define LSMFS_LABEL_MAX 16           /* bytes, like ext4's volume label */
 #define LSMFS_META_PATH_MAX 1024
 #define LSMFS_DEFAULT_SECTIONS 1024
+#define LSMFS_MAX_SECTIONS (1u << 20)     /* the section map is read whole at mount */
 #define LSMFS_DEFAULT_CHUNK_SIZE (4u << 20)
 #define LSMFS_DEFAULT_INLINE_MAX 4096u
 /* The daemon's accounting (SCHEMA.md, "Statistics"), one JSON object: the

@@ -160,6 +160,13 @@ struct fs {
 	bool stats_write_failed;   /* said once in the log; not again */
 	uint64_t stats_sum;        /* every counter added up, as last written */
 
+	/* diskwatch.c: per disk, 1 once it is no longer the disk opened. */
+	unsigned char *disk_lost;
+	pthread_t watch_thread;
+	pthread_mutex_t watch_lock;
+	pthread_cond_t watch_cv;
+	bool watch_stopping, watch_running, watch_initialized;
+
 	/* reclaim.c */
 	struct reclaim {
 		pthread_mutex_t lock;
@@ -377,6 +384,12 @@ int reclaim_orphans(struct fs *fs);
 void reclaim_wait_idle(struct fs *fs);
 /* Drain the queue, stop the thread (no-op when not started). */
 void reclaim_stop(struct fs *fs);
+
+/* diskwatch.c: a thread that notices a disk replaced under its path. */
+int diskwatch_start(struct fs *fs);
+void diskwatch_stop(struct fs *fs);
+/* False once disk has been found replaced (its chunks then fail, EIO). */
+bool disk_usable(struct fs *fs, uint32_t disk);
 
 /* wire.c */
 int fs_wire_attach(struct fs *fs, struct fuse_session *se);

@@ -155,7 +155,8 @@ static int open_disks(struct fs *fs, char *err, size_t errlen)
 {
 	fs->sections_fd = malloc(fs->ds->ndisks * sizeof(int));
 	fs->no_direct = calloc(fs->ds->ndisks, 1);
-	if (!fs->sections_fd || !fs->no_direct || stats_init(fs))
+	fs->disk_lost = calloc(fs->ds->ndisks, 1);
+	if (!fs->sections_fd || !fs->no_direct || !fs->disk_lost || stats_init(fs))
 		return -ENOMEM;
 	if (!fs->opt.direct)
 		memset(fs->no_direct, 1, fs->ds->ndisks);
@@ -239,6 +240,8 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	uint32_t nsec;
 	fs_now(&sec, &nsec);
 	fs->generation = (uint64_t)sec;
+	if ((rc = diskwatch_start(fs)))
+		fs_logf(fs, "cannot start the thread that watches the disks: %s", strerror(-rc));
 	/* Orphans a crash left go in the background, as later unlinks do. */
 	if (!opt->read_only && (rc = reclaim_start(fs)))
 		fs_logf(fs, "cannot start the reclaim thread (%s): unlinked files are deleted in the foreground",
@@ -267,6 +270,7 @@ fail:
 int fs_close(struct fs *fs)
 {
 	int rc = 0;
+	diskwatch_stop(fs);
 	reclaim_stop(fs); /* drains the queue: no orphan outlives a clean unmount */
 	if (fs->st && !fs->opt.read_only) {
 		rc = fs_persist_all(fs);
@@ -302,6 +306,7 @@ int fs_close(struct fs *fs)
 				close(fs->sections_fd[d]);
 	free(fs->sections_fd);
 	free(fs->no_direct);
+	free(fs->disk_lost);
 	stats_free(fs);
 	order_free(fs);
 	free(fs->section_disk);

@@ -3,6 +3,7 @@
  * metadata store", "Inode record", "Filesystem info").
  */
 #include "schema.h"
+#include "fs.h"
 
 #include <errno.h>
 #include <string.h>
@@ -237,7 +238,8 @@ int fs_info_decode(const uint8_t *p, size_t len, struct fs_info *fi)
 	if (llen > 16 || len < fixed + llen)
 		return -EUCLEAN;
 	memcpy(fi->label, p + 49, llen);
-	if (fi->sections == 0 || fi->ndisks == 0 || fi->chunk_size < 4096 ||
+	if (fi->sections == 0 || fi->sections > LSMFS_MAX_SECTIONS || fi->ndisks == 0 ||
+	    fi->ndisks > LSMFS_MAX_DISKS || fi->chunk_size < 4096 ||
 	    (fi->chunk_size & (fi->chunk_size - 1)))
 		return -EUCLEAN;
 	return 0;

@@ -148,8 +148,9 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 			"count %u", OFF_INDEX, sb->disk_index, sb->disk_count);
 		return -EUCLEAN;
 	}
-	if (sb->sections == 0) {
-		set_err(err, errlen, "offset %d: section count is 0", OFF_SECTIONS);
+	if (sb->sections == 0 || sb->sections > LSMFS_MAX_SECTIONS) {
+		set_err(err, errlen, "offset %d: section count %u is not in 1..%u", OFF_SECTIONS,
+			sb->sections, LSMFS_MAX_SECTIONS);
 		return -EUCLEAN;
 	}
 	if (sb->chunk_size < 4096 || (sb->chunk_size & (sb->chunk_size - 1))) {

@@ -36,7 +36,6 @@
 
 #define PROG "mkfs.lsmfs"
 #define MKFS_VERSION "0.1.0" /* in step with project() in meson.build */
-#define MAX_SECTIONS (1u << 20)
 #define MAX_CHUNK_SIZE (1ull << 30)
 #define MAX_INLINE 65536u
 #define LOST_FOUND "lost+found"
@@ -109,7 +108,7 @@ static void usage(FILE *out)
 		"\n"
 		"Exit status: 0 on success; 1 on any error (bad usage, a refused "
 		"disk or\nargument, or an I/O failure).\n",
-		LSMFS_LABEL_MAX, MAX_SECTIONS, LSMFS_DEFAULT_SECTIONS,
+		LSMFS_LABEL_MAX, LSMFS_MAX_SECTIONS, LSMFS_DEFAULT_SECTIONS,
 		LSMFS_DEFAULT_INLINE_MAX);
 }
 
@@ -205,9 +204,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_SECTIONS:
 			if (parse_count(optarg, &sections) != 0 || sections < 1 ||
-			    sections > MAX_SECTIONS) {
+			    sections > LSMFS_MAX_SECTIONS) {
 				fail("sections '%s': must be a number from 1 to %u",
-				     optarg, MAX_SECTIONS);
+				     optarg, LSMFS_MAX_SECTIONS);
 				return 1;
 			}
 			break;

@@ -12,6 +12,7 @@
 #   - an immutable chunk file still reads;
 #   - a chunk file cut short or removed after fsync reads as EIO (logged
 #     with its path), its neighbours still read;
+#   - a backing disk unmounted under the daemon: EIO, logged once;
 #   - renaming a directory into one 4,100 levels deep;
 #   - "umount; mount" at once, while the old daemon still works;
 #   - df counts each backing filesystem once;
@@ -230,6 +231,26 @@ fresh cut --chunk-size 65536 && mnt && {
 	grep -q "$ino.1 holds 1000 bytes, its record says 65536" "$T/cut.log" ||
 		fail "the daemon did not log the truncated chunk's path: $(cat "$T/cut.log")"
 }
+
+# ---- a backing disk unmounted lazily under the daemon ----
+if [[ -z ${HOSTILE_ONLY:-} || $HOSTILE_ONLY == lazy ]]; then
+	rm -rf "$T/lazy0" "$T/lazy1"; mkdir -p "$T/lazy0" "$T/lazy1"
+	mount -t tmpfs -o size=64m tmpfs "$T/lazy1" && {
+		SPEC=$T/lazy0:$T/lazy1
+		"$MKFS" -q --chunk-size 65536 "$T/lazy0" "$T/lazy1" || fail "mkfs lazy"
+		"$LSMFS" -f -o allow_other "$SPEC" "$M" 2> "$T/lazy.log" &
+		for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.1; done
+		dd if=/dev/urandom of="$M/f" bs=64k count=8 conv=fsync status=none || fail "writing before the disk went"
+		umount -l "$T/lazy1"
+		sleep 2.5 # the daemon looks every second
+		out=$(dd if=/dev/urandom of="$M/f" bs=64k count=8 conv=fsync,notrunc status=none 2>&1)
+		[[ $out == *"Input/output error"* ]] || fail "fsync to a disk that was unmounted: ${out:-no error}"
+		dd if=/dev/urandom of="$M/f" bs=64k count=8 conv=fsync,notrunc status=none 2>/dev/null
+		umnt
+		n=$(grep -c "lazy1 is no longer the disk" "$T/lazy.log")
+		[[ $n == 1 ]] || fail "the lost disk was logged $n times, want once: $(head -c 600 "$T/lazy.log")"
+	}
+fi
 
 # ---- rename a directory into one 4,100 levels deep (ext4: works) ----
 fresh deep && mnt && {

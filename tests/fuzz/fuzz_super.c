@@ -6,7 +6,8 @@
  *
  * Promises checked: a rejection is -EUCLEAN with a message naming a byte
  * offset; an accepted block has its fields in range (disk index below the
- * count, count 1..LSMFS_MAX_DISKS, sections >= 1, chunk size a power of
+ * count, count 1..LSMFS_MAX_DISKS, sections 1..LSMFS_MAX_SECTIONS (a mount reads
+ * the whole map), chunk size a power of
  * two >= 4096, an absolute or empty NUL-terminated metadata path, a
  * NUL-terminated label) and re-encodes to a block that decodes to the
  * same fields.
@@ -37,7 +38,7 @@ static void decode(const uint8_t *data, size_t size)
 		   sb.disk_count);
 	fuzz_check(sb.disk_index < sb.disk_count, "disk index %u of %u", sb.disk_index,
 		   sb.disk_count);
-	fuzz_check(sb.sections >= 1, "no sections");
+	fuzz_check(sb.sections >= 1 && sb.sections <= LSMFS_MAX_SECTIONS, "%u sections", sb.sections);
 	fuzz_check(sb.chunk_size >= 4096 && !(sb.chunk_size & (sb.chunk_size - 1)),
 		   "chunk size %llu", (unsigned long long)sb.chunk_size);
 	fuzz_check(memchr(sb.label, 0, sizeof(sb.label)) != NULL, "label not terminated");

@@ -1,0 +1,108 @@
+/*
+ * diskwatch.c: noticing that a backing disk is no longer the disk the
+ * daemon opened.
+ *
+ * The daemon opens <disk>/.lsmfs/sections once, at mount, and works
+ * through that descriptor.  If the disk's filesystem is then unmounted
+ * lazily (umount -l) or another filesystem is mounted over the path, the
+ * descriptor still works, on a filesystem nobody can see any more: writes
+ * and fsyncs would succeed into the void.  A thread compares, every
+ * DISKWATCH_INTERVAL_MS, what the path names now with what the descriptor
+ * is (device and inode).  A disk that differs is marked lost for good:
+ * every chunk operation on its sections fails with EIO (chunk.c asks
+ * disk_usable), and the log says so once, naming the disk.  The check runs
+ * in its own thread, so a disk whose stat() hangs (a dead NFS server)
+ * holds up nothing else.
+ *
+ * fs->disk_lost[d] is read and written with atomics; the thread's state
+ * is guarded by fs->watch_lock.
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define DISKWATCH_INTERVAL_MS 1000
+
+bool disk_usable(struct fs *fs, uint32_t disk)
+{
+	return !__atomic_load_n(&fs->disk_lost[disk], __ATOMIC_ACQUIRE);
+}
+
+/* Is disk d still the disk its descriptor was opened on? */
+static void check_disk(struct fs *fs, uint32_t d)
+{
+	if (!disk_usable(fs, d))
+		return;
+	char p[LSMFS_META_PATH_MAX + 64];
+	snprintf(p, sizeof(p), "%s/%s/%s", fs->ds->paths[d], LSMFS_DIR, LSMFS_SECTIONS_DIR);
+	struct stat now, opened;
+	if (fstat(fs->sections_fd[d], &opened) != 0)
+		return;
+	const char *why = NULL;
+	if (stat(p, &now) != 0)
+		why = errno == ENOENT ? "its sections directory is gone from the path" : strerror(errno);
+	else if (now.st_dev != opened.st_dev || now.st_ino != opened.st_ino)
+		why = "the path now leads to another filesystem or directory";
+	if (!why)
+		return;
+	__atomic_store_n(&fs->disk_lost[d], 1, __ATOMIC_RELEASE);
+	fs_logf(fs, "disk %u: %s is no longer the disk this filesystem was mounted with (%s: "
+		"unmounted, or something mounted over it?); its chunk files now fail with EIO "
+		"until a remount", d, fs->ds->paths[d], why);
+}
+
+static void *watcher(void *arg)
+{
+	struct fs *fs = arg;
+	pthread_mutex_lock(&fs->watch_lock);
+	while (!fs->watch_stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += DISKWATCH_INTERVAL_MS % 1000 * 1000000L;
+		ts.tv_sec += DISKWATCH_INTERVAL_MS / 1000 + ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&fs->watch_cv, &fs->watch_lock, &ts);
+		if (fs->watch_stopping)
+			break;
+		pthread_mutex_unlock(&fs->watch_lock);
+		for (uint32_t d = 0; d < fs->ds->ndisks; d++)
+			check_disk(fs, d);
+		pthread_mutex_lock(&fs->watch_lock);
+	}
+	pthread_mutex_unlock(&fs->watch_lock);
+	return NULL;
+}
+
+int diskwatch_start(struct fs *fs)
+{
+	pthread_mutex_init(&fs->watch_lock, NULL);
+	pthread_cond_init(&fs->watch_cv, NULL);
+	fs->watch_initialized = true;
+	int rc = pthread_create(&fs->watch_thread, NULL, watcher, fs);
+	if (rc)
+		return -rc;
+	fs->watch_running = true;
+	return 0;
+}
+
+void diskwatch_stop(struct fs *fs)
+{
+	if (fs->watch_running) {
+		pthread_mutex_lock(&fs->watch_lock);
+		fs->watch_stopping = true;
+		pthread_cond_signal(&fs->watch_cv);
+		pthread_mutex_unlock(&fs->watch_lock);
+		pthread_join(fs->watch_thread, NULL);
+		fs->watch_running = false;
+	}
+	if (fs->watch_initialized) {
+		pthread_mutex_destroy(&fs->watch_lock);
+		pthread_cond_destroy(&fs->watch_cv);
+		fs->watch_initialized = false;
+	}
+}
