@@ -281,6 +281,22 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/*
+ * A write that did not come from the kernel's page cache (O_DIRECT, and
+ * asynchronous O_DIRECT above all) under the writeback cache: a buffered
+ * read that raced it may have put the old bytes back in the cache, where
+ * they would stay.  The range is dropped from the cache before the writer
+ * hears back, so that after the write is acknowledged every reader sees
+ * it.  Never for the cache's own writeback (fi->writepage): its folios are
+ * under writeback, and invalidating them would wait on ourselves.
+ */
+static void direct_written(struct fs *fs, fuse_ino_t ino, const struct fuse_file_info *fi,
+			   off_t off, int written)
+{
+	if (written > 0 && fs->se && fs->opt.writeback && fi && !fi->writepage)
+		(void)fuse_lowlevel_notify_inval_inode(fs->se, ino, off, written);
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -288,6 +304,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct fs_caller c;
 	bool kill = fi && (fi->flags & WIRE_WRITE_KILL_SUIDGID);
 	int rc = fs_write(fs, ino, buf, size, off, kill ? caller_of(req, &c) : NULL);
+	direct_written(fs, ino, fi, off, rc);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -303,6 +320,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *buf
 	struct fs_caller c;
 	bool kill = fi && (fi->flags & WIRE_WRITE_KILL_SUIDGID);
 	int rc = fs_write_bufv(fs, ino, bufv, off, kill ? caller_of(req, &c) : NULL);
+	direct_written(fs, ino, fi, off, rc);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else

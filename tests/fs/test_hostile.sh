@@ -15,6 +15,7 @@
 #   - a backing disk unmounted under the daemon: EIO, logged once;
 #   - renaming a directory into one 4,100 levels deep;
 #   - "umount; mount" at once, while the old daemon still works;
+#   - a buffered read after an O_DIRECT write (sync or io_submit) sees it;
 #   - df counts each backing filesystem once;
 #   - file handles survive cache eviction, renames and remounts;
 #   - SIGKILL mid-workload, then mount + clean unmount: fsck -n is clean;
@@ -310,6 +311,15 @@ fresh fh && mnt && {
 	$FH stale "$M" "$T/h" || fail "the handle of a deleted file"
 	umnt; fsck_clean "file handles"
 }
+
+# ---- buffered, O_DIRECT (sync and asynchronous) and mmap I/O agree ----
+for o in "" no_writeback; do
+	fresh "dio$o" && mnt ${o:+-o $o} && {
+		out=$(timeout 120 "$B/tests/fs/dio_coherence" "$M/f" 2>&1) ||
+			fail "coherence${o:+ with $o}: $out"
+		umnt
+	}
+done
 
 # ---- df: two disks on one filesystem count once ----
 fresh df && mnt && {
