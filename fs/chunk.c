@@ -243,7 +243,7 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 	if (created)
 		*created = false;
 	bool write = access != CHUNK_READ;
-	if (write && fs->opt.read_only)
+	if (write && !fs_writable(fs))
 		return -EROFS;
 	uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
 	if (!disk_usable(fs, fs->section_disk[section]))

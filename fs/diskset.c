@@ -426,13 +426,19 @@ out:
 	return rc;
 }
 
-void diskset_mark_closing(struct lsmfs_diskset *ds)
+void diskset_mark(struct lsmfs_diskset *ds, const char *state)
 {
 	char line[64];
-	int len = snprintf(line, sizeof(line), "%ld\n" DISKSET_CLOSING "\n", (long)getpid());
-	for (uint32_t i = 0; i < ds->ndisks; i++)
-		if (ds->lock_fds[i] >= 0 && pwrite(ds->lock_fds[i], line, (size_t)len, 0) != len)
-			(void)0; /* only a courtesy to the next mount: it then refuses, as before */
+	int len = snprintf(line, sizeof(line), "%ld\n%s%s", (long)getpid(), state ? state : "",
+			   state ? "\n" : "");
+	for (uint32_t i = 0; i < ds->ndisks; i++) {
+		if (ds->lock_fds[i] < 0)
+			continue;
+		/* only a courtesy to whoever reads it: a failure changes nothing */
+		if (pwrite(ds->lock_fds[i], line, (size_t)len, 0) != len ||
+		    ftruncate(ds->lock_fds[i], len) != 0)
+			(void)0;
+	}
 }
 
 void diskset_close(struct lsmfs_diskset *ds)

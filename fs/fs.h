@@ -105,11 +105,12 @@ struct lsmfs_diskset {
  * disk it is; see super_damaged. */
 #define DISKSET_TOLERANT 2u
 /* With DISKSET_LOCK: a disk held by a daemon that is closing (it wrote
- * DISKSET_CLOSING in the lock file, diskset_mark_closing) is waited for,
+ * DISKSET_CLOSING in the lock file, diskset_mark) is waited for,
  * up to DISKSET_LOCK_WAIT_MS, instead of refused. */
 #define DISKSET_LOCK_WAIT 4u
 #define DISKSET_LOCK_WAIT_MS 60000
 #define DISKSET_CLOSING "closing"
+#define DISKSET_READ_ONLY "read-only" /* remounted read-only, all durable */
 
 /*
  * Open the disks named in spec ("DISK[:DISK...]", any order).  Refuses,
@@ -129,9 +130,10 @@ struct lsmfs_diskset {
 int diskset_open(const char *spec, unsigned flags,
 		 struct lsmfs_diskset **out, char *err, size_t errlen);
 void diskset_close(struct lsmfs_diskset *ds);
-/* The daemon's unmount has begun: say so in every lock file held, so that
- * a new mount waits for this process instead of refusing. */
-void diskset_mark_closing(struct lsmfs_diskset *ds);
+/* Say the daemon's state in every lock file held, on the line after its
+ * pid (NULL: nothing): DISKSET_CLOSING once its unmount has begun (a new
+ * mount then waits for it), DISKSET_READ_ONLY once remounted read-only. */
+void diskset_mark(struct lsmfs_diskset *ds, const char *state);
 
 /* Parameters of a new filesystem, for fs_format. */
 struct fs_format_params {

@@ -167,6 +167,13 @@ struct fs {
 	pthread_cond_t watch_cv;
 	bool watch_stopping, watch_running, watch_initialized;
 
+	/* rdonly.c: mount -o remount,ro|rw, told by SIGUSR1. */
+	char *mountpoint;
+	int rdonly_pipe[2];
+	pthread_t rdonly_thread;
+	bool rdonly_running, rdonly_stopping;
+	bool remounted_ro;        /* atomics */
+
 	/* reclaim.c */
 	struct reclaim {
 		pthread_mutex_t lock;
@@ -390,6 +397,12 @@ int diskwatch_start(struct fs *fs);
 void diskwatch_stop(struct fs *fs);
 /* False once disk has been found replaced (its chunks then fail, EIO). */
 bool disk_usable(struct fs *fs, uint32_t disk);
+
+/* rdonly.c: the thread that follows remounts (SIGUSR1 wakes it). */
+int rdonly_start(struct fs *fs, const char *mountpoint);
+void rdonly_stop(struct fs *fs);
+/* False on a read-only mount, or one remounted read-only. */
+bool fs_writable(struct fs *fs);
 
 /* wire.c */
 int fs_wire_attach(struct fs *fs, struct fuse_session *se);

@@ -20,7 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <time.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -30,6 +33,7 @@ struct cmdline {
 	int foreground;
 	int debug;
 	int read_only;
+	int remount;
 	int help, version;
 	int nowriteback;
 	int nodirect;
@@ -39,7 +43,7 @@ struct cmdline {
 	int readahead_kb;
 };
 
-enum { KEY_FG, KEY_DEBUG, KEY_RO, KEY_HELP, KEY_VERSION, KEY_DROP };
+enum { KEY_FG, KEY_DEBUG, KEY_RO, KEY_RW, KEY_HELP, KEY_VERSION, KEY_DROP, KEY_REMOUNT };
 
 #define OPT(t, m) {t, offsetof(struct cmdline, m), 1}
 static const struct fuse_opt opts[] = {
@@ -60,7 +64,11 @@ static const struct fuse_opt opts[] = {
 	FUSE_OPT_KEY("nouser", KEY_DROP),
 	FUSE_OPT_KEY("nofail", KEY_DROP),
 	FUSE_OPT_KEY("_netdev", KEY_DROP),
-	FUSE_OPT_KEY("rw", KEY_DROP),
+	FUSE_OPT_KEY("rw", KEY_RW),
+	FUSE_OPT_KEY("remount", KEY_REMOUNT),
+	/* what mount.fuse passes back from the kernel's options at a remount */
+	FUSE_OPT_KEY("user_id=%s", KEY_DROP),
+	FUSE_OPT_KEY("group_id=%s", KEY_DROP),
 	OPT("attr_timeout=%lf", attr_timeout),
 	OPT("entry_timeout=%lf", entry_timeout),
 	OPT("cache_mib=%ld", cache_mib),
@@ -97,6 +105,12 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	case KEY_RO:
 		c->read_only = 1;
 		return 1; /* also a mount option */
+	case KEY_RW:
+		c->read_only = 0;
+		return 0;
+	case KEY_REMOUNT:
+		c->remount = 1;
+		return 0;
 	case KEY_HELP:
 		c->help = 1;
 		return 0;
@@ -293,6 +307,78 @@ static char *fsname_option(const char *spec)
 	return o;
 }
 
+/* The daemon holding disk 0 of spec, from its lock file; 0 if none. */
+static long lock_holder(const char *spec, char *state, size_t cap)
+{
+	char path[PATH_MAX + 64];
+	size_t n = strcspn(spec, ":");
+	snprintf(path, sizeof(path), "%.*s/%s/%s", (int)n, spec, LSMFS_DIR, LSMFS_LOCK_FILE);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	long pid = 0;
+	char line[64] = "";
+	if (fscanf(f, "%ld\n", &pid) != 1)
+		pid = 0;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	line[strcspn(line, "\n")] = 0;
+	snprintf(state, cap, "%s", line);
+	fclose(f);
+	return pid;
+}
+
+/*
+ * lsmfs -o remount[,ro|rw] DISKS MOUNTPOINT (what mount -o remount runs,
+ * through mount.fuse): switch the mounted superblock with mount(2), keeping
+ * its other flags, then tell the daemon (SIGUSR1, rdonly.c) and, going
+ * read-only, wait until it says everything is durable.
+ */
+static int remount(const struct cmdline *c)
+{
+	char mnt[PATH_MAX];
+	if (!realpath(c->mountpoint, mnt)) {
+		fprintf(stderr, "lsmfs: %s: %s\n", c->mountpoint, strerror(errno));
+		return 1;
+	}
+	struct statvfs sv;
+	if (statvfs(mnt, &sv) != 0) {
+		fprintf(stderr, "lsmfs: %s: %s\n", mnt, strerror(errno));
+		return 1;
+	}
+	unsigned long flags = MS_REMOUNT | (c->read_only ? MS_RDONLY : 0);
+	static const struct { unsigned long st, ms; } keep[] = {
+		{ST_NOSUID, MS_NOSUID}, {ST_NODEV, MS_NODEV}, {ST_NOEXEC, MS_NOEXEC},
+		{ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME}};
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		if (sv.f_flag & keep[i].st)
+			flags |= keep[i].ms;
+	char state[64];
+	long pid = lock_holder(c->disks, state, sizeof(state));
+	if (pid <= 0) {
+		fprintf(stderr, "lsmfs: %s: no daemon holds the disks %s\n", mnt, c->disks);
+		return 1;
+	}
+	if (mount(NULL, mnt, NULL, flags, NULL) != 0) {
+		fprintf(stderr, "lsmfs: remount %s %s: %s\n", mnt, c->read_only ? "ro" : "rw",
+			strerror(errno));
+		return 1;
+	}
+	if (kill((pid_t)pid, SIGUSR1) != 0) {
+		fprintf(stderr, "lsmfs: remount %s: telling daemon %ld: %s\n", mnt, pid, strerror(errno));
+		return 1;
+	}
+	for (int ms = 0; ms < 60000; ms += 20) {
+		lock_holder(c->disks, state, sizeof(state));
+		if (!strcmp(state, DISKSET_READ_ONLY) == !!c->read_only)
+			return 0;
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "lsmfs: remount %s: daemon %ld did not confirm within 60 s\n", mnt, pid);
+	return 1;
+}
+
 /* Everything after the command line: open, mount, serve, unmount.
  * Returns the exit status. */
 static int serve(const struct cmdline *c, struct fuse_args *args)
@@ -358,6 +444,8 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 		return fail(fd, "%s: cannot mount (is it an empty directory, and /dev/fuse usable?)",
 			    mnt);
 	}
+	if (!c->read_only && (rc = rdonly_start(fs, mnt)))
+		log_line(&lg, "cannot follow remounts (mount -o remount,ro will not make the store durable)");
 	if (fs_wire_attach(fs, se) != 0)
 		log_line(&lg, "cannot hook the FUSE channel: every write will ask for security.capability");
 	if (!c->read_only && geteuid() == 0)
@@ -380,7 +468,7 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 
 	struct fuse_loop_config cfg = {.clone_fd = 0, .max_idle_threads = 16};
 	int lrc = fuse_session_loop_mt(se, &cfg);
-	diskset_mark_closing(ds); /* a new mount of these disks waits for us now */
+	diskset_mark(ds, DISKSET_CLOSING); /* a new mount of these disks waits for us now */
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
@@ -409,6 +497,8 @@ int main(int argc, char **argv)
 	} else if (!c.disks || !c.mountpoint) {
 		usage(stderr);
 		status = 1;
+	} else if (c.remount) {
+		status = remount(&c);
 	} else {
 		status = serve(&c, &args);
 	}

@@ -192,6 +192,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 		return -ENOMEM;
 	fs->ds = ds;
 	fs->opt = *opt;
+	fs->rdonly_pipe[0] = fs->rdonly_pipe[1] = -1;
 	fs->log = log;
 	fs->log_ctx = log_ctx;
 	pthread_mutex_init(&fs->ns_lock, NULL);
@@ -270,6 +271,7 @@ fail:
 int fs_close(struct fs *fs)
 {
 	int rc = 0;
+	rdonly_stop(fs);
 	diskwatch_stop(fs);
 	reclaim_stop(fs); /* drains the queue: no orphan outlives a clean unmount */
 	if (fs->st && !fs->opt.read_only) {

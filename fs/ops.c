@@ -16,6 +16,17 @@ static struct fs *fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* A filesystem remounted read-only takes no change (the kernel refuses
+ * them first; this holds for anything that slips past, e.g. a request in
+ * flight at the switch). */
+static bool refused(fuse_req_t req)
+{
+	if (fs_writable(fs_of(req)))
+		return false;
+	fuse_reply_err(req, EROFS);
+	return true;
+}
+
 static void reply_entry(fuse_req_t req, struct fs *fs, const struct stat *st)
 {
 	struct fuse_entry_param e;
@@ -137,6 +148,8 @@ static void mode_changed(struct fs *fs, fuse_ino_t ino)
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
+	if (refused(req))
+		return;
 	(void)fi;
 	struct fs *fs = fs_of(req);
 	struct stat st;
@@ -178,6 +191,8 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		     dev_t rdev)
 {
+	if (refused(req))
+		return;
 	if (!S_ISREG(mode) && !S_ISCHR(mode) && !S_ISBLK(mode) && !S_ISFIFO(mode) &&
 	    !S_ISSOCK(mode)) {
 		fuse_reply_err(req, EINVAL);
@@ -188,32 +203,44 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
+	if (refused(req))
+		return;
 	make(req, parent, name, S_IFDIR | (mode & 07777), 0, NULL);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
+	if (refused(req))
+		return;
 	make(req, parent, name, S_IFLNK | 0777, 0, link);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	if (refused(req))
+		return;
 	fuse_reply_err(req, -fs_unlink(fs_of(req), parent, name, false));
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	if (refused(req))
+		return;
 	fuse_reply_err(req, -fs_unlink(fs_of(req), parent, name, true));
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
+	if (refused(req))
+		return;
 	fuse_reply_err(req, -fs_rename(fs_of(req), parent, name, newparent, newname, flags));
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
+	if (refused(req))
+		return;
 	struct fs *fs = fs_of(req);
 	struct stat st;
 	int rc = fs_link(fs, ino, newparent, newname, &st);
@@ -238,6 +265,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
+	if (refused(req))
+		return;
 	struct fs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct stat st;
@@ -300,6 +329,8 @@ static void direct_written(struct fs *fs, fuse_ino_t ino, const struct fuse_file
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
+	if (refused(req))
+		return;
 	struct fs *fs = fs_of(req);
 	struct fs_caller c;
 	bool kill = fi && (fi->flags & WIRE_WRITE_KILL_SUIDGID);
@@ -316,6 +347,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
 			 struct fuse_file_info *fi)
 {
+	if (refused(req))
+		return;
 	struct fs *fs = fs_of(req);
 	struct fs_caller c;
 	bool kill = fi && (fi->flags & WIRE_WRITE_KILL_SUIDGID);
@@ -433,6 +466,8 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
+	if (refused(req))
+		return;
 	struct fs_caller c;
 	fuse_reply_err(req, -fs_setxattr(fs_of(req), ino, name, value, size, flags,
 					 caller_of(req, &c)));
@@ -478,6 +513,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	if (refused(req))
+		return;
 	struct fs_caller c;
 	fuse_reply_err(req, -fs_removexattr(fs_of(req), ino, name, caller_of(req, &c)));
 }
@@ -485,6 +522,8 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
 			 struct fuse_file_info *fi)
 {
+	if (refused(req))
+		return;
 	(void)fi;
 	struct fs *fs = fs_of(req);
 	struct fs_caller c;

@@ -16,6 +16,8 @@
 #   - renaming a directory into one 4,100 levels deep;
 #   - "umount; mount" at once, while the old daemon still works;
 #   - a buffered read after an O_DIRECT write (sync or io_submit) sees it;
+#   - mount -o remount,ro makes everything durable and refuses writes;
+#     remount,rw takes them again;
 #   - df counts each backing filesystem once;
 #   - file handles survive cache eviction, renames and remounts;
 #   - SIGKILL mid-workload, then mount + clean unmount: fsck -n is clean;
@@ -320,6 +322,32 @@ for o in "" no_writeback; do
 		umnt
 	}
 done
+
+# ---- mount -o remount,ro and remount,rw ----
+# mount(8) runs mount.fuse, which runs "lsmfs" from a PATH of its own: a
+# link in /usr/local/bin for the test's length, unless one is there.
+if fresh remount --chunk-size 65536; then
+	linked=
+	if [[ ! -e /usr/local/bin/lsmfs ]] && ln -s "$LSMFS" /usr/local/bin/lsmfs; then
+		linked=1
+	fi
+	remount() { # ro|rw
+		if [[ $linked ]]; then mount -o "remount,$1" "$M"; else "$LSMFS" -o "remount,$1" "$SPEC" "$M"; fi
+	}
+	mnt && {
+		echo kept > "$M/a"; head -c 300000 /dev/urandom > "$M/b" # no fsync
+		out=$(remount ro 2>&1) || fail "remount,ro: $out"
+		[[ $(grep " $M " /proc/self/mountinfo | awk '{print $NF}') == ro,* ]] || fail "not read-only after remount,ro"
+		touch "$M/new" 2>/dev/null && fail "a create succeeded on a read-only remount"
+		[[ $(cat "$M/a") == kept ]] || fail "reading after remount,ro"
+		[[ $(sed -n 2p "${SPEC%%:*}/.lsmfs/lock") == read-only ]] || fail "the daemon did not confirm read-only"
+		out=$("$FSCK" -n "$SPEC" 2>&1) || fail "fsck -n beside a read-only remount: $(grep LSMFS- <<<"$out" | head -3)"
+		out=$(remount rw 2>&1) || fail "remount,rw: $out"
+		touch "$M/new" || fail "a create after remount,rw"
+		umnt; fsck_clean "remount"
+	}
+	[[ $linked ]] && rm -f /usr/local/bin/lsmfs
+fi
 
 # ---- df: two disks on one filesystem count once ----
 fresh df && mnt && {
