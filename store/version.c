@@ -19,7 +19,8 @@
  * leaves it closed; the next log_and_apply starts a new MANIFEST (a snapshot
  * edit of the whole state, then the edit), syncs it and points CURRENT at
  * it.  Later edits are appended to it and synced.  A write that fails makes
- * the MANIFEST unusable: the next edit starts another one.
+ * the MANIFEST unusable: the next edit starts another one, and until it has
+ * the set is "in doubt" (the failed edit may have reached the disk).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -477,6 +478,11 @@ uint64_t version_set_log_number(const struct version_set *vs)
 	return vs->log_number;
 }
 
+bool version_set_manifest_in_doubt(const struct version_set *vs)
+{
+	return vs->manifest_in_doubt;
+}
+
 uint64_t version_set_manifest_number(const struct version_set *vs)
 {
 	return vs->manifest_number;
@@ -861,6 +867,10 @@ int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 	vs->manifest = w;
 	if (mu)
 		pthread_mutex_lock(mu);
+	if (rc)
+		vs->manifest_in_doubt = true;
+	else if (new_manifest)
+		vs->manifest_in_doubt = false; /* CURRENT names a whole snapshot */
 
 	if (vs->manifest_bytes)
 		*vs->manifest_bytes += written;
