@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fstest.h"
@@ -81,6 +82,13 @@ static int fill(void)
 	}
 	close(fd);
 	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 static bool exists(const char *name)
@@ -171,6 +179,14 @@ int main(void)
 		path(p, sizeof(p), buf);
 		CHECK(unlink(p) == 0, "rm %s: %s", buf, strerror(errno));
 	}
+	{
+		struct stat rs;
+		fst_fmt(p, sizeof(p), "%s/RESERVE", meta);
+		CHECK(stat(p, &rs) == 0, "stat %s: %s", p, strerror(errno));
+		fprintf(stderr, "enospc: %d deletions, 2 rmdirs, a rename and an unlink "
+			"on the full disk left RESERVE at %lld bytes\n", NFILES + made,
+			(long long)rs.st_size);
+	}
 	/* Still full for everything else. */
 	rc = create("still", NULL);
 	CHECK(rc == -ENOSPC, "create after the deletions on a full disk: %s",
@@ -178,6 +194,7 @@ int main(void)
 
 	/* Space comes back: no remount needed. */
 	CHECK(unlink(filler) == 0, "rm filler");
+	uint64_t t0 = now_ms();
 	rc = -1;
 	for (int i = 0; i < 200 && rc; i++) {
 		rc = create("touched", NULL);
@@ -185,6 +202,14 @@ int main(void)
 			usleep(50 * 1000);
 	}
 	CHECK(rc == 0, "touch 10 s after space came back: %s", strerror(-rc));
+	fprintf(stderr, "enospc: touch works again %llu ms after the filler went\n",
+		(unsigned long long)(now_ms() - t0));
+	{
+		struct stat rs;
+		fst_fmt(p, sizeof(p), "%s/RESERVE", meta);
+		CHECK(stat(p, &rs) == 0 && rs.st_size == 2 << 20,
+		      "RESERVE not whole again after space came back");
+	}
 	path(p, sizeof(p), "dir2");
 	CHECK(mkdir(p, 0755) == 0, "mkdir after space came back: %s", strerror(errno));
 	path(p, sizeof(p), "touched");
