@@ -101,14 +101,15 @@ static bool is_nospace(int err)
 /*
  * Append the group's record to the log and flush (or sync) it.  After a
  * failed append or flush the log is rolled, and a reserve write short of
- * space is retried once on a new log with part of the reserve given back.
- * 0, or the error; *hard when it is sticky (recorded).  mu NOT held.
+ * space is retried on a new log with part of the reserve given back, while
+ * the reserve has any left.
+ * 0, or the error (a sticky one is recorded as st->bg_error).  mu NOT
+ * held.
  */
 static int log_group(struct store *st, const struct store_batch *group,
-		     bool sync, bool reserve, bool *hard)
+		     bool sync, bool reserve)
 {
-	*hard = false;
-	for (int attempt = 0;; attempt++) {
+	for (;;) {
 		struct wal_writer *w = st->log;
 		uint64_t before = wal_writer_size(w);
 		int rc = wal_add_record(w, group->rep.data, group->rep.len);
@@ -126,7 +127,6 @@ static int log_group(struct store *st, const struct store_batch *group,
 					  st->dir, strerror(-rc));
 				db_set_bg_error(st, rc);
 				pthread_mutex_unlock(&st->mu);
-				*hard = true;
 				return rc;
 			}
 			atomic_fetch_add(&st->wal_syncs, 1);
@@ -138,11 +138,11 @@ static int log_group(struct store *st, const struct store_batch *group,
 			  strerror(-rc));
 		int rrc = roll_log(st, before);
 		bool retry = false;
-		if (rrc == 0 && reserve && attempt == 0 && is_nospace(rc) &&
+		/* Ends: each retry shrinks the reserve, which then runs out. */
+		if (rrc == 0 && reserve && is_nospace(rc) &&
 		    db_reserve_release(st, group->rep.len + 2 * WAL_BLOCK_SIZE) == 0)
 			retry = true;
 		if (rrc) {
-			*hard = true;
 			pthread_mutex_unlock(&st->mu);
 			return rc;
 		}
@@ -350,8 +350,7 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		struct memtable *mem = st->mem;
 		pthread_mutex_unlock(&st->mu);
 
-		bool hard = false;
-		rc = log_group(st, group, sync, reserve, &hard);
+		rc = log_group(st, group, sync, reserve);
 		bool log_failed = rc != 0;
 		if (rc == 0) {
 			struct insert_ctx ic = { .mem = mem };
@@ -371,7 +370,6 @@ static int do_write(struct store *st, const struct store_batch *batch,
 			 * no further write may be acknowledged on top of it. */
 			db_set_bg_error(st, -EIO);
 		}
-		(void)hard; /* log_group recorded a hard error itself */
 		if (group == st->group)
 			store_batch_clear(st->group);
 	} else if (rc == 0 && sync && !force_flush) {

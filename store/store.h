@@ -103,9 +103,9 @@ int store_close(struct store *st);
 /*
  * The write frees or keeps space (a deletion, a rename): it may draw on
  * the reserve.  When its log append meets -ENOSPC or -EDQUOT, part of the
- * RESERVE file is given back and the append retried once; when the
- * memtable is full and cannot be flushed it may fill a second
- * write_buffer_size of memory.  A write without this flag first re-makes
+ * RESERVE file is given back and the append retried (while RESERVE has
+ * bytes left); when the memtable is full and cannot be flushed it may fill
+ * a second write_buffer_size of memory.  A write without this flag first re-makes
  * a reserve that was drawn on, and fails with -ENOSPC while it cannot:
  * once the disk is full only reserve writes go on, as only root may use
  * ext4's reserved blocks.
