@@ -146,6 +146,8 @@ int db_write_level0_table(struct store *st, struct memtable *mem,
 	int rc = db_pending_add(st, number);
 	if (rc)
 		return rc;
+	/* A retry after a soft error says nothing new: quiet. */
+	bool quiet = st->bg_soft_error != 0;
 	if (base)
 		version_ref(base);
 	memtable_ref(mem);
@@ -192,7 +194,7 @@ int db_write_level0_table(struct store *st, struct memtable *mem,
 		}
 	}
 	iter_destroy(it);
-	if (rc)
+	if (rc && !quiet)
 		db_report(st, "%s: flush failed: %s", path, strerror(-rc));
 	memtable_unref(mem);
 
@@ -339,6 +341,7 @@ static int do_compaction_work(struct store *st, struct compaction *c)
 	buf_init(&cs.smallest);
 	buf_init(&cs.largest);
 	cs.smallest_snapshot = db_smallest_snapshot(st);
+	bool quiet = st->bg_soft_error != 0; /* a retry: reported already */
 	uint64_t bytes_read = 0;
 	for (int w = 0; w < 2; w++)
 		for (size_t i = 0; i < c->ninputs[w]; i++)
@@ -429,7 +432,7 @@ static int do_compaction_work(struct store *st, struct compaction *c)
 	}
 	iter_destroy(in);
 	buf_free(&cur_ukey);
-	if (rc && rc != -EUCLEAN)
+	if (rc && rc != -EUCLEAN && !quiet)
 		db_report(st, "%s: compaction of level %d failed: %s",
 			  st->dir, c->level, strerror(-rc));
 

@@ -72,6 +72,8 @@ struct store {
 	uint64_t mem_log_number; /* the oldest log holding writes of st->mem:
 				  * older logs hold only imm's (mu) */
 	uint64_t reserve_have;  /* bytes in RESERVE now (writer-queue head) */
+	bool log_failing;       /* a log write failed, none succeeded since:
+				 * report once per episode (writer-queue head) */
 
 	struct version_set *vs;
 	struct table_cache *tables;

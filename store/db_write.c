@@ -131,11 +131,19 @@ static int log_group(struct store *st, const struct store_batch *group,
 			}
 			atomic_fetch_add(&st->wal_syncs, 1);
 		}
-		if (rc == 0)
+		if (rc == 0) {
+			if (st->log_failing)
+				db_report(st, "%s: commit log writes succeed again",
+					  st->dir);
+			st->log_failing = false;
 			return 0;
+		}
 		pthread_mutex_lock(&st->mu);
-		db_report(st, "%s: commit log write failed: %s", st->dir,
-			  strerror(-rc));
+		/* Once per episode: a full disk fails every write. */
+		if (!st->log_failing)
+			db_report(st, "%s: commit log write failed: %s (reported once "
+				  "until a write succeeds)", st->dir, strerror(-rc));
+		st->log_failing = true;
 		int rrc = roll_log(st, before);
 		bool retry = false;
 		/* Ends: each retry shrinks the reserve, which then runs out. */
