@@ -762,6 +762,23 @@ static int snapshot_edit(struct version_set *vs, struct buf *out)
 	return rc;
 }
 
+/* Does CURRENT name MANIFEST-number?  false also when it cannot be read
+ * (the caller then keeps what it would have removed). */
+static bool current_names(struct version_set *vs, uint64_t number, bool *known)
+{
+	char path[PATH_LEN];
+	uint8_t *data = NULL;
+	size_t len = 0;
+	uint64_t named = 0;
+	*known = false;
+	int n = snprintf(path, sizeof(path), "%s/CURRENT", vs->dir);
+	if (n < 0 || n >= (int)sizeof(path) || env_read_file(vs->env, path, &data, &len))
+		return false;
+	*known = parse_current(data, len, &named);
+	free(data);
+	return *known && named == number;
+}
+
 static int write_current(struct version_set *vs, uint64_t number)
 {
 	char line[40];
@@ -859,9 +876,12 @@ int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 		if (w)
 			(void)wal_writer_close(w); /* already failing */
 		w = NULL;
-		/* A new MANIFEST that CURRENT may not name is garbage; once
-		 * CURRENT may have been renamed it must stay. */
-		if (new_manifest && !current_touched)
+		/* A new MANIFEST that CURRENT does not name is garbage (a full
+		 * disk would otherwise leave one per retry); one that CURRENT
+		 * may name must stay. */
+		bool known = false;
+		if (new_manifest &&
+		    (!current_touched || (!current_names(vs, mnum, &known) && known)))
 			(void)vs->env->ops->unlink(vs->env, mpath);
 	}
 	vs->manifest = w;
