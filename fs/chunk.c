@@ -390,7 +390,7 @@ int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to)
 	/* What was removed goes from the store even when a later file
 	 * refused: its records must not outlive its files. */
 	if (store_batch_count(b)) {
-		int r2 = store_write(fs->st, b, 0);
+		int r2 = store_write(fs->st, b, STORE_WRITE_RESERVE); /* frees space */
 		if (!rc)
 			rc = r2;
 	}
@@ -586,7 +586,7 @@ static int recover_one(struct fs *fs, uint64_t ino, uint64_t *dropped, uint64_t 
 	if (!rc) {
 		uint8_t k[KEY_MAX];
 		store_batch_delete(b, k, key_flux(k, ino));
-		rc = store_write(fs->st, b, 0);
+		rc = store_write(fs->st, b, STORE_WRITE_RESERVE); /* crash repair: frees space */
 	}
 	store_batch_free(b);
 	return rc;

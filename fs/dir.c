@@ -407,7 +407,9 @@ int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 		dr.nlink--;
 	inode_touch(&dr, true, true);
 	inode_rec_put(b, parent, &dr);
-	rc = store_write(fs->st, b, 0);
+	/* A removal frees metadata: it may use the store's reserve (a full
+	 * metadata disk must not stop rm). */
+	rc = store_write(fs->st, b, STORE_WRITE_RESERVE);
 	if (!rc) {
 		in->rec = r;
 		dir->rec = dr;
@@ -572,7 +574,9 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 	inode_rec_put(b, parent, &spr);
 	if (parent != newparent)
 		inode_rec_put(b, newparent, dpr);
-	rc = store_write(fs->st, b, 0);
+	/* A rename keeps (or, over a target, shrinks) the metadata: it may
+	 * use the store's reserve. */
+	rc = store_write(fs->st, b, STORE_WRITE_RESERVE);
 	if (!rc) {
 		src->rec = sr;
 		src->dirty = false;

@@ -43,6 +43,10 @@
 #define BOUNCE_SIZE (1u << 20)
 #define CHUNK_FDS 4         /* cached chunk fds per open inode */
 #define INO_RESERVE 1024    /* inode numbers reserved per store write */
+/* Bytes the metadata store holds back for deletions, renames and the
+ * unmount's inode records (store.h STORE_WRITE_RESERVE; SCHEMA.md "Full
+ * metadata disk"). */
+#define FS_STORE_RESERVE (2u << 20)
 
 struct chunk_fd {
 	uint64_t chunk;

@@ -242,8 +242,9 @@ void fs_forget(struct fs *fs, uint64_t ino, uint64_t n)
 	unref_locked_maybe_drop(fs, in);
 }
 
-int inode_persist(struct fs *fs, struct fs_inode *in, bool sync)
+static int persist(struct fs *fs, struct fs_inode *in, unsigned flags)
 {
+	bool sync = flags & STORE_WRITE_SYNC;
 	if ((!in->dirty && !in->in_flux) || in->gone)
 		return sync ? store_sync(fs->st) : 0;
 	if (in->rec.nlink == 0) {
@@ -263,11 +264,16 @@ int inode_persist(struct fs *fs, struct fs_inode *in, bool sync)
 		uint8_t k[KEY_MAX];
 		store_batch_delete(b, k, key_flux(k, in->ino));
 	}
-	int rc = store_write(fs->st, b, sync ? STORE_WRITE_SYNC : 0);
+	int rc = store_write(fs->st, b, flags);
 	store_batch_free(b);
 	if (!rc)
 		in->dirty = in->in_flux = false;
 	return rc;
+}
+
+int inode_persist(struct fs *fs, struct fs_inode *in, bool sync)
+{
+	return persist(fs, in, sync ? STORE_WRITE_SYNC : 0);
 }
 
 int fs_persist_all(struct fs *fs)
@@ -281,7 +287,10 @@ int fs_persist_all(struct fs *fs)
 			/* itab_lock then an inode lock: only here, with no
 			 * requests in flight (unmount). */
 			inode_lock(fs, in);
-			int r = inode_persist(fs, in, false);
+			/* Unmount: an overwrite of a record of fixed size,
+			 * which may use the store's reserve so that sizes and
+			 * times written reach the store on a full disk. */
+			int r = persist(fs, in, STORE_WRITE_RESERVE);
 			inode_unlock(fs, in);
 			if (r && !rc)
 				rc = r;
@@ -381,7 +390,7 @@ int inode_reclaim(struct fs *fs, uint64_t ino)
 		uint64_t freed = 0;
 		rc = data_drop_chunks(fs, ino, from, RECLAIM_RUN, b, &freed, &from);
 		if (!rc && store_batch_count(b))
-			rc = store_write(fs->st, b, 0);
+			rc = store_write(fs->st, b, STORE_WRITE_RESERVE); /* frees space */
 		if (rc)
 			goto out;
 		store_batch_clear(b);
@@ -411,8 +420,8 @@ int inode_reclaim(struct fs *fs, uint64_t ino)
 		rc = store_iter_status(it);
 		store_iter_free(it);
 	}
-	if (!rc)
-		rc = store_write(fs->st, b, 0);
+	if (!rc) /* a deletion: it may use the store's reserve */
+		rc = store_write(fs->st, b, STORE_WRITE_RESERVE);
 	if (!rc) {
 		pthread_mutex_lock(&fs->itab_lock);
 		struct fs_inode *in = itab_find(fs, ino);

@@ -221,6 +221,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 		so.block_cache_bytes = opt->cache_bytes;
 	so.log = store_log;
 	so.log_ctx = fs;
+	so.reserve_bytes = FS_STORE_RESERVE;
 	int rc = store_open(ds->meta_dir, &so, &fs->st);
 	if (rc) {
 		snprintf(err, errlen, "%s: cannot open the metadata store: %s", ds->meta_dir,
@@ -277,6 +278,13 @@ int fs_close(struct fs *fs)
 	if (fs->st && !fs->opt.read_only) {
 		rc = fs_persist_all(fs);
 		int r2 = store_flush(fs->st);
+		if (r2 == -ENOSPC || r2 == -EDQUOT) {
+			/* Not an unclean unmount: the writes stay in the
+			 * store's commit log, replayed at the next mount. */
+			fs_logf(fs, "%s: no room to flush the metadata store at unmount: "
+				"its commit log keeps the writes", fs->ds->meta_dir);
+			r2 = 0;
+		}
 		if (!rc)
 			rc = r2;
 	}

@@ -152,8 +152,10 @@ void db_delete_obsolete_files(struct store *st)
 {
 	uint64_t *live = NULL;
 	size_t nlive = 0;
-	if (st->bg_error || version_set_live_files(st->vs, &live, &nlive)) {
-		/* After an error we cannot be sure what is live: keep all. */
+	if (st->bg_error || version_set_manifest_in_doubt(st->vs) ||
+	    version_set_live_files(st->vs, &live, &nlive)) {
+		/* After a hard error, or a MANIFEST write that failed, we cannot
+		 * be sure what is live: keep all. */
 		free(live);
 		return;
 	}
@@ -214,6 +216,7 @@ struct replay_ctx {
 	struct store *st;
 	struct memtable *mem;
 	uint64_t max_seq;
+	bool defer; /* keep everything in memory: the disk is full */
 };
 
 static int replay_op(void *ctx, uint64_t seq, int type, const uint8_t *key,
@@ -286,7 +289,7 @@ static int replay_log(struct store *st, uint64_t number, bool newest,
 		}
 		if (ret)
 			break;
-		if (!st->opt.read_only &&
+		if (!st->opt.read_only && !rc->defer &&
 		    memtable_memory_usage(rc->mem) > st->opt.write_buffer_size) {
 			ret = db_write_level0_table(st, rc->mem, edit, NULL);
 			memtable_unref(rc->mem);
@@ -341,6 +344,69 @@ out:
 	free(live);
 	free(have);
 	return rc;
+}
+
+/*
+ * Recovery could not write (the replayed writes to a table, the new log,
+ * or the MANIFEST edit: err, a full disk): keep every replayed write in the
+ * memtable instead, in the logs it came from, and write nothing but a new
+ * empty log (FORMAT.md "Recovery").  The tables written so far are in no
+ * version and go with the obsolete files.  The memtable may outgrow
+ * write_buffer_size by what the logs hold; the first write switches it out
+ * and the background thread flushes it when space comes back.  mu held.
+ */
+static int recover_in_memory(struct store *st, const uint64_t *logs, size_t nlogs,
+			     size_t newest, struct replay_ctx *rctx, int err)
+{
+	db_report(st, "%s: cannot write during recovery (%s): the replayed writes "
+		  "stay in memory and in their commit logs until the disk has room",
+		  st->dir, strerror(-err));
+	memtable_unref(rctx->mem);
+	rctx->mem = memtable_new();
+	if (!rctx->mem)
+		return -ENOMEM;
+	rctx->defer = true;
+	struct version_edit unused;
+	version_edit_init(&unused);
+	int rc = 0;
+	for (size_t i = 0; i < nlogs && rc == 0; i++)
+		rc = replay_log(st, logs[i], i == newest, rctx, &unused);
+	version_edit_free(&unused);
+	if (rc)
+		return rc;
+	version_set_set_last_sequence(st->vs, rctx->max_seq);
+	st->mem = rctx->mem;
+	rctx->mem = NULL;
+	/* Every log from the MANIFEST's on holds writes of st->mem. */
+	st->mem_log_number = version_set_log_number(st->vs);
+	if (!st->log) {
+		uint64_t number = version_set_new_file_number(st->vs);
+		rc = new_log(st, number);
+		if (rc) {
+			db_report(st, "%s: cannot create commit log: %s", st->dir,
+				  strerror(-rc));
+			return rc;
+		}
+		st->log_number = number;
+	}
+	/* No MANIFEST edit names the new log: recovery finds logs by listing
+	 * the directory, so its entry must be durable before it is used. */
+	rc = st->env->ops->sync_dir(st->env, st->dir);
+	if (rc)
+		db_report(st, "%s: cannot sync the directory: %s", st->dir,
+			  strerror(-rc));
+	return rc;
+}
+
+/* Make the reserve at open; a full disk only reports it (the next ordinary
+ * write tries again).  mu held, the store not yet shared. */
+static void reserve_open(struct store *st)
+{
+	int rc = db_reserve_make(st);
+	if (rc)
+		db_report(st, "%s/RESERVE: cannot reserve %llu bytes: %s; ordinary "
+			  "writes fail until it can", st->dir,
+			  (unsigned long long)st->opt.reserve_bytes, strerror(-rc));
 }
 
 /* mu held. */
@@ -413,7 +479,7 @@ static int recover(struct store *st)
 	}
 	for (size_t i = 0; i < nlogs && rc == 0; i++)
 		rc = replay_log(st, logs[i], i == newest, &rctx, &edit);
-	if (rc)
+	if (rc && !(db_error_is_soft(rc) && !st->opt.read_only))
 		goto out;
 	version_set_set_last_sequence(st->vs, rctx.max_seq);
 
@@ -423,29 +489,36 @@ static int recover(struct store *st)
 		rctx.mem = NULL;
 		goto out;
 	}
-	if (memtable_count(rctx.mem) > 0) {
+	if (rc == 0 && memtable_count(rctx.mem) > 0)
 		rc = db_write_level0_table(st, rctx.mem, &edit, NULL);
+	uint64_t log_number = 0;
+	if (rc == 0) {
+		log_number = version_set_new_file_number(st->vs);
+		rc = new_log(st, log_number);
+		if (rc)
+			db_report(st, "%s: cannot create commit log: %s", st->dir,
+				  strerror(-rc));
+	}
+	if (rc == 0) {
+		st->log_number = st->mem_log_number = log_number;
+		version_edit_set_log_number(&edit, log_number);
+		rc = version_set_log_and_apply(st->vs, &edit, &st->mu);
+	}
+	if (rc == 0) {
+		st->mem = memtable_new();
+		if (!st->mem) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	} else if (db_error_is_soft(rc)) {
+		rc = recover_in_memory(st, logs, nlogs, newest, &rctx, rc);
 		if (rc)
 			goto out;
-	}
-	uint64_t log_number = version_set_new_file_number(st->vs);
-	rc = new_log(st, log_number);
-	if (rc) {
-		db_report(st, "%s: cannot create commit log: %s", st->dir,
-			  strerror(-rc));
-		goto out;
-	}
-	st->log_number = log_number;
-	version_edit_set_log_number(&edit, log_number);
-	rc = version_set_log_and_apply(st->vs, &edit, &st->mu);
-	if (rc)
-		goto out;
-	st->mem = memtable_new();
-	if (!st->mem) {
-		rc = -ENOMEM;
+	} else {
 		goto out;
 	}
 	db_delete_obsolete_files(st);
+	reserve_open(st);
 out:
 	if (rctx.mem)
 		memtable_unref(rctx.mem);

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "db_int.h"
 #include "dbformat.h"
@@ -26,6 +27,60 @@ void db_set_bg_error(struct store *st, int err)
 		st->bg_error = err;
 		pthread_cond_broadcast(&st->bg_cv);
 	}
+}
+
+bool db_error_is_soft(int err)
+{
+	return err != -EUCLEAN;
+}
+
+#define BACKOFF_FIRST_MS 50
+#define BACKOFF_MAX_MS 2000
+
+void db_bg_failed(struct store *st, int err)
+{
+	if (!err)
+		return;
+	if (!db_error_is_soft(err)) {
+		db_set_bg_error(st, err);
+		return;
+	}
+	/* Nothing acknowledged depends on the step that failed (its outputs
+	 * are not in any version, its inputs are still live): try again
+	 * later, when space may be back. */
+	if (!st->bg_soft_error)
+		db_report(st, "%s: background work failed (%s); retrying until it "
+			  "succeeds", st->dir, strerror(-err));
+	st->bg_soft_error = err;
+	st->bg_backoff_ms = st->bg_backoff_ms ? st->bg_backoff_ms * 2 : BACKOFF_FIRST_MS;
+	if (st->bg_backoff_ms > BACKOFF_MAX_MS)
+		st->bg_backoff_ms = BACKOFF_MAX_MS;
+	clock_gettime(CLOCK_REALTIME, &st->bg_retry_at);
+	uint64_t ns = (uint64_t)st->bg_retry_at.tv_nsec +
+		      (uint64_t)st->bg_backoff_ms * 1000000u;
+	st->bg_retry_at.tv_sec += (time_t)(ns / 1000000000u);
+	st->bg_retry_at.tv_nsec = (long)(ns % 1000000000u);
+	pthread_cond_broadcast(&st->bg_cv);
+}
+
+/* A background step succeeded: the disk takes writes again. */
+static void bg_succeeded(struct store *st)
+{
+	if (st->bg_soft_error)
+		db_report(st, "%s: background work succeeds again", st->dir);
+	st->bg_soft_error = 0;
+	st->bg_backoff_ms = 0;
+}
+
+static bool retry_due(struct store *st)
+{
+	if (!st->bg_soft_error)
+		return true;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	return now.tv_sec > st->bg_retry_at.tv_sec ||
+	       (now.tv_sec == st->bg_retry_at.tv_sec &&
+		now.tv_nsec >= st->bg_retry_at.tv_nsec);
 }
 
 static struct sst_builder_options builder_options(const struct store *st)
@@ -91,6 +146,8 @@ int db_write_level0_table(struct store *st, struct memtable *mem,
 	int rc = db_pending_add(st, number);
 	if (rc)
 		return rc;
+	/* A retry after a soft error says nothing new: quiet. */
+	bool quiet = st->bg_soft_error != 0;
 	if (base)
 		version_ref(base);
 	memtable_ref(mem);
@@ -137,7 +194,7 @@ int db_write_level0_table(struct store *st, struct memtable *mem,
 		}
 	}
 	iter_destroy(it);
-	if (rc)
+	if (rc && !quiet)
 		db_report(st, "%s: flush failed: %s", path, strerror(-rc));
 	memtable_unref(mem);
 
@@ -178,13 +235,16 @@ static int compact_memtable(struct store *st, bool deeper)
 	if (base)
 		version_unref(base);
 	if (rc == 0) {
-		/* Logs older than the current one now live in tables. */
-		version_edit_set_log_number(&edit, st->log_number);
+		/* Logs older than the first of the active memtable's now live
+		 * in tables. */
+		version_edit_set_log_number(&edit, st->mem_log_number);
 		rc = version_set_log_and_apply(st->vs, &edit, &st->mu);
 	}
 	version_edit_free(&edit);
 	if (rc) {
-		db_set_bg_error(st, rc);
+		db_bg_failed(st, rc);
+		/* The table written, if any, is in no version: free its space. */
+		db_delete_obsolete_files(st);
 		return rc;
 	}
 	memtable_unref(st->imm);
@@ -281,6 +341,7 @@ static int do_compaction_work(struct store *st, struct compaction *c)
 	buf_init(&cs.smallest);
 	buf_init(&cs.largest);
 	cs.smallest_snapshot = db_smallest_snapshot(st);
+	bool quiet = st->bg_soft_error != 0; /* a retry: reported already */
 	uint64_t bytes_read = 0;
 	for (int w = 0; w < 2; w++)
 		for (size_t i = 0; i < c->ninputs[w]; i++)
@@ -300,9 +361,13 @@ static int do_compaction_work(struct store *st, struct compaction *c)
 		if (atomic_load(&st->has_imm)) {
 			pthread_mutex_lock(&st->mu);
 			if (st->imm && !st->bg_error)
-				(void)compact_memtable(st, false); /* error is sticky */
+				rc = compact_memtable(st, false);
+			st->bg_attempts++;
+			if (rc == 0)
+				bg_succeeded(st);
 			pthread_cond_broadcast(&st->bg_cv);
-			rc = st->bg_error;
+			if (st->bg_error)
+				rc = st->bg_error;
 			pthread_mutex_unlock(&st->mu);
 			if (rc)
 				break;
@@ -367,7 +432,7 @@ static int do_compaction_work(struct store *st, struct compaction *c)
 	}
 	iter_destroy(in);
 	buf_free(&cur_ukey);
-	if (rc && rc != -EUCLEAN)
+	if (rc && rc != -EUCLEAN && !quiet)
 		db_report(st, "%s: compaction of level %d failed: %s",
 			  st->dir, c->level, strerror(-rc));
 
@@ -401,13 +466,12 @@ static int do_compaction_work(struct store *st, struct compaction *c)
 	return rc;
 }
 
-/* One unit of background work.  mu held. */
-static void background_work(struct store *st)
+/* One unit of background work; 0 or the error it met (already recorded).
+ * mu held. */
+static int background_work(struct store *st)
 {
-	if (st->imm) {
-		(void)compact_memtable(st, true); /* errors are sticky */
-		return;
-	}
+	if (st->imm)
+		return compact_memtable(st, true); /* records its error */
 	struct manual_compaction *m = st->manual;
 	struct compaction *c;
 	if (m) {
@@ -416,12 +480,12 @@ static void background_work(struct store *st)
 		if (!c) {
 			m->done = true;
 			st->manual = NULL;
-			return;
+			return 0;
 		}
 	} else {
 		c = version_set_pick_compaction(st->vs);
 		if (!c)
-			return;
+			return 0;
 	}
 	int rc;
 	if (!m && compaction_is_trivial_move(c)) {
@@ -438,7 +502,7 @@ static void background_work(struct store *st)
 	}
 	compaction_free(c);
 	if (rc) {
-		db_set_bg_error(st, rc);
+		db_bg_failed(st, rc);
 		/* The caller may have given up on m (bg error): touch it only
 		 * while it is still hooked. */
 		if (m && st->manual == m) {
@@ -446,9 +510,10 @@ static void background_work(struct store *st)
 			m->done = true;
 			st->manual = NULL;
 		}
-		return;
 	}
+	/* After a failure too: the abandoned outputs' space comes back. */
 	db_delete_obsolete_files(st);
+	return rc;
 }
 
 static bool has_work(struct store *st)
@@ -461,12 +526,23 @@ void *db_bg_main(void *arg)
 	struct store *st = arg;
 	pthread_mutex_lock(&st->mu);
 	for (;;) {
-		while (!st->shutting_down && (st->bg_error || !has_work(st)))
-			pthread_cond_wait(&st->work_cv, &st->mu);
 		if (st->shutting_down)
 			break;
+		if (st->bg_error || !has_work(st)) {
+			pthread_cond_wait(&st->work_cv, &st->mu);
+			continue;
+		}
+		if (!retry_due(st)) {
+			/* A soft error: wait out the back-off (or shutdown). */
+			(void)pthread_cond_timedwait(&st->work_cv, &st->mu,
+						     &st->bg_retry_at);
+			continue;
+		}
 		st->bg_busy = true;
-		background_work(st);
+		int rc = background_work(st);
+		st->bg_attempts++;
+		if (rc == 0)
+			bg_succeeded(st);
 		st->bg_busy = false;
 		pthread_cond_broadcast(&st->bg_cv);
 	}
@@ -508,7 +584,12 @@ int store_compact_range(struct store *st, const void *begin, size_t blen,
 		}
 		st->manual = &m;
 		pthread_cond_broadcast(&st->work_cv);
-		while (!m.done && !st->bg_error)
+		uint64_t attempts = st->bg_attempts;
+		/* A soft error met after we queued (a flush ahead of us that
+		 * the full disk refuses) ends the wait too: the caller gets it
+		 * rather than waiting for space. */
+		while (!m.done && !st->bg_error &&
+		       !(st->bg_soft_error && st->bg_attempts != attempts))
 			pthread_cond_wait(&st->bg_cv, &st->mu);
 		if (!m.done) {
 			/* bg error: wait until the background thread is out of
@@ -517,7 +598,12 @@ int store_compact_range(struct store *st, const void *begin, size_t blen,
 				pthread_cond_wait(&st->bg_cv, &st->mu);
 			if (st->manual == &m)
 				st->manual = NULL;
-			rc = st->bg_error;
+			if (m.done)
+				rc = m.status;
+			else
+				rc = st->bg_error ? st->bg_error : st->bg_soft_error;
+			if (!rc && !m.done)
+				rc = -EAGAIN; /* the soft error passed meanwhile */
 		} else {
 			rc = m.status;
 		}

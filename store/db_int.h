@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "batch.h"
 #include "env.h"
@@ -30,6 +31,7 @@
 struct writer {
 	const struct store_batch *batch; /* NULL: sync-only or force-flush */
 	bool sync;
+	bool reserve;     /* STORE_WRITE_RESERVE */
 	bool force_flush;
 	bool done;
 	int status;
@@ -63,8 +65,15 @@ struct store {
 	struct memtable *mem;   /* (mu for the pointer) */
 	struct memtable *imm;   /* being flushed, or NULL (mu) */
 	atomic_bool has_imm;
-	struct wal_writer *log; /* owned by the writer-queue head */
-	uint64_t log_number;    /* (mu) */
+	struct wal_writer *log; /* owned by the writer-queue head; NULL after
+				 * a failed append until the next write opens
+				 * a new log */
+	uint64_t log_number;    /* of st->log (mu) */
+	uint64_t mem_log_number; /* the oldest log holding writes of st->mem:
+				  * older logs hold only imm's (mu) */
+	uint64_t reserve_have;  /* bytes in RESERVE now (writer-queue head) */
+	bool log_failing;       /* a log write failed, none succeeded since:
+				 * report once per episode (writer-queue head) */
 
 	struct version_set *vs;
 	struct table_cache *tables;
@@ -80,7 +89,12 @@ struct store {
 	bool bg_started;
 	bool shutting_down;     /* (mu) */
 	bool bg_busy;           /* (mu) */
-	int bg_error;           /* sticky; writes fail with it (mu) */
+	int bg_error;           /* hard, sticky; writes fail with it (mu) */
+	int bg_soft_error;      /* the last background attempt failed with
+				 * this; retried at bg_retry_at (mu) */
+	struct timespec bg_retry_at; /* CLOCK_REALTIME, for timedwait (mu) */
+	unsigned bg_backoff_ms; /* (mu) */
+	uint64_t bg_attempts;   /* units of background work done (mu) */
 	struct manual_compaction *manual; /* (mu) */
 	uint64_t *pending_outputs; /* files being written (mu) */
 	size_t npending, cap_pending;
@@ -146,8 +160,23 @@ void *db_bg_main(void *arg);
  * base may be NULL (level 0).  mu held (dropped during I/O). */
 int db_write_level0_table(struct store *st, struct memtable *mem,
 			  struct version_edit *edit, struct version *base);
-/* Record a background error (mu held) and wake everyone. */
+/* Record a hard background error (mu held) and wake everyone. */
 void db_set_bg_error(struct store *st, int err);
+/* A background step failed with err: hard (corruption) or soft (retried
+ * after a back-off).  mu held. */
+void db_bg_failed(struct store *st, int err);
+/* May a failed write or background step with this error be tried again
+ * (it left nothing half done)?  Everything but corruption. */
+bool db_error_is_soft(int err);
+
+/* db_reserve.c (FORMAT.md "Full disk"); writer-queue head or open/close. */
+/* Make RESERVE reserve_bytes long; 0 when it is (or no reserve is set). */
+int db_reserve_make(struct store *st);
+/* Give back part of RESERVE (at least want bytes when it has them): 0 when
+ * something was freed, -ENOSPC when it is empty. */
+int db_reserve_release(struct store *st, uint64_t want);
+/* Is the reserve drawn on (shorter than asked)? */
+bool db_reserve_short(const struct store *st);
 
 /* db_read.c */
 /* The oldest sequence any snapshot can see (mu held). */

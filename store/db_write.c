@@ -6,8 +6,15 @@
  * only memtable writer), publishes the new last sequence, and wakes the
  * writers it served.  FORMAT.md "Commit log", "Write batch".
  *
- * A failed append or sync leaves the log in an unknown state: it becomes a
- * sticky background error and every later write fails with it.
+ * Errors (store.h, FORMAT.md "Full disk"): a failed append or flush
+ * fails the group's writes only.  The log's tail past the last whole record
+ * is unknown then, so the log is cut back there (durably) and closed, and
+ * the next write opens a new one (roll_log, open_log); the active memtable
+ * keeps going, spanning both logs (st->mem_log_number).  A failed fsync of
+ * the log, a cut that fails, or a group that reached the log but not the
+ * memtable is a sticky background error: every later write fails with it.
+ * Writes are not mixed in a group across STORE_WRITE_RESERVE, so that a
+ * deletion's retry on the reserve never carries an ordinary write.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,17 +38,155 @@ static size_t l0_files(struct store *st)
 }
 
 /*
- * Make sure the memtable has room (or, with force, switch it out even if
- * it has).  mu held; may wait.  Only the writer-queue head calls this.
+ * Open a new commit log for st->log (after roll_log, or when a switch
+ * could not).  0, or the error (soft: the next write tries again).  mu
+ * held; only the writer-queue head calls this.
  */
-static int make_room_for_write(struct store *st, bool force)
+static int open_log(struct store *st, bool same)
+{
+	/* same: the rolled log was cut back to nothing; start it again rather
+	 * than leave one empty log per write failed on a full disk. */
+	uint64_t number = same ? st->log_number : version_set_new_file_number(st->vs);
+	char path[4096];
+	db_log_file_name(path, sizeof(path), st->dir, number);
+	struct wal_writer *w = NULL;
+	int rc = wal_writer_open(st->env, path, &w);
+	/* A synced record in a log whose directory entry is not durable would
+	 * be lost with the file. */
+	if (rc == 0)
+		rc = st->env->ops->sync_dir(st->env, st->dir);
+	if (rc) {
+		if (w) {
+			(void)wal_writer_close(w); /* failing anyway */
+			(void)st->env->ops->unlink(st->env, path); /* empty */
+		}
+		if (!same)
+			version_set_reuse_file_number(st->vs, number);
+		db_report(st, "%s: cannot start commit log: %s", path, strerror(-rc));
+		return rc;
+	}
+	st->log = w;
+	st->log_number = number;
+	return 0;
+}
+
+/*
+ * An append or flush to st->log failed: the bytes past good (the end of
+ * the last whole record, all handed to the OS) are unknown.  Close the log
+ * and cut it back to good, durably, so that recovery reads it to a clean
+ * end before the next log.  0, or a hard error (recorded).  mu held; only
+ * the writer-queue head calls this.
+ */
+static int roll_log(struct store *st, uint64_t good)
+{
+	char path[4096];
+	db_log_file_name(path, sizeof(path), st->dir, st->log_number);
+	(void)wal_writer_close(st->log); /* its error is the one being handled */
+	st->log = NULL;
+	int rc = st->env->ops->truncate(st->env, path, good);
+	if (rc) {
+		db_report(st, "%s: cannot cut the commit log back to offset %llu after "
+			  "a failed write: %s", path, (unsigned long long)good,
+			  strerror(-rc));
+		db_set_bg_error(st, rc);
+	}
+	return rc;
+}
+
+static bool is_nospace(int err)
+{
+	return err == -ENOSPC || err == -EDQUOT;
+}
+
+/*
+ * Append the group's record to the log and flush (or sync) it.  After a
+ * failed append or flush the log is rolled, and a reserve write short of
+ * space is retried on a new log with part of the reserve given back, while
+ * the reserve has any left.
+ * 0, or the error (a sticky one is recorded as st->bg_error).  mu NOT
+ * held.
+ */
+static int log_group(struct store *st, const struct store_batch *group,
+		     bool sync, bool reserve)
+{
+	for (;;) {
+		struct wal_writer *w = st->log;
+		uint64_t before = wal_writer_size(w);
+		int rc = wal_add_record(w, group->rep.data, group->rep.len);
+		if (rc == 0)
+			rc = wal_flush(w);
+		atomic_fetch_add(&st->wal_bytes, wal_writer_size(w) - before);
+		if (rc == 0 && sync) {
+			rc = wal_sync(w);
+			if (rc) {
+				/* The data reached the OS; the fsync failed: the
+				 * kernel may have dropped acknowledged pages.
+				 * Never trust this log again (fsyncgate). */
+				pthread_mutex_lock(&st->mu);
+				db_report(st, "%s: commit log sync failed: %s",
+					  st->dir, strerror(-rc));
+				db_set_bg_error(st, rc);
+				pthread_mutex_unlock(&st->mu);
+				return rc;
+			}
+			atomic_fetch_add(&st->wal_syncs, 1);
+		}
+		if (rc == 0) {
+			if (st->log_failing)
+				db_report(st, "%s: commit log writes succeed again",
+					  st->dir);
+			st->log_failing = false;
+			return 0;
+		}
+		pthread_mutex_lock(&st->mu);
+		/* Once per episode: a full disk fails every write. */
+		if (!st->log_failing)
+			db_report(st, "%s: commit log write failed: %s (reported once "
+				  "until a write succeeds)", st->dir, strerror(-rc));
+		st->log_failing = true;
+		int rrc = roll_log(st, before);
+		bool retry = false;
+		/* Ends: each retry shrinks the reserve, which then runs out. */
+		if (rrc == 0 && reserve && is_nospace(rc) &&
+		    db_reserve_release(st, group->rep.len + 2 * WAL_BLOCK_SIZE) == 0)
+			retry = true;
+		if (rrc) {
+			pthread_mutex_unlock(&st->mu);
+			return rc;
+		}
+		/* Soft if it fails: st->log stays NULL and the next write
+		 * tries again. */
+		(void)open_log(st, before == 0);
+		retry = retry && st->log;
+		pthread_mutex_unlock(&st->mu);
+		if (!retry)
+			return rc;
+	}
+}
+
+/*
+ * Make sure the memtable has room (or, with force, switch it out even if
+ * it has).  reserve: a STORE_WRITE_RESERVE write, which may overfill the
+ * memtable rather than fail when the flush it needs is failing.  mu held;
+ * may wait.  Only the writer-queue head calls this.
+ */
+static int make_room_for_write(struct store *st, bool force, bool reserve)
 {
 	bool allow_delay = !force;
 	for (;;) {
 		if (st->bg_error)
 			return st->bg_error;
 		size_t l0 = l0_files(st);
-		if (allow_delay && l0 >= (size_t)st->opt.l0_slowdown_trigger) {
+		size_t usage = memtable_memory_usage(st->mem);
+		if (!force && reserve && (st->imm || st->bg_soft_error) &&
+		    usage <= 2 * st->opt.write_buffer_size) {
+			/* The flush that would make room is failing or queued:
+			 * a deletion goes into memory (at most one more
+			 * write buffer) rather than wait or fail. */
+			return 0;
+		}
+		if (allow_delay && l0 >= (size_t)st->opt.l0_slowdown_trigger &&
+		    !st->bg_soft_error) {
 			/* Give compaction some CPU, once per write, rather than
 			 * stopping hard later. */
 			uint64_t t = now_micros();
@@ -50,16 +195,21 @@ static int make_room_for_write(struct store *st, bool force)
 			pthread_mutex_lock(&st->mu);
 			st->stall_micros += now_micros() - t;
 			allow_delay = false;
-		} else if (!force && memtable_memory_usage(st->mem) <=
-					     st->opt.write_buffer_size) {
+		} else if (!force && usage <= st->opt.write_buffer_size) {
 			return 0;
 		} else if (force && !st->imm && memtable_count(st->mem) == 0) {
 			return 0; /* nothing to flush */
 		} else if (st->imm) {
+			/* The flush is failing (full disk): fail now rather
+			 * than wait for space that may never come. */
+			if (st->bg_soft_error)
+				return st->bg_soft_error;
 			uint64_t t = now_micros();
 			pthread_cond_wait(&st->bg_cv, &st->mu);
 			st->stall_micros += now_micros() - t;
 		} else if (l0 >= (size_t)st->opt.l0_stop_trigger) {
+			if (st->bg_soft_error)
+				return st->bg_soft_error;
 			uint64_t t = now_micros();
 			pthread_cond_broadcast(&st->work_cv);
 			pthread_cond_wait(&st->bg_cv, &st->mu);
@@ -68,43 +218,38 @@ static int make_room_for_write(struct store *st, bool force)
 			/* Switch to a new memtable and log.  The old log is
 			 * synced first so that store_sync() only ever has to
 			 * sync the current one. */
-			uint64_t number = version_set_new_file_number(st->vs);
-			char path[4096];
-			db_log_file_name(path, sizeof(path), st->dir, number);
-			struct wal_writer *w;
 			struct memtable *m = memtable_new();
 			if (!m)
 				return -ENOMEM;
-			int rc = wal_sync(st->log);
-			if (rc == 0)
-				rc = wal_writer_open(st->env, path, &w);
-			if (rc == 0) {
-				/* A synced record in a log whose directory entry
-				 * is not durable would be lost with the file. */
-				rc = st->env->ops->sync_dir(st->env, st->dir);
-				if (rc)
-					(void)wal_writer_close(w); /* failing anyway */
-			}
+			struct wal_writer *old = st->log;
+			int rc = old ? wal_sync(old) : 0;
 			if (rc) {
+				/* fsyncgate: sticky (store.h). */
 				memtable_unref(m);
-				version_set_reuse_file_number(st->vs, number);
-				db_report(st, "%s: cannot start commit log: %s",
-					  path, strerror(-rc));
+				db_report(st, "%s: commit log sync failed: %s",
+					  st->dir, strerror(-rc));
 				db_set_bg_error(st, rc);
 				return rc;
 			}
-			atomic_fetch_add(&st->wal_syncs, 1);
-			rc = wal_writer_close(st->log);
-			st->log = w;
-			st->log_number = number;
+			if (old)
+				atomic_fetch_add(&st->wal_syncs, 1);
+			st->log = NULL;
+			rc = open_log(st, false);
+			if (rc) {
+				st->log = old; /* synced and whole: keep using it */
+				memtable_unref(m);
+				return rc;
+			}
+			int crc = old ? wal_writer_close(old) : 0;
+			st->mem_log_number = st->log_number;
 			st->imm = st->mem;
 			atomic_store(&st->has_imm, true);
 			st->mem = m;
 			force = false;
 			pthread_cond_broadcast(&st->work_cv);
-			if (rc) {
-				db_set_bg_error(st, rc);
-				return rc;
+			if (crc) {
+				db_set_bg_error(st, crc);
+				return crc;
 			}
 		}
 	}
@@ -126,6 +271,8 @@ static struct writer *build_group(struct store *st, struct writer *head,
 	for (struct writer *w = head->next; w; w = w->next) {
 		if (w->sync && !head->sync)
 			break; /* a sync write must not ride a non-sync group */
+		if (w->reserve != head->reserve)
+			break; /* a retry on the reserve is for deletions only */
 		if (!w->batch || w->force_flush)
 			break;
 		size += w->batch->rep.len - BATCH_HEADER_SIZE;
@@ -157,9 +304,9 @@ static int insert_op(void *ctx, uint64_t seq, int type, const uint8_t *key,
 }
 
 static int do_write(struct store *st, const struct store_batch *batch,
-		    bool sync, bool force_flush)
+		    bool sync, bool reserve, bool force_flush)
 {
-	struct writer w = { .batch = batch, .sync = sync,
+	struct writer w = { .batch = batch, .sync = sync, .reserve = reserve,
 			    .force_flush = force_flush };
 	pthread_cond_init(&w.cv, NULL);
 	pthread_mutex_lock(&st->mu);
@@ -181,11 +328,21 @@ static int do_write(struct store *st, const struct store_batch *batch,
 	if (st->opt.read_only)
 		rc = -EROFS;
 	else if (batch || force_flush)
-		rc = make_room_for_write(st, force_flush);
+		rc = make_room_for_write(st, force_flush, reserve);
 	else if (st->bg_error)
 		rc = st->bg_error;
 
-	if (rc == 0 && batch && batch_count(batch) > 0) {
+	bool writes = batch && batch_count(batch) > 0;
+	if (rc == 0 && writes && !reserve && db_reserve_short(st)) {
+		/* Ordinary writes go on only with the reserve whole: the space a
+		 * deletion freed from it must not go to them.  (I/O under mu:
+		 * only while the disk is, or was, full.) */
+		rc = db_reserve_make(st);
+	}
+	if (rc == 0 && writes && !st->log)
+		rc = open_log(st, false); /* the last was rolled after an error */
+
+	if (rc == 0 && writes) {
 		const struct store_batch *group;
 		last = build_group(st, &w, &group);
 		uint64_t seq = version_set_last_sequence(st->vs) + 1;
@@ -201,13 +358,7 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		struct memtable *mem = st->mem;
 		pthread_mutex_unlock(&st->mu);
 
-		uint64_t before = wal_writer_size(st->log);
-		rc = wal_add_record(st->log, group->rep.data, group->rep.len);
-		if (rc == 0)
-			rc = sync ? wal_sync(st->log) : wal_flush(st->log);
-		atomic_fetch_add(&st->wal_bytes, wal_writer_size(st->log) - before);
-		if (sync && rc == 0)
-			atomic_fetch_add(&st->wal_syncs, 1);
+		rc = log_group(st, group, sync, reserve);
 		bool log_failed = rc != 0;
 		if (rc == 0) {
 			struct insert_ctx ic = { .mem = mem };
@@ -220,12 +371,12 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		if (rc == 0) {
 			version_set_set_last_sequence(st->vs,
 						      seq + batch_count(group) - 1);
-		} else {
-			db_report(st, "%s: commit log write failed: %s",
+		} else if (!log_failed) {
+			db_report(st, "%s: memtable insert failed: %s",
 				  st->dir, strerror(-rc));
-			/* The log or memtable may hold part of the group: no
-			 * further write may be acknowledged on top of it. */
-			db_set_bg_error(st, log_failed ? rc : -EIO);
+			/* The log and the memtable may hold part of the group:
+			 * no further write may be acknowledged on top of it. */
+			db_set_bg_error(st, -EIO);
 		}
 		if (group == st->group)
 			store_batch_clear(st->group);
@@ -233,7 +384,8 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		/* store_sync, or an empty synced batch: the head syncs the
 		 * current log for everyone queued so far. */
 		pthread_mutex_unlock(&st->mu);
-		rc = wal_sync(st->log);
+		/* No log: the last was cut back and synced by roll_log. */
+		rc = st->log ? wal_sync(st->log) : 0;
 		pthread_mutex_lock(&st->mu);
 		if (rc) {
 			db_report(st, "%s: commit log sync failed: %s",
@@ -274,7 +426,8 @@ int store_write(struct store *st, const struct store_batch *b, unsigned flags)
 {
 	if (!b)
 		return -EINVAL;
-	return do_write(st, b, want_sync(st, flags), false);
+	return do_write(st, b, want_sync(st, flags),
+			(flags & STORE_WRITE_RESERVE) != 0, false);
 }
 
 int store_put(struct store *st, const void *key, size_t klen, const void *val,
@@ -317,19 +470,23 @@ int store_delete(struct store *st, const void *key, size_t klen, unsigned flags)
 
 int store_sync(struct store *st)
 {
-	return do_write(st, NULL, true, false);
+	return do_write(st, NULL, true, false, false);
 }
 
 int store_flush(struct store *st)
 {
-	int rc = do_write(st, NULL, false, true);
+	int rc = do_write(st, NULL, false, false, true);
 	if (rc)
 		return rc;
-	/* Wait until the memtable switched out above is in a table. */
+	/* Wait until the memtable switched out above is in a table, or the
+	 * background thread failed to write it (soft: it stays in its logs
+	 * and is retried). */
 	pthread_mutex_lock(&st->mu);
-	while (st->imm && !st->bg_error)
+	uint64_t attempts = st->bg_attempts;
+	while (st->imm && !st->bg_error &&
+	       !(st->bg_soft_error && st->bg_attempts != attempts))
 		pthread_cond_wait(&st->bg_cv, &st->mu);
-	rc = st->bg_error;
+	rc = st->bg_error ? st->bg_error : st->imm ? st->bg_soft_error : 0;
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }

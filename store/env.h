@@ -47,8 +47,15 @@ struct store_env_ops {
 	/* Atomically replace to with from (durable only after sync_dir). */
 	int (*rename)(struct store_env *env, const char *from, const char *to);
 	int (*unlink)(struct store_env *env, const char *path);
-	/* Cut a file to size (used to drop a torn commit-log tail). */
+	/* Cut a file to size, durably: when it returns 0 the new size and
+	 * every byte below it survive a power cut (ftruncate + fdatasync).
+	 * Used to drop a torn commit-log tail and to shrink the reserve. */
 	int (*truncate)(struct store_env *env, const char *path, uint64_t size);
+	/* Create path if missing and give it `size` bytes of allocated space
+	 * (fallocate: the file is then `size` bytes long).  -ENOSPC when the
+	 * space is not there; the file may then be longer than before (the
+	 * caller cuts it back).  NULL in an env that cannot: no reserve. */
+	int (*preallocate)(struct store_env *env, const char *path, uint64_t size);
 	/* -EEXIST if it exists. */
 	int (*mkdir)(struct store_env *env, const char *path);
 	/* Names in dir (no "." or ".."); *names is a malloc'd array of malloc'd

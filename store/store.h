@@ -9,6 +9,22 @@
  * (error_if_exists), -EUCLEAN (corruption; the message names file and
  * offset and is passed to options.log and kept for store_errmsg()).
  *
+ * Errors that pass and errors that stay (FORMAT.md "Full disk").  A
+ * write(2) error (-ENOSPC, -EDQUOT, -EIO, ...) while appending to the
+ * commit log fails the writes of that group only: the log is cut back to
+ * the end of the last whole record (ftruncate + fdatasync) and the next
+ * write goes to a new log.  Errors of a flush, a compaction or a MANIFEST
+ * write fail nothing acknowledged: the background thread retries them
+ * (50 ms, doubling to 2 s); meanwhile a write that needs the flush (the
+ * memtable is full) fails with that error instead of waiting, and no file
+ * is deleted after a failed MANIFEST write until a new MANIFEST is in
+ * place.  Sticky until the store is closed and opened again (every write
+ * then fails with it, and store_close returns it): a failed fsync of the
+ * commit log (fsyncgate: the kernel may have dropped acknowledged pages,
+ * and a retried fsync can report success over the hole; reopening replays
+ * what really reached the disk), a commit log whose torn tail cannot be
+ * cut, a write that reached the log but not the memtable, and corruption.
+ *
  * Thread safety: a struct store may be used by any number of threads at
  * once.  A batch or an iterator belongs to one thread at a time.
  * On-disk format: store/FORMAT.md.
@@ -52,6 +68,10 @@ struct store_options {
 	int l0_compaction_trigger;  /* default 4 */
 	int l0_slowdown_trigger;    /* default 8: writers sleep 1 ms per write */
 	int l0_stop_trigger;        /* default 12: writers wait for compaction */
+	/* Space held back for STORE_WRITE_RESERVE writes, as a preallocated
+	 * file RESERVE in the store's directory (FORMAT.md "Full disk").
+	 * Default 0: none. */
+	uint64_t reserve_bytes;
 	struct store_env *env;      /* default NULL: real files */
 	/* Reports (a torn log tail that was cut, background errors, corruption),
 	 * one line each without a newline.  NULL: reports are dropped.  It may
@@ -66,6 +86,9 @@ void store_options_init(struct store_options *opt);
 /*
  * Open (or create) the store in directory dir.  Recovers from the commit
  * log; a torn tail of the newest log is cut and reported through opt->log.
+ * When the replayed writes cannot be written to a table (the disk is full)
+ * they stay in the memtable and in their logs, and the flush waits for
+ * space (reported): open needs no free space beyond a new empty log file.
  * Returns 0 and *out, or a negative errno; on -EUCLEAN the message naming
  * file and offset went to opt->log.
  */
@@ -77,6 +100,17 @@ int store_close(struct store *st);
 
 /* Write flags. */
 #define STORE_WRITE_SYNC 1u /* make this write durable before returning */
+/*
+ * The write frees or keeps space (a deletion, a rename): it may draw on
+ * the reserve.  When its log append meets -ENOSPC or -EDQUOT, part of the
+ * RESERVE file is given back and the append retried (while RESERVE has
+ * bytes left); when the memtable is full and cannot be flushed it may fill
+ * a second write_buffer_size of memory.  A write without this flag first re-makes
+ * a reserve that was drawn on, and fails with -ENOSPC while it cannot:
+ * once the disk is full only reserve writes go on, as only root may use
+ * ext4's reserved blocks.
+ */
+#define STORE_WRITE_RESERVE 2u
 
 int store_put(struct store *st, const void *key, size_t klen,
 	      const void *val, size_t vlen, unsigned flags);

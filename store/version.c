@@ -19,7 +19,8 @@
  * leaves it closed; the next log_and_apply starts a new MANIFEST (a snapshot
  * edit of the whole state, then the edit), syncs it and points CURRENT at
  * it.  Later edits are appended to it and synced.  A write that fails makes
- * the MANIFEST unusable: the next edit starts another one.
+ * the MANIFEST unusable: the next edit starts another one, and until it has
+ * the set is "in doubt" (the failed edit may have reached the disk).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -477,6 +478,11 @@ uint64_t version_set_log_number(const struct version_set *vs)
 	return vs->log_number;
 }
 
+bool version_set_manifest_in_doubt(const struct version_set *vs)
+{
+	return vs->manifest_in_doubt;
+}
+
 uint64_t version_set_manifest_number(const struct version_set *vs)
 {
 	return vs->manifest_number;
@@ -756,6 +762,23 @@ static int snapshot_edit(struct version_set *vs, struct buf *out)
 	return rc;
 }
 
+/* Does CURRENT name MANIFEST-number?  false also when it cannot be read
+ * (the caller then keeps what it would have removed). */
+static bool current_names(struct version_set *vs, uint64_t number, bool *known)
+{
+	char path[PATH_LEN];
+	uint8_t *data = NULL;
+	size_t len = 0;
+	uint64_t named = 0;
+	*known = false;
+	int n = snprintf(path, sizeof(path), "%s/CURRENT", vs->dir);
+	if (n < 0 || n >= (int)sizeof(path) || env_read_file(vs->env, path, &data, &len))
+		return false;
+	*known = parse_current(data, len, &named);
+	free(data);
+	return *known && named == number;
+}
+
 static int write_current(struct version_set *vs, uint64_t number)
 {
 	char line[40];
@@ -853,14 +876,21 @@ int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 		if (w)
 			(void)wal_writer_close(w); /* already failing */
 		w = NULL;
-		/* A new MANIFEST that CURRENT may not name is garbage; once
-		 * CURRENT may have been renamed it must stay. */
-		if (new_manifest && !current_touched)
+		/* A new MANIFEST that CURRENT does not name is garbage (a full
+		 * disk would otherwise leave one per retry); one that CURRENT
+		 * may name must stay. */
+		bool known = false;
+		if (new_manifest &&
+		    (!current_touched || (!current_names(vs, mnum, &known) && known)))
 			(void)vs->env->ops->unlink(vs->env, mpath);
 	}
 	vs->manifest = w;
 	if (mu)
 		pthread_mutex_lock(mu);
+	if (rc)
+		vs->manifest_in_doubt = true;
+	else if (new_manifest)
+		vs->manifest_in_doubt = false; /* CURRENT names a whole snapshot */
 
 	if (vs->manifest_bytes)
 		*vs->manifest_bytes += written;

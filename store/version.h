@@ -150,6 +150,10 @@ uint64_t version_set_last_sequence(const struct version_set *vs);
 void version_set_set_last_sequence(struct version_set *vs, uint64_t s);
 uint64_t version_set_log_number(const struct version_set *vs);
 uint64_t version_set_manifest_number(const struct version_set *vs);
+/* true after a failed MANIFEST write, until a new MANIFEST (a snapshot of
+ * the state in memory) is in place: the failed edit may be on disk, naming
+ * tables no version in memory holds, so no file may be deleted. */
+bool version_set_manifest_in_doubt(const struct version_set *vs);
 /* Raise next_file_number above n (numbers seen in the directory). */
 void version_set_mark_file_number_used(struct version_set *vs, uint64_t n);
 /* Add every file number referenced by any live version to *nums

@@ -26,6 +26,10 @@ struct version_set {
 	uint64_t log_number;
 	/* The open MANIFEST; NULL: the next log_and_apply starts a new one. */
 	struct wal_writer *manifest;
+	/* A MANIFEST write failed since the last new MANIFEST took over: the
+	 * failed edit may be on disk though not in memory (FORMAT.md "Full
+	 * disk"). */
+	bool manifest_in_doubt;
 
 	struct version live;      /* sentinel of the live versions list */
 	struct version *current;  /* one reference held by the set */

@@ -79,6 +79,8 @@ struct fault_env {
 	bool active;     /* the armed fault is in force */
 	bool struck;     /* it has failed an op */
 	bool short_done; /* FAULT_ENOSPC did its short write */
+	uint64_t capacity; /* 0: unlimited; else bytes the files may hold */
+	uint64_t nospace;  /* appends refused for want of capacity */
 };
 
 struct env_wfile {
@@ -425,6 +427,31 @@ static int lookup(struct fault_env *fe, const struct fpath *p,
 	return *ent ? 0 : -ENOENT;
 }
 
+/* ---- capacity ---- */
+
+/* Bytes held by the files named in the current entries (a file in two
+ * directories is counted twice: the store never links).  fe->mu held. */
+static uint64_t used_bytes(struct fault_env *fe)
+{
+	uint64_t used = 0;
+	for (size_t i = 0; i < fe->ndirs; i++) {
+		struct mdir *d = fe->dirs[i];
+		for (size_t j = 0; j < d->cur.n; j++)
+			used += d->cur.v[j].file->cur_len;
+	}
+	return used;
+}
+
+/* How many of len more bytes fit.  fe->mu held. */
+static size_t room_for(struct fault_env *fe, size_t len)
+{
+	if (!fe->capacity)
+		return len;
+	uint64_t used = used_bytes(fe);
+	uint64_t room = used >= fe->capacity ? 0 : fe->capacity - used;
+	return room < len ? (size_t)room : len;
+}
+
 /* ---- env ops ---- */
 
 static int fe_open_writable(struct store_env *env, const char *path,
@@ -493,8 +520,14 @@ static int fe_append(struct env_wfile *h, const void *data, size_t len)
 		fe->short_done = true;
 		(void)mfile_write(h->file, data, len / 2); /* already failing */
 	}
-	if (rc == 0)
-		rc = mfile_write(h->file, data, len);
+	if (rc == 0) {
+		size_t fits = room_for(fe, len);
+		rc = mfile_write(h->file, data, fits);
+		if (rc == 0 && fits < len) {
+			fe->nospace++;
+			rc = -ENOSPC; /* the disk filled part way: a short write */
+		}
+	}
 out:
 	pthread_mutex_unlock(&fe->mu);
 	return rc;
@@ -715,8 +748,59 @@ static int fe_truncate(struct store_env *env, const char *path, uint64_t size)
 	struct entry *e = NULL;
 	if (rc == 0)
 		rc = lookup(fe, &p, &d, &e);
+	if (rc == 0 && size > e->file->cur_len &&
+	    room_for(fe, (size_t)size - e->file->cur_len) < (size_t)size - e->file->cur_len)
+		rc = -ENOSPC;
 	if (rc == 0)
 		rc = mfile_resize(e->file, (size_t)size);
+	/* ftruncate + fdatasync, as env.h asks: the file as it now is is
+	 * durable. */
+	if (rc == 0)
+		rc = mfile_sync(e->file);
+	pthread_mutex_unlock(&fe->mu);
+	fpath_free(&p);
+	return rc;
+}
+
+/* The space is modelled as zero bytes (the file grows to size). */
+static int fe_preallocate(struct store_env *env, const char *path, uint64_t size)
+{
+	struct fault_env *fe = fe_of(env);
+	if (size > SIZE_MAX)
+		return -EFBIG;
+	struct fpath p;
+	int rc = fpath_parse(path, &p);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&fe->mu);
+	rc = gate(fe, OP_APPEND);
+	struct mdir *d = NULL;
+	struct entry *e = NULL;
+	if (rc == 0) {
+		rc = lookup(fe, &p, &d, &e);
+		if (rc == -ENOENT && find_dir(fe, p.dir)) {
+			struct mfile *f = mfile_new();
+			if (!f) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			f->refs = 1; /* ours until the entry holds it */
+			rc = entries_set(&d->cur, p.name, f);
+			mfile_unref(f);
+			if (rc == 0)
+				rc = lookup(fe, &p, &d, &e);
+		}
+	}
+	if (rc == 0 && size > e->file->cur_len) {
+		size_t more = (size_t)size - e->file->cur_len;
+		if (room_for(fe, more) < more) {
+			fe->nospace++;
+			rc = -ENOSPC;
+		} else {
+			rc = mfile_resize(e->file, (size_t)size);
+		}
+	}
+out:
 	pthread_mutex_unlock(&fe->mu);
 	fpath_free(&p);
 	return rc;
@@ -923,6 +1007,7 @@ static const struct store_env_ops fault_ops = {
 	.rename = fe_rename,
 	.unlink = fe_unlink,
 	.truncate = fe_truncate,
+	.preallocate = fe_preallocate,
 	.mkdir = fe_mkdir,
 	.list_dir = fe_list_dir,
 	.sync_dir = fe_sync_dir,
@@ -1045,6 +1130,29 @@ int fault_env_corrupt(struct fault_env *fe, const char *path, uint64_t off,
 	pthread_mutex_unlock(&fe->mu);
 	fpath_free(&p);
 	return rc;
+}
+
+void fault_env_set_capacity(struct fault_env *fe, uint64_t bytes)
+{
+	pthread_mutex_lock(&fe->mu);
+	fe->capacity = bytes;
+	pthread_mutex_unlock(&fe->mu);
+}
+
+uint64_t fault_env_used(struct fault_env *fe)
+{
+	pthread_mutex_lock(&fe->mu);
+	uint64_t used = used_bytes(fe);
+	pthread_mutex_unlock(&fe->mu);
+	return used;
+}
+
+uint64_t fault_env_nospace(struct fault_env *fe)
+{
+	pthread_mutex_lock(&fe->mu);
+	uint64_t n = fe->nospace;
+	pthread_mutex_unlock(&fe->mu);
+	return n;
 }
 
 int fault_env_file_size(struct fault_env *fe, const char *path, uint64_t *size)

@@ -54,6 +54,14 @@ uint64_t fault_env_ops(struct fault_env *fe);
  * keep failing with -EIO (they belong to the dead process). */
 void fault_env_power_cut(struct fault_env *fe);
 
+/* A disk of `bytes` (0: unlimited): an append or preallocate that would
+ * make the files named in the directories hold more fails with -ENOSPC
+ * (an append writes what fits first), until files shrink or go. */
+void fault_env_set_capacity(struct fault_env *fe, uint64_t bytes);
+/* Bytes the named files hold now, and appends refused for capacity. */
+uint64_t fault_env_used(struct fault_env *fe);
+uint64_t fault_env_nospace(struct fault_env *fe);
+
 /* Test helpers working on current (not durable) state: */
 int fault_env_corrupt(struct fault_env *fe, const char *path, uint64_t off,
 		      uint8_t xor_mask);
