@@ -353,8 +353,6 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 			*resume = chunk;
 			break;
 		}
-		if (in && (rc = chunk_mark_flux(fs, in, NULL)))
-			break;
 		uint32_t section = chunk_section(ino, chunk, fs->info.sections);
 		char rel[96];
 		chunk_path(ino, chunk, section, rel, sizeof(rel));
@@ -380,13 +378,74 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 	return rc;
 }
 
-int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to)
+/*
+ * Before any chunk file of a live inode goes, one synced batch holds the
+ * in-flux mark, every record in [from, to) with its durable length
+ * cleared, and (new_size != UINT64_MAX) the inode record with its new
+ * size.  Then a power cut that keeps the files' removal but loses the
+ * store's unsynced tail leaves records of missing files that read as
+ * holes past the new size, which the mount's repair drops, and never a
+ * record that claims durable bytes the disk no longer has.  Returns 1
+ * when there is nothing in the range (no batch was written).
+ */
+static int drop_prepare(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to,
+			uint64_t new_size)
 {
+	uint8_t lo[KEY_MAX], hi[KEY_MAX];
+	size_t ll = key_chunk(lo, in->ino, from);
+	size_t hl = to == UINT64_MAX ? key_chunk_prefix(hi, in->ino + 1) : key_chunk(hi, in->ino, to);
+	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
+	struct store_iter *it;
+	int rc = store_iter_new(fs->st, &io, &it);
+	if (rc)
+		return rc;
+	struct store_batch *b = store_batch_new();
+	if (!b) {
+		store_iter_free(it);
+		return -ENOMEM;
+	}
+	size_t found = 0;
+	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(it, &kl);
+		store_iter_value(it, &vl);
+		if (kl != 17)
+			continue;
+		found++;
+		if (vl)
+			store_batch_put(b, k, kl, "", 0);
+	}
+	rc = store_iter_status(it);
+	store_iter_free(it);
+	bool marking = !in->in_flux;
+	if (!rc && found) {
+		rc = chunk_mark_flux(fs, in, b);
+		if (!rc && new_size != UINT64_MAX) {
+			struct inode_rec r = in->rec;
+			r.size = new_size;
+			inode_rec_put(b, in->ino, &r);
+		}
+		if (!rc)
+			rc = store_write(fs->st, b, STORE_WRITE_SYNC | STORE_WRITE_RESERVE);
+		if (!rc && marking)
+			in->in_flux = true;
+		if (!rc && new_size != UINT64_MAX)
+			in->rec.size = new_size;
+	}
+	store_batch_free(b);
+	return rc ? rc : !found;
+}
+
+int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to, uint64_t new_size)
+{
+	int rc = drop_prepare(fs, in, from, to, new_size);
+	if (rc)
+		return rc > 0 ? 0 : rc;
 	struct store_batch *b = store_batch_new();
 	if (!b)
 		return -ENOMEM;
 	uint64_t freed = 0;
-	int rc = drop_range(fs, in, in->ino, from, to, b, &freed, UINT64_MAX, NULL);
+	rc = drop_range(fs, in, in->ino, from, to, b, &freed, UINT64_MAX, NULL);
 	/* What was removed goes from the store even when a later file
 	 * refused: its records must not outlive its files. */
 	if (store_batch_count(b)) {
@@ -572,9 +631,10 @@ static int recover_one(struct fs *fs, uint64_t ino, uint64_t *dropped, uint64_t 
 	struct store_batch *b = store_batch_new();
 	if (!b)
 		return -ENOMEM;
-	/* Without a record (an orphan's reclaim was cut short) the orphan
-	 * key says what to do; the mark just goes. */
-	if (!rc && S_ISREG(rec.mode)) {
+	/* Without a record (an orphan's reclaim was cut short), or with no
+	 * name left (an orphan), the orphan key says what to do: the reclaim
+	 * removes everything.  The mark just goes. */
+	if (!rc && S_ISREG(rec.mode) && rec.nlink > 0) {
 		uint64_t cs = fs->info.chunk_size;
 		struct recover r = {.fs = fs, .ino = ino, .b = b,
 				    .keep = (rec.flags & INODE_FLAG_CHUNKED) ? rec.size / cs + (rec.size % cs != 0) : 0};
@@ -622,8 +682,16 @@ int chunk_recover(struct fs *fs)
 		rc = store_iter_status(it);
 	store_iter_free(it);
 	uint64_t dropped = 0, missing = 0;
-	for (size_t i = 0; !rc && i < n; i++)
-		rc = recover_one(fs, inos[i], &dropped, &missing);
+	for (size_t i = 0; !rc && i < n; i++) {
+		/* One inode that cannot be repaired keeps its mark (the next
+		 * mount tries again; fsck reports it) and stops no mount. */
+		int r = recover_one(fs, inos[i], &dropped, &missing);
+		if (r == -ENOMEM)
+			rc = r;
+		else if (r)
+			fs_logf(fs, "recovery: inode %" PRIu64 ": %s (left for fsck.lsmfs)", inos[i],
+				strerror(-r));
+	}
 	if (!rc && (dropped || missing))
 		fs_logf(fs, "recovery: %zu file%s changing at the crash: %" PRIu64
 			" chunk%s past the stored size removed, %" PRIu64

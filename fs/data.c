@@ -123,6 +123,9 @@ int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to
 					return -errno;
 				c->next_off = from % cs;
 				chunk_account(in, c);
+				/* the cut must reach the disk at the next fsync */
+				if ((rc = chunk_mark_dirty(in, first)))
+					return rc;
 			}
 		} else if (rc != -ENOENT) {
 			return rc;
@@ -132,7 +135,7 @@ int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to
 	uint64_t end = (to + cs - 1) / cs;
 	if (first >= end)
 		return 0;
-	return chunk_drop(fs, in, first, end);
+	return chunk_drop(fs, in, first, end, UINT64_MAX);
 }
 
 static int inline_write(struct fs *fs, struct fs_inode *in, const char *buf, size_t size,
@@ -411,7 +414,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		 * the size it reached: such a chunk is never read, and fsck
 		 * would report it. */
 		uint64_t keep = in->rec.size / cs + (in->rec.size % cs != 0);
-		int r2 = chunk_drop(fs, in, keep, UINT64_MAX);
+		int r2 = chunk_drop(fs, in, keep, UINT64_MAX, UINT64_MAX);
 		if (r2)
 			fs_logf(fs, "inode %llu: dropping chunks past the size after a failed write: %s",
 				(unsigned long long)ino, strerror(-r2));
@@ -568,7 +571,7 @@ static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 		rc = data_zero_gap(fs, in, osize, nsize);
 	} else if (nsize < osize) {
 		uint64_t keep = (nsize + cs - 1) / cs; /* chunks [0, keep) stay */
-		rc = chunk_drop(fs, in, keep, UINT64_MAX);
+		rc = chunk_drop(fs, in, keep, UINT64_MAX, nsize); /* the size first, durably */
 		if (!rc && nsize % cs) {
 			struct chunk_fd *c;
 			rc = chunk_open(fs, in, nsize / cs, CHUNK_WRITE, &c, NULL);
@@ -578,8 +581,11 @@ static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 					rc = chunk_record_lower(fs, c, in->ino, nsize % cs);
 					if (!rc && ftruncate(c->fd, (off_t)(nsize % cs)) != 0)
 						rc = -errno;
-					if (!rc)
+					if (!rc) {
 						chunk_account(in, c);
+						/* the cut reaches the disk at the next fsync */
+						rc = chunk_mark_dirty(in, nsize / cs);
+					}
 				}
 			} else if (rc == -ENOENT) {
 				rc = 0;

@@ -95,7 +95,7 @@ static int punch_hole(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t
 		size_t j = i + 1;
 		while (j < p.nwhole && p.whole[j] == p.whole[j - 1] + 1)
 			j++;
-		rc = chunk_drop(fs, in, p.whole[i], p.whole[j - 1] + 1);
+		rc = chunk_drop(fs, in, p.whole[i], p.whole[j - 1] + 1, UINT64_MAX);
 		i = j;
 	}
 	free(p.whole);
@@ -180,7 +180,7 @@ static int allocate(struct fs *fs, struct fs_inode *in, int mode, uint64_t off, 
 		/* Give back the chunks this call made; what it added to
 		 * chunks that were there stays (inside the file's size). */
 		for (size_t i = 0; i < nmade; i++) {
-			int r2 = chunk_drop(fs, in, made[i], made[i] + 1);
+			int r2 = chunk_drop(fs, in, made[i], made[i] + 1, UINT64_MAX);
 			if (r2)
 				fs_logf(fs, "inode %llu: giving back chunk %llu after a failed fallocate: %s",
 					(unsigned long long)in->ino, (unsigned long long)made[i],
@@ -189,7 +189,7 @@ static int allocate(struct fs *fs, struct fs_inode *in, int mode, uint64_t off, 
 		if (!keep && end > r->size) {
 			/* and anything past the size a created chunk left */
 			uint64_t from = (r->size + cs - 1) / cs;
-			(void)chunk_drop(fs, in, from, UINT64_MAX);
+			(void)chunk_drop(fs, in, from, UINT64_MAX, UINT64_MAX);
 		}
 		free(made);
 		return rc;

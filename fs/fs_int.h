@@ -346,8 +346,10 @@ void chunk_account(struct fs_inode *in, struct chunk_fd *c);
 int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk);
 /* Put the inode's `G` mark into b, or at once (b NULL), unless there. */
 int chunk_mark_flux(struct fs *fs, struct fs_inode *in, struct store_batch *b);
-/* Remove the chunks [from, to) that exist (to UINT64_MAX: all). */
-int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to);
+/* Remove the chunks [from, to) that exist (to UINT64_MAX: all); with
+ * new_size (not UINT64_MAX) the inode's size becomes that, durably, before
+ * any file goes (a truncation). */
+int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to, uint64_t new_size);
 /* Call fn for every chunk record of ino in [from, to), in order; stops
  * at fn's first non-zero return, which it returns. */
 int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,

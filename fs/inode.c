@@ -382,6 +382,11 @@ int inode_reclaim(struct fs *fs, uint64_t ino)
 	bool known = rc == 0;
 	if (rc && rc != -ENOENT)
 		return rc;
+	/* The unlink that made it an orphan must be durable before any of
+	 * its files goes: a power cut must not bring back a name whose data
+	 * is gone.  Here in the background, the sync costs nobody a wait. */
+	if ((rc = store_sync(fs->st)))
+		return rc;
 	struct store_batch *b = store_batch_new();
 	if (!b)
 		return -ENOMEM;
