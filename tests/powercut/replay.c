@@ -48,6 +48,7 @@ struct rnode {
 struct replay {
 	const struct oplog *log;
 	size_t at;
+	bool break_fsync;
 	struct rnode *nodes;
 	size_t nnodes;
 	/* per materialisation: the first path of each inode reached */
@@ -283,6 +284,8 @@ static int apply(struct replay *r, size_t idx)
 	case OPLOG_FSYNC:
 		if (!(n = node(r, rec->a, OPLOG_FILE)))
 			goto bad;
+		if (r->break_fsync)
+			return 0;
 		image_copy(&n->dur, &n->cur);
 		n->npend = 0;
 		return 0;
@@ -304,6 +307,11 @@ bad:;
 	oplog_describe(rec, what, sizeof(what));
 	fprintf(stderr, "replay: record %zu (%s) makes no sense here\n", idx, what);
 	return -EUCLEAN;
+}
+
+void replay_break_fsync(struct replay *r)
+{
+	r->break_fsync = true;
 }
 
 int replay_advance(struct replay *r, size_t k)

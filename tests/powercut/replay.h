@@ -37,6 +37,9 @@ struct replay;
 /* A replayer at point 0 over log (which must outlive it). */
 struct replay *replay_new(const struct oplog *log);
 void replay_free(struct replay *r);
+/* Self-test of the checker: forget every file sync (fsync and fdatasync
+ * records make nothing durable), so acknowledged fsyncs are lost. */
+void replay_break_fsync(struct replay *r);
 /* Apply records up to (not including) k; k never moves backwards.
  * Returns 0, or -EUCLEAN naming the record that makes no sense. */
 int replay_advance(struct replay *r, size_t k);
