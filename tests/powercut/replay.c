@@ -55,6 +55,8 @@ struct replay {
 	char **seen;
 	size_t nseen;
 	struct image scratch;
+	uint8_t *frozen; /* per 4 KiB page: a write to it was dropped */
+	size_t nfrozen;
 	struct dents scratch_ents;
 };
 
@@ -211,6 +213,7 @@ void replay_free(struct replay *r)
 	free(r->seen);
 	free(r->nodes);
 	free(r->scratch.buf);
+	free(r->frozen);
 	free(r->scratch_ents.v);
 	free(r);
 }
@@ -336,6 +339,20 @@ static const struct image *file_image(struct replay *r, struct rnode *n, unsigne
 		return &n->cur;
 	struct image *im = &r->scratch;
 	image_copy(im, &n->dur);
+	/* A page the cut left at an older version keeps it: once one of its
+	 * writes is dropped, so are the later ones (the page cache writes a
+	 * page whole, as it is at writeback time). */
+	size_t pages = 0;
+	for (size_t i = 0; i < n->npend; i++) {
+		const struct oplog_rec *rec = &r->log->recs[n->pend[i]];
+		if (rec->type == OPLOG_WRITE && (rec->b + rec->dlen) / PIECE + 1 > pages)
+			pages = (size_t)((rec->b + rec->dlen) / PIECE + 1);
+	}
+	if (pages > r->nfrozen) {
+		r->frozen = xrealloc(r->frozen, pages);
+		r->nfrozen = pages;
+	}
+	memset(r->frozen, 0, pages);
 	for (size_t i = 0; i < n->npend; i++) {
 		const struct oplog_rec *rec = &r->log->recs[n->pend[i]];
 		if (rec->type == OPLOG_TRUNC) {
@@ -351,9 +368,12 @@ static const struct image *file_image(struct replay *r, struct rnode *n, unsigne
 				uint64_t next = (off / PIECE + 1) * PIECE;
 				if (next > end)
 					next = end;
-				if (keep(rng, pct))
+				size_t page = (size_t)(off / PIECE);
+				if (!r->frozen[page] && keep(rng, pct))
 					image_write(im, off, rec->data + (off - rec->b),
 						    (size_t)(next - off));
+				else
+					r->frozen[page] = 1;
 				off = next;
 			}
 		}

@@ -14,13 +14,14 @@
  *    leave both names, or neither);
  *  - on top of that, each operation after an object's last sync and before
  *    the cut may or may not have reached the disk, independently, with
- *    probability keep_pct: writes torn into 4 KiB-aligned pieces, each
- *    kept or dropped on its own, truncates, hole punches, directory
- *    entries.  Kept operations apply in log order (a disk reorders writes
- *    between flushes, but the page cache only ever writes a page's latest
- *    bytes, so a later overwrite never loses to an earlier one within a
- *    piece).  keep_pct 0 is "only what was synced", 100 is "everything the
- *    daemon wrote" (a process crash).
+ *    probability keep_pct: writes torn into 4 KiB-aligned pieces (pages),
+ *    truncates, hole punches, directory entries.  Kept operations apply in
+ *    log order.  Pages are written back whole and in any order, so each
+ *    page ends up as it was after some prefix of its unsynced writes: once
+ *    a write to a page is dropped, the later writes to that page are too,
+ *    while other pages (before or after it) may be newer.  keep_pct 0 is
+ *    "only what was synced", 100 is "everything the daemon wrote" (a
+ *    process crash).
  * Hard links come out as hard links.  A directory reachable twice (only a
  * cross-directory rename of a directory could do that) is materialised
  * once.
