@@ -26,7 +26,8 @@
  * A failure prints the seed, the mode, the cut point and what broke, and
  * keeps the image (and the log) under the scratch directory.
  * Environment: LSMFS_SEED replays a workload (the daemon's timing still
- * varies the log); LSMFS_POWERCUT_POINTS sets the cut points per mode;
+ * varies the log); LSMFS_POWERCUT_POINTS sets the random cut points per
+ * mode (on top of those around every sync);
  * LSMFS_POWERCUT_OPS the workload's operations per mode; LSMFS_SOAK=1 runs
  * more of everything; LSMFS_POWERCUT_MAXFAIL stops a mode after that many
  * failing points (5); LSMFS_POWERCUT_ALLOW=0208[,NNNN...] tolerates a cut
@@ -355,7 +356,8 @@ static void op_sync(struct run *r, int n)
 	ft->data = malloc(m->size ? m->size : 1);
 	if (!ft->data)
 		abort();
-	memcpy(ft->data, m->data, m->size);
+	if (m->size) /* data is NULL for a file never written */
+		memcpy(ft->data, m->data, m->size);
 	mark(r, "%s %s acked", ft->what, ft->path);
 }
 
@@ -519,7 +521,7 @@ static int verify_live(struct run *r)
 		int fd = open(p, O_RDONLY | O_CLOEXEC);
 		uint8_t *buf = malloc(m->size + 1);
 		ssize_t got = fd >= 0 ? pread(fd, buf, m->size + 1, 0) : -1;
-		if (got != (ssize_t)m->size || memcmp(buf, m->data, m->size) != 0) {
+		if (got != (ssize_t)m->size || (m->size && memcmp(buf, m->data, m->size) != 0)) {
 			fprintf(stderr, "powercut: live check: %s: %zd bytes, model %zu%s\n", p, got,
 				m->size, got == (ssize_t)m->size ? " (bytes differ)" : "");
 			bad++;
@@ -699,7 +701,8 @@ static int check_fact(const struct fact *ft, const char *mnt, char *why, size_t 
 	return rc;
 }
 
-/* fsck's complaints, when each is LSMFS-0208 and LSMFS_POWERCUT_ALLOW=0208. */
+/* Whether every complaint in fsck's output carries a code listed in
+ * LSMFS_POWERCUT_ALLOW (comma-separated, e.g. "0208"). */
 static bool only_allowed(const char *out)
 {
 	const char *allow = getenv("LSMFS_POWERCUT_ALLOW");
@@ -823,7 +826,10 @@ static int check_point(struct run *r, struct replay *rp, const struct oplog *log
 fail:;
 	char keep[800];
 	fst_fmt(keep, sizeof(keep), "%s/failed-%s-%zu-%u", r->base, mode, pt->k, pt->pct);
-	(void)rename(img, keep); /* keep the image for inspection */
+	if (r->failures < 10)
+		(void)rename(img, keep); /* keep the first images for inspection */
+	else
+		fst_fmt(keep, sizeof(keep), "(not kept: only the first 10 are)");
 	fprintf(stderr, "powercut: FAIL seed %lu, %s, cut point %zu of %zu, keeping %u%% of "
 		"unsynced operations (image rng %llu):\n%s\n  image kept in %s, log in %s\n",
 		seed, mode, pt->k, log->n, pt->pct, (unsigned long long)pt->rng, why, keep,
@@ -833,30 +839,28 @@ fail:;
 	return -1;
 }
 
-static size_t pick_points(struct run *r, const struct oplog *log, size_t want,
+/* Cut points: just before and just after every sync after mkfs, the end
+ * of mkfs, the end of the log (after the clean unmount), and nrandom more
+ * anywhere in between.  Each gets its own keep percentage: a quarter only
+ * the synced state, a quarter everything, the rest a random share. */
+static size_t pick_points(struct run *r, const struct oplog *log, size_t nrandom,
 			  struct point **out)
 {
-	size_t lo = r->mkfs_seq, n = log->n, np = 0;
-	struct point *pts = calloc(want + 8, sizeof(*pts));
-	if (!pts)
-		abort();
-	size_t nsync = 0;
+	size_t lo = r->mkfs_seq, n = log->n, np = 0, cap = nrandom + 2;
 	for (size_t i = lo; i < n; i++)
 		if (log->recs[i].type == OPLOG_FSYNC || log->recs[i].type == OPLOG_FSYNCDIR)
-			nsync++;
-	/* Just before and just after syncs: 60% of the points at most. */
-	uint64_t syncs_wanted = want * 6 / 10;
-	for (size_t i = lo; i < n && np + 2 <= syncs_wanted; i++) {
-		if (log->recs[i].type != OPLOG_FSYNC && log->recs[i].type != OPLOG_FSYNCDIR)
-			continue;
-		if (2 * nsync > syncs_wanted && fst_rand_below(&r->rng, nsync) * 2 >= syncs_wanted)
-			continue;
-		pts[np++].k = i;
-		pts[np++].k = i + 1;
-	}
+			cap += 2;
+	struct point *pts = calloc(cap, sizeof(*pts));
+	if (!pts)
+		abort();
+	for (size_t i = lo; i < n; i++)
+		if (log->recs[i].type == OPLOG_FSYNC || log->recs[i].type == OPLOG_FSYNCDIR) {
+			pts[np++].k = i;
+			pts[np++].k = i + 1;
+		}
 	pts[np++].k = lo;
-	pts[np++].k = n; /* after the clean unmount */
-	while (np < want)
+	pts[np++].k = n;
+	for (size_t i = 0; i < nrandom; i++)
 		pts[np++].k = lo + fst_rand_below(&r->rng, n - lo + 1);
 	qsort(pts, np, sizeof(*pts), cmp_point);
 	size_t u = 0;
@@ -972,9 +976,9 @@ int main(void)
 	unsigned long seed = fst_seed("powercut");
 	bool soak = fst_soak();
 	const char *np = getenv("LSMFS_POWERCUT_POINTS");
-	size_t npoints = np ? strtoul(np, NULL, 10) : soak ? 20000 : 600;
+	size_t npoints = np ? strtoul(np, NULL, 10) : soak ? 5000 : 200;
 	const char *no = getenv("LSMFS_POWERCUT_OPS");
-	uint64_t nops = no ? strtoull(no, NULL, 10) : soak ? 5000 : 1000;
+	uint64_t nops = no ? strtoull(no, NULL, 10) : soak ? 5000 : 600;
 	char root[512];
 	fst_fmt(root, sizeof(root), "%s/lsmfs-powercut.XXXXXX", getenv("TMPDIR"));
 	if (!mkdtemp(root)) {
@@ -1006,8 +1010,9 @@ int main(void)
 		free(r);
 	}
 	if (tolerated)
-		fprintf(stderr, "powercut: %d cut points left only LSMFS-0208 (tolerated: "
-			"LSMFS_POWERCUT_ALLOW=0208)\n", tolerated);
+		fprintf(stderr, "powercut: %d cut points left only fsck codes in "
+			"LSMFS_POWERCUT_ALLOW=%s (tolerated)\n", tolerated,
+			getenv("LSMFS_POWERCUT_ALLOW"));
 	for (unsigned c = 0; c < 0x10000; c++)
 		if (code_count[c])
 			fprintf(stderr, "powercut: fsck code LSMFS-%04X at %d failing cut points\n", c,
