@@ -20,7 +20,8 @@
  * what a power cut at k may leave (replay.h: only synced state, or that
  * plus a random subset of unsynced operations, or everything), lsmfs is
  * mounted on the result (must succeed), every promise valid at k is
- * checked, lsmfs is unmounted cleanly and `fsck.lsmfs -n` must exit 0.
+ * checked, every file must read whole without an error, lsmfs is
+ * unmounted cleanly and `fsck.lsmfs -n` must exit 0.
  * This runs with the writeback cache on and off (-o no_writeback).
  *
  * A failure prints the seed, the mode, the cut point and what broke, and
@@ -703,6 +704,49 @@ static int check_fact(const struct fact *ft, const char *mnt, char *why, size_t 
 	return rc;
 }
 
+/* Read every file under dir whole: after a power cut each must read
+ * (unsynced bytes may be anything, but an error is not a state any disk
+ * could have left).  Returns the number of failures, the first in why. */
+static int read_all(const char *dir, char *why, size_t cap)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		fst_fmt(why, cap, "opendir %s: %s", dir, strerror(errno));
+		return 1;
+	}
+	int bad = 0;
+	struct dirent *e;
+	static char buf[1 << 16];
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char p[1024];
+		fst_fmt(p, sizeof(p), "%s/%s", dir, e->d_name);
+		struct stat st;
+		if (lstat(p, &st) != 0) {
+			if (!bad++)
+				fst_fmt(why, cap, "stat %s: %s", p, strerror(errno));
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			bad += read_all(p, why + (bad ? strlen(why) : 0), bad ? 0 : cap);
+			continue;
+		}
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : 0;
+		off_t total = 0;
+		while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+			total += n;
+		if (n < 0 && !bad++)
+			fst_fmt(why, cap, "reading %s (size %lld) at offset %lld: %s", p,
+				(long long)st.st_size, (long long)total, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(d);
+	return bad;
+}
+
 /* Whether every complaint in fsck's output carries a code listed in
  * LSMFS_POWERCUT_ALLOW (comma-separated, e.g. "0208"). */
 static bool only_allowed(const char *out)
@@ -797,6 +841,18 @@ static int check_point(struct run *r, struct replay *rp, const struct oplog *log
 		size_t used = strlen(why);
 		if (check_fact(ft, g.mnt, why + used + (used ? 1 : 0),
 			       sizeof(why) - used - 1) != 0) {
+			if (used)
+				why[used] = '\n';
+			bad++;
+		} else {
+			why[used] = 0;
+		}
+	}
+	if (!breaking) {
+		size_t used = strlen(why);
+		char *w = why + used + (used ? 1 : 0);
+		int unreadable = read_all(g.mnt, w, sizeof(why) - used - 1);
+		if (unreadable) {
 			if (used)
 				why[used] = '\n';
 			bad++;
