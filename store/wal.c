@@ -20,7 +20,11 @@
  * (wal_error.tail) when nothing valid follows it: no block after it holds a
  * FULL or FIRST fragment whose length and checksum check out.  A file whose
  * remainder is all zeros (a cut inside block padding, or a zero-filled end
- * left by a crash) ends cleanly.
+ * left by a crash) ends cleanly.  Zeros where a fragment header belongs are
+ * a tail whatever follows, and so is a bad checksum over a fragment that
+ * spans a whole zero page: pages of an unsynced tail reach the disk in any
+ * order, so a power cut can leave a hole before valid data, and since a
+ * sync covers every byte before its end, nothing after a hole was synced.
  *
  * Locking: none; a writer or reader belongs to one thread at a time.
  */
@@ -337,6 +341,20 @@ static int corrupt(struct wal_reader *r, uint64_t off, uint64_t scan_from,
 	return -EUCLEAN;
 }
 
+/* Does a whole zero page (WAL_PAGE bytes, file-aligned) lie across
+ * block[from, to)?  That is a page the writer's data never reached: with
+ * it, a bad fragment is a power cut's hole in an unsynced tail (see the
+ * file's header), not damage. */
+#define WAL_PAGE 4096u
+static bool hole_in(const struct wal_reader *r, size_t from, size_t to)
+{
+	for (size_t p = from / WAL_PAGE * WAL_PAGE; p < to && p + WAL_PAGE <= r->block_len;
+	     p += WAL_PAGE)
+		if (all_zero(r->block + p, WAL_PAGE))
+			return true;
+	return false;
+}
+
 /* The file ends at block[pos] (or only zeros follow). */
 static int end_of_file(struct wal_reader *r, bool in_record, uint64_t rec_start)
 {
@@ -425,7 +443,12 @@ int wal_read_record(struct wal_reader *r, const uint8_t **rec, size_t *len)
 			}
 			if (rc)
 				return end_of_file(r, in_record, rec_start);
-			return corrupt(r, frag_off, next_block,
+			/* Zeros where a header belongs are space the writer's
+			 * pages never reached: a power cut can keep later pages
+			 * of an unsynced tail and lose this one.  A sync covers
+			 * every byte before its end, so nothing after such a
+			 * hole was synced: the log ends here (a tail). */
+			return corrupt(r, frag_off, UINT64_MAX,
 				       "zero-filled fragment header before the end of the file");
 		}
 		if (end > WAL_BLOCK_SIZE)
@@ -437,7 +460,8 @@ int wal_read_record(struct wal_reader *r, const uint8_t **rec, size_t *len)
 				       n);
 		uint64_t after = r->block_off + end;
 		if (checksum32(h + 6, 1 + n) != sum)
-			return corrupt(r, frag_off, after, "checksum mismatch");
+			return corrupt(r, frag_off, hole_in(r, r->pos, end) ? UINT64_MAX : after,
+				       "checksum mismatch");
 
 		const uint8_t *payload = h + WAL_HEADER_SIZE;
 		switch (type) {

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "coding.h"
 #include "env.h"
@@ -427,6 +429,7 @@ END_TEST
 /* ---- corruption ---- */
 
 /* Offsets within a FULL/FIRST fragment header worth damaging. */
+
 static const size_t damage_at[] = { 0, 3, 4, 5, 6, 7, 20 };
 
 START_TEST(test_corrupt_mid_file)
@@ -564,7 +567,10 @@ START_TEST(test_zero_region_mid_file)
 	for (size_t i = 0; i < rs.n; i++)
 		rs.len[i] = 1000;
 	write_recs(&rs);
-	/* Zero a 4 KiB page inside block 0, as a lost write would. */
+	/* Zero a 4 KiB page inside block 0, as a power cut does to a page of
+	 * an unsynced tail that never reached the disk while later ones did:
+	 * a torn tail (FORMAT.md), since nothing after a hole was synced.
+	 * Before, this refused the store's open. */
 	FILE *f = fopen(path, "r+b");
 	ck_assert_ptr_nonnull(f);
 	static uint8_t page[4096];
@@ -576,7 +582,7 @@ START_TEST(test_zero_region_mid_file)
 		good++;
 	struct wal_reader *r = read_expect(&rs, good, -EUCLEAN);
 	const struct wal_error *e = wal_reader_error(r);
-	ck_assert(!e->tail);
+	ck_assert_msg(e->tail, "a zero page before valid data is not a tail: %s", e->msg);
 	ck_assert_uint_eq(e->offset, rec_start(&rs, good));
 	wal_reader_close(r);
 	recs_free(&rs);
