@@ -31,6 +31,7 @@ mkdir -p "$M/a/b" "$M/c"
 echo hello > "$M/a/small"
 echo world > "$M/g"
 head -c 300000 /dev/urandom > "$M/a/b/big"
+sync "$M/a/b/big" # its chunk records get their durable lengths
 ln "$M/a/small" "$M/c/small.link"
 ln -s ../g "$M/a/sym"
 mkfifo "$M/fifo"
@@ -147,6 +148,7 @@ damage_chunk_ownerless() { # a chunk file nothing names, with known bytes
 }
 damage_chunk_misplaced() { local f; f=$(chunk_file "$I_BIG" 2); mkdir -p d1/.lsmfs/sections/7; mv "$f" d1/.lsmfs/sections/7/; }
 damage_chunk_too_long() { truncate -s 70000 "$(chunk_file "$I_BIG" 0)"; }
+damage_chunk_short() { truncate -s 1000 "$(chunk_file "$I_BIG" 1)"; }
 damage_stray_name() { echo x > d2/.lsmfs/sections/not-a-section; }
 damage_inode_gone() { "$EDIT" d1/$META del 49$(be64 "$I_G"); }
 damage_nlink() { rec_edit "$I_SMALL" 14 05000000; }
@@ -203,6 +205,7 @@ check chunk_missing 0504
 check chunk_ownerless 0507
 check chunk_misplaced 0506
 check chunk_too_long 0505
+check chunk_short 050B
 check stray_name 0509
 check inode_gone 0302
 check nlink 0401
@@ -239,6 +242,7 @@ check super_gone 050A
 
 repair chunk_missing 0504 'a/b/big'
 repair chunk_too_long 0505 'a/b/big'
+repair chunk_short 050B 'a/b/big'
 repair chunk_misplaced 0506 ''
 repair chunk_ownerless 0507 ''
 repair entry_hash 0304 ''

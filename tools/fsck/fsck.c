@@ -48,7 +48,7 @@ static const struct {
 	bool preen;
 } repairs[] = {
 	{PR_XATTR_FLAG, true},      {PR_ORPHAN_LINKED, true},   {PR_ENTRY_BAD_TYPE, true},
-	{PR_DIR_BAD_PARENT, true},  {PR_NLINK, true},           {PR_CHUNK_MISSING, true},
+	{PR_DIR_BAD_PARENT, true},  {PR_NLINK, true},           {PR_CHUNK_MISSING, false},
 	{PR_CHUNK_TOO_LONG, true},  {PR_CHUNK_MISPLACED, true}, {PR_ENTRY_DANGLING, false},
 	{PR_INODE_UNATTACHED, false}, {PR_CHUNK_OWNERLESS, false},
 	{PR_ENTRY_BAD_HASH, true},  {PR_INLINE_TOO_LONG, true}, {PR_DIR_MULTIPLY_LINKED, false},
@@ -58,7 +58,7 @@ static const struct {
 	{PR_INODE_BAD_FLAGS, true}, {PR_CHUNK_PAST_EOF, true},  {PR_INLINE_OVER_LIMIT, true},
 	{PR_KEY_NO_INODE, false},   {PR_INODE_BAD_RECORD, false},   {PR_INODE_BAD_TYPE, false}, {PR_SYMLINK_TARGET, false},
 	{PR_INLINE_AND_CHUNKS, false}, {PR_DATA_ON_NONFILE, false}, {PR_STRAY_FILE, false},
-	{PR_SUPER_DAMAGED, false},
+	{PR_SUPER_DAMAGED, false},  {PR_CHUNK_SHORT, false},
 };
 
 static int repair_of(enum fsck_code code)

@@ -57,6 +57,7 @@ struct fsck_ino_ref {
 
 struct fsck_chunk {
 	uint64_t ino, chunk;
+	uint64_t durable; /* the record's durable length; 0: not known */
 };
 
 struct fsck {
@@ -128,6 +129,7 @@ enum fsck_code {
 	PR_CHUNK_UNREADABLE = 0x0508,
 	PR_STRAY_FILE = 0x0509,
 	PR_SUPER_DAMAGED = 0x050a,
+	PR_CHUNK_SHORT = 0x050b,
 };
 /* Report a problem (printf-style message naming the path, inode or file).
  * Returns true when the caller should repair it now: with -y, with -p for
@@ -167,6 +169,8 @@ int fsck_drop_data(struct fsck *f, struct fsck_inode *in, bool inline_data, bool
 /* Move an inline file's bytes to chunk files (durable first), then switch
  * the record over in one batch. */
 int fsck_inline_to_chunks(struct fsck *f, struct fsck_inode *in);
+/* Rewrite chunk (ino, chunk)'s record with durable length len. */
+int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t len);
 /* Set the inode counter `M next_ino`. */
 int fsck_put_next_ino(struct fsck *f, uint64_t next);
 

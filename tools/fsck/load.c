@@ -94,7 +94,7 @@ static int push_entry(struct fsck *f, uint64_t parent, uint64_t hash, const uint
 	return 0;
 }
 
-static int push_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
+static int push_chunk(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t durable)
 {
 	if (f->nchunks == f->capchunks) {
 		size_t nc = f->capchunks ? f->capchunks * 2 : 4096;
@@ -104,7 +104,7 @@ static int push_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
 		f->chunks = g;
 		f->capchunks = nc;
 	}
-	f->chunks[f->nchunks++] = (struct fsck_chunk){.ino = ino, .chunk = chunk};
+	f->chunks[f->nchunks++] = (struct fsck_chunk){.ino = ino, .chunk = chunk, .durable = durable};
 	return 0;
 }
 
@@ -124,7 +124,7 @@ bool fsck_has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
 
 int fsck_model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
 {
-	int rc = push_chunk(f, ino, chunk);
+	int rc = push_chunk(f, ino, chunk, 0);
 	if (rc == 0)
 		qsort(f->chunks, f->nchunks, sizeof(*f->chunks), fsck_cmp_chunk);
 	return rc;
@@ -300,8 +300,11 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		struct fsck_inode *in = stub(f, ino);
 		if (!in)
 			return -ENOMEM;
+		uint64_t durable;
+		if (chunk_value_decode(v, vl, &durable))
+			break; /* a value that is neither empty nor a length */
 		in->nchunks++;
-		return push_chunk(f, ino, sc_get_be64(k + 9));
+		return push_chunk(f, ino, sc_get_be64(k + 9), durable);
 	}
 	case KEY_XATTR: {
 		if (kl < 10)

@@ -431,17 +431,31 @@ void fsck_pass5_data(struct fsck *f)
 		fsck_chunk_file(f, c->ino, c->chunk, file, sizeof(file));
 		struct stat st;
 		if (stat(file, &st) != 0) {
-			if (errno == ENOENT) {
+			if (errno == ENOENT && c->durable == 0) {
+				/* Nothing was made durable there: a hole, as the
+				 * schema allows (a crash between the record and the
+				 * file's creation). */
+			} else if (errno == ENOENT) {
 				if (fsck_problem(f, PR_CHUNK_MISSING,
 						 "inode %" PRIu64 " chunk %" PRIu64
-						 ": %s is missing (reads as a hole)", c->ino, c->chunk,
-						 file)) {
+						 ": %s is missing, %" PRIu64 " bytes fsync made durable "
+						 "are lost (reads fail with EIO; the repair makes them a hole)",
+						 c->ino, c->chunk, file, c->durable)) {
 					/* the record goes; the bytes read as zeros either way */
 					uint8_t k[KEY_MAX];
 					fsck_repaired(f, fsck_del_key(f, k, key_chunk(k, c->ino, c->chunk)));
 				}
 			} else
 				fsck_problem(f, PR_CHUNK_UNREADABLE, "%s: %s", file, strerror(errno));
+		} else if ((uint64_t)st.st_size < c->durable) {
+			if (fsck_problem(f, PR_CHUNK_SHORT,
+					 "inode %" PRIu64 " chunk %" PRIu64 ": %s holds %lld bytes, its "
+					 "record says fsync made %" PRIu64 " durable: bytes %lld..%" PRIu64
+					 " of the chunk are lost (reads fail with EIO; the repair makes "
+					 "them a hole)", c->ino, c->chunk, file, (long long)st.st_size,
+					 c->durable, (long long)st.st_size, c->durable))
+				fsck_repaired(f, fsck_put_chunk_len(f, c->ino, c->chunk,
+								    (uint64_t)st.st_size));
 		} else if ((uint64_t)st.st_size > f->info.chunk_size &&
 			   fsck_problem(f, PR_CHUNK_TOO_LONG,
 					"%s: %lld bytes, longer than a chunk (%" PRIu64 ")", file,

@@ -32,6 +32,14 @@ int fsck_del_key(struct fsck *f, const uint8_t *k, size_t kl)
 	return store_delete(f->st, k, kl, STORE_WRITE_SYNC);
 }
 
+int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t len)
+{
+	uint8_t k[KEY_MAX], v[CHUNK_VAL_LEN];
+	size_t kl = key_chunk(k, ino, chunk);
+	chunk_value_encode(len, v);
+	return store_put(f->st, k, kl, v, sizeof(v), STORE_WRITE_SYNC);
+}
+
 int fsck_put_entry(struct fsck *f, uint64_t parent, const char *name, uint64_t ino,
 		   uint8_t type)
 {
