@@ -6,7 +6,9 @@
  * filesystem and lists the UUIDs of all its disks by index.  A set is
  * accepted only if each disk appears once, all agree with each other, and
  * none is missing, so the daemon never mounts half a filesystem or mixes
- * two.  The optional lock is an flock on <disk>/.lsmfs/lock holding the
+ * two.  fsck alone may ask for leniency: one damaged superblock
+ * (DISKSET_TOLERANT) or two disks with one superblock (DISKSET_CLASH), the
+ * disk that must be rewritten placed at the one index nobody claims.  The optional lock is an flock on <disk>/.lsmfs/lock holding the
  * owner's pid: the kernel drops it when the owner dies, so a crash never
  * leaves a stale lock, and the pid is only there to name the culprit.
  * No shared state; a diskset belongs to its opener.

@@ -133,7 +133,8 @@ struct lsmfs_diskset {
  *   -EXDEV    a disk of another filesystem (filesystem UUID differs, or
  *             disagreement on sections, chunk size, disk count);
  *   -EEXIST   a disk given twice (same path, same directory, or same disk
- *             index/UUID);
+ *             index/UUID; with DISKSET_CLASH, one such pair is accepted
+ *             when it can be told apart, see clash);
  *   -ENODEV   a disk of the filesystem missing from the list;
  *   -EBUSY    (with DISKSET_LOCK) a disk locked by a running daemon or
  *             tool; the lock file holds that process's pid.
