@@ -137,6 +137,14 @@ int main(int argc, char **argv)
 	printf("Pass 1: Checking the metadata store\n");
 	fflush(stdout);
 	rc = fsck_pass1_store(&f);
+	/* Two disks with one superblock: the passes below read chunk files
+	 * by disk index, so which is which must be settled first (from a
+	 * read-only look at the store), or they would see every chunk of the
+	 * two as misplaced. */
+	if ((rc == 0 || rc == -EUCLEAN) && fsck_identify_disks(&f)) {
+		status = FSCK_EXIT_UNCORRECTED;
+		goto out;
+	}
 	if (rc == 0 || rc == -EUCLEAN)
 		rc = fsck_load(&f);
 	if (rc) {
@@ -146,13 +154,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s: cannot read the whole metadata store (%s); passes 2-5 skipped\n",
 			prog, f.ds->meta_dir, strerror(-rc));
 		status = rc == -EUCLEAN ? FSCK_EXIT_UNCORRECTED : FSCK_EXIT_OPERATIONAL;
-		goto out;
-	}
-	/* Two disks with one superblock: the passes below read chunk files
-	 * by disk index, so which is which must be settled first, or they
-	 * would see every chunk of the two as misplaced. */
-	if (fsck_identify_disks(&f)) {
-		status = FSCK_EXIT_UNCORRECTED;
 		goto out;
 	}
 	if (!fsck_cancelled(&f)) {

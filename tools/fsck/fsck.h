@@ -159,9 +159,10 @@ int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, char *ou
 const char *fsck_type_name(uint32_t mode);
 
 /* superblocks.c: which disk is which when two carry the same superblock
- * (diskset clash): decided from the store and the disks before pass 2, the
- * paths put in order; -EUCLEAN (reported) when nothing decides it.  Pass 5
- * then rewrites the superblocks that are damaged or another disk's. */
+ * (diskset clash): decided from the disks and a read-only look at the store
+ * after pass 1 and before fsck_load, the paths put in order; -EUCLEAN
+ * (reported) when nothing decides it.  Pass 5 then rewrites the
+ * superblocks that are damaged or another disk's. */
 int fsck_identify_disks(struct fsck *f);
 void fsck_check_superblocks(struct fsck *f);
 

@@ -8,8 +8,9 @@
  *     already placed the disk at the one index no whole superblock claims;
  *   - a valid copy of another disk's (LSMFS-050B): two disks claim one
  *     index and one index is unclaimed (DISKSET_CLASH).  Which of the two
- *     is the copy is decided here, before pass 2, because every later pass
- *     finds chunk files by disk index.  The evidence, for each of the two
+ *     is the copy is decided here, after pass 1 and before the store is
+ *     opened for writing or any later pass runs, because they find chunk
+ *     files by disk index.  The evidence, for each of the two
  *     disks and each of the two indexes:
  *       - its section directories, against the store's section map;
  *       - its path, against the path in the store's disk records (K keys);
@@ -46,14 +47,55 @@ static bool has_meta_store(const char *disk)
 	return stat(meta, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* What the store says about the disks, read before anything is written. */
+struct store_view {
+	struct store *st;
+	uint32_t sections;
+	uint32_t *section_disk; /* UINT32_MAX: no (readable) entry */
+};
+
+/* The store opened read-only and its section map read.  Before the passes
+ * (and before fsck_load opens it for writing): with the disks unknown,
+ * nothing may be written, not even what opening a store for writing
+ * writes.  A store that does not open leaves only the disks' evidence. */
+static void view_open(struct fsck *f, struct store_view *v)
+{
+	struct store_options so;
+	store_options_init(&so);
+	so.read_only = true;
+	so.create_if_missing = false;
+	v->sections = f->ds->sb.sections;
+	v->section_disk = malloc((v->sections ? v->sections : 1) * sizeof(uint32_t));
+	if (!v->section_disk || store_open(f->ds->meta_dir, &so, &v->st))
+		v->st = NULL;
+	for (uint32_t s = 0; v->section_disk && s < v->sections; s++) {
+		uint8_t k[KEY_MAX];
+		void *val;
+		size_t vl;
+		v->section_disk[s] = UINT32_MAX;
+		if (v->st && store_get(v->st, NULL, k, key_section(k, s), &val, &vl) == 0) {
+			if (vl == 4)
+				v->section_disk[s] = sc_get_le32(val);
+			free(val);
+		}
+	}
+}
+
+static void view_close(struct store_view *v)
+{
+	if (v->st)
+		store_close(v->st);
+	free(v->section_disk);
+}
+
 /* The path disk record `disk` holds, into out (cap bytes); false when the
  * record is missing or too short to hold one. */
-static bool record_path(struct fsck *f, uint32_t disk, char *out, size_t cap)
+static bool record_path(struct store_view *sv, uint32_t disk, char *out, size_t cap)
 {
 	uint8_t k[KEY_MAX];
 	void *v;
 	size_t vl;
-	if (store_get(f->st, NULL, k, key_disk(k, disk), &v, &vl))
+	if (!sv->st || store_get(sv->st, NULL, k, key_disk(k, disk), &v, &vl))
 		return false;
 	bool ok = vl > 16 && vl - 16 < cap;
 	if (ok) {
@@ -64,7 +106,8 @@ static bool record_path(struct fsck *f, uint32_t disk, char *out, size_t cap)
 	return ok;
 }
 
-static struct evidence look(struct fsck *f, const char *disk, uint32_t as, uint32_t other)
+static struct evidence look(struct fsck *f, struct store_view *sv, const char *disk, uint32_t as,
+			    uint32_t other)
 {
 	struct evidence e = {0};
 	char dir[LSMFS_META_PATH_MAX + 64];
@@ -74,19 +117,20 @@ static struct evidence look(struct fsck *f, const char *disk, uint32_t as, uint3
 	while (d && (de = readdir(d))) {
 		char *end;
 		unsigned long s = strtoul(de->d_name, &end, 10);
-		if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || s >= f->info.sections)
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || s >= sv->sections ||
+		    !sv->section_disk)
 			continue; /* not a section: pass 5 reports it */
-		if (f->section_disk[s] == as)
+		if (sv->section_disk[s] == as)
 			e.sections_as++;
-		else if (f->section_disk[s] == other)
+		else if (sv->section_disk[s] == other)
 			e.sections_other++;
 	}
 	if (d)
 		closedir(d);
 	char rec[LSMFS_META_PATH_MAX + 64];
-	if (record_path(f, as, rec, sizeof(rec)) && strcmp(rec, disk) == 0)
+	if (record_path(sv, as, rec, sizeof(rec)) && strcmp(rec, disk) == 0)
 		e.path_as = true;
-	if (record_path(f, other, rec, sizeof(rec)) && strcmp(rec, disk) == 0)
+	if (record_path(sv, other, rec, sizeof(rec)) && strcmp(rec, disk) == 0)
 		e.path_other = true;
 	if (f->ds->sb.meta_dir[0] == 0 && (as == 0 || other == 0)) {
 		bool meta = has_meta_store(disk);
@@ -140,8 +184,11 @@ int fsck_identify_disks(struct fsck *f)
 		return 0;
 	uint32_t a = ds->clash_index, b = ds->clash_spare;
 	/* As given: paths[a] is disk a, paths[b] disk b; swapped: the reverse. */
-	struct evidence aa = look(f, ds->paths[a], a, b), bb = look(f, ds->paths[b], b, a);
-	struct evidence ab = look(f, ds->paths[a], b, a), ba = look(f, ds->paths[b], a, b);
+	struct store_view sv = {0};
+	view_open(f, &sv);
+	struct evidence aa = look(f, &sv, ds->paths[a], a, b), bb = look(f, &sv, ds->paths[b], b, a);
+	struct evidence ab = look(f, &sv, ds->paths[a], b, a), ba = look(f, &sv, ds->paths[b], a, b);
+	view_close(&sv);
 	bool keep = order_holds(&aa, &bb), swap = order_holds(&ab, &ba);
 	if (keep == swap) {
 		/* Report the two in the order given, not a half-made guess. */
