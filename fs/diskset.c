@@ -8,9 +8,10 @@
  * none is missing, so the daemon never mounts half a filesystem or mixes
  * two.  fsck alone may ask for leniency: one damaged superblock
  * (DISKSET_TOLERANT) or two disks with one superblock (DISKSET_CLASH), the
- * disk that must be rewritten placed at the one index nobody claims.  The optional lock is an flock on <disk>/.lsmfs/lock holding the
- * owner's pid: the kernel drops it when the owner dies, so a crash never
- * leaves a stale lock, and the pid is only there to name the culprit.
+ * disk that must be rewritten placed at the one index nobody claims.  The
+ * optional lock is an flock on <disk>/.lsmfs/lock holding the owner's pid:
+ * the kernel drops it when the owner dies, so a crash never leaves a stale
+ * lock, and the pid is only there to name the culprit.
  * No shared state; a diskset belongs to its opener.
  */
 #include "fs.h"
