@@ -6,9 +6,12 @@
  * filesystem and lists the UUIDs of all its disks by index.  A set is
  * accepted only if each disk appears once, all agree with each other, and
  * none is missing, so the daemon never mounts half a filesystem or mixes
- * two.  The optional lock is an flock on <disk>/.lsmfs/lock holding the
- * owner's pid: the kernel drops it when the owner dies, so a crash never
- * leaves a stale lock, and the pid is only there to name the culprit.
+ * two.  fsck alone may ask for leniency: one damaged superblock
+ * (DISKSET_TOLERANT) or two disks with one superblock (DISKSET_CLASH), the
+ * disk that must be rewritten placed at the one index nobody claims.  The
+ * optional lock is an flock on <disk>/.lsmfs/lock holding the owner's pid:
+ * the kernel drops it when the owner dies, so a crash never leaves a stale
+ * lock, and the pid is only there to name the culprit.
  * No shared state; a diskset belongs to its opener.
  */
 #include "fs.h"
@@ -279,6 +282,58 @@ static int place_damaged(struct lsmfs_diskset *ds, struct given *given, uint32_t
 	return 0;
 }
 
+static bool has_meta_store(const char *path)
+{
+	char meta[PATH_MAX];
+	struct stat st;
+	snprintf(meta, sizeof(meta), "%s/%s/%s", path, LSMFS_DIR, LSMFS_META_DIR);
+	return stat(meta, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* DISKSET_CLASH: disk given[second] says it is disk ds->clash_index, as an
+ * earlier one does.  Accepted only when it can be the one index no whole
+ * superblock claimed, and no superblock is damaged (one unknown at a
+ * time).  Which of the two is which stays open (fs.h, clash). */
+static int place_clash(struct lsmfs_diskset *ds, struct given *given, uint32_t ref,
+		       uint32_t second, uint32_t ndamaged, const char *twice, char *err,
+		       size_t errlen)
+{
+	const struct lsmfs_super *sb = &given[ref].sb;
+	uint32_t missing = UINT32_MAX, nmissing = 0;
+	for (uint32_t i = 0; i < sb->disk_count; i++)
+		if (!ds->paths[i]) {
+			missing = i;
+			nmissing++;
+		}
+	if (ndamaged || nmissing != 1) {
+		set_err(err, errlen, "%s, and %s", twice,
+			ndamaged ? "another disk's superblock is damaged: cannot tell which disk is which"
+				 : nmissing ? "more than one disk of the filesystem is missing from the list"
+					    : "no disk of the filesystem is missing from the list for it to be");
+		return -EEXIST;
+	}
+	ds->clash_spare = missing;
+	ds->paths[missing] = given[second].path;
+	given[second].path = NULL;
+	uint32_t a = ds->clash_index, b = missing;
+	if (sb->meta_dir[0] == 0 && (a == 0 || b == 0)) {
+		uint32_t other = a == 0 ? b : a;
+		if (!has_meta_store(ds->paths[0]) && has_meta_store(ds->paths[other]))
+			diskset_swap(ds, 0, other);
+	}
+	return 0;
+}
+
+void diskset_swap(struct lsmfs_diskset *ds, uint32_t a, uint32_t b)
+{
+	char *p = ds->paths[a];
+	ds->paths[a] = ds->paths[b];
+	ds->paths[b] = p;
+	int fd = ds->lock_fds[a];
+	ds->lock_fds[a] = ds->lock_fds[b];
+	ds->lock_fds[b] = fd;
+}
+
 int diskset_open(const char *spec, unsigned flags,
 		 struct lsmfs_diskset **out, char *err, size_t errlen)
 {
@@ -335,7 +390,8 @@ int diskset_open(const char *spec, unsigned flags,
 	 * (damaged[]) until the others tell which disk it must be. */
 	uint32_t ref = UINT32_MAX; /* the first disk read whole */
 	uint32_t damaged[LSMFS_MAX_DISKS], ndamaged = 0;
-	char first_err[512] = "";
+	uint32_t clash_given = UINT32_MAX; /* DISKSET_CLASH: the second claimant */
+	char first_err[512] = "", twice[1024] = "";
 	for (uint32_t i = 0; i < ngiven; i++) {
 		struct given *g = &given[i];
 		rc = super_read(g->path, &g->sb, err, errlen);
@@ -362,7 +418,16 @@ int diskset_open(const char *spec, unsigned flags,
 			rc = -EEXIST;
 			set_err(err, errlen, "%s: disk %u of the filesystem given "
 				"twice (also %s)", g->path, idx, ds->paths[idx]);
-			goto out;
+			if (!(flags & DISKSET_CLASH) || ds->clash)
+				goto out;
+			/* One superblock copied over another disk's: the
+			 * pair waits until the others are placed. */
+			snprintf(twice, sizeof(twice), "%s", err ? err : "");
+			rc = 0;
+			ds->clash = true;
+			ds->clash_index = idx;
+			clash_given = i;
+			continue;
 		}
 		ds->paths[idx] = g->path;
 		g->path = NULL; /* now owned by ds */
@@ -372,6 +437,11 @@ int diskset_open(const char *spec, unsigned flags,
 		set_err(err, errlen, "%s (and no disk given has a whole superblock to rebuild it from)",
 			first_err);
 		goto out;
+	}
+	if (ds->clash) {
+		rc = place_clash(ds, given, ref, clash_given, ndamaged, twice, err, errlen);
+		if (rc)
+			goto out;
 	}
 	if (ndamaged) {
 		rc = place_damaged(ds, given, ref, damaged, ndamaged, err, errlen);

@@ -97,6 +97,15 @@ struct lsmfs_diskset {
 	 * (or gone); sb then holds what it must say, rebuilt from the other
 	 * disks' copies, for super_write to put back (fsck). */
 	uint64_t super_damaged;
+	/* DISKSET_CLASH: two disks whose superblocks both say they are disk
+	 * clash_index (one a copy of the other's), and clash_spare, the one
+	 * index no superblock claims.  paths[clash_index] and
+	 * paths[clash_spare] hold the two in an order that is only a guess
+	 * (the one holding the metadata store at 0 when the store is disk
+	 * 0's); fsck tells which is which (diskset_swap) and rewrites the
+	 * superblock of the disk at clash_spare.  clash false: no such pair. */
+	bool clash;
+	uint32_t clash_index, clash_spare;
 };
 
 #define DISKSET_LOCK 1u  /* take every disk's lock (daemon, fsck repair) */
@@ -111,6 +120,9 @@ struct lsmfs_diskset {
 #define DISKSET_LOCK_WAIT_MS 60000
 #define DISKSET_CLOSING "closing"
 #define DISKSET_READ_ONLY "read-only" /* remounted read-only, all durable */
+/* fsck: accept two disks carrying the same superblock when exactly one disk
+ * index is claimed by none and no superblock is damaged; see clash. */
+#define DISKSET_CLASH 8u
 
 /*
  * Open the disks named in spec ("DISK[:DISK...]", any order).  Refuses,
@@ -121,7 +133,8 @@ struct lsmfs_diskset {
  *   -EXDEV    a disk of another filesystem (filesystem UUID differs, or
  *             disagreement on sections, chunk size, disk count);
  *   -EEXIST   a disk given twice (same path, same directory, or same disk
- *             index/UUID);
+ *             index/UUID; with DISKSET_CLASH, one such pair is accepted
+ *             when it can be told apart, see clash);
  *   -ENODEV   a disk of the filesystem missing from the list;
  *   -EBUSY    (with DISKSET_LOCK) a disk locked by a running daemon or
  *             tool; the lock file holds that process's pid.
@@ -134,6 +147,9 @@ void diskset_close(struct lsmfs_diskset *ds);
  * pid (NULL: nothing): DISKSET_CLOSING once its unmount has begun (a new
  * mount then waits for it), DISKSET_READ_ONLY once remounted read-only. */
 void diskset_mark(struct lsmfs_diskset *ds, const char *state);
+/* Exchange the disks at indexes a and b (their paths and locks): fsck's
+ * answer to a clash. */
+void diskset_swap(struct lsmfs_diskset *ds, uint32_t a, uint32_t b);
 
 /* Parameters of a new filesystem, for fs_format. */
 struct fs_format_params {

@@ -8,6 +8,9 @@
 # Repairs: every kind is made again on a fresh copy and repaired by -y
 # (exit 1), a second -n is clean, and files the damage did not touch are
 # byte-identical after a mount (see repair()); -p makes only safe repairs.
+# A superblock copied over another disk's: found from the section map (also
+# with three disks and the store apart), refused when nothing can tell,
+# repaired with every checksum unchanged.  --list-problems: every code once.
 set -u
 B=$(cd "${1:?usage: test_fsck.sh BUILD_DIR}" && pwd)
 MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs EDIT=$B/tests/fsck/store_edit
@@ -196,6 +199,11 @@ damage_inline_over_limit() { # g grows to 5000 bytes, all inline
 damage_dir_record_gone() { "$EDIT" d1/$META del 49$(be64 "$I_A"); } # a directory's record, its entries kept
 damage_super_damaged() { printf '\xff\xff' | dd of=d2/.lsmfs/super bs=1 seek=40 conv=notrunc status=none; }
 damage_super_gone() { rm d1/.lsmfs/super; }
+damage_super_other_disk() { cp d1/.lsmfs/super d2/.lsmfs/super; } # disk 1 says it is disk 0
+damage_super_other_disk0() { cp d2/.lsmfs/super d1/.lsmfs/super; } # disk 0 says it is disk 1
+damage_super_whole_copy() { # disk 1 replaced by a copy of disk 0: nothing can be disk 1
+	rm -rf d2/.lsmfs && cp -a d1/.lsmfs d2/.lsmfs
+}
 damage_store_table() { # bytes flipped inside the largest table
 	local t; t=$(ls -S d1/$META/*.sst | head -1)
 	printf '\xff\xff\xff\xff' | dd of="$t" bs=1 seek=100 conv=notrunc status=none
@@ -205,7 +213,7 @@ check chunk_missing 0504
 check chunk_ownerless 0507
 check chunk_misplaced 0506
 check chunk_too_long 0505
-check chunk_short 050B
+check chunk_short 050E
 check stray_name 0509
 check inode_gone 0302
 check nlink 0401
@@ -239,10 +247,13 @@ check inline_over_limit 0206
 check dir_record_gone 0302
 check super_damaged 050A
 check super_gone 050A
+check super_other_disk 050B
+check super_other_disk0 050B
+check super_whole_copy 050C
 
 repair chunk_missing 0504 'a/b/big'
 repair chunk_too_long 0505 'a/b/big'
-repair chunk_short 050B 'a/b/big'
+repair chunk_short 050E 'a/b/big'
 repair chunk_misplaced 0506 ''
 repair chunk_ownerless 0507 ''
 repair entry_hash 0304 ''
@@ -278,6 +289,8 @@ repair inline_over_limit 0206 'g'
 repair dir_record_gone 0302 ''
 repair super_damaged 050A ''
 repair super_gone 050A ''
+repair super_other_disk 050B ''
+repair super_other_disk0 050B ''
 
 # -p: the safe repairs only
 rm -rf "$T/c"; cp -a "$T/p" "$T/c"; (cd "$T/c" && damage_nlink)
@@ -287,6 +300,81 @@ rm -rf "$T/c"; cp -a "$T/p" "$T/c"; (cd "$T/c" && damage_dangling)
 out=$("$FSCK" -p "$T/c/d1:$T/c/d2" 2>&1); rc=$?
 [[ $rc == 4 ]] && grep -q "not safe without asking" <<<"$out" ||
 	fail "dangling: fsck -p should leave it (exit 4), got $rc: $out"
+
+# ---- a superblock copied over another disk's ----
+# The populated filesystem's big file has chunks on both disks, so a repair
+# that took one disk for the other would show in its checksum (repair()).
+n1=$(find "$T/p/d1/.lsmfs/sections" -name "$I_BIG.*" | wc -l)
+n2=$(find "$T/p/d2/.lsmfs/sections" -name "$I_BIG.*" | wc -l)
+((n1 > 0 && n2 > 0)) || fail "a/b/big should have chunks on both disks (d1 $n1, d2 $n2)"
+rm -rf "$T/c"; cp -a "$T/p" "$T/c"; (cd "$T/c" && damage_super_other_disk)
+out=$("$LSMFS" "$T/c/d1:$T/c/d2" "$M" 2>&1) && { fusermount3 -u "$M"; fail "super_other_disk: the daemon mounted it"; }
+grep -q "given twice" <<<"$out" || fail "super_other_disk: mount refusal should say given twice: $out"
+# the disks given in the other order: the same verdict
+out=$("$FSCK" -n "$T/c/d2:$T/c/d1" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "LSMFS-050B disk 1 ($T/c/d2)" <<<"$out" ||
+	fail "super_other_disk, disks in reverse order: exit $rc: $out"
+grep -q -E "LSMFS-050[4-9]" <<<"$out" && fail "super_other_disk: chunk problems reported: $out"
+out=$("$FSCK" -p "$T/c/d1:$T/c/d2" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "not safe without asking" <<<"$out" ||
+	fail "super_other_disk: fsck -p should leave it (exit 4), got $rc: $out"
+# Ambiguous: refused by -y too, and nothing written.
+rm -rf "$T/c"; cp -a "$T/p" "$T/c"; (cd "$T/c" && damage_super_whole_copy)
+# (-y takes the disks' locks, which write the lock files: those aside)
+hash_but_locks() { (cd "$1" && find . -name lock -prune -o -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum; }
+before=$(hash_but_locks "$T/c")
+out=$("$FSCK" -y "$T/c/d1:$T/c/d2" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "LSMFS-050C" <<<"$out" || fail "super_whole_copy: fsck -y exit $rc, want 4: $out"
+grep -q "Pass 2" <<<"$out" && fail "super_whole_copy: passes 2-5 ran on a guess: $out"
+[[ $before == "$(hash_but_locks "$T/c")" ]] || fail "super_whole_copy: fsck -y changed the disks"
+# Three disks, the store apart (--meta): neither the store's place nor the
+# order given tells them apart, the section directories must.
+rm -rf "$T/three"; mkdir -p "$T/three/d1" "$T/three/d2" "$T/three/d3" "$T/three/meta"
+"$MKFS" -q --chunk-size 65536 --meta "$T/three/meta" "$T/three/d1" "$T/three/d2" "$T/three/d3" ||
+	fail "three disks: mkfs failed"
+if "$LSMFS" "$T/three/d1:$T/three/d2:$T/three/d3" "$M"; then
+	for i in 1 2 3 4; do head -c $((200000 * i + 777)) /dev/urandom > "$M/f$i"; done
+	manifest "$M" > "$T/three.manifest"
+	fusermount3 -u "$M"
+	for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
+	for d in d1 d2 d3; do
+		[[ $(find "$T/three/$d/.lsmfs/sections" -type f | wc -l) -gt 0 ]] ||
+			fail "three disks: no chunk file on $d"
+	done
+	# d2 (disk 1) says it is disk 2: listed first, it takes index 2 and
+	# d3 is left the free index 1 until fsck swaps them.
+	cp "$T/three/d3/.lsmfs/super" "$T/three/d2/.lsmfs/super"
+	spec=$T/three/d1:$T/three/d2:$T/three/d3
+	out=$("$FSCK" -n "$spec" 2>&1); rc=$?
+	[[ $rc == 4 ]] && grep -q "LSMFS-050B disk 1 ($T/three/d2).*copy of disk 2's" <<<"$out" ||
+		fail "three disks: fsck -n exit $rc: $out"
+	grep -q -E "LSMFS-050[4-9]" <<<"$out" && fail "three disks: chunk problems reported: $out"
+	out=$("$FSCK" -y "$spec" 2>&1); rc=$?
+	[[ $rc == 1 ]] || fail "three disks: fsck -y exit $rc, want 1: $out"
+	out=$("$FSCK" -n "$spec" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "three disks: second fsck -n exit $rc, want 0: $out"
+	if "$LSMFS" "$spec" "$M"; then
+		manifest "$M" | cmp -s - "$T/three.manifest" || fail "three disks: files differ after repair"
+		fusermount3 -u "$M"
+		for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
+	else
+		fail "three disks: mount after repair failed"
+	fi
+	echo "test_fsck: three disks, disk 1 with disk 2's superblock: found from the sections, repaired, files identical"
+else
+	fail "three disks: mount failed"
+fi
+
+# ---- the problem table ----
+S=$(cd "$(dirname "$0")/../../tools/fsck" && pwd)
+list=$("$FSCK" --list-problems 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "--list-problems: exit $rc: $list"
+for code in $(grep -o -E '= 0x0[0-9a-f]{3}' "$S/problem.h" | cut -c5- | tr a-f A-F); do
+	[[ $(grep -c "^LSMFS-$code " <<<"$list") == 1 ]] || fail "--list-problems: LSMFS-$code not listed once"
+done
+[[ $(grep -c "^LSMFS-" <<<"$list") == $(grep -c -E '= 0x0[0-9a-f]{3}' "$S/problem.h") ]] ||
+	fail "--list-problems: a row for a code problem.h does not have"
+grep -q "^LSMFS-050B  pass 5  fatal  -y repairs" <<<"$list" || fail "--list-problems: 050B's row: $list"
 
 # ---- usage, mounted ----
 "$FSCK" >/dev/null 2>&1; [[ $? == 16 ]] || fail "no argument: want exit 16"

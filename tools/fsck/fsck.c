@@ -1,7 +1,6 @@
 /*
- * fsck.c: fsck.lsmfs: command line, e2fsck's exit codes, problem reporting
- * (with the table of problems that have a repair, and which -p may make)
- * and the order of the passes.
+ * fsck.c: fsck.lsmfs: command line, e2fsck's exit codes, progress lines
+ * and the order of the passes (problems and their repairs: problem.c).
  */
 #include "fsck.h"
 
@@ -9,7 +8,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +19,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: %s [-n|-y|-p] [-f] [-v] [-C FD] DISK[:DISK...]\n"
+		"       %s --list-problems\n"
 		"Check an lsmfs filesystem, offline, over its backing disks.\n"
 		"  -n     open read-only, answer no to every repair (writes nothing)\n"
 		"  -y     answer yes to every repair\n"
@@ -37,102 +36,11 @@ static void usage(FILE *out)
 		"tables and commit logs, superblocks from the other disks' copies, store\n"
 		"records from the superblocks, inode records from their keys, link\n"
 		"counts, entries, /lost+found reconnection, orphans, and chunk files\n"
-		"(missing, overlong, misplaced, ownerless, stray).\n",
-		prog);
-}
-
-/* Problems with a repair, and whether -p may make it without asking: it
- * loses nothing and needs no judgement. */
-static const struct {
-	enum fsck_code code;
-	bool preen;
-} repairs[] = {
-	{PR_XATTR_FLAG, true},      {PR_ORPHAN_LINKED, true},   {PR_ENTRY_BAD_TYPE, true},
-	{PR_DIR_BAD_PARENT, true},  {PR_NLINK, true},           {PR_CHUNK_MISSING, false},
-	{PR_CHUNK_TOO_LONG, true},  {PR_CHUNK_MISPLACED, true}, {PR_ENTRY_DANGLING, false},
-	{PR_INODE_UNATTACHED, false}, {PR_CHUNK_OWNERLESS, false},
-	{PR_ENTRY_BAD_HASH, true},  {PR_INLINE_TOO_LONG, true}, {PR_DIR_MULTIPLY_LINKED, false},
-	{PR_STORE_DAMAGED, false},  {PR_INFO_BAD, true},        {PR_DISK_RECORD, true},
-	{PR_SECTION_UNMAPPED, true}, {PR_SECTION_BAD_DISK, true}, {PR_INODE_ABOVE_COUNTER, true},
-	{PR_ROOT_MISSING, true},    {PR_LOST_FOUND_MISSING, true}, {PR_ORPHAN_PENDING, true},
-	{PR_INODE_BAD_FLAGS, true}, {PR_CHUNK_PAST_EOF, true},  {PR_INLINE_OVER_LIMIT, true},
-	{PR_KEY_NO_INODE, false},   {PR_INODE_BAD_RECORD, false},   {PR_INODE_BAD_TYPE, false}, {PR_SYMLINK_TARGET, false},
-	{PR_INLINE_AND_CHUNKS, false}, {PR_DATA_ON_NONFILE, false}, {PR_STRAY_FILE, false},
-	{PR_SUPER_DAMAGED, false},  {PR_CHUNK_SHORT, false},
-};
-
-static int repair_of(enum fsck_code code)
-{
-	for (size_t i = 0; i < sizeof(repairs) / sizeof(repairs[0]); i++)
-		if (repairs[i].code == code)
-			return (int)i;
-	return -1;
-}
-
-static bool ask(struct fsck *f)
-{
-	if (f->yes_all)
-		return true;
-	for (;;) {
-		printf("Fix<y>? ");
-		fflush(stdout);
-		char line[64];
-		if (!fgets(line, sizeof(line), stdin))
-			return false;
-		if (line[0] == 'y' || line[0] == 'Y' || line[0] == '\n')
-			return true;
-		if (line[0] == 'n' || line[0] == 'N')
-			return false;
-		if (line[0] == 'a' || line[0] == 'A') {
-			f->yes_all = true;
-			return true;
-		}
-		printf("(y)es, (n)o or (a)ll\n");
-	}
-}
-
-bool fsck_problem(struct fsck *f, enum fsck_code code, const char *fmt, ...)
-{
-	char msg[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	f->problems++;
-	f->left++;
-	int r = repair_of(code);
-	bool fix = false;
-	const char *answer = "no";
-	printf("LSMFS-%04X %s.  ", (unsigned)code, msg);
-	if (f->mode == FSCK_MODE_NO) {
-		printf("Fix? no\n");
-		return false;
-	}
-	if (r < 0) {
-		answer = "not repaired (fsck.lsmfs cannot repair this yet)";
-	} else if (f->mode == FSCK_MODE_YES) {
-		fix = true;
-		answer = "yes";
-	} else if (f->mode == FSCK_MODE_PREEN) {
-		fix = repairs[r].preen;
-		answer = fix ? "yes" : "no (not safe without asking: run fsck.lsmfs -y)";
-	} else {
-		fix = ask(f);
-		printf("\n");
-		return fix;
-	}
-	printf("Fix? %s\n", answer);
-	return fix;
-}
-
-void fsck_repaired(struct fsck *f, int rc)
-{
-	if (rc) {
-		printf("    the repair failed: %s\n", strerror(-rc));
-		return;
-	}
-	f->left--;
-	f->fixed++;
+		"(missing, overlong, misplaced, ownerless, stray), and a disk's\n"
+		"superblock that is a copy of another disk's.\n"
+		"--list-problems prints every problem: code, pass, severity, whether -p\n"
+		"repairs it, message and repair.\n",
+		prog, prog);
 }
 
 void fsck_progress(struct fsck *f, int pass, uint64_t cur, uint64_t max)
@@ -165,7 +73,9 @@ int main(int argc, char **argv)
 {
 	struct fsck f = {.mode = FSCK_MODE_ASK, .progress_fd = -1, .cancel = &cancel_flag};
 	int nmodes = 0, opt;
-	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
+	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+						 {"list-problems", no_argument, NULL, 'L'},
+						 {0}};
 	while ((opt = getopt_long(argc, argv, "nypfvC:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'n': f.mode = FSCK_MODE_NO; nmodes++; break;
@@ -185,6 +95,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'h': usage(stdout); return FSCK_EXIT_OK;
+		case 'L': return problem_list(stdout) ? FSCK_EXIT_OPERATIONAL : FSCK_EXIT_OK;
 		default: usage(stderr); return FSCK_EXIT_USAGE;
 		}
 	}
@@ -208,7 +119,8 @@ int main(int argc, char **argv)
 	/* Repairs need the disks to themselves; -n takes no lock and writes
 	 * nothing, so it also runs (with a warning-free best effort) beside a
 	 * mounted filesystem. */
-	unsigned flags = DISKSET_TOLERANT | (f.mode == FSCK_MODE_NO ? 0 : DISKSET_LOCK);
+	unsigned flags = DISKSET_TOLERANT | DISKSET_CLASH |
+			 (f.mode == FSCK_MODE_NO ? 0 : DISKSET_LOCK);
 	int rc = diskset_open(f.spec, flags, &f.ds, err, sizeof(err));
 	if (rc == -EBUSY) {
 		fprintf(stderr, "%s: %s\n%s: the filesystem is mounted or in use; refusing to change it (try -n)\n",
@@ -225,6 +137,14 @@ int main(int argc, char **argv)
 	printf("Pass 1: Checking the metadata store\n");
 	fflush(stdout);
 	rc = fsck_pass1_store(&f);
+	/* Two disks with one superblock: the passes below read chunk files
+	 * by disk index, so which is which must be settled first (from a
+	 * read-only look at the store), or they would see every chunk of the
+	 * two as misplaced. */
+	if ((rc == 0 || rc == -EUCLEAN) && fsck_identify_disks(&f)) {
+		status = FSCK_EXIT_UNCORRECTED;
+		goto out;
+	}
 	if (rc == 0 || rc == -EUCLEAN)
 		rc = fsck_load(&f);
 	if (rc) {

@@ -2,8 +2,8 @@
  * fsck.h: fsck.lsmfs internals.  The checker loads the whole metadata store
  * into an in-memory model (inodes, entries, chunks, orphans, section map),
  * then runs its passes over the model and the disks.  Every finding goes
- * through fsck_problem() with a stable code (problems.c), as in e2fsck's
- * problem table.
+ * through problem_fix() with a stable code and the row of the problem
+ * table that code has (problem.h, problem.c), as in e2fsck.
  */
 #ifndef LSMFS_FSCK_H
 #define LSMFS_FSCK_H
@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fs.h"
+#include "problem.h"
 #include "schema.h"
 #include "store.h"
 
@@ -74,6 +75,7 @@ struct fsck {
 	bool info_ok;
 	uint64_t next_ino;
 	uint32_t *section_disk; /* UINT32_MAX: no entry */
+	char disk_why[512];     /* a clash: why the disk at clash_spare is that disk */
 	/* the model */
 	struct fsck_inode *inodes; /* open addressing on ino; ino 0 = empty */
 	size_t icap, icount;
@@ -89,57 +91,7 @@ struct fsck {
 	volatile sig_atomic_t *cancel;
 };
 
-/* problems.c */
-enum fsck_code {
-	PR_STORE_DAMAGED = 0x0101,       /* pass 1 */
-	PR_STORE_UNREADABLE = 0x0102,
-	PR_INFO_BAD = 0x0103,
-	PR_INODE_BAD_RECORD = 0x0201,    /* pass 2 */
-	PR_INODE_BAD_TYPE = 0x0202,
-	PR_INODE_ABOVE_COUNTER = 0x0203,
-	PR_INODE_BAD_FLAGS = 0x0204,
-	PR_INLINE_TOO_LONG = 0x0205,
-	PR_INLINE_OVER_LIMIT = 0x0206,
-	PR_INLINE_AND_CHUNKS = 0x0207,
-	PR_CHUNK_PAST_EOF = 0x0208,
-	PR_SYMLINK_TARGET = 0x0209,
-	PR_DATA_ON_NONFILE = 0x020a,
-	PR_XATTR_FLAG = 0x020b,
-	PR_KEY_NO_INODE = 0x020c,
-	PR_ORPHAN_LINKED = 0x020d,
-	PR_ORPHAN_PENDING = 0x020e,
-	PR_BAD_KEY = 0x020f,
-	PR_ROOT_MISSING = 0x0301,        /* pass 3 */
-	PR_ENTRY_DANGLING = 0x0302,
-	PR_ENTRY_IN_NONDIR = 0x0303,
-	PR_ENTRY_BAD_HASH = 0x0304,
-	PR_ENTRY_BAD_TYPE = 0x0305,
-	PR_DIR_MULTIPLY_LINKED = 0x0306,
-	PR_DIR_BAD_PARENT = 0x0307,
-	PR_INODE_UNATTACHED = 0x0308,
-	PR_LOST_FOUND_MISSING = 0x0309,
-	PR_NLINK = 0x0401,               /* pass 4 */
-	PR_SECTION_UNMAPPED = 0x0501,    /* pass 5 */
-	PR_SECTION_BAD_DISK = 0x0502,
-	PR_DISK_RECORD = 0x0503,
-	PR_CHUNK_MISSING = 0x0504,
-	PR_CHUNK_TOO_LONG = 0x0505,
-	PR_CHUNK_MISPLACED = 0x0506,
-	PR_CHUNK_OWNERLESS = 0x0507,
-	PR_CHUNK_UNREADABLE = 0x0508,
-	PR_STRAY_FILE = 0x0509,
-	PR_SUPER_DAMAGED = 0x050a,
-	PR_CHUNK_SHORT = 0x050b,
-};
-/* Report a problem (printf-style message naming the path, inode or file).
- * Returns true when the caller should repair it now: with -y, with -p for
- * the problems marked safe, or when the user says yes; never with -n, and
- * never for problems that have no repair yet.  A problem counts as left
- * uncorrected until the caller reports the repair done (fsck_repaired). */
-bool fsck_problem(struct fsck *f, enum fsck_code code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* The repair of the last problem: rc 0 done, else why not (printed). */
-void fsck_repaired(struct fsck *f, int rc);
+/* fsck.c */
 void fsck_progress(struct fsck *f, int pass, uint64_t cur, uint64_t max);
 bool fsck_cancelled(const struct fsck *f);
 
@@ -169,10 +121,10 @@ int fsck_drop_data(struct fsck *f, struct fsck_inode *in, bool inline_data, bool
 /* Move an inline file's bytes to chunk files (durable first), then switch
  * the record over in one batch. */
 int fsck_inline_to_chunks(struct fsck *f, struct fsck_inode *in);
-/* Rewrite chunk (ino, chunk)'s record with durable length len. */
-int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t len);
 /* Set the inode counter `M next_ino`. */
 int fsck_put_next_ino(struct fsck *f, uint64_t next);
+/* Rewrite chunk (ino, chunk)'s record with durable length len. */
+int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t len);
 
 /* load.c: open the store (read-only with -n) and build the model. */
 int fsck_load(struct fsck *f);
@@ -209,7 +161,15 @@ int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, char *ou
 /* pass2.c: "regular file", "directory", ... for messages. */
 const char *fsck_type_name(uint32_t mode);
 
-/* pass1.c .. pass5.c */
+/* superblocks.c: which disk is which when two carry the same superblock
+ * (diskset clash): decided from the disks and a read-only look at the store
+ * after pass 1 and before fsck_load, the paths put in order; -EUCLEAN
+ * (reported) when nothing decides it.  Pass 5 then rewrites the
+ * superblocks that are damaged or another disk's. */
+int fsck_identify_disks(struct fsck *f);
+void fsck_check_superblocks(struct fsck *f);
+
+/* pass1.c .. pass5.c, one file each */
 int fsck_pass1_store(struct fsck *f);
 void fsck_pass2_inodes(struct fsck *f);
 void fsck_pass3_dirs(struct fsck *f);

@@ -340,9 +340,8 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		if (s < f->info.sections)
 			f->section_disk[s] = sc_get_le32(v);
 		else
-			fsck_problem(f, PR_SECTION_BAD_DISK,
-				     "section map entry for section %u, beyond the %u sections", s,
-				     f->info.sections);
+			problem_fix(f, PR_SECTION_BEYOND,
+				    &(struct problem_ctx){.section = s, .num = f->info.sections});
 		return 0;
 	}
 	case KEY_META:
@@ -355,7 +354,7 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		break;
 	}
 	hexkey(k, kl, hx, sizeof(hx));
-	fsck_problem(f, PR_BAD_KEY, "store key %s (%zu-byte value) does not parse", hx, vl);
+	problem_fix(f, PR_BAD_KEY, &(struct problem_ctx){.str = hx, .num = vl});
 	return 0;
 }
 
@@ -376,8 +375,8 @@ int fsck_load(struct fsck *f)
 	so.log_ctx = f;
 	int rc = store_open(f->ds->meta_dir, &so, &f->st);
 	if (rc) {
-		fsck_problem(f, PR_STORE_UNREADABLE, "%s: the metadata store does not open: %s",
-			     f->ds->meta_dir, strerror(-rc));
+		problem_fix(f, PR_STORE_UNREADABLE,
+			    &(struct problem_ctx){.str = "the metadata store does not open", .err = rc});
 		f->st = NULL;
 		return rc;
 	}
@@ -391,12 +390,9 @@ int fsck_load(struct fsck *f)
 		free(val);
 	}
 	if (!f->info_ok) {
-		bool fix = fsck_problem(f, PR_INFO_BAD,
-					"%s: filesystem information (key M fs) is %s; rebuild it from the superblocks",
-					f->ds->meta_dir, rc ? "missing" : "damaged");
-		if (fix) {
+		if (problem_fix(f, PR_INFO_BAD,
+				&(struct problem_ctx){.str = rc ? "missing" : "damaged"}))
 			fsck_repaired(f, fsck_put_info(f));
-		}
 		if (!f->info_ok) { /* check against disk 0's superblock anyway */
 			f->info.sections = f->ds->sb.sections;
 			f->info.chunk_size = f->ds->sb.chunk_size;
@@ -433,8 +429,8 @@ int fsck_load(struct fsck *f)
 		rc = store_iter_status(it);
 	store_iter_free(it);
 	if (rc)
-		fsck_problem(f, PR_STORE_UNREADABLE, "%s: reading the metadata store: %s",
-			     f->ds->meta_dir, strerror(-rc));
+		problem_fix(f, PR_STORE_UNREADABLE,
+			    &(struct problem_ctx){.str = "reading the metadata store", .err = rc});
 	return rc;
 }
 

@@ -64,9 +64,7 @@ int fsck_pass1_store(struct fsck *f)
 	struct lines l = {0};
 	int rc = store_verify(f->ds->meta_dir, &so, store_line, &l);
 	if (rc == -EUCLEAN) {
-		if (fsck_problem(f, PR_STORE_DAMAGED,
-				 "%s: the metadata store is damaged:\n%s    Salvage what reads",
-				 f->ds->meta_dir, l.buf ? l.buf : "")) {
+		if (problem_fix(f, PR_STORE_DAMAGED, &(struct problem_ctx){.str = l.buf})) {
 			/* Every entry that reads is kept; each range lost is
 			 * named, and the passes below mend what its loss
 			 * left behind (dangling entries, unattached inodes,
@@ -76,14 +74,12 @@ int fsck_pass1_store(struct fsck *f)
 			if (s == 0) {
 				rc = store_verify(f->ds->meta_dir, &so, quiet_line, NULL);
 				if (rc == -EUCLEAN)
-					fsck_problem(f, PR_STORE_UNREADABLE,
-						     "%s: still damaged after salvage (a damaged commit log is not salvaged)",
-						     f->ds->meta_dir);
+					problem_fix(f, PR_STORE_STILL_DAMAGED, NULL);
 			}
 		}
 	} else if (rc) {
-		fsck_problem(f, PR_STORE_UNREADABLE, "%s: verifying the metadata store: %s",
-			     f->ds->meta_dir, strerror(-rc));
+		problem_fix(f, PR_STORE_UNREADABLE,
+			    &(struct problem_ctx){.str = "verifying the metadata store", .err = rc});
 	} else if (f->verbose && l.buf) {
 		fputs(l.buf, stdout);
 	}

@@ -115,13 +115,11 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 		const char *act = evident_type(f, in) ? "make a new record from what its keys show"
 						      : "remove it and its keys";
 		if (in->rec_bad) {
-			if (fsck_problem(f, PR_INODE_BAD_RECORD,
-					 "inode %" PRIu64 ": the record does not decode; %s", ino, act))
+			if (problem_fix(f, PR_INODE_BAD_RECORD,
+					&(struct problem_ctx){.ino = ino, .str = act}))
 				fsck_repaired(f, rebuild_inode(f, in));
-		} else if (keys &&
-			   fsck_problem(f, PR_KEY_NO_INODE,
-					"inode %" PRIu64 ": data, chunk, xattr or orphan keys without an inode record; %s",
-					ino, act)) {
+		} else if (keys && problem_fix(f, PR_KEY_NO_INODE,
+					       &(struct problem_ctx){.ino = ino, .str = act})) {
 			fsck_repaired(f, rebuild_inode(f, in));
 		}
 		if (!in->rec_ok)
@@ -133,8 +131,8 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 		char what[64];
 		snprintf(what, sizeof(what), t ? "make it a %s" : "nothing shows its type: clear it",
 			 fsck_type_name(t));
-		if (fsck_problem(f, PR_INODE_BAD_TYPE, "inode %" PRIu64 ": mode %o has no valid file type; %s",
-				 ino, (unsigned)r->mode, what)) {
+		if (problem_fix(f, PR_INODE_BAD_TYPE,
+				&(struct problem_ctx){.ino = ino, .num = r->mode, .str = what})) {
 			if (t) {
 				r->mode = t | (r->mode & 07777);
 				fsck_repaired(f, fsck_put_inode(f, in));
@@ -144,24 +142,19 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 			}
 		}
 	}
-	const char *tn = fsck_type_name(r->mode);
+	struct problem_ctx pc = {.ino = ino, .mode = r->mode};
 	if ((r->flags & ~(uint8_t)(INODE_FLAG_CHUNKED | INODE_FLAG_XATTR)) &&
-	    fsck_problem(f, PR_INODE_BAD_FLAGS, "inode %" PRIu64 ": unknown flags %#x", ino,
-			 (unsigned)r->flags)) {
+	    problem_fix(f, PR_INODE_BAD_FLAGS, &(struct problem_ctx){.ino = ino, .num = r->flags})) {
 		r->flags &= INODE_FLAG_CHUNKED | INODE_FLAG_XATTR;
 		fsck_repaired(f, fsck_put_inode(f, in));
 	}
-	if (in->xattrs && !(r->flags & INODE_FLAG_XATTR) &&
-	    fsck_problem(f, PR_XATTR_FLAG, "inode %" PRIu64 " (%s) has xattrs but not the xattr flag",
-			 ino, tn)) {
+	if (in->xattrs && !(r->flags & INODE_FLAG_XATTR) && problem_fix(f, PR_XATTR_FLAG, &pc)) {
 		in->rec.flags |= INODE_FLAG_XATTR;
 		fsck_repaired(f, fsck_put_inode(f, in));
 	}
 	if (in->orphan && r->nlink == 0) {
 		/* As the daemon's mount would: nobody holds it open now. */
-		if (fsck_problem(f, PR_ORPHAN_PENDING,
-				 "inode %" PRIu64 " (%s) is an orphan a crash left behind; reclaim it", ino,
-				 tn))
+		if (problem_fix(f, PR_ORPHAN_PENDING, &pc))
 			fsck_repaired(f, fsck_clear_inode(f, in));
 		if (!in->rec_ok)
 			return;
@@ -172,40 +165,39 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 		if (r->flags & INODE_FLAG_CHUNKED) {
 			/* the flag says where the bytes are: inline data is never read */
 			if (in->inline_len >= 0 &&
-			    fsck_problem(f, PR_INLINE_AND_CHUNKS,
-					 "inode %" PRIu64 ": chunked file with inline data as well (never read)",
-					 ino))
+			    problem_fix(f, PR_INLINE_AND_CHUNKS,
+					&(struct problem_ctx){.ino = ino, .str = "chunked",
+							      .str2 = "inline data"}))
 				fsck_repaired(f, fsck_drop_data(f, in, true, false));
 		} else {
 			if (in->nchunks &&
-			    fsck_problem(f, PR_INLINE_AND_CHUNKS,
-					 "inode %" PRIu64 ": inline file with %" PRIu64
-					 " chunk records (never read; their files go to /lost+found)",
-					 ino, in->nchunks))
+			    problem_fix(f, PR_INLINE_AND_CHUNKS,
+					&(struct problem_ctx){.ino = ino, .str = "inline",
+							      .str2 = "chunk records (their files go to /lost+found)"}))
 				fsck_repaired(f, fsck_drop_data(f, in, false, true));
 			if (in->inline_len > (int64_t)r->size &&
-			    fsck_problem(f, PR_INLINE_TOO_LONG,
-					 "inode %" PRIu64 ": size %" PRIu64 " but %" PRId64
-					 " bytes of inline data", ino, r->size, in->inline_len)) {
+			    problem_fix(f, PR_INLINE_TOO_LONG,
+					&(struct problem_ctx){.ino = ino, .num = r->size,
+							      .snum = in->inline_len})) {
 				/* bytes past the size are never read: cut them */
 				fsck_repaired(f, fsck_trim_inline(f, ino, r->size));
 				in->inline_len = (int64_t)r->size;
 			}
 			if (r->size > f->info.inline_max &&
-			    fsck_problem(f, PR_INLINE_OVER_LIMIT,
-					 "inode %" PRIu64 ": inline file of %" PRIu64
-					 " bytes, over the inline limit %u; move it to chunks", ino, r->size,
-					 f->info.inline_max))
+			    problem_fix(f, PR_INLINE_OVER_LIMIT,
+					&(struct problem_ctx){.ino = ino, .num = r->size,
+							      .num2 = f->info.inline_max}))
 				fsck_repaired(f, fsck_inline_to_chunks(f, in));
 		}
 	} else if (S_ISLNK(r->mode)) {
 		f->others++;
 		if ((in->inline_len != (int64_t)r->size || r->size == 0)) {
 			bool target = in->inline_len > 0;
-			if (fsck_problem(f, PR_SYMLINK_TARGET,
-					 "inode %" PRIu64 ": symlink of size %" PRIu64 " with a %" PRId64
-					 "-byte target; %s", ino, r->size, in->inline_len,
-					 target ? "set the size to the target's" : "clear it")) {
+			if (problem_fix(f, PR_SYMLINK_TARGET,
+					&(struct problem_ctx){.ino = ino, .num = r->size,
+							      .snum = in->inline_len,
+							      .str = target ? "set the size to the target's"
+									    : "clear it"})) {
 				if (target) {
 					r->size = (uint64_t)in->inline_len;
 					fsck_repaired(f, fsck_put_inode(f, in));
@@ -216,8 +208,8 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 			}
 		}
 		if (in->nchunks &&
-		    fsck_problem(f, PR_DATA_ON_NONFILE, "inode %" PRIu64 " (%s) has chunk records", ino,
-				 tn))
+		    problem_fix(f, PR_DATA_ON_NONFILE,
+				&(struct problem_ctx){.ino = ino, .mode = r->mode, .str = "chunk records"}))
 			fsck_repaired(f, fsck_drop_data(f, in, false, true));
 	} else {
 		if (S_ISDIR(r->mode))
@@ -225,13 +217,12 @@ static void check_inode(struct fsck *f, struct fsck_inode *in)
 		else
 			f->others++;
 		if ((in->inline_len >= 0 || in->nchunks) &&
-		    fsck_problem(f, PR_DATA_ON_NONFILE, "inode %" PRIu64 " (%s) has data keys", ino,
-				 tn))
+		    problem_fix(f, PR_DATA_ON_NONFILE,
+				&(struct problem_ctx){.ino = ino, .mode = r->mode, .str = "data keys"}))
 			fsck_repaired(f, fsck_drop_data(f, in, true, true));
 	}
 	if (in->orphan && r->nlink > 0 &&
-	    fsck_problem(f, PR_ORPHAN_LINKED,
-			 "inode %" PRIu64 " is on the orphan list but has %u links", ino, r->nlink)) {
+	    problem_fix(f, PR_ORPHAN_LINKED, &(struct problem_ctx){.ino = ino, .num = r->nlink})) {
 		uint8_t k[KEY_MAX];
 		fsck_repaired(f, fsck_del_key(f, k, key_orphan(k, ino)));
 		in->orphan = false;
@@ -246,18 +237,11 @@ static void check_counter(struct fsck *f)
 	for (size_t i = 0; i < f->icap; i++)
 		if (f->inodes[i].ino > max)
 			max = f->inodes[i].ino;
-	bool fix;
-	if (!f->next_ino)
-		fix = fsck_problem(f, PR_INODE_ABOVE_COUNTER,
-				   "the inode counter (key M next_ino) is missing; set it to %" PRIu64,
-				   max + 1);
-	else if (max >= f->next_ino)
-		fix = fsck_problem(f, PR_INODE_ABOVE_COUNTER,
-				   "inode %" PRIu64 " is at or above the inode counter %" PRIu64
-				   "; raise the counter to %" PRIu64, max, f->next_ino, max + 1);
-	else
+	if (f->next_ino && max < f->next_ino)
 		return;
-	if (fix)
+	if (problem_fix(f, PR_INODE_ABOVE_COUNTER,
+			&(struct problem_ctx){.str = f->next_ino ? "too low" : "missing", .ino = max,
+					      .num = f->next_ino, .num2 = max + 1}))
 		fsck_repaired(f, fsck_put_next_ino(f, max + 1));
 }
 
@@ -279,9 +263,8 @@ void fsck_pass2_inodes(struct fsck *f)
 			continue;
 		uint64_t c = f->chunks[i].chunk, first = c * f->info.chunk_size;
 		if (first < in->rec.size ||
-		    !fsck_problem(f, PR_CHUNK_PAST_EOF,
-				  "inode %" PRIu64 ": chunk %" PRIu64 " lies past the file's size %" PRIu64
-				  " (never read); remove it", in->ino, c, in->rec.size))
+		    !problem_fix(f, PR_CHUNK_PAST_EOF,
+				 &(struct problem_ctx){.ino = in->ino, .chunk = c, .num = in->rec.size}))
 			continue;
 		/* the file, then its record: a crash between leaves a missing
 		 * chunk past EOF, which the next run drops too */

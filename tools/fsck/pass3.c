@@ -1,8 +1,9 @@
 /*
- * pass3.c: passes 3 and 4, the namespace: the root and /lost+found, every
- * entry against its inode (dangling, wrong type, wrong hash), one entry per
- * directory and its parent pointer, reachability from the root (a
- * breadth-first walk; the unreachable go to /lost+found), then link counts.
+ * pass3.c: pass 3, the namespace: the root and /lost+found, every entry
+ * against its inode (dangling, wrong type, wrong hash), one entry per
+ * directory and its parent pointer, and reachability from the root (a
+ * breadth-first walk; the unreachable go to /lost+found).  What it counts
+ * per inode (entries, subdirectories, reached) is pass 4's input.
  */
 #include "fsck.h"
 
@@ -197,8 +198,9 @@ void fsck_pass3_dirs(struct fsck *f)
 {
 	struct fsck_inode *root = fsck_inode(f, LSMFS_ROOT_INO);
 	if ((!root || !root->rec_ok || !S_ISDIR(root->rec.mode)) &&
-	    fsck_problem(f, PR_ROOT_MISSING, "the root directory (inode 1) is %s; make a new one",
-			 !root || !root->rec_ok ? "missing" : "not a directory"))
+	    problem_fix(f, PR_ROOT_MISSING,
+			&(struct problem_ctx){.str = !root || !root->rec_ok ? "missing"
+									    : "not a directory"}))
 		fsck_repaired(f, make_root(f));
 	root = fsck_inode(f, LSMFS_ROOT_INO);
 	/* Entries grouped by parent (the store's order already is, but keep
@@ -211,16 +213,14 @@ void fsck_pass3_dirs(struct fsck *f)
 		struct fsck_inode *c = fsck_inode(f, e->ino);
 		size_t nlen = strlen(e->name);
 		if (dirent_hash(e->name, nlen) != e->hash &&
-		    fsck_problem(f, PR_ENTRY_BAD_HASH,
-				 "entry '%s' in directory %" PRIu64 " is stored under the wrong hash",
-				 e->name, e->parent)) {
+		    problem_fix(f, PR_ENTRY_BAD_HASH,
+				&(struct problem_ctx){.str = e->name, .num = e->parent})) {
 			int rc = fsck_rehash_entry(f, e);
 			fsck_repaired(f, rc);
 		}
 		if (!p || !p->rec_ok || !S_ISDIR(p->rec.mode)) {
-			fsck_problem(f, PR_ENTRY_IN_NONDIR,
-				     "entry '%s' -> inode %" PRIu64 " belongs to inode %" PRIu64
-				     ", which is not a directory", e->name, e->ino, e->parent);
+			problem_fix(f, PR_ENTRY_IN_NONDIR,
+				    &(struct problem_ctx){.str = e->name, .ino = e->ino, .num = e->parent});
 			continue;
 		}
 		if ((!c || !c->rec_ok) && fsck_has_children(f, e->ino)) {
@@ -228,10 +228,10 @@ void fsck_pass3_dirs(struct fsck *f)
 			 * entries still call it their directory: a directory
 			 * again keeps the subtree where it was. */
 			fsck_entry_path(f, e, path, sizeof(path));
-			if (!fsck_problem(f, PR_ENTRY_DANGLING,
-					  "entry %s -> inode %" PRIu64
-					  ": no such inode, but entries name it as their directory; make it a directory again",
-					  path, e->ino))
+			if (!problem_fix(f, PR_ENTRY_DANGLING,
+					 &(struct problem_ctx){
+						 .path = path, .ino = e->ino,
+						 .str = ", but entries name it as their directory; make it a directory again"}))
 				continue;
 			int rc = remake_dir(f, e->ino, e->parent);
 			fsck_repaired(f, rc);
@@ -242,8 +242,8 @@ void fsck_pass3_dirs(struct fsck *f)
 		}
 		if (!c || !c->rec_ok) {
 			fsck_entry_path(f, e, path, sizeof(path));
-			if (fsck_problem(f, PR_ENTRY_DANGLING,
-					 "entry %s -> inode %" PRIu64 ": no such inode", path, e->ino)) {
+			if (problem_fix(f, PR_ENTRY_DANGLING,
+					&(struct problem_ctx){.path = path, .ino = e->ino})) {
 				fsck_repaired(f, fsck_del_entry(f, e));
 				e->ino = 0; /* gone: the walk skips it */
 			}
@@ -251,9 +251,9 @@ void fsck_pass3_dirs(struct fsck *f)
 		}
 		if (e->type != dt_of(c->rec.mode)) {
 			fsck_entry_path(f, e, path, sizeof(path));
-			if (fsck_problem(f, PR_ENTRY_BAD_TYPE,
-					 "entry %s says type %u, inode %" PRIu64 " is a %s", path, e->type,
-					 e->ino, fsck_type_name(c->rec.mode))) {
+			if (problem_fix(f, PR_ENTRY_BAD_TYPE,
+					&(struct problem_ctx){.path = path, .num = e->type, .ino = e->ino,
+							      .mode = c->rec.mode})) {
 				/* rewritten in place: under its own hash */
 				int rc = e->hash == dirent_hash(e->name, nlen)
 						 ? fsck_put_entry(f, e->parent, e->name, e->ino,
@@ -267,9 +267,8 @@ void fsck_pass3_dirs(struct fsck *f)
 			p->subdirs++;
 			if (c->entry_parent) {
 				fsck_entry_path(f, e, path, sizeof(path));
-				if (fsck_problem(f, PR_DIR_MULTIPLY_LINKED,
-						 "directory inode %" PRIu64 " has a second entry %s",
-						 e->ino, path))
+				if (problem_fix(f, PR_DIR_MULTIPLY_LINKED,
+						&(struct problem_ctx){.ino = e->ino, .path = path}))
 					fsck_repaired(f, drop_second_entry(f, e, p, c));
 			} else {
 				c->entry_parent = e->parent;
@@ -283,9 +282,10 @@ void fsck_pass3_dirs(struct fsck *f)
 	struct fsck_inode *lf = fsck_inode(f, LSMFS_LOST_FOUND_INO);
 	bool lf_ok = lf && lf->rec_ok && S_ISDIR(lf->rec.mode) && lf->reached;
 	if (!lf_ok && root && root->rec_ok &&
-	    fsck_problem(f, PR_LOST_FOUND_MISSING, "/lost+found (inode 2) is %s; make it again",
-			 !lf || !lf->rec_ok ? "missing" :
-			 !S_ISDIR(lf->rec.mode) ? "not a directory" : "not reachable from the root")) {
+	    problem_fix(f, PR_LOST_FOUND_MISSING,
+			&(struct problem_ctx){.str = !lf || !lf->rec_ok ? "missing"
+						     : !S_ISDIR(lf->rec.mode) ? "not a directory"
+									       : "not reachable from the root"})) {
 		int rc = make_lost_found(f);
 		fsck_repaired(f, rc);
 		lf = fsck_inode(f, LSMFS_LOST_FOUND_INO);
@@ -296,10 +296,9 @@ void fsck_pass3_dirs(struct fsck *f)
 		if (!in->ino || !in->rec_ok || !S_ISDIR(in->rec.mode) || in->ino == LSMFS_ROOT_INO ||
 		    !in->entry_parent || in->rec.parent == in->entry_parent)
 			continue;
-		if (fsck_problem(f, PR_DIR_BAD_PARENT,
-				 "directory inode %" PRIu64 " records parent %" PRIu64
-				 " but is named in directory %" PRIu64, in->ino, in->rec.parent,
-				 in->entry_parent)) {
+		if (problem_fix(f, PR_DIR_BAD_PARENT,
+				&(struct problem_ctx){.ino = in->ino, .num = in->rec.parent,
+						      .num2 = in->entry_parent})) {
 			in->rec.parent = in->entry_parent;
 			fsck_repaired(f, fsck_put_inode(f, in));
 		}
@@ -315,11 +314,9 @@ void fsck_pass3_dirs(struct fsck *f)
 			bool topdir = S_ISDIR(in->rec.mode) && top;
 			if (round == 0 ? !topdir : topdir)
 				continue; /* round 0: top directories; round 1: the rest */
-			bool fix = fsck_problem(f, PR_INODE_UNATTACHED,
-						"inode %" PRIu64 " (%s, %" PRIu64
-						" bytes) is not reachable from the root",
-						in->ino, fsck_type_name(in->rec.mode), in->rec.size);
-			if (!fix)
+			if (!problem_fix(f, PR_INODE_UNATTACHED,
+					 &(struct problem_ctx){.ino = in->ino, .mode = in->rec.mode,
+							       .num = in->rec.size}))
 				continue;
 			/* Only an inode no entry names can go to lost+found
 			 * without making a second name for it. */
@@ -327,23 +324,3 @@ void fsck_pass3_dirs(struct fsck *f)
 		}
 	}
 }
-
-void fsck_pass4_links(struct fsck *f)
-{
-	for (size_t i = 0; i < f->icap && !fsck_cancelled(f); i++) {
-		struct fsck_inode *in = &f->inodes[i];
-		if (!in->ino || !in->rec_ok || (in->orphan && in->rec.nlink == 0))
-			continue;
-		if (!in->reached && in->entries == 0)
-			continue; /* unattached: pass 3 said so */
-		uint64_t want = S_ISDIR(in->rec.mode) ? 2 + (uint64_t)in->subdirs : in->entries;
-		if (in->rec.nlink != want &&
-		    fsck_problem(f, PR_NLINK, "inode %" PRIu64 " (%s): link count %u, counted %" PRIu64,
-				 in->ino, fsck_type_name(in->rec.mode), in->rec.nlink, want)) {
-			in->rec.nlink = (uint32_t)want;
-			fsck_repaired(f, fsck_put_inode(f, in));
-		}
-	}
-}
-
-/* <disk>/.lsmfs/sections */

@@ -1,8 +1,9 @@
 /*
- * pass5.c: pass 5, data and disks: the section map, the disk records and
- * the filesystem information against the superblocks, every chunk file on
- * every disk against the chunk records (ownerless, misplaced, stray), and
- * every chunk record against its file (missing, too long).
+ * pass5.c: pass 5, data and disks: the superblocks (superblocks.c), the
+ * section map, the disk records and the filesystem information against the
+ * superblocks, every chunk file on every disk against the chunk records
+ * (ownerless, misplaced, stray), and every chunk record against its file
+ * (missing, too long).
  */
 #include "fsck.h"
 
@@ -235,7 +236,7 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 	sections_dir(f, disk, root, sizeof(root));
 	DIR *top = opendir(root);
 	if (!top) {
-		fsck_problem(f, PR_CHUNK_UNREADABLE, "disk %u: %s: %s", disk, root, strerror(errno));
+		problem_fix(f, PR_CHUNK_UNREADABLE, &(struct problem_ctx){.file = root, .err = errno});
 		return;
 	}
 	struct dirent *de;
@@ -247,16 +248,17 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 		char sdir[LSMFS_META_PATH_MAX + 400];
 		snprintf(sdir, sizeof(sdir), "%s/%s", root, de->d_name);
 		if (*end || s >= f->info.sections) {
-			if (fsck_problem(f, PR_STRAY_FILE,
-					 "disk %u: %s is not a section directory; move it to /lost+found/#%s",
-					 disk, sdir, de->d_name))
+			if (problem_fix(f, PR_STRAY_FILE,
+					&(struct problem_ctx){.disk = disk, .file = sdir,
+							      .str = "section directory",
+							      .str2 = de->d_name}))
 				fsck_repaired(f, adopt_stray(f, sdir, de->d_name));
 			continue;
 		}
 		DIR *sd = opendir(sdir);
 		if (!sd) {
-			fsck_problem(f, PR_CHUNK_UNREADABLE, "disk %u: %s: %s", disk, sdir,
-				     strerror(errno));
+			problem_fix(f, PR_CHUNK_UNREADABLE,
+				    &(struct problem_ctx){.file = sdir, .err = errno});
 			continue;
 		}
 		struct dirent *ce;
@@ -268,34 +270,32 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 			char file[LSMFS_META_PATH_MAX + 700];
 			snprintf(file, sizeof(file), "%s/%s", sdir, ce->d_name);
 			if (sscanf(ce->d_name, "%" SCNu64 ".%" SCNu64 "%c", &ino, &chunk, &tail) != 2) {
-				if (fsck_problem(f, PR_STRAY_FILE,
-						 "disk %u: %s is not a chunk file name; move it to /lost+found/#%s",
-						 disk, file, ce->d_name))
+				if (problem_fix(f, PR_STRAY_FILE,
+						&(struct problem_ctx){.disk = disk, .file = file,
+								      .str = "chunk file name",
+								      .str2 = ce->d_name}))
 					fsck_repaired(f, adopt_stray(f, file, ce->d_name));
 				continue;
 			}
 			uint32_t want = chunk_section(ino, chunk, f->info.sections);
 			uint32_t want_disk = f->section_disk[want];
 			if (!fsck_has_chunk(f, ino, chunk)) {
-				if (can_reattach(f, ino, chunk)) {
-					if (fsck_problem(f, PR_CHUNK_OWNERLESS,
-							 "disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
-							 " has no chunk record, and that file reaches it: give it back its record",
-							 disk, file, chunk, ino))
-						fsck_repaired(f, reattach_chunk(f, ino, chunk));
-				} else if (fsck_problem(f, PR_CHUNK_OWNERLESS,
-							"disk %u: %s: chunk %" PRIu64 " of inode %" PRIu64
-							" has no chunk record (no owner)", disk, file, chunk,
-							ino)) {
-					fsck_repaired(f, adopt_chunk(f, file, ino, chunk));
-				}
+				bool back = can_reattach(f, ino, chunk);
+				if (problem_fix(f, PR_CHUNK_OWNERLESS,
+						&(struct problem_ctx){
+							.disk = disk, .file = file, .chunk = chunk,
+							.ino = ino,
+							.str = back ? "that file reaches it: give it back its record"
+								    : "no owner: move it to /lost+found"}))
+					fsck_repaired(f, back ? reattach_chunk(f, ino, chunk)
+							      : adopt_chunk(f, file, ino, chunk));
 				if (!fsck_has_chunk(f, ino, chunk))
 					continue; /* left, or gone to /lost+found */
 			}
 			if ((want != s || want_disk != disk) && want_disk < f->ds->ndisks &&
-			    fsck_problem(f, PR_CHUNK_MISPLACED,
-					 "disk %u: %s belongs in section %u on disk %u", disk, file,
-					 want, want_disk))
+			    problem_fix(f, PR_CHUNK_MISPLACED,
+					&(struct problem_ctx){.disk = disk, .file = file,
+							      .section = want, .num = want_disk}))
 				fsck_repaired(f, move_chunk(f, file, want, want_disk, ino, chunk));
 		}
 		closedir(sd);
@@ -334,52 +334,17 @@ static uint32_t section_home(struct fsck *f, uint32_t s)
 	return s % f->ds->ndisks;
 }
 
-/* A disk whose superblock is damaged (the disk set was opened tolerantly
- * and told which disk it is): written again from the others' copies. */
-static void check_superblocks(struct fsck *f)
-{
-	for (uint32_t d = 0; d < f->ds->ndisks; d++) {
-		if (!(f->ds->super_damaged & (1ull << d)))
-			continue;
-		struct lsmfs_super sb;
-		char why[512] = "";
-		int rc = super_read(f->ds->paths[d], &sb, why, sizeof(why));
-		if (rc == -ENOENT)
-			snprintf(why, sizeof(why), "%s/%s/%s: missing", f->ds->paths[d], LSMFS_DIR,
-				 LSMFS_SUPER_FILE);
-		if (!fsck_problem(f, PR_SUPER_DAMAGED,
-				  "disk %u: superblock damaged (%s); rebuild it from the other disks' copies",
-				  d, why))
-			continue;
-		sb = f->ds->sb;
-		sb.disk_index = d;
-		memcpy(sb.disk_uuid, sb.disk_uuids[d], 16);
-		rc = super_write(f->ds->paths[d], &sb, why, sizeof(why));
-		if (rc)
-			printf("    %s\n", why);
-		else
-			f->ds->super_damaged &= ~(1ull << d);
-		fsck_repaired(f, rc);
-	}
-}
-
 void fsck_pass5_data(struct fsck *f)
 {
 	uint32_t nd = f->ds->ndisks;
-	check_superblocks(f);
+	fsck_check_superblocks(f);
 	for (uint32_t s = 0; s < f->info.sections; s++) {
 		uint32_t d = f->section_disk[s];
 		if (d != UINT32_MAX && d < nd)
 			continue;
 		uint32_t home = section_home(f, s);
-		bool fix = d == UINT32_MAX
-				   ? fsck_problem(f, PR_SECTION_UNMAPPED,
-						  "section %u has no disk in the section map; map it to disk %u (%s)",
-						  s, home, f->ds->paths[home])
-				   : fsck_problem(f, PR_SECTION_BAD_DISK,
-						  "section %u maps to disk %u of %u; map it to disk %u (%s)", s,
-						  d, nd, home, f->ds->paths[home]);
-		if (fix)
+		if (problem_fix(f, d == UINT32_MAX ? PR_SECTION_UNMAPPED : PR_SECTION_BAD_DISK,
+				&(struct problem_ctx){.section = s, .num = d, .num2 = nd, .disk = home}))
 			fsck_repaired(f, fsck_put_section(f, s, home));
 	}
 	/* Disk records against the superblocks. */
@@ -389,30 +354,23 @@ void fsck_pass5_data(struct fsck *f)
 		void *v;
 		size_t vl;
 		int rc = store_get(f->st, NULL, k, kl, &v, &vl);
-		if (rc) {
-			if (fsck_problem(f, PR_DISK_RECORD,
-					 "disk %u (%s): no disk record in the store; rebuild it from the superblock",
-					 d, f->ds->paths[d]))
-				fsck_repaired(f, fsck_put_disk_record(f, d));
+		if (rc == 0 && vl >= 16 && memcmp(v, f->ds->sb.disk_uuids[d], 16) == 0) {
+			free(v);
 			continue;
 		}
-		if (vl < 16 || memcmp(v, f->ds->sb.disk_uuids[d], 16)) {
-			char a[37];
-			lsmfs_uuid_format(f->ds->sb.disk_uuids[d], a);
-			if (fsck_problem(f, PR_DISK_RECORD,
-					 "disk %u (%s): the store's disk record does not carry its UUID %s",
-					 d, f->ds->paths[d], a))
-				fsck_repaired(f, fsck_put_disk_record(f, d));
-		}
-		free(v);
+		if (rc == 0)
+			free(v);
+		if (problem_fix(f, PR_DISK_RECORD,
+				&(struct problem_ctx){.disk = d, .str = rc ? "is missing"
+									   : "does not carry its UUID"}))
+			fsck_repaired(f, fsck_put_disk_record(f, d));
 	}
 	if (f->info_ok && (memcmp(f->info.fs_uuid, f->ds->sb.fs_uuid, 16) ||
 			   f->info.sections != f->ds->sb.sections ||
 			   f->info.chunk_size != f->ds->sb.chunk_size ||
 			   f->info.ndisks != f->ds->sb.disk_count) &&
-	    fsck_problem(f, PR_INFO_BAD,
-			 "%s: the store's filesystem information disagrees with the superblocks; rewrite it from them",
-			 f->ds->meta_dir))
+	    problem_fix(f, PR_INFO_BAD,
+			&(struct problem_ctx){.str = "at odds with the superblocks"}))
 		fsck_repaired(f, fsck_put_info(f));
 
 	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), fsck_cmp_chunk);
@@ -436,30 +394,28 @@ void fsck_pass5_data(struct fsck *f)
 				 * schema allows (a crash between the record and the
 				 * file's creation). */
 			} else if (errno == ENOENT) {
-				if (fsck_problem(f, PR_CHUNK_MISSING,
-						 "inode %" PRIu64 " chunk %" PRIu64
-						 ": %s is missing, %" PRIu64 " bytes fsync made durable "
-						 "are lost (reads fail with EIO; the repair makes them a hole)",
-						 c->ino, c->chunk, file, c->durable)) {
+				if (problem_fix(f, PR_CHUNK_MISSING,
+						&(struct problem_ctx){.ino = c->ino, .chunk = c->chunk,
+								      .file = file, .num = c->durable})) {
 					/* the record goes; the bytes read as zeros either way */
 					uint8_t k[KEY_MAX];
 					fsck_repaired(f, fsck_del_key(f, k, key_chunk(k, c->ino, c->chunk)));
 				}
-			} else
-				fsck_problem(f, PR_CHUNK_UNREADABLE, "%s: %s", file, strerror(errno));
+			} else {
+				problem_fix(f, PR_CHUNK_UNREADABLE,
+					    &(struct problem_ctx){.file = file, .err = errno});
+			}
 		} else if ((uint64_t)st.st_size < c->durable) {
-			if (fsck_problem(f, PR_CHUNK_SHORT,
-					 "inode %" PRIu64 " chunk %" PRIu64 ": %s holds %lld bytes, its "
-					 "record says fsync made %" PRIu64 " durable: bytes %lld..%" PRIu64
-					 " of the chunk are lost (reads fail with EIO; the repair makes "
-					 "them a hole)", c->ino, c->chunk, file, (long long)st.st_size,
-					 c->durable, (long long)st.st_size, c->durable))
+			if (problem_fix(f, PR_CHUNK_SHORT,
+					&(struct problem_ctx){.ino = c->ino, .chunk = c->chunk, .file = file,
+							      .num = (uint64_t)st.st_size,
+							      .num2 = c->durable}))
 				fsck_repaired(f, fsck_put_chunk_len(f, c->ino, c->chunk,
 								    (uint64_t)st.st_size));
 		} else if ((uint64_t)st.st_size > f->info.chunk_size &&
-			   fsck_problem(f, PR_CHUNK_TOO_LONG,
-					"%s: %lld bytes, longer than a chunk (%" PRIu64 ")", file,
-					(long long)st.st_size, f->info.chunk_size)) {
+			   problem_fix(f, PR_CHUNK_TOO_LONG,
+				       &(struct problem_ctx){.file = file, .num = (uint64_t)st.st_size,
+							     .num2 = f->info.chunk_size})) {
 			/* bytes past the chunk's end are never read */
 			fsck_repaired(f, truncate(file, (off_t)f->info.chunk_size) ? -errno : 0);
 		}

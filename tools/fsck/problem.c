@@ -1,0 +1,328 @@
+/*
+ * problem.c: the table of problems (problem.h) and problem_fix(), the one
+ * place findings are printed and repairs decided, as e2fsck's problem.c.
+ *
+ * Invariants: the table is sorted by code, each code once; a row -p may
+ * repair has a repair.  problem_list checks both (the tools suite runs it).
+ * Preen (-p) repairs only what loses nothing and needs no judgement: a
+ * count recomputed, a flag set, a file put where its section says.  What
+ * removes a name, moves data to /lost+found or chooses between two stories
+ * waits for -y or a person.
+ */
+#include "fsck.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct problem table[] = {
+	/* pass 1: the store */
+	{PR_STORE_DAMAGED, "%M: the metadata store is damaged:\n%s    Salvage what reads",
+	 PR_SEV_FATAL, false,
+	 "salvage: rewrite the store from every entry that reads, naming each key range lost; "
+	 "passes 2-5 then mend what the loss left"},
+	{PR_STORE_UNREADABLE, "%M: %s: %m", PR_SEV_FATAL, false, NULL},
+	{PR_INFO_BAD, "%M: filesystem information (key M fs) is %s; rebuild it from the superblocks",
+	 PR_SEV_ERROR, true, "rewrite M fs from disk 0's superblock"},
+	{PR_STORE_STILL_DAMAGED,
+	 "%M: still damaged after salvage (a damaged commit log is not salvaged)", PR_SEV_FATAL,
+	 false, NULL},
+	/* pass 2: inodes */
+	{PR_INODE_BAD_RECORD, "inode %i: the record does not decode; %s", PR_SEV_ERROR, false,
+	 "a new record of the type the inode's keys show (owned by root, private), or, with "
+	 "nothing to show one, the inode and its keys removed"},
+	{PR_INODE_BAD_TYPE, "inode %i: mode %o has no valid file type; %s", PR_SEV_ERROR, false,
+	 "the type the inode's entries or data show, or the inode cleared when nothing shows one"},
+	{PR_INODE_ABOVE_COUNTER,
+	 "the inode counter (key M next_ino) is %s (%n, the highest inode in use %i); set it to %N",
+	 PR_SEV_ERROR, true, "set M next_ino above every inode in use"},
+	{PR_INODE_BAD_FLAGS, "inode %i: unknown flags %x", PR_SEV_MINOR, true,
+	 "clear the unknown flag bits"},
+	{PR_INLINE_TOO_LONG, "inode %i: size %n but %z bytes of inline data", PR_SEV_MINOR, true,
+	 "cut the inline data to the size (bytes past it are never read)"},
+	{PR_INLINE_OVER_LIMIT,
+	 "inode %i: inline file of %n bytes, over the inline limit %N; move it to chunks",
+	 PR_SEV_ERROR, true, "write the bytes to chunk files, then switch the record over"},
+	{PR_INLINE_AND_CHUNKS, "inode %i: %s file with %t as well (never read); drop them",
+	 PR_SEV_MINOR, false,
+	 "drop the kind of data the record's flag does not name (chunk files left go to "
+	 "/lost+found)"},
+	{PR_CHUNK_PAST_EOF,
+	 "inode %i: chunk %c lies past the file's size %n (never read); remove it", PR_SEV_MINOR,
+	 true, "remove the chunk file, then its record"},
+	{PR_SYMLINK_TARGET, "inode %i: symlink of size %n with a %z-byte target; %s",
+	 PR_SEV_ERROR, false, "set the size to the target's, or clear a symlink with no target"},
+	{PR_DATA_ON_NONFILE, "inode %i (%T) has %s", PR_SEV_MINOR, false,
+	 "drop the data keys (chunk files left go to /lost+found)"},
+	{PR_XATTR_FLAG, "inode %i (%T) has xattrs but not the xattr flag", PR_SEV_ERROR, true,
+	 "set the flag"},
+	{PR_KEY_NO_INODE,
+	 "inode %i: data, chunk, xattr or orphan keys without an inode record; %s", PR_SEV_ERROR,
+	 false,
+	 "a new record of the type the keys show (owned by root, private), or the keys removed"},
+	{PR_ORPHAN_LINKED, "inode %i is on the orphan list but has %n links", PR_SEV_MINOR, true,
+	 "remove the orphan mark"},
+	{PR_ORPHAN_PENDING, "inode %i (%T) is an orphan a crash left behind; reclaim it",
+	 PR_SEV_MINOR, true, "remove the inode and its data, as the daemon's mount would"},
+	{PR_BAD_KEY, "store key %s (%n-byte value) does not parse", PR_SEV_ERROR, false, NULL},
+	/* pass 3: directories */
+	{PR_ROOT_MISSING, "the root directory (inode 1) is %s; make a new one", PR_SEV_ERROR, true,
+	 "a new empty root record (its entries are keys of their own and come back with it)"},
+	{PR_ENTRY_DANGLING, "entry %p -> inode %i: no such inode%s", PR_SEV_ERROR, false,
+	 "remove the entry; or, when entries name the inode as their directory, make it a "
+	 "directory again"},
+	{PR_ENTRY_IN_NONDIR,
+	 "entry '%s' -> inode %i belongs to inode %n, which is not a directory", PR_SEV_ERROR,
+	 false, NULL},
+	{PR_ENTRY_BAD_HASH, "entry '%s' in directory %n is stored under the wrong hash",
+	 PR_SEV_ERROR, true, "move the entry to its own hash's key"},
+	{PR_ENTRY_BAD_TYPE, "entry %p says type %n, inode %i is a %T", PR_SEV_MINOR, true,
+	 "rewrite the entry with the inode's type"},
+	{PR_DIR_MULTIPLY_LINKED, "directory inode %i has a second entry %p", PR_SEV_ERROR, false,
+	 "remove the entry that is not in the directory the record calls its parent"},
+	{PR_DIR_BAD_PARENT, "directory inode %i records parent %n but is named in directory %N",
+	 PR_SEV_MINOR, true, "set the record's parent to the directory naming it"},
+	{PR_INODE_UNATTACHED, "inode %i (%T, %n bytes) is not reachable from the root",
+	 PR_SEV_ERROR, false, "name it /lost+found/#ino (its subtree comes with a directory)"},
+	{PR_LOST_FOUND_MISSING, "/lost+found (inode 2) is %s; make it again", PR_SEV_MINOR, true,
+	 "a new /lost+found, or the old one named again from the root"},
+	/* pass 4: link counts */
+	{PR_NLINK, "inode %i (%T): link count %n, counted %N", PR_SEV_ERROR, true,
+	 "set the link count to the entries counted (directories: 2 + subdirectories)"},
+	/* pass 5: sections, disks, chunk files */
+	{PR_SECTION_UNMAPPED, "section %S has no disk in the section map; map it to disk %d (%D)",
+	 PR_SEV_ERROR, true,
+	 "map it to the one disk holding its directory (mkfs's s mod disks when none or several)"},
+	{PR_SECTION_BAD_DISK, "section %S maps to disk %n of %N; map it to disk %d (%D)",
+	 PR_SEV_ERROR, true,
+	 "map it to the one disk holding its directory (mkfs's s mod disks when none or several)"},
+	{PR_DISK_RECORD, "disk %d (%D): the store's disk record %s (its UUID is %U); rewrite it",
+	 PR_SEV_MINOR, true, "write the disk record from the superblocks and the path given now"},
+	/* Only a chunk whose record says fsync made bytes durable: without a
+	 * length a missing file is a hole the schema allows. */
+	{PR_CHUNK_MISSING,
+	 "inode %i chunk %c: %f is missing: %n bytes fsync made durable are lost (reads fail "
+	 "with EIO)", PR_SEV_ERROR, false,
+	 "remove the chunk record (the lost bytes read as a hole)"},
+	{PR_CHUNK_TOO_LONG, "%f: %n bytes, longer than a chunk (%N)", PR_SEV_MINOR, true,
+	 "cut the file to the chunk size (bytes past it are never read)"},
+	{PR_CHUNK_MISPLACED, "disk %d: %f belongs in section %S on disk %n", PR_SEV_ERROR, true,
+	 "move the file to its section's directory (a durable copy across disks)"},
+	{PR_CHUNK_OWNERLESS, "disk %d: %f: chunk %c of inode %i has no chunk record; %s",
+	 PR_SEV_ERROR, false,
+	 "give it back its record when its file reaches it, else make it /lost+found/#ino.chunk"},
+	{PR_CHUNK_UNREADABLE, "%f: %m", PR_SEV_ERROR, false, NULL},
+	{PR_STRAY_FILE, "disk %d: %f is not a %s; move it to /lost+found/#%t", PR_SEV_MINOR, false,
+	 "make it a file in /lost+found (one chunk's worth at most; an empty one is removed)"},
+	{PR_SUPER_DAMAGED,
+	 "disk %d: superblock damaged (%s); rebuild it from the other disks' copies",
+	 PR_SEV_FATAL, false, "write the superblock from the other disks' copies"},
+	/* Not preen: a superblock copied over another is no crash's doing,
+	 * and naming the wrong disk the impostor would make pass 5 move
+	 * every chunk file between the two. */
+	{PR_SUPER_OTHER_DISK,
+	 "disk %d (%D): its superblock is a copy of disk %n's, but it is disk %d (%s); "
+	 "rewrite it as disk %d's (UUID %U)",
+	 PR_SEV_FATAL, false,
+	 "write the superblock with the disk's own index and UUID (the files are not touched)"},
+	{PR_SUPER_WHICH_DISK,
+	 "%D and %E both carry the superblock of disk %n, and nothing tells which of them is "
+	 "disk %N (%s); passes 2-5 skipped",
+	 PR_SEV_FATAL, false, NULL},
+	{PR_SECTION_BEYOND, "section map entry for section %S, beyond the %n sections",
+	 PR_SEV_MINOR, false, NULL},
+	{PR_CHUNK_SHORT,
+	 "inode %i chunk %c: %f holds %n bytes, its record says fsync made %N durable: the "
+	 "bytes from %n on are lost (reads fail with EIO)", PR_SEV_ERROR, false,
+	 "set the record's length to what the file holds (the lost bytes read as a hole)"},
+};
+
+#define NPROBLEMS (sizeof(table) / sizeof(table[0]))
+
+const struct problem *problem_find(enum fsck_code code)
+{
+	size_t lo = 0, hi = NPROBLEMS;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (table[mid].code < code)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < NPROBLEMS && table[lo].code == code ? &table[lo] : NULL;
+}
+
+static const char *disk_path(const struct fsck *f, uint32_t d)
+{
+	return f->ds && d < f->ds->ndisks && f->ds->paths[d] ? f->ds->paths[d] : "?";
+}
+
+static const char *disk_uuid(const struct fsck *f, uint32_t d, char out[37])
+{
+	if (!f->ds || d >= f->ds->sb.disk_count)
+		return "?";
+	lsmfs_uuid_format(f->ds->sb.disk_uuids[d], out);
+	return out;
+}
+
+/* Append to out (cap bytes, o used) printf-style, never past the end. */
+static size_t add(char *out, size_t cap, size_t o, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static size_t add(char *out, size_t cap, size_t o, const char *fmt, ...)
+{
+	if (o + 1 >= cap)
+		return o;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(out + o, cap - o, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return o;
+	return o + (size_t)n < cap ? o + (size_t)n : cap - 1;
+}
+
+/* The message of row p with the facts of pc, into out. */
+static void expand(const struct fsck *f, const char *msg, const struct problem_ctx *pc,
+		   char *out, size_t cap)
+{
+	static const struct problem_ctx none;
+	char uuid[37];
+	size_t o = 0;
+	if (!pc)
+		pc = &none;
+	out[0] = '\0';
+	for (const char *m = msg; *m && o + 1 < cap; m++) {
+		if (*m != '%' || !m[1]) {
+			out[o++] = *m;
+			out[o] = '\0';
+			continue;
+		}
+		switch (*++m) {
+		case 'i': o = add(out, cap, o, "%" PRIu64, pc->ino); break;
+		case 'c': o = add(out, cap, o, "%" PRIu64, pc->chunk); break;
+		case 'n': o = add(out, cap, o, "%" PRIu64, pc->num); break;
+		case 'N': o = add(out, cap, o, "%" PRIu64, pc->num2); break;
+		case 'z': o = add(out, cap, o, "%" PRId64, pc->snum); break;
+		case 'o': o = add(out, cap, o, "%" PRIo64, pc->num); break;
+		case 'x': o = add(out, cap, o, "%#" PRIx64, pc->num); break;
+		case 'S': o = add(out, cap, o, "%u", pc->section); break;
+		case 'd': o = add(out, cap, o, "%u", pc->disk); break;
+		case 'D': o = add(out, cap, o, "%s", disk_path(f, pc->disk)); break;
+		case 'U': o = add(out, cap, o, "%s", disk_uuid(f, pc->disk, uuid)); break;
+		case 'e': o = add(out, cap, o, "%u", pc->disk2); break;
+		case 'E': o = add(out, cap, o, "%s", disk_path(f, pc->disk2)); break;
+		case 'T': o = add(out, cap, o, "%s", fsck_type_name(pc->mode)); break;
+		case 's': o = add(out, cap, o, "%s", pc->str ? pc->str : ""); break;
+		case 't': o = add(out, cap, o, "%s", pc->str2 ? pc->str2 : ""); break;
+		case 'f': o = add(out, cap, o, "%s", pc->file ? pc->file : ""); break;
+		case 'p': o = add(out, cap, o, "%s", pc->path ? pc->path : ""); break;
+		case 'm': o = add(out, cap, o, "%s", strerror(abs(pc->err))); break;
+		case 'M': o = add(out, cap, o, "%s", f->ds ? f->ds->meta_dir : "?"); break;
+		case '%': o = add(out, cap, o, "%%"); break;
+		default: o = add(out, cap, o, "%%%c", *m); break; /* shows the table's typo */
+		}
+	}
+}
+
+static bool ask(struct fsck *f)
+{
+	if (f->yes_all)
+		return true;
+	for (;;) {
+		printf("Fix<y>? ");
+		fflush(stdout);
+		char line[64];
+		if (!fgets(line, sizeof(line), stdin))
+			return false;
+		if (line[0] == 'y' || line[0] == 'Y' || line[0] == '\n')
+			return true;
+		if (line[0] == 'n' || line[0] == 'N')
+			return false;
+		if (line[0] == 'a' || line[0] == 'A') {
+			f->yes_all = true;
+			return true;
+		}
+		printf("(y)es, (n)o or (a)ll\n");
+	}
+}
+
+bool problem_fix(struct fsck *f, enum fsck_code code, const struct problem_ctx *pc)
+{
+	const struct problem *p = problem_find(code);
+	char msg[4096];
+	if (p)
+		expand(f, p->message, pc, msg, sizeof(msg));
+	else
+		snprintf(msg, sizeof(msg), "(no row in the problem table: a bug of fsck.lsmfs)");
+	f->problems++;
+	f->left++;
+	printf("LSMFS-%04X %s.  ", (unsigned)code, msg);
+	const char *answer;
+	bool fix = false;
+	if (f->mode == FSCK_MODE_NO) {
+		answer = "no";
+	} else if (!p || !p->repair) {
+		answer = "not repaired (fsck.lsmfs cannot repair this yet)";
+	} else if (f->mode == FSCK_MODE_YES) {
+		fix = true;
+		answer = "yes";
+	} else if (f->mode == FSCK_MODE_PREEN) {
+		fix = p->preen;
+		answer = fix ? "yes" : "no (not safe without asking: run fsck.lsmfs -y)";
+	} else {
+		fix = ask(f);
+		printf("\n");
+		return fix;
+	}
+	printf("Fix? %s\n", answer);
+	return fix;
+}
+
+void fsck_repaired(struct fsck *f, int rc)
+{
+	if (rc) {
+		printf("    the repair failed: %s\n", strerror(-rc));
+		return;
+	}
+	f->left--;
+	f->fixed++;
+}
+
+static const char *severity_name(enum problem_severity s)
+{
+	switch (s) {
+	case PR_SEV_MINOR: return "minor";
+	case PR_SEV_ERROR: return "error";
+	case PR_SEV_FATAL: return "fatal";
+	}
+	return "?";
+}
+
+int problem_list(FILE *out)
+{
+	int rc = 0;
+	for (size_t i = 0; i < NPROBLEMS; i++) {
+		const struct problem *p = &table[i];
+		if (i && table[i - 1].code >= p->code) {
+			fprintf(stderr, "fsck.lsmfs: problem table: LSMFS-%04X after LSMFS-%04X: "
+				"not sorted, or twice\n", (unsigned)p->code, (unsigned)table[i - 1].code);
+			rc = -EUCLEAN;
+		}
+		if (p->preen && !p->repair) {
+			fprintf(stderr, "fsck.lsmfs: problem table: LSMFS-%04X: preen without a repair\n",
+				(unsigned)p->code);
+			rc = -EUCLEAN;
+		}
+		fprintf(out, "LSMFS-%04X  pass %u  %s  %s\n    ", (unsigned)p->code,
+			(unsigned)p->code >> 8, severity_name(p->severity),
+			!p->repair ? "no repair" : p->preen ? "-p repairs" : "-y repairs");
+		for (const char *m = p->message; *m; m++)
+			fputs(*m == '\n' ? "\n    " : (char[]){*m, 0}, out);
+		fprintf(out, "\n    repair: %s\n", p->repair ? p->repair : "none");
+	}
+	return rc;
+}
