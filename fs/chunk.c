@@ -491,11 +491,64 @@ int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 	return rc;
 }
 
+/*
+ * Inodes dropped from memory with chunks written since their last fsync:
+ * their dirty lists went with them, so an fsync after they come back
+ * syncs the backing filesystems whole (rare: a file written, evicted,
+ * reopened and only then fsynced).  The set is bounded: past
+ * UNSYNCED_MAX (fs_int.h) inodes, every disk is synced and the set emptied.
+ */
+static void sync_all_disks(struct fs *fs)
+{
+	for (uint32_t d = 0; d < fs->ds->ndisks; d++)
+		if (disk_usable(fs, d)) {
+			stats_fsync(fs, d);
+			if (syncfs(fs->sections_fd[d]) != 0)
+				fs_logf(fs, "disk %u (%s): syncfs: %s", d, fs->ds->paths[d],
+					strerror(errno));
+		}
+}
+
+void chunk_remember_unsynced(struct fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->unsynced_lock);
+	bool full = fs->nunsynced == UNSYNCED_MAX;
+	if (!full)
+		fs->unsynced[fs->nunsynced++] = ino;
+	pthread_mutex_unlock(&fs->unsynced_lock);
+	if (full) {
+		/* Everything written so far becomes durable: the set can go,
+		 * then this inode joins the empty set. */
+		sync_all_disks(fs);
+		pthread_mutex_lock(&fs->unsynced_lock);
+		fs->nunsynced = 0;
+		fs->unsynced[fs->nunsynced++] = ino;
+		pthread_mutex_unlock(&fs->unsynced_lock);
+	}
+}
+
+/* Was ino dropped with unsynced chunks?  Takes it out of the set. */
+static bool take_unsynced(struct fs *fs, uint64_t ino)
+{
+	bool found = false;
+	pthread_mutex_lock(&fs->unsynced_lock);
+	for (size_t i = 0; i < fs->nunsynced; i++)
+		if (fs->unsynced[i] == ino) {
+			fs->unsynced[i] = fs->unsynced[--fs->nunsynced];
+			found = true;
+			break;
+		}
+	pthread_mutex_unlock(&fs->unsynced_lock);
+	return found;
+}
+
 /* At most this many chunk files are open at once for one fsync. */
 #define SYNC_WINDOW 64
 
 int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 {
+	if (fs->unsynced && take_unsynced(fs, in->ino))
+		sync_all_disks(fs); /* what it wrote before it was dropped */
 	struct inode_data *d = in->data;
 	if (!d)
 		return 0;

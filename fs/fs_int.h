@@ -164,6 +164,12 @@ struct fs {
 	bool stats_write_failed;   /* said once in the log; not again */
 	uint64_t stats_sum;        /* every counter added up, as last written */
 
+	/* chunk.c: inodes dropped with chunks not yet synced. */
+	pthread_mutex_t unsynced_lock;
+#define UNSYNCED_MAX 4096
+	uint64_t *unsynced; /* UNSYNCED_MAX entries */
+	size_t nunsynced;
+
 	/* diskwatch.c: per disk, 1 once it is no longer the disk opened. */
 	unsigned char *disk_lost;
 	pthread_t watch_thread;
@@ -362,6 +368,8 @@ int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t
 /* fdatasync every chunk written since the last call, with a bounded
  * number of descriptors, then the directories of new chunk files. */
 int chunk_sync_dirty(struct fs *fs, struct fs_inode *in);
+/* ino is dropped from memory with chunks written since its last fsync. */
+void chunk_remember_unsynced(struct fs *fs, uint64_t ino);
 /* At mount: repair the chunks of every inode a crash left marked. */
 int chunk_recover(struct fs *fs);
 void data_close_fds(struct fs *fs, struct fs_inode *in);

@@ -196,6 +196,10 @@ static void drop(struct fs *fs, struct fs_inode *in)
 		inode_lock(fs, in);
 		int rc = in->gone ? 0 : inode_persist(fs, in, false);
 		data_close_fds(fs, in);
+		/* Chunks written since the last fsync are forgotten with the
+		 * inode: a later fsync must still cover them (chunk.c). */
+		if (in->data && (in->data->ndirty || in->data->nnew))
+			chunk_remember_unsynced(fs, in->ino);
 		inode_unlock(fs, in);
 		if (rc)
 			fs_logf(fs, "inode %llu: writing its record: %s",

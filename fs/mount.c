@@ -156,7 +156,8 @@ static int open_disks(struct fs *fs, char *err, size_t errlen)
 	fs->sections_fd = malloc(fs->ds->ndisks * sizeof(int));
 	fs->no_direct = calloc(fs->ds->ndisks, 1);
 	fs->disk_lost = calloc(fs->ds->ndisks, 1);
-	if (!fs->sections_fd || !fs->no_direct || !fs->disk_lost || stats_init(fs))
+	fs->unsynced = malloc(UNSYNCED_MAX * sizeof(*fs->unsynced));
+	if (!fs->sections_fd || !fs->no_direct || !fs->disk_lost || !fs->unsynced || stats_init(fs))
 		return -ENOMEM;
 	if (!fs->opt.direct)
 		memset(fs->no_direct, 1, fs->ds->ndisks);
@@ -199,6 +200,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	pthread_mutex_init(&fs->itab_lock, NULL);
 	pthread_mutex_init(&fs->ino_lock, NULL);
 	pthread_mutex_init(&fs->bounce_lock, NULL);
+	pthread_mutex_init(&fs->unsynced_lock, NULL);
 	for (int i = 0; i < ILOCKS; i++)
 		pthread_mutex_init(&fs->ilock[i], NULL);
 	if (order_init(fs)) {
@@ -327,6 +329,7 @@ int fs_close(struct fs *fs)
 	free(fs->sections_fd);
 	free(fs->no_direct);
 	free(fs->disk_lost);
+	free(fs->unsynced);
 	stats_free(fs);
 	order_free(fs);
 	free(fs->section_disk);

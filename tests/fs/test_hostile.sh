@@ -23,7 +23,8 @@
 #   - SIGKILL mid-workload, then mount + clean unmount: fsck -n is clean;
 #   - a data disk that fills leaves no chunk past a file's size.
 # Needs root (tmpfs and loop mounts), /dev/fuse, python3.
-# HOSTILE_ONLY=NAME runs one case (the name fresh is given, or small, comma).
+# HOSTILE_ONLY=NAME runs one case (the name fresh is given, or small, comma);
+# HOSTILE_CHUNKS=N the chunks of the file rm removes (default 21000).
 set -u
 B=$(cd "${1:?usage: test_hostile.sh BUILD_DIR}" && pwd)
 MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs
@@ -160,10 +161,10 @@ PY
 # ---- rm of a file with many chunks, with namespace work beside it ----
 fresh rm --chunk-size 65536 && mnt && {
 	mkdir "$M/busy"
-	python3 - "$M/huge" <<'PY'
+	python3 - "$M/huge" "${HOSTILE_CHUNKS:-21000}" <<'PY'
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
-for c in range(21000):
+for c in range(int(sys.argv[2])):
     os.pwrite(fd, b"c", c * 65536)
 os.close(fd)
 PY
@@ -183,7 +184,7 @@ PY
 		sleep 0.1
 	done
 	total=$((($(date +%s%N) - t0) / 1000000))
-	note "rm of 21000 chunks ($before files): $total ms; slowest mkdir beside it $worst ms"
+	note "rm of ${HOSTILE_CHUNKS:-21000} chunks ($before files): $total ms; slowest mkdir beside it $worst ms"
 	[[ $left -le 1 ]] || fail "$left chunk files left a minute after rm"
 	[[ $worst -lt 3000 ]] || fail "mkdir waited $worst ms while a file's chunks were removed"
 	umnt; fsck_clean "rm of many chunks"
@@ -348,6 +349,18 @@ if fresh remount --chunk-size 65536; then
 	}
 	[[ $linked ]] && rm -f /usr/local/bin/lsmfs
 fi
+
+# ---- fsync after the kernel dropped the inode still syncs its data ----
+fresh evict --chunk-size 65536 && mnt && {
+	fsyncs() { python3 -c 'import json, os, sys; s = json.loads(os.getxattr(sys.argv[1], "user.lsmfs.stats")); print(sum(d["fsyncs"] for d in s["disks"]))' "$M"; }
+	head -c 300000 /dev/urandom > "$M/f" # written, closed, not synced
+	drop_caches; sleep 0.5                # the kernel forgets the inode
+	before=$(fsyncs)
+	python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)' "$M/f"
+	after=$(fsyncs)
+	[[ $after -gt $before ]] || fail "fsync of a file whose inode was evicted synced no disk ($before -> $after)"
+	umnt
+}
 
 # ---- df: two disks on one filesystem count once ----
 fresh df && mnt && {
