@@ -7,6 +7,7 @@
 #include "ops.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -42,8 +43,10 @@ static void reply_entry(fuse_req_t req, struct fs *fs, const struct stat *st)
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;
-	if (fs->opt.writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+	if (fs->opt.writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+		fs->writeback_granted = true;
+	}
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
@@ -311,8 +314,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /*
- * A write that did not come from the kernel's page cache (O_DIRECT, and
- * asynchronous O_DIRECT above all) under the writeback cache: a buffered
+ * An O_DIRECT write (asynchronous above all) under the writeback cache: a buffered
  * read that raced it may have put the old bytes back in the cache, where
  * they would stay.  The range is dropped from the cache before the writer
  * hears back, so that after the write is acknowledged every reader sees
@@ -322,7 +324,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void direct_written(struct fs *fs, fuse_ino_t ino, const struct fuse_file_info *fi,
 			   off_t off, int written)
 {
-	if (written > 0 && fs->se && fs->opt.writeback && fi && !fi->writepage)
+	if (written > 0 && fs->se && fs->writeback_granted && fi && !fi->writepage &&
+	    (fi->flags & O_DIRECT))
 		(void)fuse_lowlevel_notify_inval_inode(fs->se, ino, off, written);
 }
 
