@@ -19,7 +19,7 @@ const char *const load_op_name[NOPS] = {
 	[OP_CREATE] = "create", [OP_OPEN] = "open", [OP_CLOSE] = "close",
 	[OP_WRITE] = "write", [OP_READ] = "read", [OP_FSYNC] = "fsync",
 	[OP_FDATASYNC] = "fdatasync", [OP_TRUNCATE] = "truncate",
-	[OP_RENAME] = "rename", [OP_LINK] = "link", [OP_UNLINK] = "unlink",
+	[OP_RENAME] = "rename", [OP_RENAME_X] = "rename-x", [OP_LINK] = "link", [OP_UNLINK] = "unlink",
 	[OP_MKDIR] = "mkdir", [OP_RMDIR] = "rmdir", [OP_READDIR] = "readdir",
 	[OP_STAT] = "stat", [OP_SETXATTR] = "setxattr", [OP_GETXATTR] = "getxattr",
 	[OP_SYMLINK] = "symlink", [OP_READLINK] = "readlink",

@@ -26,10 +26,11 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-/* ---- operation types (one latency row each) ---- */
+/* ---- operation types (one latency row each; OP_RENAME within a
+ * directory, OP_RENAME_X across two, which the kernel serializes) ---- */
 enum load_op {
 	OP_CREATE, OP_OPEN, OP_CLOSE, OP_WRITE, OP_READ, OP_FSYNC, OP_FDATASYNC,
-	OP_TRUNCATE, OP_RENAME, OP_LINK, OP_UNLINK, OP_MKDIR, OP_RMDIR,
+	OP_TRUNCATE, OP_RENAME, OP_RENAME_X, OP_LINK, OP_UNLINK, OP_MKDIR, OP_RMDIR,
 	OP_READDIR, OP_STAT, OP_SETXATTR, OP_GETXATTR, OP_SYMLINK, OP_READLINK,
 	NOPS
 };
@@ -88,6 +89,7 @@ struct wstatus {
 	volatile uint64_t ops;          /* operations done */
 	volatile uint64_t since_ns;     /* lat_now() when op started */
 	char op[16];                    /* operation in progress */
+	char failed[16];                /* W_FAILED: the check that failed */
 	char path[240];
 };
 
@@ -98,6 +100,8 @@ struct worker_cfg {
 	uint64_t end_ns;            /* lat_now() when to stop */
 	struct wstatus *status;
 	const char *lat_path;       /* where to save the samples */
+	int selftest;               /* change one byte of the model before the
+				     * final check, which must then fail */
 };
 /* Run, verify, save samples, report W_DONE, then obey status->cmd: 'v'
  * verify every file again (W_VERIFIED), 'q' exit.

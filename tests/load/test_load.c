@@ -20,6 +20,8 @@
  *      must stay under the bound of mem.c (not enforced under the
  *      sanitizers, whose shadow memory and quarantine the options do not
  *      bound).
+ * LOAD_SELFTEST=1 tests the test: worker 0 changes one byte of its model
+ * before its final check, which must then fail, alone (exit 0 if so).
  * Exit 0 pass, 1 fail, 77 no FUSE.  The seed is printed; LSMFS_SEED=n
  * replays each worker's sequence of choices (timing still differs).
  */
@@ -55,6 +57,8 @@ struct round {
 	unsigned seconds;
 	unsigned cache_mib;
 	unsigned long seed;
+	int selftest;             /* worker 0 changes its model: must fail */
+	bool caught;              /* selftest: worker 0, alone, failed a read */
 	const char *fsck;
 	struct fst fs;
 	struct wstatus *st;
@@ -230,7 +234,8 @@ static int run_round(struct round *r)
 		}
 		if (p == 0) {
 			struct worker_cfg c = {.id = i, .seed = r->seed, .mnt = r->fs.mnt, .end_ns = end,
-					       .status = &r->st[i], .lat_path = lat_paths[i]};
+					       .status = &r->st[i], .lat_path = lat_paths[i],
+					       .selftest = r->selftest && i == 0};
 			worker_main(&c);
 		}
 		r->pid[i] = p;
@@ -291,6 +296,9 @@ static int run_round(struct round *r)
 	rc = 0;
 out:
 	if (r->st) {
+		r->caught = r->st[0].phase == W_FAILED && strcmp(r->st[0].failed, "read") == 0;
+		for (int i = 1; i < r->nprocs; i++)
+			r->caught = r->caught && r->st[i].phase != W_FAILED;
 		kill_workers(r);
 		munmap(r->st, maplen);
 		r->st = NULL;
@@ -317,6 +325,8 @@ int main(void)
 		procs = "32,128";
 	const char *cm = getenv("LOAD_CACHE_MIB");
 	unsigned cache_mib = cm && *cm ? (unsigned)strtoul(cm, NULL, 10) : 64;
+	const char *st = getenv("LOAD_SELFTEST");
+	int selftest = st && !strcmp(st, "1");
 	int failed = 0;
 	for (const char *p = procs; *p;) {
 		char *endp;
@@ -333,7 +343,20 @@ int main(void)
 		r.cache_mib = cache_mib;
 		r.seed = seed;
 		r.fsck = fsck;
-		if (run_round(&r)) {
+		r.selftest = selftest;
+		int rc = run_round(&r);
+		if (selftest) {
+			/* The test of the test: the changed byte must be found
+			 * by the final check, and nothing else may fail. */
+			if (rc == 0 || !r.caught) {
+				fprintf(stderr, "test_load: SELF-TEST FAILED: a byte changed in worker 0's model was %s\n",
+					rc == 0 ? "not detected" : "not what failed");
+				return 1;
+			}
+			fprintf(stderr, "test_load: self-test passed: the changed byte was detected\n");
+			return 0;
+		}
+		if (rc) {
 			failed = 1;
 			break;
 		}

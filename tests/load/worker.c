@@ -120,6 +120,7 @@ static void fail(struct wk *w, const char *op, const char *path, int err, const 
 		fst_fmt(why, sizeof(why), " (%s, errno %d)", strerror(err), err);
 	fprintf(stderr, "test_load: FAIL worker %d (seed %lu, %s op #%llu): %s %s: %s%s\n",
 		w->c->id, w->c->seed, w->phase_name, (unsigned long long)w->opno, op, path, msg, why);
+	fst_fmt(w->c->status->failed, sizeof(w->c->status->failed), "%s", op);
 	w->c->status->phase = W_FAILED;
 	_exit(1);
 }
@@ -660,7 +661,7 @@ static void op_rename(struct wk *w)
 	int t = find_name(w, where, num);
 	name_path(w, where, num, to);
 	if (t >= 0 && t != s && chance(w, 15)) {
-		begin(w, OP_RENAME, from);
+		begin(w, where == w->name[s].where ? OP_RENAME : OP_RENAME_X, from);
 		int rc = renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 		int e = errno;
 		end(w);
@@ -670,7 +671,7 @@ static void op_rename(struct wk *w)
 			fail(w, "rename", from, e, "RENAME_NOREPLACE over %s: want EEXIST", to);
 		return;
 	}
-	begin(w, OP_RENAME, from);
+	begin(w, where == w->name[s].where ? OP_RENAME : OP_RENAME_X, from);
 	int rc = rename(from, to);
 	end(w);
 	if (rc)
@@ -1159,6 +1160,21 @@ static void verify_all(struct wk *w)
 	}
 }
 
+/* Self-test: one byte of a file's model changed, as if the filesystem
+ * had changed the file; the final check must fail.  False when no file
+ * has a byte. */
+static bool flip_model(struct wk *w)
+{
+	for (int i = 0; i < MAXINO; i++) {
+		struct minode *m = &w->ino[i];
+		if (m->used && m->size) {
+			m->data[m->size / 2] ^= 0x5a;
+			return true;
+		}
+	}
+	return false;
+}
+
 void worker_main(const struct worker_cfg *c)
 {
 	static struct wk w; /* one per process */
@@ -1182,6 +1198,8 @@ void worker_main(const struct worker_cfg *c)
 		w.opno++;
 		one_op(&w);
 	}
+	if (c->selftest && !flip_model(&w))
+		fail(&w, "selftest", "-", 0, "no file has a byte to change");
 	w.phase_name = "final check";
 	verify_all(&w);
 	int rc = lat_save(&w.lat, c->lat_path);
