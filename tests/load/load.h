@@ -7,8 +7,9 @@
  *                fsck.lsmfs -n, a second mount and every worker's model
  *                checked again;
  *   worker.c     one worker: a seeded random mix of operations in its own
- *                directory and the shared one, every result checked
- *                against its model of what it made;
+ *                directory and the shared one;
+ *   model.c      its model of what it made, against which every result
+ *                is checked (worker_int.h);
  *   lat.c        latency samples per operation type, and their
  *                nearest-rank p50/p99/max table;
  *   mem.c        the daemon's peak RSS and the bound its options set.
