@@ -91,8 +91,9 @@ static int table_meta(int dfd, const char *name, uint64_t *bytes, char *err, siz
 	off_t end = lseek(fd, 0, SEEK_END);
 	ssize_t n = end >= 48 ? pread(fd, f, sizeof(f), end - 48) : 0;
 	close(fd);
-	if (n != 48) {
-		/* A table being written has no footer yet. */
+	/* A table being written has no footer yet: its last bytes are
+	 * data, not version 1 and the magic "TMSL". */
+	if (n != 48 || memcmp(f + 40, "\x01\x00\x00\x00TMSL", 8) != 0) {
 		*bytes = 0;
 		return 0;
 	}
@@ -106,6 +107,11 @@ static int table_meta(int dfd, const char *name, uint64_t *bytes, char *err, siz
 		}
 	}
 	/* Each block is its payload and a 5-byte trailer (FORMAT.md). */
+	if (h[1] > (uint64_t)end || h[3] > (uint64_t)end) {
+		snprintf(err, errlen, "%s: footer: a block of %llu bytes in a file of %lld", name,
+			 (unsigned long long)(h[1] > h[3] ? h[1] : h[3]), (long long)end);
+		return -EUCLEAN;
+	}
 	*bytes = h[1] + 5 + h[3] + 5;
 	return 0;
 }
