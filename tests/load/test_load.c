@@ -123,14 +123,41 @@ static int sample(struct round *r)
 	return 0;
 }
 
+/* Whether the daemon is still running; if not, say how it ended (without
+ * reaping it: fst_umount and fst_cleanup still own it).  Workers that
+ * meet ENOENT everywhere at once, for instance, met the empty directory
+ * under a mount whose daemon exited. */
+static bool daemon_alive(struct round *r)
+{
+	if (!r->fs.daemon)
+		return false;
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)r->fs.daemon, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
+		return true;
+	if (si.si_code == CLD_EXITED)
+		fprintf(stderr, "test_load: FAIL (seed %lu): the daemon (pid %d) exited with status %d "
+			"while the workers ran: its mount is gone\n", r->seed, (int)r->fs.daemon,
+			si.si_status);
+	else
+		fprintf(stderr, "test_load: FAIL (seed %lu): the daemon (pid %d) was killed by signal %d "
+			"(%s) while the workers ran\n", r->seed, (int)r->fs.daemon, si.si_status,
+			strsignal(si.si_status));
+	return false;
+}
+
 /* Wait until every worker reached phase (sampling memory each second
  * while mounted by the first daemon); -1 on a failure or a hang. */
 static int wait_phase(struct round *r, int phase, uint64_t deadline_ns, bool sampling)
 {
 	uint64_t t0 = lat_now(), last = 0;
 	for (;;) {
-		if (reap(r))
+		bool alive = daemon_alive(r);
+		if (!alive || reap(r)) {
+			if (alive)
+				(void)daemon_alive(r); /* a worker failed: was it the daemon? */
 			return -1;
+		}
 		int behind = 0;
 		uint64_t ops = 0;
 		for (int i = 0; i < r->nprocs; i++) {
