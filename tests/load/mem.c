@@ -23,8 +23,9 @@
  *   tables   index + filter blocks of every table (the peak sampled;
  *            at most max_open_files tables stay open);
  *   threads  per thread (peak sampled; libfuse 3.14's loop starts at most
- *            10 workers for fs/main.c's loop config, plus the store's
- *            flush and compaction threads, reclaim and stats): libfuse's
+ *            10 workers for fs/main.c's loop config, the rest are the
+ *            daemon's own: the store's background work, reclaim, stats
+ *            and the like; 14 to 16 measured): libfuse's
  *            request buffer, max_write (1 MiB, fs/ops.c) + a page, and
  *            1 MiB of touched stack and malloc arena;
  *   bounce   O_DIRECT bounce buffers kept: BOUNCE_KEEP x BOUNCE_SIZE
