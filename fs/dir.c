@@ -147,11 +147,14 @@ static int lookup_dot(struct fs *fs, uint64_t ino, bool dotdot, uint64_t *out)
 	struct fs_inode *in = inode_get(fs, ino, &rc);
 	if (!in)
 		return rc;
+	rc = 0; /* inode_get sets it only on failure */
+	inode_lock(fs, in); /* the record may be changing under a rename */
 	if (in->rec.nlink == 0 || in->gone)
 		rc = -ENOENT;
 	else if (dotdot && !S_ISDIR(in->rec.mode))
 		rc = -ENOTDIR;
 	*out = dotdot ? in->rec.parent : ino;
+	inode_unlock(fs, in);
 	inode_put(fs, in);
 	return rc;
 }

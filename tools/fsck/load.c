@@ -119,7 +119,8 @@ int fsck_cmp_chunk(const void *a, const void *b)
 bool fsck_has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
 {
 	struct fsck_chunk key = {.ino = ino, .chunk = chunk};
-	return bsearch(&key, f->chunks, f->nchunks, sizeof(key), fsck_cmp_chunk) != NULL;
+	return f->nchunks && /* no array at all when there are none */
+	       bsearch(&key, f->chunks, f->nchunks, sizeof(key), fsck_cmp_chunk) != NULL;
 }
 
 int fsck_model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
@@ -183,7 +184,8 @@ uint8_t fsck_entries_type(struct fsck *f, uint64_t ino)
 			return 0;
 		for (size_t i = 0; i < f->nentries; i++)
 			f->by_ino[i] = (struct fsck_ino_ref){.ino = f->entries[i].ino, .entry = i};
-		qsort(f->by_ino, f->nentries, sizeof(*f->by_ino), cmp_ref);
+		if (f->nentries)
+			qsort(f->by_ino, f->nentries, sizeof(*f->by_ino), cmp_ref);
 	}
 	size_t lo = 0, hi = f->nentries;
 	while (lo < hi) {

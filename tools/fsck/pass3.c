@@ -205,7 +205,8 @@ void fsck_pass3_dirs(struct fsck *f)
 	root = fsck_inode(f, LSMFS_ROOT_INO);
 	/* Entries grouped by parent (the store's order already is, but keep
 	 * it explicit). */
-	qsort(f->entries, f->nentries, sizeof(*f->entries), cmp_parent);
+	if (f->nentries)
+		qsort(f->entries, f->nentries, sizeof(*f->entries), cmp_parent);
 	char path[4096];
 	for (size_t i = 0; i < f->nentries && !fsck_cancelled(f); i++) {
 		struct fsck_entry *e = &f->entries[i];

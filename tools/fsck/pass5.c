@@ -373,7 +373,8 @@ void fsck_pass5_data(struct fsck *f)
 			&(struct problem_ctx){.str = "at odds with the superblocks"}))
 		fsck_repaired(f, fsck_put_info(f));
 
-	qsort(f->chunks, f->nchunks, sizeof(*f->chunks), fsck_cmp_chunk);
+	if (f->nchunks) /* none: no array to sort (qsort wants one) */
+		qsort(f->chunks, f->nchunks, sizeof(*f->chunks), fsck_cmp_chunk);
 	/* The disks first: a misplaced chunk file moved home is no longer a
 	 * missing one (whose repair would drop its record). */
 	for (uint32_t d = 0; d < nd && !fsck_cancelled(f); d++)
