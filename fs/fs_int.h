@@ -144,7 +144,6 @@ struct fs {
 	 * chown is ours to do. */
 	uint64_t wire_init_unique;
 	bool killpriv_v2;
-	bool writeback_granted;  /* the kernel took FUSE_CAP_WRITEBACK_CACHE */
 	struct fuse_session *se; /* for attribute invalidations; NULL in tests */
 	/* The kernel took FUSE_CAP_POSIX_ACL: it enforces the ACLs acl.c
 	 * keeps (and leaves the umask to us); without it ACLs are refused. */

@@ -43,10 +43,8 @@ static void reply_entry(fuse_req_t req, struct fs *fs, const struct stat *st)
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;
-	if (fs->opt.writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
+	if (fs->opt.writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
-		fs->writeback_granted = true;
-	}
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
@@ -314,9 +312,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /*
- * An O_DIRECT write (asynchronous above all) under the writeback cache: a buffered
- * read that raced it may have put the old bytes back in the cache, where
- * they would stay.  The range is dropped from the cache before the writer
+ * An O_DIRECT write (asynchronous above all), with or without the
+ * writeback cache: a buffered read that raced it may have put the old
+ * bytes back in the cache, where they would stay.  The range is dropped from the cache before the writer
  * hears back, so that after the write is acknowledged every reader sees
  * it.  Never for the cache's own writeback (fi->writepage): its folios are
  * under writeback, and invalidating them would wait on ourselves.
@@ -324,8 +322,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void direct_written(struct fs *fs, fuse_ino_t ino, const struct fuse_file_info *fi,
 			   off_t off, int written)
 {
-	if (written > 0 && fs->se && fs->writeback_granted && fi && !fi->writepage &&
-	    (fi->flags & O_DIRECT))
+	if (written > 0 && fs->se && fi && !fi->writepage && (fi->flags & O_DIRECT))
 		(void)fuse_lowlevel_notify_inval_inode(fs->se, ino, off, written);
 }
 
