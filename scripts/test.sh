@@ -49,11 +49,7 @@ setup build-asan -Db_sanitize=address,undefined -Db_lundef=false "${werror[@]}"
 ninja -C build-asan
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-# Under the sanitizers every daemon runs several times slower: the long
-# randomized cases run shorter there (the normal build runs them whole).
-export LSMFS_POWERCUT_OPS=250 LSMFS_POWERCUT_POINTS=40 HOSTILE_CHUNKS=6000
 run_suites build-asan
-unset LSMFS_POWERCUT_OPS LSMFS_POWERCUT_POINTS HOSTILE_CHUNKS
 
 # The fuzz suite: a clang build of its own (libFuzzer), only the harnesses'
 # suite.  Their ASan/UBSan options are set by tests/fuzz/run_fuzz.sh.
