@@ -321,6 +321,18 @@ void chunk_account(struct fs_inode *in, struct chunk_fd *c)
 	c->blocks = now;
 }
 
+/* An iterator over the chunk records of ino in [from, to) (to UINT64_MAX:
+ * to the last). */
+static int range_iter(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
+		      struct store_iter **it)
+{
+	uint8_t lo[KEY_MAX], hi[KEY_MAX];
+	size_t ll = key_chunk(lo, ino, from);
+	size_t hl = to == UINT64_MAX ? key_chunk_prefix(hi, ino + 1) : key_chunk(hi, ino, to);
+	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
+	return store_iter_new(fs->st, &io, it);
+}
+
 /*
  * Remove the chunks [from, to) of ino that have records: files first, then
  * the records into b.  The work is one step per chunk that exists, found
@@ -335,12 +347,8 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 {
 	if (resume)
 		*resume = UINT64_MAX;
-	uint8_t lo[KEY_MAX], hi[KEY_MAX];
-	size_t ll = key_chunk(lo, ino, from);
-	size_t hl = to == UINT64_MAX ? key_chunk_prefix(hi, ino + 1) : key_chunk(hi, ino, to);
-	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
 	struct store_iter *it;
-	int rc = store_iter_new(fs->st, &io, &it);
+	int rc = range_iter(fs, ino, from, to, &it);
 	if (rc)
 		return rc;
 	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
@@ -391,12 +399,8 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 static int drop_prepare(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to,
 			uint64_t new_size)
 {
-	uint8_t lo[KEY_MAX], hi[KEY_MAX];
-	size_t ll = key_chunk(lo, in->ino, from);
-	size_t hl = to == UINT64_MAX ? key_chunk_prefix(hi, in->ino + 1) : key_chunk(hi, in->ino, to);
-	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
 	struct store_iter *it;
-	int rc = store_iter_new(fs->st, &io, &it);
+	int rc = range_iter(fs, in->ino, from, to, &it);
 	if (rc)
 		return rc;
 	struct store_batch *b = store_batch_new();
@@ -467,12 +471,8 @@ int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk, uint64_t 
 int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable), void *ctx)
 {
-	uint8_t lo[KEY_MAX], hi[KEY_MAX];
-	size_t ll = key_chunk(lo, ino, from);
-	size_t hl = to == UINT64_MAX ? key_chunk_prefix(hi, ino + 1) : key_chunk(hi, ino, to);
-	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
 	struct store_iter *it;
-	int rc = store_iter_new(fs->st, &io, &it);
+	int rc = range_iter(fs, ino, from, to, &it);
 	if (rc)
 		return rc;
 	for (store_iter_seek_first(it); !rc && store_iter_valid(it); store_iter_next(it)) {
