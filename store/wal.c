@@ -21,10 +21,12 @@
  * FULL or FIRST fragment whose length and checksum check out.  A file whose
  * remainder is all zeros (a cut inside block padding, or a zero-filled end
  * left by a crash) ends cleanly.  Zeros where a fragment header belongs are
- * a tail whatever follows, and so is a bad checksum over a fragment that
- * spans a whole zero page: pages of an unsynced tail reach the disk in any
- * order, so a power cut can leave a hole before valid data, and since a
- * sync covers every byte before its end, nothing after a hole was synced.
+ * a tail whatever follows, and so is a bad fragment that reaches into a
+ * page ending in zeros from the fragment's last byte there (stale_page_in):
+ * pages of an unsynced tail reach the disk in any order, each as the disk
+ * last saw it, so a power cut can leave a stale page before valid data, and
+ * since a sync covers every byte before its end, nothing after it was
+ * synced.
  *
  * Locking: none; a writer or reader belongs to one thread at a time.
  */
@@ -341,17 +343,27 @@ static int corrupt(struct wal_reader *r, uint64_t off, uint64_t scan_from,
 	return -EUCLEAN;
 }
 
-/* Does a whole zero page (WAL_PAGE bytes, file-aligned) lie across
- * block[from, to)?  That is a page the writer's data never reached: with
- * it, a bad fragment is a power cut's hole in an unsynced tail (see the
- * file's header), not damage. */
+/*
+ * Does block[from, to) (a fragment) reach into a page that a power cut left
+ * stale?  Pages of an unsynced tail reach the disk in any order, each as
+ * the disk last saw it: the writer's bytes up to wherever the file ended
+ * then (any byte: env_posix writes its buffer out when full), zeros from
+ * there to the page's end.  So a torn fragment has, in some file-aligned
+ * page it overlaps, zeros from its last byte in that page to the page's end
+ * (to the end of the file in the file's last page).  With that, a bad
+ * fragment is a tail (see the file's header), not damage.
+ */
 #define WAL_PAGE 4096u
-static bool hole_in(const struct wal_reader *r, size_t from, size_t to)
+static bool stale_page_in(const struct wal_reader *r, size_t from, size_t to)
 {
-	for (size_t p = from / WAL_PAGE * WAL_PAGE; p < to && p + WAL_PAGE <= r->block_len;
-	     p += WAL_PAGE)
-		if (all_zero(r->block + p, WAL_PAGE))
+	if (to > r->block_len)
+		to = r->block_len;
+	for (size_t p = from / WAL_PAGE * WAL_PAGE; p < to; p += WAL_PAGE) {
+		size_t page_end = p + WAL_PAGE < r->block_len ? p + WAL_PAGE : r->block_len;
+		size_t last = (to < page_end ? to : page_end) - 1;
+		if (all_zero(r->block + last, page_end - last))
 			return true;
+	}
 	return false;
 }
 
@@ -451,8 +463,13 @@ int wal_read_record(struct wal_reader *r, const uint8_t **rec, size_t *len)
 			return corrupt(r, frag_off, UINT64_MAX,
 				       "zero-filled fragment header before the end of the file");
 		}
+		/* The writer never writes such a length: only a header torn
+		 * across a stale page's end reads as one. */
 		if (end > WAL_BLOCK_SIZE)
-			return corrupt(r, frag_off, next_block,
+			return corrupt(r, frag_off,
+				       stale_page_in(r, r->pos, r->pos + WAL_HEADER_SIZE)
+					       ? UINT64_MAX
+					       : next_block,
 				       "fragment length %zu runs past block end", n);
 		if (end > r->block_len)
 			return corrupt(r, frag_off, UINT64_MAX,
@@ -460,7 +477,7 @@ int wal_read_record(struct wal_reader *r, const uint8_t **rec, size_t *len)
 				       n);
 		uint64_t after = r->block_off + end;
 		if (checksum32(h + 6, 1 + n) != sum)
-			return corrupt(r, frag_off, hole_in(r, r->pos, end) ? UINT64_MAX : after,
+			return corrupt(r, frag_off, stale_page_in(r, r->pos, end) ? UINT64_MAX : after,
 				       "checksum mismatch");
 
 		const uint8_t *payload = h + WAL_HEADER_SIZE;
