@@ -195,6 +195,13 @@ struct fs {
 		pthread_t thread;
 	} reclaim;
 
+	/* sweep.c: done is the reclaim thread's until it is joined. */
+	struct {
+		bool armed;   /* `M mounted` is in the store */
+		bool pending; /* it was there at mount: a crash */
+		bool done;
+	} sweep;
+
 	/* Reports from the store and the daemon go to log(ctx, line). */
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
@@ -405,6 +412,17 @@ int reclaim_orphans(struct fs *fs);
 void reclaim_wait_idle(struct fs *fs);
 /* Drain the queue, stop the thread (no-op when not started). */
 void reclaim_stop(struct fs *fs);
+/* True once an unmount asked the thread to stop. */
+bool reclaim_stopping(struct fs *fs);
+
+/* sweep.c: the chunk files a crash left without record. */
+/* At a read-write mount: note a crash (`M mounted` found), or store it. */
+int sweep_arm(struct fs *fs);
+/* In the reclaim thread: remove them, unless the unmount comes first. */
+void sweep_run(struct fs *fs);
+/* At a clean unmount, after the disks are synced: delete `M mounted`
+ * unless a sweep is left to do. */
+int sweep_finish(struct fs *fs);
 
 /* diskwatch.c: a thread that notices a disk replaced under its path. */
 int diskwatch_start(struct fs *fs);

@@ -2,7 +2,8 @@
  * mount.c: opening a filesystem for the daemon: the store, the filesystem
  * info checked against the superblocks, the section map cached in memory,
  * a directory fd per disk, inode number reservation, and the repairs a
- * crash calls for: chunks in flux (chunk.c) and orphans (reclaim.c).
+ * crash calls for: chunks in flux (chunk.c), orphans (reclaim.c) and chunk
+ * files without record (sweep.c).
  */
 #include "fs_int.h"
 
@@ -251,6 +252,12 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 			 ds->meta_dir, strerror(-rc));
 		goto fail;
 	}
+	/* Before the reclaim thread starts: it sweeps after a crash. */
+	if (!opt->read_only && (rc = sweep_arm(fs))) {
+		snprintf(err, errlen, "%s: marking the filesystem mounted: %s", ds->meta_dir,
+			 strerror(-rc));
+		goto fail;
+	}
 	if ((rc = diskwatch_start(fs)))
 		fs_logf(fs, "cannot start the thread that watches the disks: %s", strerror(-rc));
 	/* Orphans a crash left go in the background, as later unlinks do. */
@@ -284,11 +291,20 @@ int fs_close(struct fs *fs)
 		 * removed ones) that no fsync asked for reach the disks before
 		 * the store's last flush: after a clean unmount a power cut
 		 * loses nothing. */
+		bool synced = true;
 		for (uint32_t d = 0; fs->sections_fd && d < fs->ds->ndisks; d++)
-			if (fs->sections_fd[d] >= 0 && syncfs(fs->sections_fd[d]) != 0)
+			if (fs->sections_fd[d] >= 0 && syncfs(fs->sections_fd[d]) != 0) {
+				synced = false;
 				fs_logf(fs, "unmount: syncing disk %u (%s): %s", d, fs->ds->paths[d],
 					strerror(errno));
+			}
 		rc = fs_persist_all(fs);
+		/* Every chunk file's removal or record durable now: no crash
+		 * is left to sweep after (sweep.c). */
+		int rs = synced && !rc ? sweep_finish(fs) : 0;
+		if (rs)
+			fs_logf(fs, "unmount: %s: cannot mark the filesystem unmounted (%s): the next "
+				"mount sweeps as after a crash", fs->ds->meta_dir, strerror(-rs));
 		int r2 = store_flush(fs->st);
 		if (r2 == -ENOSPC || r2 == -EDQUOT) {
 			/* Not an unclean unmount: the writes stay in the

@@ -28,6 +28,7 @@ static void *reclaimer(void *arg)
 {
 	struct fs *fs = arg;
 	struct reclaim *r = &fs->reclaim;
+	sweep_run(fs); /* after a crash, before the orphans (sweep.c) */
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
 		while (r->n == 0 && !r->stopping)
@@ -100,12 +101,17 @@ void reclaim_wait_idle(struct fs *fs)
 	pthread_mutex_unlock(&r->lock);
 }
 
+bool reclaim_stopping(struct fs *fs)
+{
+	return __atomic_load_n(&fs->reclaim.stopping, __ATOMIC_ACQUIRE);
+}
+
 void reclaim_stop(struct fs *fs)
 {
 	struct reclaim *r = &fs->reclaim;
 	if (r->running) {
 		pthread_mutex_lock(&r->lock);
-		r->stopping = true;
+		__atomic_store_n(&r->stopping, true, __ATOMIC_RELEASE);
 		pthread_cond_signal(&r->cv);
 		pthread_mutex_unlock(&r->lock);
 		pthread_join(r->thread, NULL); /* after the queue is empty */

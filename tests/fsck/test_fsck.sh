@@ -365,6 +365,40 @@ else
 	fail "three disks: mount failed"
 fi
 
+# ---- chunk files a crash left without record (fs/sweep.c) ----
+# After a crash, a chunk file whose record was in the commit log's unsynced
+# tail: fsck -n reports it (0507); the next mount removes it, and fsck is
+# clean.  After a clean unmount the same file is damage: the mount leaves it
+# for fsck.
+rm -rf "$T/s"; cp -a "$T/p" "$T/s"
+if "$LSMFS" "$T/s/d1:$T/s/d2" "$M"; then
+	pkill -KILL -f "$LSMFS $T/s/d1:$T/s/d2"
+	for _ in $(seq 50); do pgrep -f "$LSMFS $T/s/d1:$T/s/d2" >/dev/null || break; sleep 0.1; done
+	fusermount3 -u -z "$M" 2>/dev/null
+	f4=$(cd "$T/s" && chunk_file "$I_BIG" 4)
+	"$EDIT" "$T/s/d1/$META" del 43$(be64 "$I_BIG")$(be64 4) || fail "crash sweep: store_edit"
+	out=$("$FSCK" -n "$T/s/d1:$T/s/d2" 2>&1); rc=$?
+	[[ $rc == 4 ]] && grep -q "LSMFS-0507.*$f4" <<<"$out" || fail "crash sweep: before the mount, fsck -n exit $rc: $out"
+	out=$("$LSMFS" -f "$T/s/d1:$T/s/d2" "$M" 2>&1 &
+	      for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.1; done
+	      sleep 0.5; fusermount3 -u "$M"; wait)
+	[[ -e $T/s/$f4 ]] && fail "crash sweep: the mount left $f4"
+	grep -q "after a crash: removed 1 chunk file whose record never became durable" <<<"$out" ||
+		fail "crash sweep: the daemon did not say what it removed: $out"
+	out=$("$FSCK" -n "$T/s/d1:$T/s/d2" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "crash sweep: after mount and unmount, fsck -n exit $rc: $out"
+	# Cleanly unmounted now: the same file is damage, the mount keeps it.
+	head -c 5000 "$T/ownerless.bytes" > "$T/s/$f4"
+	"$LSMFS" "$T/s/d1:$T/s/d2" "$M" && sleep 0.5 && fusermount3 -u "$M"
+	for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
+	[[ -e $T/s/$f4 ]] || fail "crash sweep: a mount after a clean unmount removed $f4"
+	out=$("$FSCK" -n "$T/s/d1:$T/s/d2" 2>&1); rc=$?
+	[[ $rc == 4 ]] && grep -q "LSMFS-0507" <<<"$out" || fail "crash sweep: planted after a clean unmount: fsck -n exit $rc: $out"
+	echo "test_fsck: crash sweep: a chunk file without record removed after a crash, kept after a clean unmount"
+else
+	fail "crash sweep: mount failed"
+fi
+
 # ---- the problem table ----
 S=$(cd "$(dirname "$0")/../../tools/fsck" && pwd)
 list=$("$FSCK" --list-problems 2>&1); rc=$?

@@ -1,0 +1,180 @@
+/*
+ * sweep.c: removing the chunk files a crash left without record (SCHEMA.md,
+ * "Chunk files a crash left").
+ *
+ * A chunk record goes into the store before its file is created (chunk.c),
+ * but only an fsync makes the record durable, while the backing filesystem
+ * makes the file's creation durable on its own (ext4 commits every few
+ * seconds).  So a crash can leave chunk files whose record never reached
+ * the disk: bytes no fsync acknowledged (an fsync makes the record durable
+ * first), which no read sees (a chunk without record is a hole, and
+ * creating it again truncates the file).  They only take space, and
+ * fsck.lsmfs reports them (LSMFS-0507).
+ *
+ * The key `M` `mounted` says that the filesystem is mounted read-write, or
+ * was when it crashed.  A read-write mount that finds it sweeps in the
+ * background (in the reclaim thread, before the orphans): every chunk file
+ * that lies where chunk_path() puts it and has no record is removed, the
+ * check and the removal under the inode's stripe lock, which every chunk
+ * creation holds, so that a file being created now is never taken.  Files
+ * anywhere else are left for fsck.  A clean unmount deletes the key after
+ * the disks are synced, when the sweep finished or none was needed; an
+ * unmount that stops a sweep half way keeps it, and the next mount sweeps
+ * again.  A clean unmount without a crash before it sweeps nothing: a
+ * chunk file without record on a cleanly unmounted filesystem is damage,
+ * for fsck to report.
+ */
+#include "fs_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define META_MOUNTED "mounted"
+
+int sweep_arm(struct fs *fs)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_meta(k, META_MOUNTED);
+	int rc = fs_key_exists(fs, k, kl);
+	if (rc < 0)
+		return rc;
+	fs->sweep.armed = true;
+	if (rc) {
+		fs->sweep.pending = true; /* a crash: the reclaim thread sweeps */
+		return 0;
+	}
+	return store_put(fs->st, k, kl, "", 0, STORE_WRITE_SYNC);
+}
+
+int sweep_finish(struct fs *fs)
+{
+	if (!fs->sweep.armed || (fs->sweep.pending && !fs->sweep.done))
+		return 0;
+	uint8_t k[KEY_MAX];
+	size_t kl = key_meta(k, META_MOUNTED);
+	return store_delete(fs->st, k, kl, STORE_WRITE_SYNC);
+}
+
+/* "<ino>.<chunk>" exactly as chunk_path() writes it: 1 and the numbers,
+ * or 0 for any other name. */
+static int parse_name(const char *name, uint32_t section, uint64_t *ino, uint64_t *chunk)
+{
+	char tail, rel[96];
+	if (sscanf(name, "%" SCNu64 ".%" SCNu64 "%c", ino, chunk, &tail) != 2)
+		return 0;
+	chunk_path(*ino, *chunk, section, rel, sizeof(rel));
+	const char *base = strchr(rel, '/');
+	return base && strcmp(base + 1, name) == 0;
+}
+
+struct sweep_count {
+	uint64_t seen, removed;
+	char first[600]; /* the first file removed, for the log */
+};
+
+/* One section directory of disk d.  0, 1 when stopped, or an error
+ * (logged). */
+static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char *sname,
+			 struct sweep_count *n)
+{
+	int dfd = openat(fs->sections_fd[d], sname, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!dir) {
+		int e = errno;
+		if (dfd >= 0)
+			close(dfd);
+		fs_logf(fs, "disk %u: sweeping %s%s/%s/%s: %s", d, fs->ds->paths[d], LSMFS_DIR,
+			LSMFS_SECTIONS_DIR, sname, strerror(e));
+		return -e;
+	}
+	int rc = 0;
+	struct dirent *de;
+	errno = 0;
+	while (!rc && (de = readdir(dir))) {
+		uint64_t ino, chunk;
+		if (!parse_name(de->d_name, section, &ino, &chunk) ||
+		    chunk_section(ino, chunk, fs->info.sections) != section)
+			continue; /* not a chunk file of this section: fsck's */
+		n->seen++;
+		if ((n->seen & 1023) == 0 && reclaim_stopping(fs))
+			rc = 1;
+		pthread_mutex_t *lock = inode_lock_of(fs, ino);
+		pthread_mutex_lock(lock);
+		uint64_t durable;
+		int has = chunk_record_get(fs, ino, chunk, &durable);
+		if (has < 0) {
+			rc = has;
+		} else if (has == 0) {
+			if (!fs_writable(fs))
+				rc = 1; /* remounted read-only: the next mount goes on */
+			else if (unlinkat(dirfd(dir), de->d_name, 0) == 0) {
+				if (!n->removed++)
+					snprintf(n->first, sizeof(n->first), "%s/%s", sname, de->d_name);
+			} else if (errno != ENOENT) {
+				rc = -errno;
+			}
+		}
+		pthread_mutex_unlock(lock);
+		if (rc < 0)
+			fs_logf(fs, "disk %u: sweeping %s%s/%s/%s/%s: %s", d, fs->ds->paths[d],
+				LSMFS_DIR, LSMFS_SECTIONS_DIR, sname, de->d_name, strerror(-rc));
+		errno = 0;
+	}
+	if (!rc && errno) {
+		rc = -errno;
+		fs_logf(fs, "disk %u: sweeping %s%s/%s/%s: reading the directory: %s", d,
+			fs->ds->paths[d], LSMFS_DIR, LSMFS_SECTIONS_DIR, sname, strerror(-rc));
+	}
+	closedir(dir);
+	return rc;
+}
+
+void sweep_run(struct fs *fs)
+{
+	if (!fs->sweep.pending || fs->sweep.done)
+		return;
+	struct sweep_count n = {0};
+	int rc = 0;
+	for (uint32_t d = 0; d < fs->ds->ndisks && !rc; d++) {
+		if (!disk_usable(fs, d)) {
+			rc = -EIO;
+			break;
+		}
+		int fd = openat(fs->sections_fd[d], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		DIR *top = fd < 0 ? NULL : fdopendir(fd);
+		if (!top) {
+			rc = -errno;
+			if (fd >= 0)
+				close(fd);
+			fs_logf(fs, "disk %u: sweeping %s%s/%s: %s", d, fs->ds->paths[d], LSMFS_DIR,
+				LSMFS_SECTIONS_DIR, strerror(-rc));
+			break;
+		}
+		struct dirent *de;
+		while (!rc && (de = readdir(top))) {
+			char *end;
+			errno = 0;
+			unsigned long s = strtoul(de->d_name, &end, 10);
+			if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || errno ||
+			    s >= fs->info.sections || fs->section_disk[s] != d)
+				continue; /* not a section of this disk: fsck's */
+			rc = sweep_section(fs, d, (uint32_t)s, de->d_name, &n);
+		}
+		closedir(top);
+	}
+	if (n.removed)
+		fs_logf(fs, "after a crash: removed %" PRIu64 " chunk file%s whose record never "
+			"became durable (never synced; the first: %s)", n.removed,
+			n.removed == 1 ? "" : "s", n.first);
+	if (rc == 0)
+		fs->sweep.done = true;
+	else
+		fs_logf(fs, "after a crash: the sweep for chunk files without record stopped (%s); "
+			"the next mount goes on", rc > 0 ? "unmount or read-only" : strerror(-rc));
+}
