@@ -228,6 +228,7 @@ static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint
 				"(the next mount drops it)", in->ino, chunk);
 		return -e;
 	}
+	chunk_section_changed(fs, section);
 	struct inode_data *d = in->data;
 	if (push_u64(&d->new_sections, &d->nnew, &d->capnew, section))
 		fs_logf(fs, "out of memory tracking new chunk files; fsync may miss a directory");
@@ -378,6 +379,7 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 			log_chunk_error(fs, section, rel, "removing ", errno);
 			break;
 		}
+		chunk_section_changed(fs, section);
 		store_batch_delete(b, k, kl);
 	}
 	if (!rc)
@@ -632,6 +634,41 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 	return rc;
 }
 
+void chunk_section_changed(struct fs *fs, uint32_t section)
+{
+	uint8_t bit = (uint8_t)(1u << (section % 8));
+	if (!(__atomic_load_n(&fs->section_changed[section / 8], __ATOMIC_RELAXED) & bit))
+		__atomic_fetch_or(&fs->section_changed[section / 8], bit, __ATOMIC_RELAXED);
+}
+
+int chunk_sync_sections(struct fs *fs)
+{
+	int rc = 0;
+	for (uint32_t s = 0; s < fs->info.sections; s++) {
+		if (!(fs->section_changed[s / 8] & (1u << (s % 8))))
+			continue;
+		uint32_t disk = fs->section_disk[s];
+		if (!disk_usable(fs, disk)) {
+			rc = -EIO; /* replaced under us: nothing of ours to sync */
+			continue;
+		}
+		char sdir[16];
+		snprintf(sdir, sizeof(sdir), "%" PRIu32, s);
+		int fd = openat(chunk_dirfd(fs, s), sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			continue;
+		if (fd < 0 || fsync(fd) != 0) {
+			int e = errno;
+			fs_logf(fs, "disk %u: fsync of %s%s/%s/%s: %s", disk, fs->ds->paths[disk],
+				LSMFS_DIR, LSMFS_SECTIONS_DIR, sdir, strerror(e));
+			rc = -e;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return rc;
+}
+
 /* chunk_recover: one marked inode. */
 struct recover {
 	struct fs *fs;
@@ -654,6 +691,7 @@ static int recover_chunk(void *ctx, uint64_t chunk, uint64_t durable)
 			log_chunk_error(fs, section, rel, "removing ", errno);
 			return -errno;
 		}
+		chunk_section_changed(fs, section);
 		r->dropped++;
 		return store_batch_delete(r->b, k, kl);
 	}

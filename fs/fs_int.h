@@ -115,6 +115,7 @@ struct fs {
 	struct fs_options opt;
 	struct fs_info info;
 	uint32_t *section_disk;   /* section -> disk index */
+	uint8_t *section_changed; /* bitmap: a chunk file made or removed there (atomics) */
 	int *sections_fd;         /* disk index -> fd of <disk>/.lsmfs/sections */
 
 	pthread_mutex_t ns_lock;
@@ -379,6 +380,12 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in);
 void chunk_remember_unsynced(struct fs *fs, uint64_t ino);
 /* At mount: repair the chunks of every inode a crash left marked. */
 int chunk_recover(struct fs *fs);
+/* A chunk file was made or removed in section: chunk_sync_sections
+ * covers it. */
+void chunk_section_changed(struct fs *fs, uint32_t section);
+/* At unmount: fsync every section directory changed since the mount (a
+ * backing filesystem's syncfs may not: FUSE passes none on). */
+int chunk_sync_sections(struct fs *fs);
 void data_close_fds(struct fs *fs, struct fs_inode *in);
 /* Close the fds and free the data state of an inode being dropped. */
 void data_free(struct fs *fs, struct fs_inode *in);

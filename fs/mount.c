@@ -115,7 +115,8 @@ static int load_sections(struct fs *fs, char *err, size_t errlen)
 {
 	uint32_t n = fs->info.sections;
 	fs->section_disk = malloc(n * sizeof(uint32_t));
-	if (!fs->section_disk)
+	fs->section_changed = calloc(n / 8 + 1, 1);
+	if (!fs->section_disk || !fs->section_changed)
 		return -ENOMEM;
 	for (uint32_t s = 0; s < n; s++)
 		fs->section_disk[s] = UINT32_MAX;
@@ -298,6 +299,8 @@ int fs_close(struct fs *fs)
 				fs_logf(fs, "unmount: syncing disk %u (%s): %s", d, fs->ds->paths[d],
 					strerror(errno));
 			}
+		if (fs->section_changed && chunk_sync_sections(fs))
+			synced = false;
 		rc = fs_persist_all(fs);
 		/* Every chunk file's removal or record durable now: no crash
 		 * is left to sweep after (sweep.c). */
@@ -349,6 +352,7 @@ int fs_close(struct fs *fs)
 	stats_free(fs);
 	order_free(fs);
 	free(fs->section_disk);
+	free(fs->section_changed);
 	free(fs);
 	return rc;
 }

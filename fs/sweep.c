@@ -114,6 +114,7 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 			if (!fs_writable(fs))
 				rc = 1; /* remounted read-only: the next mount goes on */
 			else if (unlinkat(dirfd(dir), de->d_name, 0) == 0) {
+				chunk_section_changed(fs, section);
 				if (!n->removed++)
 					snprintf(n->first, sizeof(n->first), "%s/%s", sname, de->d_name);
 			} else if (errno != ENOENT) {
