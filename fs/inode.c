@@ -394,8 +394,10 @@ int inode_reclaim(struct fs *fs, uint64_t ino)
 	struct store_batch *b = store_batch_new();
 	if (!b)
 		return -ENOMEM;
-	/* Flags say what there is to scan; an unreadable record scans all. */
-	for (uint64_t from = 0; (!known || (rec.flags & INODE_FLAG_CHUNKED)) && from != UINT64_MAX;) {
+	/* Every chunk record, whatever the flags say: a crash can leave the
+	 * record of a file's first chunk without the chunked flag, which is
+	 * stored after it (data_to_chunked).  A scan of nothing is one seek. */
+	for (uint64_t from = 0; from != UINT64_MAX;) {
 		uint64_t freed = 0;
 		rc = data_drop_chunks(fs, ino, from, RECLAIM_RUN, b, &freed, &from);
 		if (!rc && store_batch_count(b))

@@ -399,6 +399,31 @@ else
 	fail "crash sweep: mount failed"
 fi
 
+# ---- an orphan growing past the inline limit at a crash ----
+# Unlinked while open, then written past the inline limit: the record of
+# chunk 0 (and the in-flux mark) reach the store before the inode record
+# with the chunked flag, and a crash can keep only them.  The mount's
+# reclaim must drop that chunk record too: it went by the flag, which left
+# it behind (fsck: LSMFS-020C, keys without an inode record).
+rm -rf "$T/s"; cp -a "$T/p" "$T/s"
+(
+	cd "$T/s" || exit 1
+	rec_edit "$I_G" 14 00000000 &&
+	"$EDIT" d1/$META del "$(dirent_key 1 g)" &&
+	"$EDIT" d1/$META put 4f$(be64 "$I_G") "" &&
+	"$EDIT" d1/$META put 43$(be64 "$I_G")$(be64 0) "" &&
+	"$EDIT" d1/$META put 47$(be64 "$I_G") ""
+) || fail "orphan growing: store_edit"
+if "$LSMFS" "$T/s/d1:$T/s/d2" "$M"; then
+	sleep 0.5; fusermount3 -u "$M"
+	for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
+	out=$("$FSCK" -n "$T/s/d1:$T/s/d2" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "orphan growing: after mount and unmount, fsck -n exit $rc: $out"
+	echo "test_fsck: orphan growing past the inline limit at a crash: reclaimed whole"
+else
+	fail "orphan growing: mount failed"
+fi
+
 # ---- the problem table ----
 S=$(cd "$(dirname "$0")/../../tools/fsck" && pwd)
 list=$("$FSCK" --list-problems 2>&1); rc=$?

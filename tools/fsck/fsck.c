@@ -118,9 +118,10 @@ int main(int argc, char **argv)
 	char err[1024] = "";
 	/* Repairs need the disks to themselves; -n takes no lock and writes
 	 * nothing, so it also runs (with a warning-free best effort) beside a
-	 * mounted filesystem. */
+	 * mounted filesystem.  A daemon still closing after its unmount is
+	 * waited for, as the daemon's own mount does: "umount; fsck -y". */
 	unsigned flags = DISKSET_TOLERANT | DISKSET_CLASH |
-			 (f.mode == FSCK_MODE_NO ? 0 : DISKSET_LOCK);
+			 (f.mode == FSCK_MODE_NO ? 0 : DISKSET_LOCK | DISKSET_LOCK_WAIT);
 	int rc = diskset_open(f.spec, flags, &f.ds, err, sizeof(err));
 	if (rc == -EBUSY) {
 		fprintf(stderr, "%s: %s\n%s: the filesystem is mounted or in use; refusing to change it (try -n)\n",
