@@ -17,8 +17,8 @@
  *
  * MANIFEST life cycle: recovery replays the MANIFEST named by CURRENT and
  * leaves it closed; the next log_and_apply starts a new MANIFEST (a snapshot
- * edit of the whole state, then the edit), syncs it and points CURRENT at
- * it.  Later edits are appended to it and synced.  A write that fails makes
+ * edit of the whole state, then the edit), syncs it and its directory,
+ * and points CURRENT at it.  Later edits are appended to it and synced.  A write that fails makes
  * the MANIFEST unusable: the next edit starts another one, and until it has
  * the set is "in doubt" (the failed edit may have reached the disk).
  */
@@ -864,6 +864,11 @@ int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 		rc = wal_add_record(w, rec.data, rec.len);
 	if (rc == 0)
 		rc = wal_sync(w);
+	/* The new MANIFEST's name durable before CURRENT names it: a
+	 * filesystem may write directory changes in any order, and a
+	 * CURRENT that names a missing MANIFEST opens nothing. */
+	if (rc == 0 && new_manifest)
+		rc = vs->env->ops->sync_dir(vs->env, vs->dir);
 	if (rc == 0 && new_manifest) {
 		current_touched = true;
 		rc = write_current(vs, mnum);

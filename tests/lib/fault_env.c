@@ -240,6 +240,14 @@ static void mfile_revert(struct mfile *f)
 	f->same = f->dur_len;
 }
 
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 /* ---- directory entries ---- */
 
 static struct entry *entries_find(struct entries *e, const char *name)
@@ -1105,6 +1113,33 @@ void fault_env_power_cut(struct fault_env *fe)
 	fe->kind = FAULT_NONE;
 	fe->active = false;
 	pthread_mutex_unlock(&fe->mu);
+}
+
+void fault_env_power_cut_any_order(struct fault_env *fe, uint64_t seed)
+{
+	pthread_mutex_lock(&fe->mu);
+	uint64_t s = seed;
+	for (size_t i = 0; i < fe->ndirs; i++) {
+		struct mdir *d = fe->dirs[i];
+		/* Names made or repointed since the last sync_dir. */
+		for (size_t j = 0; j < d->cur.n; j++) {
+			struct entry *c = &d->cur.v[j];
+			struct entry *u = entries_find(&d->dur, c->name);
+			if ((!u || u->file != c->file) && (splitmix(&s) & 1))
+				(void)entries_set(&d->dur, c->name, c->file);
+		}
+		/* Names removed since. */
+		for (size_t j = 0; j < d->dur.n;) {
+			struct entry *u = &d->dur.v[j];
+			if (!entries_find(&d->cur, u->name) && (splitmix(&s) & 1)) {
+				entries_remove(&d->dur, u);
+				continue;
+			}
+			j++;
+		}
+	}
+	pthread_mutex_unlock(&fe->mu);
+	fault_env_power_cut(fe);
 }
 
 int fault_env_corrupt(struct fault_env *fe, const char *path, uint64_t off,

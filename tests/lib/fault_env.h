@@ -53,6 +53,11 @@ uint64_t fault_env_ops(struct fault_env *fe);
  * faults so the store can be reopened.  Open handles of the dead store
  * keep failing with -EIO (they belong to the dead process). */
 void fault_env_power_cut(struct fault_env *fe);
+/* The same, but first each directory change not yet synced (a name made,
+ * repointed by a rename, or removed) reaches the disk or not, at random
+ * (seed): a filesystem may write its directory updates in any order, so a
+ * rename can be durable while a creation before it is not. */
+void fault_env_power_cut_any_order(struct fault_env *fe, uint64_t seed);
 
 /* A disk of `bytes` (0: unlimited): an append or preallocate that would
  * make the files named in the directories hold more fails with -ENOSPC

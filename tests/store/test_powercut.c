@@ -9,7 +9,9 @@
  * range (every op when it is small, a stride with jitter otherwise), a fresh
  * env is armed with FAULT_POWER_CUT after N ops and the workload runs until
  * an op fails (then nothing more is issued).  store_close may fail but must
- * not crash or leak; fault_env_power_cut() drops everything not durable;
+ * not crash or leak; fault_env_power_cut() drops everything not durable
+ * (at every other cut point, after keeping a random subset of the directory
+ * changes not synced: fault_env_power_cut_any_order());
  * store_open must then succeed, and tu_dm_verify checks:
  *   - every durable write (SYNC flag, options.sync, or acked before a
  *     successful store_sync) is there, or a later write of the same key;
@@ -140,7 +142,11 @@ static void run_one(const struct variant *v, uint64_t seed, uint64_t nops,
 		ck_assert_msg(crc == 0, "powercut %s seed=%" PRIu64 ": close: %d",
 			      v->name, seed, crc);
 
-	fault_env_power_cut(fe);
+	/* Every other cut point: unsynced directory changes in any order. */
+	if (after & 1)
+		fault_env_power_cut_any_order(fe, seed ^ after);
+	else
+		fault_env_power_cut(fe);
 	tu_dm_power_cut(wl.dm);
 
 	struct store *st = NULL;
@@ -205,6 +211,52 @@ static uint64_t second_cut(struct tu_rng *rng)
 	return tu_rng_below(rng, 41);
 }
 
+/*
+ * An open writes a new MANIFEST, then points CURRENT at it (a rename).
+ * Cut the power at every env op of a reopen, keeping each directory change
+ * not yet synced or not, at random: a rename of CURRENT.tmp over CURRENT
+ * can reach the disk before the new MANIFEST's name does.  The store must
+ * open again with the synced key (it did not: "CURRENT names
+ * MANIFEST-000005, which does not exist", the fs power-cut test, seed
+ * 1264576842, cut point 110).
+ */
+START_TEST(test_reopen_any_order)
+{
+	struct store_options o;
+	for (uint64_t cut = 0;; cut++) {
+		bool struck = false;
+		for (uint64_t seed = 1; seed <= 16 && (cut == 0 || seed == 1 || struck); seed++) {
+			struct fault_env *fe = fault_env_new();
+			ck_assert_ptr_nonnull(fe);
+			store_options_init(&o);
+			o.env = fault_env_env(fe);
+			o.create_if_missing = true;
+			struct store *st;
+			ck_assert_int_eq(store_open(DIR, &o, &st), 0);
+			ck_assert_int_eq(store_put(st, "k", 1, "v", 1, STORE_WRITE_SYNC), 0);
+			ck_assert_int_eq(store_close(st), 0);
+			fault_env_arm(fe, FAULT_POWER_CUT, cut);
+			if (store_open(DIR, &o, &st) == 0)
+				(void)store_close(st);
+			struck = fault_env_struck(fe);
+			fault_env_power_cut_any_order(fe, seed * 1000003u + cut);
+			int rc = store_open(DIR, &o, &st);
+			ck_assert_msg(rc == 0, "cut at op %" PRIu64 " of the reopen, seed %" PRIu64
+				      ": open after the cut: %d", cut, seed, rc);
+			void *v;
+			size_t vl;
+			ck_assert_int_eq(store_get(st, NULL, "k", 1, &v, &vl), 0);
+			ck_assert(vl == 1 && !memcmp(v, "v", 1));
+			free(v);
+			ck_assert_int_eq(store_close(st), 0);
+			fault_env_free(fe);
+		}
+		if (!struck)
+			break; /* the reopen ran whole: every op of it was a cut point */
+	}
+}
+END_TEST
+
 START_TEST(test_powercut)
 {
 	const struct variant *v = &variants[_i];
@@ -268,6 +320,7 @@ static Suite *powercut_suite(void)
 	Suite *s = suite_create("powercut");
 	TCase *tc = tcase_create("powercut");
 	tcase_set_timeout(tc, tu_soak() ? 36000 : 1200);
+	tcase_add_test(tc, test_reopen_any_order);
 	tcase_add_loop_test(tc, test_powercut, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
