@@ -31,10 +31,10 @@
  * mode (on top of those around every sync);
  * LSMFS_POWERCUT_OPS the workload's operations per mode; LSMFS_SOAK=1 runs
  * more of everything; LSMFS_POWERCUT_MAXFAIL stops a mode after that many
- * failing points (5); LSMFS_POWERCUT_ALLOW=0208[,NNNN...] tolerates a cut
- * point whose fsck complaints all carry listed codes (LSMFS-0208, chunk
- * past the file's size, is a known bug being fixed in fs/; the variable
- * goes once it is); LSMFS_POWERCUT_BREAK=1 is the checker's self-test:
+ * failing points (5); LSMFS_POWERCUT_ALLOW=NNNN[,NNNN...] tolerates a cut
+ * point whose fsck complaints all carry listed codes (a knob for chasing
+ * one bug with others open; no test sets it); LSMFS_POWERCUT_BREAK=1 is
+ * the checker's self-test:
  * the replay forgets every file sync, and the test passes only if it
  * catches acknowledged fsyncs lost (mount and fsck verdicts ignored).
  * Scratch space is on /dev/shm when TMPDIR is not set.
