@@ -210,10 +210,12 @@ damage_store_table() { # bytes flipped inside the largest table
 }
 
 check chunk_missing 0504
+grep -q "LSMFS-0504 inode $I_BIG (/a/b/big) chunk 1" <<<"$out" || fail "chunk_missing: the file's path is not named: $out"
 check chunk_ownerless 0507
 check chunk_misplaced 0506
 check chunk_too_long 0505
 check chunk_short 050E
+grep -q "LSMFS-050E inode $I_BIG (/a/b/big) chunk 1" <<<"$out" || fail "chunk_short: the file's path is not named: $out"
 check stray_name 0509
 check inode_gone 0302
 check nlink 0401

@@ -137,6 +137,10 @@ struct fsck_inode *fsck_inode_add(struct fsck *f, uint64_t ino);
 /* The first entry of directory parent (entries are sorted by parent), and
  * whether it has any. */
 size_t fsck_first_child(const struct fsck *f, uint64_t parent);
+/* A path of ino from the root through the model's entries ("/a/b"), in
+ * out[cap] (the result points into out), or words saying why there is
+ * none: for messages. */
+const char *fsck_path_of(struct fsck *f, uint64_t ino, char *out, size_t cap);
 bool fsck_has_children(const struct fsck *f, uint64_t dir);
 /* The DT_* type every entry naming ino agrees on; 0 if none or they
  * disagree.  O(log n) after the first call builds an index; entries must

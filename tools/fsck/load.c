@@ -176,12 +176,14 @@ static int cmp_ref(const void *a, const void *b)
 	return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-uint8_t fsck_entries_type(struct fsck *f, uint64_t ino)
+/* The first index in by_ino of an entry naming ino (nentries when none,
+ * or out of memory); by_ino is built once, when first asked. */
+static size_t first_ref(struct fsck *f, uint64_t ino)
 {
-	if (!f->by_ino) { /* built once, when a repair first asks */
+	if (!f->by_ino) {
 		f->by_ino = malloc((f->nentries ? f->nentries : 1) * sizeof(*f->by_ino));
 		if (!f->by_ino)
-			return 0;
+			return f->nentries;
 		for (size_t i = 0; i < f->nentries; i++)
 			f->by_ino[i] = (struct fsck_ino_ref){.ino = f->entries[i].ino, .entry = i};
 		if (f->nentries)
@@ -195,6 +197,43 @@ uint8_t fsck_entries_type(struct fsck *f, uint64_t ino)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+const char *fsck_path_of(struct fsck *f, uint64_t ino, char *out, size_t cap)
+{
+	/* Built backwards from the end of out: name, then its parent's. */
+	if (cap < 2)
+		return "";
+	size_t at = cap - 1;
+	out[at] = '\0';
+	for (size_t depth = 0; ino != LSMFS_ROOT_INO; depth++) {
+		size_t i = first_ref(f, ino);
+		if (depth > f->nentries || i >= f->nentries || f->by_ino[i].ino != ino) {
+			snprintf(out, cap, "inode %" PRIu64 " has no path from the root", ino);
+			return out;
+		}
+		const struct fsck_entry *e = &f->entries[f->by_ino[i].entry];
+		size_t n = strlen(e->name);
+		if (n + 1 > at) {
+			snprintf(out, cap, "a path longer than %zu bytes", cap);
+			return out;
+		}
+		at -= n;
+		memcpy(out + at, e->name, n);
+		out[--at] = '/';
+		ino = e->parent;
+	}
+	if (at == cap - 1)
+		out[--at] = '/';
+	return out + at;
+}
+
+uint8_t fsck_entries_type(struct fsck *f, uint64_t ino)
+{
+	size_t lo = first_ref(f, ino);
+	if (!f->by_ino)
+		return 0;
 	uint8_t t = 0;
 	for (size_t i = lo; i < f->nentries && f->by_ino[i].ino == ino; i++) {
 		uint8_t et = f->entries[f->by_ino[i].entry].type;

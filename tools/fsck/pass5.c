@@ -386,7 +386,7 @@ void fsck_pass5_data(struct fsck *f)
 		if (d >= nd)
 			continue; /* reported above */
 		f->chunks_per_disk[d]++;
-		char file[LSMFS_META_PATH_MAX + 160];
+		char file[LSMFS_META_PATH_MAX + 160], path[4096];
 		fsck_chunk_file(f, c->ino, c->chunk, file, sizeof(file));
 		struct stat st;
 		if (stat(file, &st) != 0) {
@@ -397,7 +397,9 @@ void fsck_pass5_data(struct fsck *f)
 			} else if (errno == ENOENT) {
 				if (problem_fix(f, PR_CHUNK_MISSING,
 						&(struct problem_ctx){.ino = c->ino, .chunk = c->chunk,
-								      .file = file, .num = c->durable})) {
+								      .file = file, .num = c->durable,
+								      .path = fsck_path_of(f, c->ino, path,
+											   sizeof(path))})) {
 					/* the record goes; the bytes read as zeros either way */
 					uint8_t k[KEY_MAX];
 					fsck_repaired(f, fsck_del_key(f, k, key_chunk(k, c->ino, c->chunk)));
@@ -410,7 +412,9 @@ void fsck_pass5_data(struct fsck *f)
 			if (problem_fix(f, PR_CHUNK_SHORT,
 					&(struct problem_ctx){.ino = c->ino, .chunk = c->chunk, .file = file,
 							      .num = (uint64_t)st.st_size,
-							      .num2 = c->durable}))
+							      .num2 = c->durable,
+							      .path = fsck_path_of(f, c->ino, path,
+										   sizeof(path))}))
 				fsck_repaired(f, fsck_put_chunk_len(f, c->ino, c->chunk,
 								    (uint64_t)st.st_size));
 		} else if ((uint64_t)st.st_size > f->info.chunk_size &&

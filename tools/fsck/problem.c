@@ -104,8 +104,8 @@ static const struct problem table[] = {
 	/* Only a chunk whose record says fsync made bytes durable: without a
 	 * length a missing file is a hole the schema allows. */
 	{PR_CHUNK_MISSING,
-	 "inode %i chunk %c: %f is missing: %n bytes fsync made durable are lost (reads fail "
-	 "with EIO)", PR_SEV_ERROR, false,
+	 "inode %i (%p) chunk %c: %f is missing: %n bytes fsync made durable are lost (reads "
+	 "fail with EIO)", PR_SEV_ERROR, false,
 	 "remove the chunk record (the lost bytes read as a hole)"},
 	{PR_CHUNK_TOO_LONG, "%f: %n bytes, longer than a chunk (%N)", PR_SEV_MINOR, true,
 	 "cut the file to the chunk size (bytes past it are never read)"},
@@ -135,8 +135,8 @@ static const struct problem table[] = {
 	{PR_SECTION_BEYOND, "section map entry for section %S, beyond the %n sections",
 	 PR_SEV_MINOR, false, NULL},
 	{PR_CHUNK_SHORT,
-	 "inode %i chunk %c: %f holds %n bytes, its record says fsync made %N durable: the "
-	 "bytes from %n on are lost (reads fail with EIO)", PR_SEV_ERROR, false,
+	 "inode %i (%p) chunk %c: %f holds %n bytes, its record says fsync made %N durable: "
+	 "the bytes from %n on are lost (reads fail with EIO)", PR_SEV_ERROR, false,
 	 "set the record's length to what the file holds (the lost bytes read as a hole)"},
 };
 
