@@ -743,35 +743,33 @@ static int recover_one(struct fs *fs, uint64_t ino, uint64_t *dropped, uint64_t 
 	return rc;
 }
 
+struct ino_list {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int collect_ino(struct fs *fs, uint64_t ino, void *ctx)
+{
+	struct ino_list *l = ctx; /* keys are unique: no search, unlike push_u64 */
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		uint64_t *g = realloc(l->v, nc * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		l->v = g;
+		l->cap = nc;
+	}
+	l->v[l->n++] = ino;
+	return 0;
+}
+
 int chunk_recover(struct fs *fs)
 {
-	uint8_t lo[1] = {KEY_FLUX}, hi[1] = {KEY_FLUX + 1};
-	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
-	uint64_t *inos = NULL;
-	size_t n = 0, cap = 0;
-	struct store_iter *it;
-	int rc = store_iter_new(fs->st, &io, &it);
-	if (rc)
-		return rc;
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-		size_t kl;
-		const uint8_t *key = store_iter_key(it, &kl);
-		if (kl != 9)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			uint64_t *g = realloc(inos, cap * sizeof(*inos));
-			if (!g) {
-				rc = -ENOMEM;
-				break;
-			}
-			inos = g;
-		}
-		inos[n++] = sc_get_be64(key + 1);
-	}
-	if (!rc)
-		rc = store_iter_status(it);
-	store_iter_free(it);
+	/* Collected first: the repair writes where the scan reads. */
+	struct ino_list l = {0};
+	int rc = fs_each_ino_key(fs, KEY_FLUX, collect_ino, &l);
+	uint64_t *inos = l.v;
+	size_t n = l.n;
 	uint64_t dropped = 0, missing = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
 		/* One inode that cannot be repaired keeps its mark (the next

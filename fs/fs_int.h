@@ -243,6 +243,10 @@ int fs_close(struct fs *fs);
 int fs_alloc_ino(struct fs *fs, uint64_t *ino);
 /* 1 if the store holds key, 0 if not, or a negative errno. */
 int fs_key_exists(struct fs *fs, const uint8_t *key, size_t klen);
+/* fn(ino) for every key `type` be64(ino) (orphans, in-flux marks), in
+ * order, until fn returns non-zero (returned). */
+int fs_each_ino_key(struct fs *fs, uint8_t type, int (*fn)(struct fs *fs, uint64_t ino, void *ctx),
+		    void *ctx);
 void fs_logf(struct fs *fs, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void fs_now(int64_t *sec, uint32_t *nsec);

@@ -47,6 +47,27 @@ int fs_key_exists(struct fs *fs, const uint8_t *key, size_t klen)
 	return rc == -ENOENT ? 0 : rc;
 }
 
+int fs_each_ino_key(struct fs *fs, uint8_t type, int (*fn)(struct fs *fs, uint64_t ino, void *ctx),
+		    void *ctx)
+{
+	uint8_t lo[1] = {type}, hi[1] = {(uint8_t)(type + 1)};
+	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
+	struct store_iter *it;
+	int rc = store_iter_new(fs->st, &io, &it);
+	if (rc)
+		return rc;
+	for (store_iter_seek_first(it); !rc && store_iter_valid(it); store_iter_next(it)) {
+		size_t kl;
+		const uint8_t *key = store_iter_key(it, &kl);
+		if (kl == 9)
+			rc = fn(fs, sc_get_be64(key + 1), ctx);
+	}
+	if (!rc)
+		rc = store_iter_status(it);
+	store_iter_free(it);
+	return rc;
+}
+
 static int get_u64(struct fs *fs, const char *name, uint64_t *v)
 {
 	uint8_t k[KEY_MAX];

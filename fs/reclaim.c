@@ -128,30 +128,20 @@ void reclaim_stop(struct fs *fs)
 	r->n = r->cap = 0;
 }
 
+static int queue_orphan(struct fs *fs, uint64_t ino, void *ctx)
+{
+	int rc = reclaim_queue(fs, ino);
+	if (rc == -ESRCH)
+		rc = inode_reclaim(fs, ino); /* no thread: here and now */
+	if (!rc)
+		(*(size_t *)ctx)++;
+	return rc;
+}
+
 int reclaim_orphans(struct fs *fs)
 {
-	uint8_t lo[1] = {KEY_ORPHAN}, hi[1] = {KEY_ORPHAN + 1};
-	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
-	struct store_iter *it;
-	int rc = store_iter_new(fs->st, &io, &it);
-	if (rc)
-		return rc;
 	size_t n = 0;
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-		size_t kl;
-		const uint8_t *key = store_iter_key(it, &kl);
-		if (kl != 9)
-			continue;
-		uint64_t ino = sc_get_be64(key + 1);
-		if ((rc = reclaim_queue(fs, ino)) == -ESRCH)
-			rc = inode_reclaim(fs, ino); /* no thread: here and now */
-		if (rc)
-			break;
-		n++;
-	}
-	if (!rc)
-		rc = store_iter_status(it);
-	store_iter_free(it);
+	int rc = fs_each_ino_key(fs, KEY_ORPHAN, queue_orphan, &n);
 	if (!rc && n)
 		fs_logf(fs, "reclaiming %zu orphan inode%s left by a crash", n, n == 1 ? "" : "s");
 	return rc;
