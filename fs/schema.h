@@ -25,6 +25,7 @@
 
 #define META_FS "fs"
 #define META_NEXT_INO "next_ino"
+#define META_MOUNTED "mounted" /* fs/sweep.c: mounted read-write, or a crash */
 
 #define NAME_MAX_BYTES 255
 /* Longest key: type, be64 parent, be64 hash, 255-byte name. */

@@ -35,8 +35,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define META_MOUNTED "mounted"
-
 int sweep_arm(struct fs *fs)
 {
 	uint8_t k[KEY_MAX];

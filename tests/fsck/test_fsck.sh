@@ -381,6 +381,7 @@ if "$LSMFS" "$T/s/d1:$T/s/d2" "$M"; then
 	"$EDIT" "$T/s/d1/$META" del 43$(be64 "$I_BIG")$(be64 4) || fail "crash sweep: store_edit"
 	out=$("$FSCK" -n "$T/s/d1:$T/s/d2" 2>&1); rc=$?
 	[[ $rc == 4 ]] && grep -q "LSMFS-0507.*$f4" <<<"$out" || fail "crash sweep: before the mount, fsck -n exit $rc: $out"
+	grep -q "not cleanly unmounted" <<<"$out" || fail "crash sweep: fsck -n does not say the filesystem was not cleanly unmounted: $out"
 	out=$("$LSMFS" -f "$T/s/d1:$T/s/d2" "$M" 2>&1 &
 	      for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.1; done
 	      sleep 0.5; fusermount3 -u "$M"; wait)
@@ -389,6 +390,7 @@ if "$LSMFS" "$T/s/d1:$T/s/d2" "$M"; then
 		fail "crash sweep: the daemon did not say what it removed: $out"
 	out=$("$FSCK" -n "$T/s/d1:$T/s/d2" 2>&1); rc=$?
 	[[ $rc == 0 ]] || fail "crash sweep: after mount and unmount, fsck -n exit $rc: $out"
+	grep -q "not cleanly unmounted" <<<"$out" && fail "crash sweep: after a clean unmount, fsck -n says it was not: $out"
 	# Cleanly unmounted now: the same file is damage, the mount keeps it.
 	head -c 5000 "$T/ownerless.bytes" > "$T/s/$f4"
 	"$LSMFS" "$T/s/d1:$T/s/d2" "$M" && sleep 0.5 && fusermount3 -u "$M"

@@ -157,6 +157,12 @@ int main(int argc, char **argv)
 		status = rc == -EUCLEAN ? FSCK_EXIT_UNCORRECTED : FSCK_EXIT_OPERATIONAL;
 		goto out;
 	}
+	if (f.mounted_mark)
+		/* As e2fsck says a journal needs recovery: what a crash leaves
+		 * (chunk files without record, orphans) is the mount's to
+		 * clean up, and is reported below until it has. */
+		printf("%s: not cleanly unmounted (or mounted read-write now): mount and unmount "
+		       "it once to finish the crash recovery before repairing\n", prog);
 	if (!fsck_cancelled(&f)) {
 		printf("Pass 2: Checking inodes, sizes and data keys\n");
 		fflush(stdout);

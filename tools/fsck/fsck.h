@@ -74,6 +74,7 @@ struct fsck {
 	struct fs_info info;
 	bool info_ok;
 	uint64_t next_ino;
+	bool mounted_mark;      /* `M mounted`: mounted read-write, or a crash */
 	uint32_t *section_disk; /* UINT32_MAX: no entry */
 	char disk_why[512];     /* a clash: why the disk at clash_spare is that disk */
 	/* the model */

@@ -388,6 +388,8 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 	case KEY_META:
 		if (kl == 1 + strlen(META_NEXT_INO) && !memcmp(k + 1, META_NEXT_INO, kl - 1) && vl == 8)
 			f->next_ino = sc_get_le64(v);
+		if (kl == 1 + strlen(META_MOUNTED) && !memcmp(k + 1, META_MOUNTED, kl - 1))
+			f->mounted_mark = true;
 		return 0;
 	case KEY_DISK:
 		return 0; /* checked in pass 5 with point reads */
