@@ -215,7 +215,12 @@ static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint
 	if (fd < 0 && errno == ENOENT) {
 		char sdir[16];
 		snprintf(sdir, sizeof(sdir), "%" PRIu32, section);
-		(void)mkdirat(dirfd, sdir, 0700); /* EEXIST from a racing mkdir is fine */
+		/* EEXIST from a racing mkdir is fine.  A new section directory
+		 * is made durable at once (rare): no fsync of the chunks in it
+		 * covers its own name. */
+		if (mkdirat(dirfd, sdir, 0700) == 0 && fsync(dirfd) != 0)
+			log_chunk_error(fs, section, "", "syncing the new section directory in ",
+					errno);
 		fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
 	}
 	if (fd < 0) {

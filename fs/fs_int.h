@@ -200,7 +200,7 @@ struct fs {
 	struct {
 		bool armed;   /* `M mounted` is in the store */
 		bool pending; /* it was there at mount: a crash */
-		bool done;
+		bool ran, done;
 	} sweep;
 
 	/* Reports from the store and the daemon go to log(ctx, line). */

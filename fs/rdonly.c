@@ -75,6 +75,9 @@ static int settle(struct fs *fs)
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++)
 		if (syncfs(fs->sections_fd[d]) != 0 && !rc)
 			rc = -errno;
+	int r3 = chunk_sync_sections(fs); /* syncfs may not reach them (FUSE disks) */
+	if (!rc)
+		rc = r3;
 	return rc;
 }
 

@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,9 @@ int sweep_arm(struct fs *fs)
 
 int sweep_finish(struct fs *fs)
 {
+	if (fs->sweep.pending && !fs->sweep.ran)
+		fs_logf(fs, "the sweep for chunk files a crash left never ran (no reclaim thread): "
+			"the next mount sweeps");
 	if (!fs->sweep.armed || (fs->sweep.pending && !fs->sweep.done))
 		return 0;
 	uint8_t k[KEY_MAX];
@@ -72,7 +76,7 @@ static int parse_name(const char *name, uint32_t section, uint64_t *ino, uint64_
 }
 
 struct sweep_count {
-	uint64_t seen, removed;
+	uint64_t seen, removed, failed;
 	char first[600]; /* the first file removed, for the log */
 };
 
@@ -81,7 +85,7 @@ struct sweep_count {
 static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char *sname,
 			 struct sweep_count *n)
 {
-	int dfd = openat(fs->sections_fd[d], sname, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = openat(fs->sections_fd[d], sname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *dir = dfd < 0 ? NULL : fdopendir(dfd);
 	if (!dir) {
 		int e = errno;
@@ -95,34 +99,45 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 	struct dirent *de;
 	errno = 0;
 	while (!rc && (de = readdir(dir))) {
+		/* An unmount or a remount read-only stops it: the next mount
+		 * goes on (both are atomic loads). */
+		if (reclaim_stopping(fs) || !fs_writable(fs)) {
+			rc = 1;
+			break;
+		}
 		uint64_t ino, chunk;
 		if (!parse_name(de->d_name, section, &ino, &chunk) ||
 		    chunk_section(ino, chunk, fs->info.sections) != section)
 			continue; /* not a chunk file of this section: fsck's */
+		struct stat st;
+		if (de->d_type != DT_REG &&
+		    (de->d_type != DT_UNKNOWN ||
+		     fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		     !S_ISREG(st.st_mode)))
+			continue; /* the daemon makes only files: fsck's */
 		n->seen++;
-		if ((n->seen & 1023) == 0 && reclaim_stopping(fs))
-			rc = 1;
 		pthread_mutex_t *lock = inode_lock_of(fs, ino);
 		pthread_mutex_lock(lock);
 		uint64_t durable;
 		int has = chunk_record_get(fs, ino, chunk, &durable);
+		int e = 0;
 		if (has < 0) {
 			rc = has;
 		} else if (has == 0) {
-			if (!fs_writable(fs))
-				rc = 1; /* remounted read-only: the next mount goes on */
-			else if (unlinkat(dirfd(dir), de->d_name, 0) == 0) {
+			if (unlinkat(dirfd(dir), de->d_name, 0) == 0) {
 				chunk_section_changed(fs, section);
 				if (!n->removed++)
 					snprintf(n->first, sizeof(n->first), "%s/%s", sname, de->d_name);
 			} else if (errno != ENOENT) {
-				rc = -errno;
+				e = errno; /* immutable, say: left for fsck, logged */
 			}
 		}
 		pthread_mutex_unlock(lock);
-		if (rc < 0)
+		if (rc < 0 || e)
 			fs_logf(fs, "disk %u: sweeping %s%s/%s/%s/%s: %s", d, fs->ds->paths[d],
-				LSMFS_DIR, LSMFS_SECTIONS_DIR, sname, de->d_name, strerror(-rc));
+				LSMFS_DIR, LSMFS_SECTIONS_DIR, sname, de->d_name,
+				strerror(rc < 0 ? -rc : e));
+		n->failed += e != 0;
 		errno = 0;
 	}
 	if (!rc && errno) {
@@ -138,6 +153,7 @@ void sweep_run(struct fs *fs)
 {
 	if (!fs->sweep.pending || fs->sweep.done)
 		return;
+	fs->sweep.ran = true;
 	struct sweep_count n = {0};
 	int rc = 0;
 	for (uint32_t d = 0; d < fs->ds->ndisks && !rc; d++) {
@@ -156,14 +172,21 @@ void sweep_run(struct fs *fs)
 			break;
 		}
 		struct dirent *de;
+		errno = 0;
 		while (!rc && (de = readdir(top))) {
-			char *end;
-			errno = 0;
+			char *end, canon[16];
 			unsigned long s = strtoul(de->d_name, &end, 10);
-			if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || errno ||
-			    s >= fs->info.sections || fs->section_disk[s] != d)
+			snprintf(canon, sizeof(canon), "%lu", s);
+			if (strcmp(canon, de->d_name) || s >= fs->info.sections ||
+			    fs->section_disk[s] != d)
 				continue; /* not a section of this disk: fsck's */
 			rc = sweep_section(fs, d, (uint32_t)s, de->d_name, &n);
+			errno = 0;
+		}
+		if (!rc && errno) {
+			rc = -errno;
+			fs_logf(fs, "disk %u: sweeping %s%s/%s: reading the directory: %s", d,
+				fs->ds->paths[d], LSMFS_DIR, LSMFS_SECTIONS_DIR, strerror(-rc));
 		}
 		closedir(top);
 	}
@@ -171,6 +194,10 @@ void sweep_run(struct fs *fs)
 		fs_logf(fs, "after a crash: removed %" PRIu64 " chunk file%s whose record never "
 			"became durable (never synced; the first: %s)", n.removed,
 			n.removed == 1 ? "" : "s", n.first);
+	if (n.failed)
+		fs_logf(fs, "after a crash: %" PRIu64 " chunk file%s without record could not be "
+			"removed (logged above; fsck.lsmfs reports them)", n.failed,
+			n.failed == 1 ? "" : "s");
 	if (rc == 0)
 		fs->sweep.done = true;
 	else

@@ -7,6 +7,9 @@
  * Writable files are append-only: the store never rewrites a byte in place.
  * A writable file buffers appends; env_flush() hands them to the OS (a
  * process crash then loses nothing), env_sync() also makes them durable.
+ * Appends reach the OS in writes that start where the last flush ended or
+ * a multiple of ENV_WRITE_UNIT bytes after it (the buffer filling up): the
+ * commit-log reader tells a power cut's stale page by that (wal.c).
  * Thread safety: an env may be used from many threads; one file handle is
  * used by one thread at a time, except that pread on a readable file may be
  * called concurrently.
@@ -18,6 +21,8 @@
 #include <stdint.h>
 
 #include "store.h"
+
+#define ENV_WRITE_UNIT (64 * 1024)
 
 struct env_wfile; /* writable, append-only */
 struct env_rfile; /* readable, random access */

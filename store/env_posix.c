@@ -31,7 +31,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#define WFILE_BUF_SIZE (64 * 1024)
+#define WFILE_BUF_SIZE ENV_WRITE_UNIT
 
 struct env_wfile {
 	int fd;

@@ -22,11 +22,10 @@
  * remainder is all zeros (a cut inside block padding, or a zero-filled end
  * left by a crash) ends cleanly.  Zeros where a fragment header belongs are
  * a tail whatever follows, and so is a bad fragment that reaches into a
- * page ending in zeros from the fragment's last byte there (stale_page_in):
- * pages of an unsynced tail reach the disk in any order, each as the disk
- * last saw it, so a power cut can leave a stale page before valid data, and
- * since a sync covers every byte before its end, nothing after it was
- * synced.
+ * stale page (stale_page_in): pages of an unsynced tail reach the disk in
+ * any order, each as the disk last saw it, so a power cut can leave a
+ * stale page before valid data, and since a sync covers every byte before
+ * its end, nothing after it was synced.
  *
  * Locking: none; a writer or reader belongs to one thread at a time.
  */
@@ -344,14 +343,18 @@ static int corrupt(struct wal_reader *r, uint64_t off, uint64_t scan_from,
 }
 
 /*
- * Does block[from, to) (a fragment) reach into a page that a power cut left
- * stale?  Pages of an unsynced tail reach the disk in any order, each as
- * the disk last saw it: the writer's bytes up to wherever the file ended
- * then (any byte: env_posix writes its buffer out when full), zeros from
- * there to the page's end.  So a torn fragment has, in some file-aligned
- * page it overlaps, zeros from its last byte in that page to the page's end
- * (to the end of the file in the file's last page).  With that, a bad
- * fragment is a tail (see the file's header), not damage.
+ * Does block[from, to) (a fragment of the record that starts at file
+ * offset r->good) reach into a page that a power cut left stale?  Pages
+ * of an unsynced tail reach the disk in any order, each as the disk last
+ * saw it: the bytes of the writes made before that write-back, zeros
+ * after.  The log is flushed after every record (db_write.c), so a write
+ * starts at a record's start or ENV_WRITE_UNIT bytes after an earlier
+ * write's start inside the record (env.h).  So a torn fragment overlaps a
+ * file-aligned page that holds zeros from the fragment's last byte in it
+ * to the page's end (to the end of the file in the file's last page), and
+ * that zero run reaches back to the page's start or to such a write's
+ * start.  Damage to synced bytes that a zero run merely follows is not
+ * taken for one.
  */
 #define WAL_PAGE 4096u
 static bool stale_page_in(const struct wal_reader *r, size_t from, size_t to)
@@ -361,8 +364,18 @@ static bool stale_page_in(const struct wal_reader *r, size_t from, size_t to)
 	for (size_t p = from / WAL_PAGE * WAL_PAGE; p < to; p += WAL_PAGE) {
 		size_t page_end = p + WAL_PAGE < r->block_len ? p + WAL_PAGE : r->block_len;
 		size_t last = (to < page_end ? to : page_end) - 1;
-		if (all_zero(r->block + last, page_end - last))
-			return true;
+		if (!all_zero(r->block + last, page_end - last))
+			continue;
+		size_t z = last; /* the zero run: [z, page_end) */
+		while (z > p && r->block[z - 1] == 0)
+			z--;
+		if (z == p)
+			return true; /* nothing written there reached the disk */
+		uint64_t fz = r->block_off + z, fend = r->block_off + page_end, w = r->good;
+		if (w < fz)
+			w += (fz - w + ENV_WRITE_UNIT - 1) / ENV_WRITE_UNIT * ENV_WRITE_UNIT;
+		if (w < fend)
+			return true; /* a write starting at w never reached the disk */
 	}
 	return false;
 }
@@ -463,13 +476,10 @@ int wal_read_record(struct wal_reader *r, const uint8_t **rec, size_t *len)
 			return corrupt(r, frag_off, UINT64_MAX,
 				       "zero-filled fragment header before the end of the file");
 		}
-		/* The writer never writes such a length: only a header torn
-		 * across a stale page's end reads as one. */
+		/* The writer never writes such a length, and a stale page
+		 * only makes one smaller: damage. */
 		if (end > WAL_BLOCK_SIZE)
-			return corrupt(r, frag_off,
-				       stale_page_in(r, r->pos, r->pos + WAL_HEADER_SIZE)
-					       ? UINT64_MAX
-					       : next_block,
+			return corrupt(r, frag_off, next_block,
 				       "fragment length %zu runs past block end", n);
 		if (end > r->block_len)
 			return corrupt(r, frag_off, UINT64_MAX,

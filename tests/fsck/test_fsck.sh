@@ -393,7 +393,7 @@ if "$LSMFS" "$T/s/d1:$T/s/d2" "$M"; then
 	grep -q "not cleanly unmounted" <<<"$out" && fail "crash sweep: after a clean unmount, fsck -n says it was not: $out"
 	# Cleanly unmounted now: the same file is damage, the mount keeps it.
 	head -c 5000 "$T/ownerless.bytes" > "$T/s/$f4"
-	"$LSMFS" "$T/s/d1:$T/s/d2" "$M" && sleep 0.5 && fusermount3 -u "$M"
+	if "$LSMFS" "$T/s/d1:$T/s/d2" "$M"; then sleep 0.5; fusermount3 -u "$M"; else fail "crash sweep: the second mount failed"; fi
 	for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
 	[[ -e $T/s/$f4 ]] || fail "crash sweep: a mount after a clean unmount removed $f4"
 	out=$("$FSCK" -n "$T/s/d1:$T/s/d2" 2>&1); rc=$?

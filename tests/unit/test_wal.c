@@ -591,14 +591,15 @@ END_TEST
 
 /*
  * A power cut leaves each 4 KiB page of the unsynced tail either as it was
- * written last or as the disk last saw it: zeros from wherever the file
- * ended at that write-back (env_posix writes its 64 KiB buffer out at any
- * byte) to the page's end.  Zero the end of a few random pages past a
- * synced record, from a random byte on: every synced record must still
- * read back, whatever comes out is a prefix of what was written, and the
- * read ends cleanly or at a torn tail, never with mid-file corruption (it
- * refused the store's open: the power-cut test, seed 21, cut point 898,
- * where a page ended four bytes into a fragment's header).
+ * written last or as the disk last saw it: the bytes of the writes made
+ * before that write-back, zeros after.  The store flushes the log after
+ * every record, and a write starts at a record's start or 64 KiB
+ * (ENV_WRITE_UNIT) after an earlier write's start inside the record.
+ * Zero a few random pages past a synced record that way: every synced
+ * record must still read back, whatever comes out is a prefix of what was
+ * written, and the read ends cleanly or at a torn tail, never with
+ * mid-file corruption (it refused the store's open: the power-cut test,
+ * seed 21, cut point 898, where a page ended four bytes into a header).
  */
 START_TEST(test_stale_pages)
 {
@@ -609,21 +610,43 @@ START_TEST(test_stale_pages)
 		recs_init(&rs, 40, seed + (uint64_t)round);
 		for (size_t i = 0; i < rs.n; i++)
 			rs.len[i] = rng_next(&s) % 4 ? rng_next(&s) % 3000
-						     : rng_next(&s) % 50000;
-		write_recs(&rs);
+						     : rng_next(&s) % 150000;
+		struct wal_writer *w;
+		ck_assert_int_eq(wal_writer_open(env, path, &w), 0);
+		uint8_t *tmp = malloc(150000);
+		ck_assert_ptr_nonnull(tmp);
+		for (size_t i = 0; i < rs.n; i++) {
+			fill(&rs, i, tmp);
+			ck_assert_int_eq(wal_add_record(w, tmp, rs.len[i]), 0);
+			ck_assert_int_eq(wal_flush(w), 0); /* as the store does */
+			rs.end[i] = wal_writer_size(w);
+		}
+		ck_assert_int_eq(wal_writer_close(w), 0);
 		size_t synced = rng_next(&s) % rs.n;
-		uint64_t from = rec_start(&rs, synced);
 		uint64_t size = rs.end[rs.n - 1];
-		if (size <= from)
+		/* Where writes started past the synced records. */
+		uint64_t starts[4096];
+		size_t nstarts = 0;
+		for (size_t i = synced; i < rs.n; i++)
+			for (uint64_t at = rec_start(&rs, i); at < rs.end[i] && nstarts < 4096;
+			     at += ENV_WRITE_UNIT)
+				starts[nstarts++] = at;
+		if (nstarts == 0)
 			goto next;
 		int pages = 1 + (int)(rng_next(&s) % 3);
 		FILE *f = fopen(path, "r+b");
 		ck_assert_ptr_nonnull(f);
 		for (int k = 0; k < pages; k++) {
-			uint64_t q = from + rng_next(&s) % (size - from);
-			uint64_t pend = (q / 4096 + 1) * 4096;
-			if (pend > size)
-				pend = size;
+			/* A page the write starting at w reached, left as it was
+			 * before that write. */
+			uint64_t wstart = starts[rng_next(&s) % nstarts];
+			uint64_t wend = wstart + ENV_WRITE_UNIT;
+			for (size_t i = synced; i < rs.n; i++)
+				if (wstart >= rec_start(&rs, i) && wstart < rs.end[i] && rs.end[i] < wend)
+					wend = rs.end[i];
+			uint64_t page = (wstart + rng_next(&s) % (wend - wstart)) / 4096 * 4096;
+			uint64_t q = page > wstart ? page : wstart;
+			uint64_t pend = page + 4096 < size ? page + 4096 : size;
 			static uint8_t zeros[4096];
 			ck_assert_int_eq(fseek(f, (long)q, SEEK_SET), 0);
 			ck_assert_uint_eq(fwrite(zeros, 1, pend - q, f), pend - q);
@@ -632,8 +655,6 @@ START_TEST(test_stale_pages)
 
 		struct wal_reader *r;
 		ck_assert_int_eq(wal_reader_open(env, path, &r), 0);
-		uint8_t *tmp = malloc(50000);
-		ck_assert_ptr_nonnull(tmp);
 		size_t got = 0;
 		int rc;
 		const uint8_t *rec;
@@ -646,7 +667,6 @@ START_TEST(test_stale_pages)
 				      (unsigned long long)seed, round, got);
 			got++;
 		}
-		free(tmp);
 		ck_assert_msg(got >= synced, "seed %llu round %d: %zu of %zu synced records",
 			      (unsigned long long)seed, round, got, synced);
 		ck_assert_msg(rc == 0 || (rc == -EUCLEAN && wal_reader_error(r)->tail),
@@ -656,8 +676,43 @@ START_TEST(test_stale_pages)
 			      (unsigned long long)wal_reader_error(r)->offset);
 		wal_reader_close(r);
 	next:
+		free(tmp);
 		recs_free(&rs);
 	}
+}
+END_TEST
+
+/*
+ * Damage to synced bytes is not a stale page because zeros follow it: a
+ * record in the middle whose bytes before a page boundary (not a write's
+ * start, not the page's start) were zeroed, with whole records after it,
+ * is mid-file corruption.
+ */
+START_TEST(test_zeros_mid_record_are_damage)
+{
+	struct recs rs;
+	recs_init(&rs, 30, 52);
+	for (size_t i = 0; i < rs.n; i++)
+		rs.len[i] = 3000;
+	write_recs(&rs);
+	size_t k = 10;
+	while (rec_start(&rs, k) / 4096 == (rs.end[k] - 1) / 4096)
+		k++; /* a record that crosses a page boundary */
+	uint64_t b = rs.end[k] / 4096 * 4096;
+	if (b >= rs.end[k] - 8)
+		b -= 4096;
+	ck_assert_uint_gt(b - 64, rec_start(&rs, k) + HDR);
+	FILE *f = fopen(path, "r+b");
+	ck_assert_ptr_nonnull(f);
+	static uint8_t zeros[64];
+	ck_assert_int_eq(fseek(f, (long)(b - 64), SEEK_SET), 0);
+	ck_assert_uint_eq(fwrite(zeros, 1, sizeof(zeros), f), sizeof(zeros));
+	ck_assert_int_eq(fclose(f), 0);
+	struct wal_reader *r = read_expect(&rs, k, -EUCLEAN);
+	const struct wal_error *e = wal_reader_error(r);
+	ck_assert_msg(!e->tail, "zeros inside a synced record taken for a power cut: %s", e->msg);
+	wal_reader_close(r);
+	recs_free(&rs);
 }
 END_TEST
 
@@ -900,6 +955,7 @@ static Suite *wal_suite(void)
 	tcase_add_test(tc, test_zero_filled_end);
 	tcase_add_test(tc, test_zero_region_mid_file);
 	tcase_add_test(tc, test_stale_pages);
+	tcase_add_test(tc, test_zeros_mid_record_are_damage);
 	tcase_add_test(tc, test_write_errors_sticky);
 	tcase_add_test(tc, test_power_cut);
 	tcase_add_test(tc, test_crafted);

@@ -142,6 +142,8 @@ size_t fsck_first_child(const struct fsck *f, uint64_t parent);
  * out[cap] (the result points into out), or words saying why there is
  * none: for messages. */
 const char *fsck_path_of(struct fsck *f, uint64_t ino, char *out, size_t cap);
+/* Entries were reordered or dropped: forget the index by inode. */
+void fsck_entries_changed(struct fsck *f);
 bool fsck_has_children(const struct fsck *f, uint64_t dir);
 /* The DT_* type every entry naming ino agrees on; 0 if none or they
  * disagree.  O(log n) after the first call builds an index; entries must

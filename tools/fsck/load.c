@@ -200,6 +200,12 @@ static size_t first_ref(struct fsck *f, uint64_t ino)
 	return lo;
 }
 
+void fsck_entries_changed(struct fsck *f)
+{
+	free(f->by_ino);
+	f->by_ino = NULL;
+}
+
 const char *fsck_path_of(struct fsck *f, uint64_t ino, char *out, size_t cap)
 {
 	/* Built backwards from the end of out: name, then its parent's. */
@@ -209,7 +215,8 @@ const char *fsck_path_of(struct fsck *f, uint64_t ino, char *out, size_t cap)
 	out[at] = '\0';
 	for (size_t depth = 0; ino != LSMFS_ROOT_INO; depth++) {
 		size_t i = first_ref(f, ino);
-		if (depth > f->nentries || i >= f->nentries || f->by_ino[i].ino != ino) {
+		if (depth > f->nentries || i >= f->nentries || f->by_ino[i].ino != ino ||
+		    f->entries[f->by_ino[i].entry].ino != ino) {
 			snprintf(out, cap, "inode %" PRIu64 " has no path from the root", ino);
 			return out;
 		}

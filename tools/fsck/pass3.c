@@ -107,6 +107,7 @@ static int drop_second_entry(struct fsck *f, struct fsck_entry *e, struct fsck_i
 	if (rc)
 		return rc;
 	drop->ino = 0;
+	fsck_entries_changed(f);
 	c->entries--;
 	if (from && from->subdirs)
 		from->subdirs--;
@@ -207,6 +208,7 @@ void fsck_pass3_dirs(struct fsck *f)
 	 * it explicit). */
 	if (f->nentries)
 		qsort(f->entries, f->nentries, sizeof(*f->entries), cmp_parent);
+	fsck_entries_changed(f);
 	char path[4096];
 	for (size_t i = 0; i < f->nentries && !fsck_cancelled(f); i++) {
 		struct fsck_entry *e = &f->entries[i];
@@ -247,6 +249,7 @@ void fsck_pass3_dirs(struct fsck *f)
 					&(struct problem_ctx){.path = path, .ino = e->ino})) {
 				fsck_repaired(f, fsck_del_entry(f, e));
 				e->ino = 0; /* gone: the walk skips it */
+				fsck_entries_changed(f);
 			}
 			continue;
 		}
