@@ -14,8 +14,13 @@
  * in its own thread, so a disk whose stat() hangs (a dead NFS server)
  * holds up nothing else.
  *
- * fs->disk_lost[d] is read and written with atomics; the thread's state
- * is guarded by fs->watch_lock.
+ * The metadata store's directory is watched the same way: when it goes
+ * (it may live on a disk of its own, mkfs --meta), every write would be
+ * lost, so the filesystem turns read-only (EROFS, as ext4 with
+ * errors=remount-ro), logged once; what the store holds still reads.
+ *
+ * fs->disk_lost[d] and fs->meta_lost are read and written with atomics;
+ * the thread's state is guarded by fs->watch_lock.
  */
 #include "fs_int.h"
 
@@ -25,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DISKWATCH_INTERVAL_MS 1000
 
@@ -56,6 +62,28 @@ static void check_disk(struct fs *fs, uint32_t d)
 		"until a remount", d, fs->ds->paths[d], why);
 }
 
+/* Is the store's directory still the one opened at mount? */
+static void check_meta(struct fs *fs)
+{
+	if (fs->meta_fd < 0 || __atomic_load_n(&fs->meta_lost, __ATOMIC_ACQUIRE))
+		return;
+	struct stat now, opened;
+	if (fstat(fs->meta_fd, &opened) != 0)
+		return;
+	const char *why = NULL;
+	if (stat(fs->ds->meta_dir, &now) != 0)
+		why = errno == ENOENT ? "it is gone from its path" : strerror(errno);
+	else if (now.st_dev != opened.st_dev || now.st_ino != opened.st_ino)
+		why = "the path now leads to another filesystem or directory";
+	if (!why)
+		return;
+	__atomic_store_n(&fs->meta_lost, 1, __ATOMIC_RELEASE);
+	fs_logf(fs, "%s: the metadata store's directory is no longer the one this filesystem was "
+		"mounted with (%s: unmounted, or something mounted over it?); the filesystem is "
+		"read-only until a remount, and writes since the last sync may be lost",
+		fs->ds->meta_dir, why);
+}
+
 static void *watcher(void *arg)
 {
 	struct fs *fs = arg;
@@ -72,6 +100,7 @@ static void *watcher(void *arg)
 		pthread_mutex_unlock(&fs->watch_lock);
 		for (uint32_t d = 0; d < fs->ds->ndisks; d++)
 			check_disk(fs, d);
+		check_meta(fs);
 		pthread_mutex_lock(&fs->watch_lock);
 	}
 	pthread_mutex_unlock(&fs->watch_lock);
@@ -80,6 +109,7 @@ static void *watcher(void *arg)
 
 int diskwatch_start(struct fs *fs)
 {
+	fs->meta_fd = open(fs->ds->meta_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	pthread_mutex_init(&fs->watch_lock, NULL);
 	pthread_cond_init(&fs->watch_cv, NULL);
 	fs->watch_initialized = true;
@@ -105,4 +135,7 @@ void diskwatch_stop(struct fs *fs)
 		pthread_cond_destroy(&fs->watch_cv);
 		fs->watch_initialized = false;
 	}
+	if (fs->meta_fd >= 0)
+		close(fs->meta_fd);
+	fs->meta_fd = -1;
 }

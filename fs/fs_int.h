@@ -173,6 +173,8 @@ struct fs {
 
 	/* diskwatch.c: per disk, 1 once it is no longer the disk opened. */
 	unsigned char *disk_lost;
+	int meta_fd;              /* the store's directory, as opened at mount; -1: none */
+	bool meta_lost;           /* atomics: the store's disk went: no more writes */
 	pthread_t watch_thread;
 	pthread_mutex_t watch_lock;
 	pthread_cond_t watch_cv;

@@ -217,6 +217,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	fs->ds = ds;
 	fs->opt = *opt;
 	fs->rdonly_pipe[0] = fs->rdonly_pipe[1] = -1;
+	fs->meta_fd = -1;
 	fs->log = log;
 	fs->log_ctx = log_ctx;
 	pthread_mutex_init(&fs->ns_lock, NULL);
@@ -340,6 +341,8 @@ int fs_close(struct fs *fs)
 		if (!rc)
 			rc = r2;
 	}
+	if (__atomic_load_n(&fs->meta_lost, __ATOMIC_ACQUIRE) && !rc)
+		rc = -EIO; /* its last writes went to a store nobody can see */
 	if (fs->stats_running) {
 		/* After the last flush, so the file keeps the final figures. */
 		stats_stop(fs);

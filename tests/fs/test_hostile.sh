@@ -12,7 +12,8 @@
 #   - an immutable chunk file still reads;
 #   - a chunk file cut short or removed after fsync reads as EIO (logged
 #     with its path), its neighbours still read;
-#   - a backing disk unmounted under the daemon: EIO, logged once;
+#   - a backing disk unmounted under the daemon: EIO, logged once; the
+#     metadata store's disk: read-only (EROFS), logged once;
 #   - renaming a directory into one 4,100 levels deep;
 #   - "umount; mount" at once, while the old daemon still works;
 #   - a buffered read after an O_DIRECT write (sync or io_submit) sees it;
@@ -253,6 +254,27 @@ if [[ -z ${HOSTILE_ONLY:-} || $HOSTILE_ONLY == lazy ]]; then
 		umnt
 		n=$(grep -c "lazy1 is no longer the disk" "$T/lazy.log")
 		[[ $n == 1 ]] || fail "the lost disk was logged $n times, want once: $(head -c 600 "$T/lazy.log")"
+	}
+fi
+
+# ---- the metadata store's disk unmounted under the daemon: read-only ----
+if [[ -z ${HOSTILE_ONLY:-} || $HOSTILE_ONLY == lazymeta ]]; then
+	rm -rf "$T/lm0" "$T/lm1" "$T/lmeta"; mkdir -p "$T/lm0" "$T/lm1" "$T/lmeta"
+	mount -t tmpfs -o size=64m tmpfs "$T/lmeta" && {
+		SPEC=$T/lm0:$T/lm1
+		"$MKFS" -q --chunk-size 65536 --meta "$T/lmeta/store" "$T/lm0" "$T/lm1" || fail "mkfs lazymeta"
+		"$LSMFS" -f -o allow_other "$SPEC" "$M" 2> "$T/lazymeta.log" &
+		for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.1; done
+		echo before > "$M/a" && sync "$M/a" || fail "writing before the store's disk went"
+		umount -l "$T/lmeta"
+		sleep 2.5 # the daemon looks every second
+		out=$(touch "$M/b" 2>&1) && fail "a create after the store's disk went succeeded"
+		[[ $out == *"Read-only file system"* ]] || fail "a create after the store's disk went: ${out:-no error}, want EROFS"
+		[[ $(cat "$M/a" 2>&1) == before ]] || fail "a file no longer reads after the store's disk went"
+		mkdir "$M/d" 2>/dev/null && fail "mkdir after the store's disk went succeeded"
+		umnt
+		n=$(grep -c "the metadata store's directory is no longer the one" "$T/lazymeta.log")
+		[[ $n == 1 ]] || fail "the lost store was logged $n times, want once: $(head -c 600 "$T/lazymeta.log")"
 	}
 fi
 
