@@ -204,6 +204,8 @@ void fsck_entries_changed(struct fsck *f)
 {
 	free(f->by_ino);
 	f->by_ino = NULL;
+	free(f->scrub_buf); /* a scrub cancelled before its report */
+	f->scrub_buf = NULL;
 }
 
 const char *fsck_path_of(struct fsck *f, uint64_t ino, char *out, size_t cap)
