@@ -204,8 +204,6 @@ void fsck_entries_changed(struct fsck *f)
 {
 	free(f->by_ino);
 	f->by_ino = NULL;
-	free(f->scrub_buf); /* a scrub cancelled before its report */
-	f->scrub_buf = NULL;
 }
 
 const char *fsck_path_of(struct fsck *f, uint64_t ino, char *out, size_t cap)
@@ -497,6 +495,8 @@ void fsck_unload(struct fsck *f)
 	free(f->inodes);
 	free(f->section_disk);
 	free(f->chunks_per_disk);
+	free(f->scrub_buf); /* a scrub cancelled before its report */
+	f->scrub_buf = NULL;
 	if (f->st)
 		store_close(f->st);
 	f->st = NULL;
