@@ -428,6 +428,22 @@ else
 	fail "orphan growing: mount failed"
 fi
 
+# ---- --scrub: every chunk file read whole from its disk ----
+out=$("$FSCK" -n --scrub "$T/p/d1:$T/p/d2" 2>&1); rc=$?
+want=$(find "$T/p/d1/.lsmfs/sections" "$T/p/d2/.lsmfs/sections" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+nfiles=$(find "$T/p/d1/.lsmfs/sections" "$T/p/d2/.lsmfs/sections" -type f | wc -l)
+[[ $rc == 0 ]] && grep -q "^Scrub: read $want bytes of $nfiles chunk files" <<<"$out" ||
+	fail "scrub of a clean filesystem: exit $rc, want 0 and $want bytes of $nfiles files read: $out"
+"$FSCK" -n "$T/p/d1:$T/p/d2" 2>&1 | grep -q "^Scrub:" && fail "fsck without --scrub scrubbed"
+# A chunk file that cannot be read (a directory in its place): named by path.
+rm -rf "$T/s"; cp -a "$T/p" "$T/s"
+f1=$(cd "$T/s" && chunk_file "$I_BIG" 1)
+rm "$T/s/$f1" && mkdir "$T/s/$f1"
+out=$("$FSCK" -n --scrub "$T/s/d1:$T/s/d2" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "LSMFS-050F inode $I_BIG (/a/b/big) chunk 1: .*: reading at offset 0: Is a directory" <<<"$out" ||
+	fail "scrub of an unreadable chunk file: exit $rc, want 4 and LSMFS-050F naming /a/b/big: $out"
+echo "test_fsck: --scrub reads every chunk file ($want bytes) and names an unreadable one by path"
+
 # ---- the problem table ----
 S=$(cd "$(dirname "$0")/../../tools/fsck" && pwd)
 list=$("$FSCK" --list-problems 2>&1); rc=$?

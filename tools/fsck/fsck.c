@@ -18,7 +18,7 @@ static const char *prog = "fsck.lsmfs";
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: %s [-n|-y|-p] [-f] [-v] [-C FD] DISK[:DISK...]\n"
+		"usage: %s [-n|-y|-p] [-f] [-v] [-C FD] [--scrub] DISK[:DISK...]\n"
 		"       %s --list-problems\n"
 		"Check an lsmfs filesystem, offline, over its backing disks.\n"
 		"  -n     open read-only, answer no to every repair (writes nothing)\n"
@@ -27,6 +27,8 @@ static void usage(FILE *out)
 		"  -f     accepted as e2fsck takes it: every run checks everything\n"
 		"  -v     verbose: a summary of files, directories, bytes and chunks per disk\n"
 		"  -C FD  progress lines \"pass current max device\" on file descriptor FD\n"
+		"  --scrub  also read every chunk file whole from its disk (as e2fsck -c):\n"
+		"         read errors name the file's path and offset (LSMFS-050F)\n"
 		"Without -n, -y or -p it asks per problem on a terminal, and acts as -n\n"
 		"otherwise.  Passes: 1 store, 2 inodes, 3 directories, 4 link counts,\n"
 		"5 data and disks.  Every problem prints with a stable code: LSMFS-PPNN.\n"
@@ -75,6 +77,7 @@ int main(int argc, char **argv)
 	int nmodes = 0, opt;
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
 						 {"list-problems", no_argument, NULL, 'L'},
+						 {"scrub", no_argument, NULL, 'S'},
 						 {0}};
 	while ((opt = getopt_long(argc, argv, "nypfvC:h", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -96,6 +99,7 @@ int main(int argc, char **argv)
 		}
 		case 'h': usage(stdout); return FSCK_EXIT_OK;
 		case 'L': return problem_list(stdout) ? FSCK_EXIT_OPERATIONAL : FSCK_EXIT_OK;
+		case 'S': f.scrub = true; break;
 		default: usage(stderr); return FSCK_EXIT_USAGE;
 		}
 	}

@@ -65,6 +65,7 @@ struct fsck {
 	/* options */
 	enum fsck_mode mode;
 	bool force, verbose;
+	bool scrub;             /* --scrub: read every chunk file whole (scrub.c) */
 	bool yes_all;           /* answered (a)ll at a question */
 	int progress_fd;        /* -C FD, -1 when not given */
 	const char *spec;
@@ -89,6 +90,8 @@ struct fsck {
 	unsigned problems, fixed, left;
 	uint64_t files, dirs, others, bytes;
 	uint64_t *chunks_per_disk;
+	uint64_t scrub_bytes, scrub_files, scrub_ns;
+	uint8_t *scrub_buf;
 	volatile sig_atomic_t *cancel;
 };
 
@@ -126,6 +129,11 @@ int fsck_inline_to_chunks(struct fsck *f, struct fsck_inode *in);
 int fsck_put_next_ino(struct fsck *f, uint64_t next);
 /* Rewrite chunk (ino, chunk)'s record with durable length len. */
 int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t len);
+
+/* scrub.c: read chunk c's file whole, reporting read errors (LSMFS-050F);
+ * then the figures, once. */
+void fsck_scrub_chunk(struct fsck *f, const struct fsck_chunk *c, const char *file);
+void fsck_scrub_report(struct fsck *f);
 
 /* load.c: open the store (read-only with -n) and build the model. */
 int fsck_load(struct fsck *f);

@@ -495,6 +495,8 @@ void fsck_unload(struct fsck *f)
 	free(f->inodes);
 	free(f->section_disk);
 	free(f->chunks_per_disk);
+	free(f->scrub_buf); /* a scrub cancelled before its report */
+	f->scrub_buf = NULL;
 	if (f->st)
 		store_close(f->st);
 	f->st = NULL;

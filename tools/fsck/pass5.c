@@ -424,7 +424,11 @@ void fsck_pass5_data(struct fsck *f)
 			/* bytes past the chunk's end are never read */
 			fsck_repaired(f, truncate(file, (off_t)f->info.chunk_size) ? -errno : 0);
 		}
+		if (f->scrub && access(file, F_OK) == 0)
+			fsck_scrub_chunk(f, c, file);
 		if (i % 4096 == 0)
 			fsck_progress(f, 5, i, f->nchunks);
 	}
+	if (f->scrub)
+		fsck_scrub_report(f);
 }

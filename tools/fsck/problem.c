@@ -138,6 +138,9 @@ static const struct problem table[] = {
 	 "inode %i (%p) chunk %c: %f holds %n bytes, its record says fsync made %N durable: "
 	 "the bytes from %n on are lost (reads fail with EIO)", PR_SEV_ERROR, false,
 	 "set the record's length to what the file holds (the lost bytes read as a hole)"},
+	{PR_CHUNK_READ_ERROR,
+	 "inode %i (%p) chunk %c: %f: reading at offset %n: %m (reads of these bytes fail)",
+	 PR_SEV_ERROR, false, NULL},
 };
 
 #define NPROBLEMS (sizeof(table) / sizeof(table[0]))

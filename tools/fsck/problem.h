@@ -64,6 +64,7 @@ enum fsck_code {
 	PR_SUPER_WHICH_DISK = 0x050c,
 	PR_SECTION_BEYOND = 0x050d,
 	PR_CHUNK_SHORT = 0x050e,         /* pass 5: chunk files again */
+	PR_CHUNK_READ_ERROR = 0x050f,    /* pass 5 with --scrub */
 };
 
 enum problem_severity {
