@@ -39,6 +39,20 @@ bool disk_usable(struct fs *fs, uint32_t disk)
 	return !__atomic_load_n(&fs->disk_lost[disk], __ATOMIC_ACQUIRE);
 }
 
+/* Does path still name what fd was opened on?  NULL, or why not (empty
+ * when fd itself cannot be looked at: nothing to say then). */
+static const char *moved(int fd, const char *path)
+{
+	struct stat now, opened;
+	if (fstat(fd, &opened) != 0)
+		return NULL;
+	if (stat(path, &now) != 0)
+		return errno == ENOENT ? "it is gone from its path" : strerror(errno);
+	if (now.st_dev != opened.st_dev || now.st_ino != opened.st_ino)
+		return "the path now leads to another filesystem or directory";
+	return NULL;
+}
+
 /* Is disk d still the disk its descriptor was opened on? */
 static void check_disk(struct fs *fs, uint32_t d)
 {
@@ -46,20 +60,13 @@ static void check_disk(struct fs *fs, uint32_t d)
 		return;
 	char p[LSMFS_META_PATH_MAX + 64];
 	snprintf(p, sizeof(p), "%s/%s/%s", fs->ds->paths[d], LSMFS_DIR, LSMFS_SECTIONS_DIR);
-	struct stat now, opened;
-	if (fstat(fs->sections_fd[d], &opened) != 0)
-		return;
-	const char *why = NULL;
-	if (stat(p, &now) != 0)
-		why = errno == ENOENT ? "its sections directory is gone from the path" : strerror(errno);
-	else if (now.st_dev != opened.st_dev || now.st_ino != opened.st_ino)
-		why = "the path now leads to another filesystem or directory";
+	const char *why = moved(fs->sections_fd[d], p);
 	if (!why)
 		return;
 	__atomic_store_n(&fs->disk_lost[d], 1, __ATOMIC_RELEASE);
-	fs_logf(fs, "disk %u: %s is no longer the disk this filesystem was mounted with (%s: "
-		"unmounted, or something mounted over it?); its chunk files now fail with EIO "
-		"until a remount", d, fs->ds->paths[d], why);
+	fs_logf(fs, "disk %u: %s is no longer the disk this filesystem was mounted with (its "
+		"sections directory: %s: unmounted, or something mounted over it?); its chunk "
+		"files now fail with EIO until a remount", d, fs->ds->paths[d], why);
 }
 
 /* Is the store's directory still the one opened at mount? */
@@ -67,14 +74,7 @@ static void check_meta(struct fs *fs)
 {
 	if (fs->meta_fd < 0 || __atomic_load_n(&fs->meta_lost, __ATOMIC_ACQUIRE))
 		return;
-	struct stat now, opened;
-	if (fstat(fs->meta_fd, &opened) != 0)
-		return;
-	const char *why = NULL;
-	if (stat(fs->ds->meta_dir, &now) != 0)
-		why = errno == ENOENT ? "it is gone from its path" : strerror(errno);
-	else if (now.st_dev != opened.st_dev || now.st_ino != opened.st_ino)
-		why = "the path now leads to another filesystem or directory";
+	const char *why = moved(fs->meta_fd, fs->ds->meta_dir);
 	if (!why)
 		return;
 	__atomic_store_n(&fs->meta_lost, 1, __ATOMIC_RELEASE);
