@@ -39,8 +39,8 @@ bool disk_usable(struct fs *fs, uint32_t disk)
 	return !__atomic_load_n(&fs->disk_lost[disk], __ATOMIC_ACQUIRE);
 }
 
-/* Does path still name what fd was opened on?  NULL, or why not (empty
- * when fd itself cannot be looked at: nothing to say then). */
+/* Does path still name what fd was opened on?  NULL (also when fd itself
+ * cannot be looked at: nothing to say then), or why not. */
 static const char *moved(int fd, const char *path)
 {
 	struct stat now, opened;
