@@ -382,9 +382,13 @@ if "$LSMFS" "$T/s/d1:$T/s/d2" "$M"; then
 	out=$("$FSCK" -n "$T/s/d1:$T/s/d2" 2>&1); rc=$?
 	[[ $rc == 4 ]] && grep -q "LSMFS-0507.*$f4" <<<"$out" || fail "crash sweep: before the mount, fsck -n exit $rc: $out"
 	grep -q "not cleanly unmounted" <<<"$out" || fail "crash sweep: fsck -n does not say the filesystem was not cleanly unmounted: $out"
-	out=$("$LSMFS" -f "$T/s/d1:$T/s/d2" "$M" 2>&1 &
-	      for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.1; done
-	      sleep 0.5; fusermount3 -u "$M"; wait)
+	# The sweep runs in the background: unmount once it said what it did
+	# (an unmount before it ends stops it, for the next mount to finish).
+	"$LSMFS" -f "$T/s/d1:$T/s/d2" "$M" > "$T/sweep.log" 2>&1 &
+	for _ in $(seq 300); do grep -q "after a crash: removed" "$T/sweep.log" && break; sleep 0.1; done
+	for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.1; done
+	fusermount3 -u "$M"; wait
+	out=$(cat "$T/sweep.log")
 	[[ -e $T/s/$f4 ]] && fail "crash sweep: the mount left $f4"
 	grep -q "after a crash: removed 1 chunk file whose record never became durable" <<<"$out" ||
 		fail "crash sweep: the daemon did not say what it removed: $out"
