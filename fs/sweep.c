@@ -43,12 +43,21 @@ int sweep_arm(struct fs *fs)
 	int rc = fs_key_exists(fs, k, kl);
 	if (rc < 0)
 		return rc;
-	fs->sweep.armed = true;
 	if (rc) {
-		fs->sweep.pending = true; /* a crash: the reclaim thread sweeps */
+		fs->sweep.armed = fs->sweep.pending = true; /* a crash: the reclaim thread sweeps */
 		return 0;
 	}
-	return store_put(fs->st, k, kl, "", 0, STORE_WRITE_SYNC);
+	/* A few bytes, from the reserve if need be: a mount on a full store
+	 * disk must work (SCHEMA.md, "Full metadata disk"). */
+	rc = store_put(fs->st, k, kl, "", 0, STORE_WRITE_SYNC | STORE_WRITE_RESERVE);
+	if (rc == -ENOSPC || rc == -EDQUOT) {
+		fs_logf(fs, "%s: no room to mark the filesystem mounted: after a crash now, the "
+			"chunk files it leaves without record are fsck.lsmfs's to find (LSMFS-0507)",
+			fs->ds->meta_dir);
+		return 0;
+	}
+	fs->sweep.armed = rc == 0;
+	return rc;
 }
 
 int sweep_finish(struct fs *fs)
@@ -60,7 +69,7 @@ int sweep_finish(struct fs *fs)
 		return 0;
 	uint8_t k[KEY_MAX];
 	size_t kl = key_meta(k, META_MOUNTED);
-	return store_delete(fs->st, k, kl, STORE_WRITE_SYNC);
+	return store_delete(fs->st, k, kl, STORE_WRITE_SYNC | STORE_WRITE_RESERVE); /* frees space */
 }
 
 /* "<ino>.<chunk>" exactly as chunk_path() writes it: 1 and the numbers,

@@ -3,7 +3,8 @@
 # As root it runs apt-get; otherwise it prints the command to run.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 libxxhash-dev
-      liblz4-dev check python3 mergerfs clang libclang-rt-14-dev acl attr)
+      liblz4-dev check python3 mergerfs clang libclang-rt-14-dev acl attr procps e2fsprogs
+      util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

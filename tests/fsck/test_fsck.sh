@@ -373,9 +373,11 @@ fi
 # clean.  After a clean unmount the same file is damage: the mount leaves it
 # for fsck.
 rm -rf "$T/s"; cp -a "$T/p" "$T/s"
-if "$LSMFS" "$T/s/d1:$T/s/d2" "$M"; then
-	pkill -KILL -f "$LSMFS $T/s/d1:$T/s/d2"
-	for _ in $(seq 50); do pgrep -f "$LSMFS $T/s/d1:$T/s/d2" >/dev/null || break; sleep 0.1; done
+"$LSMFS" -f "$T/s/d1:$T/s/d2" "$M" 2>/dev/null &
+pid=$!
+for _ in $(seq 100); do grep -q " $M " /proc/self/mountinfo && break; sleep 0.1; done
+if grep -q " $M " /proc/self/mountinfo; then
+	kill -KILL $pid; wait $pid 2>/dev/null
 	fusermount3 -u -z "$M" 2>/dev/null
 	f4=$(cd "$T/s" && chunk_file "$I_BIG" 4)
 	"$EDIT" "$T/s/d1/$META" del 43$(be64 "$I_BIG")$(be64 4) || fail "crash sweep: store_edit"
