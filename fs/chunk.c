@@ -61,13 +61,9 @@ struct inode_data *chunk_data_of(struct fs_inode *in)
 	return in->data;
 }
 
-static int push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
+/* Append v to the growing array *a. */
+static int append_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
 {
-	if (*n && (*a)[*n - 1] == v)
-		return 0; /* the common case: sequential writes to one chunk */
-	for (size_t i = 0; i < *n; i++)
-		if ((*a)[i] == v)
-			return 0;
 	if (*n == *cap) {
 		size_t nc = *cap ? *cap * 2 : 16;
 		uint64_t *g = realloc(*a, nc * sizeof(**a));
@@ -78,6 +74,17 @@ static int push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
 	}
 	(*a)[(*n)++] = v;
 	return 0;
+}
+
+/* Add v to the set *a, unless it is there already. */
+static int push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
+{
+	if (*n && (*a)[*n - 1] == v)
+		return 0; /* the common case: sequential writes to one chunk */
+	for (size_t i = 0; i < *n; i++)
+		if ((*a)[i] == v)
+			return 0;
+	return append_u64(a, n, cap, v);
 }
 
 int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk)
@@ -646,7 +653,8 @@ void chunk_section_changed(struct fs *fs, uint32_t section)
 		__atomic_fetch_or(&fs->section_changed[section / 8], bit, __ATOMIC_RELAXED);
 }
 
-int chunk_sync_sections(struct fs *fs)
+/* fsync every section directory changed since the mount. */
+static int sync_sections(struct fs *fs)
 {
 	int rc = 0;
 	for (uint32_t s = 0; s < fs->info.sections; s++) {
@@ -670,6 +678,24 @@ int chunk_sync_sections(struct fs *fs)
 		}
 		if (fd >= 0)
 			close(fd);
+	}
+	return rc;
+}
+
+int chunk_sync_all(struct fs *fs)
+{
+	int rc = 0;
+	for (uint32_t d = 0; fs->sections_fd && d < fs->ds->ndisks; d++)
+		if (fs->sections_fd[d] >= 0 && syncfs(fs->sections_fd[d]) != 0) {
+			int e = errno;
+			fs_logf(fs, "disk %u (%s): syncfs: %s", d, fs->ds->paths[d], strerror(e));
+			if (!rc)
+				rc = -e;
+		}
+	if (fs->section_changed) {
+		int r = sync_sections(fs); /* syncfs may not reach them (FUSE disks) */
+		if (!rc)
+			rc = r;
 	}
 	return rc;
 }
@@ -756,16 +782,7 @@ struct ino_list {
 static int collect_ino(struct fs *fs, uint64_t ino, void *ctx)
 {
 	struct ino_list *l = ctx; /* keys are unique: no search, unlike push_u64 */
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 64;
-		uint64_t *g = realloc(l->v, nc * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		l->v = g;
-		l->cap = nc;
-	}
-	l->v[l->n++] = ino;
-	return 0;
+	return append_u64(&l->v, &l->n, &l->cap, ino);
 }
 
 int chunk_recover(struct fs *fs)

@@ -254,18 +254,27 @@ static bool damaged_disk(const char *path, int rc)
 	return stat(sections, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* How many disk indexes no disk was placed at; *last: the last of them. */
+static uint32_t unclaimed(const struct lsmfs_diskset *ds, const struct lsmfs_super *sb,
+			  uint32_t *last)
+{
+	uint32_t n = 0;
+	*last = UINT32_MAX;
+	for (uint32_t i = 0; i < sb->disk_count; i++)
+		if (!ds->paths[i]) {
+			*last = i;
+			n++;
+		}
+	return n;
+}
+
 /* Damaged disks take the indexes no whole superblock claimed: possible only
  * when exactly one is missing (two damaged disks cannot be told apart). */
 static int place_damaged(struct lsmfs_diskset *ds, struct given *given, uint32_t ref,
 			 const uint32_t *damaged, uint32_t ndamaged, char *err, size_t errlen)
 {
 	const struct lsmfs_super *sb = &given[ref].sb;
-	uint32_t missing = UINT32_MAX, nmissing = 0;
-	for (uint32_t i = 0; i < sb->disk_count; i++)
-		if (!ds->paths[i]) {
-			missing = i;
-			nmissing++;
-		}
+	uint32_t missing, nmissing = unclaimed(ds, sb, &missing);
 	struct given *g = &given[damaged[0]];
 	if (ndamaged > 1 || nmissing != 1) {
 		set_err(err, errlen, "%s: superblock damaged, and %s", g->path,
@@ -299,12 +308,7 @@ static int place_clash(struct lsmfs_diskset *ds, struct given *given, uint32_t r
 		       size_t errlen)
 {
 	const struct lsmfs_super *sb = &given[ref].sb;
-	uint32_t missing = UINT32_MAX, nmissing = 0;
-	for (uint32_t i = 0; i < sb->disk_count; i++)
-		if (!ds->paths[i]) {
-			missing = i;
-			nmissing++;
-		}
+	uint32_t missing, nmissing = unclaimed(ds, sb, &missing);
 	if (ndamaged || nmissing != 1) {
 		set_err(err, errlen, "%s, and %s", twice,
 			ndamaged ? "another disk's superblock is damaged: cannot tell which disk is which"

@@ -386,12 +386,13 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in);
 void chunk_remember_unsynced(struct fs *fs, uint64_t ino);
 /* At mount: repair the chunks of every inode a crash left marked. */
 int chunk_recover(struct fs *fs);
-/* A chunk file was made or removed in section: chunk_sync_sections
- * covers it. */
+/* A chunk file was made or removed in section: chunk_sync_all covers it. */
 void chunk_section_changed(struct fs *fs, uint32_t section);
-/* At unmount: fsync every section directory changed since the mount (a
- * backing filesystem's syncfs may not: FUSE passes none on). */
-int chunk_sync_sections(struct fs *fs);
+/* At unmount and remount read-only: syncfs of every disk, then an fsync of
+ * every section directory changed since the mount (a backing filesystem's
+ * syncfs may not reach them: FUSE passes none on).  Logs each failure;
+ * returns the first. */
+int chunk_sync_all(struct fs *fs);
 void data_close_fds(struct fs *fs, struct fs_inode *in);
 /* Close the fds and free the data state of an inode being dropped. */
 void data_free(struct fs *fs, struct fs_inode *in);

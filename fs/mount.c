@@ -314,15 +314,7 @@ int fs_close(struct fs *fs)
 		 * removed ones) that no fsync asked for reach the disks before
 		 * the store's last flush: after a clean unmount a power cut
 		 * loses nothing. */
-		bool synced = true;
-		for (uint32_t d = 0; fs->sections_fd && d < fs->ds->ndisks; d++)
-			if (fs->sections_fd[d] >= 0 && syncfs(fs->sections_fd[d]) != 0) {
-				synced = false;
-				fs_logf(fs, "unmount: syncing disk %u (%s): %s", d, fs->ds->paths[d],
-					strerror(errno));
-			}
-		if (fs->section_changed && chunk_sync_sections(fs))
-			synced = false;
+		bool synced = chunk_sync_all(fs) == 0;
 		rc = fs_persist_all(fs);
 		/* Every chunk file's removal or record durable now: no crash
 		 * is left to sweep after (sweep.c). */

@@ -72,10 +72,7 @@ static int settle(struct fs *fs)
 	int r2 = store_flush(fs->st);
 	if (!rc)
 		rc = r2;
-	for (uint32_t d = 0; d < fs->ds->ndisks; d++)
-		if (syncfs(fs->sections_fd[d]) != 0 && !rc)
-			rc = -errno;
-	int r3 = chunk_sync_sections(fs); /* syncfs may not reach them (FUSE disks) */
+	int r3 = chunk_sync_all(fs);
 	if (!rc)
 		rc = r3;
 	return rc;

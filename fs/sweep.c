@@ -85,26 +85,35 @@ static int parse_name(const char *name, uint32_t section, uint64_t *ino, uint64_
 }
 
 struct sweep_count {
-	uint64_t seen, removed, failed;
+	uint64_t removed, failed;
 	char first[600]; /* the first file removed, for the log */
 };
+
+/* Open rel ("." or a section) in disk d's sections directory, following
+ * no symlink; NULL and *err set (logged) when it cannot be. */
+static DIR *open_dir(struct fs *fs, uint32_t d, const char *rel, int *err)
+{
+	int fd = openat(fs->sections_fd[d], rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+	if (!dir) {
+		*err = -errno;
+		if (fd >= 0)
+			close(fd);
+		fs_logf(fs, "disk %u: sweeping %s%s/%s/%s: %s", d, fs->ds->paths[d], LSMFS_DIR,
+			LSMFS_SECTIONS_DIR, rel, strerror(-*err));
+	}
+	return dir;
+}
 
 /* One section directory of disk d.  0, 1 when stopped, or an error
  * (logged). */
 static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char *sname,
 			 struct sweep_count *n)
 {
-	int dfd = openat(fs->sections_fd[d], sname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *dir = dfd < 0 ? NULL : fdopendir(dfd);
-	if (!dir) {
-		int e = errno;
-		if (dfd >= 0)
-			close(dfd);
-		fs_logf(fs, "disk %u: sweeping %s%s/%s/%s: %s", d, fs->ds->paths[d], LSMFS_DIR,
-			LSMFS_SECTIONS_DIR, sname, strerror(e));
-		return -e;
-	}
 	int rc = 0;
+	DIR *dir = open_dir(fs, d, sname, &rc);
+	if (!dir)
+		return rc;
 	struct dirent *de;
 	errno = 0;
 	while (!rc && (de = readdir(dir))) {
@@ -124,7 +133,6 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 		     fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 		     !S_ISREG(st.st_mode)))
 			continue; /* the daemon makes only files: fsck's */
-		n->seen++;
 		pthread_mutex_t *lock = inode_lock_of(fs, ino);
 		pthread_mutex_lock(lock);
 		uint64_t durable;
@@ -170,21 +178,14 @@ void sweep_run(struct fs *fs)
 			rc = -EIO;
 			break;
 		}
-		int fd = openat(fs->sections_fd[d], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		DIR *top = fd < 0 ? NULL : fdopendir(fd);
-		if (!top) {
-			rc = -errno;
-			if (fd >= 0)
-				close(fd);
-			fs_logf(fs, "disk %u: sweeping %s%s/%s: %s", d, fs->ds->paths[d], LSMFS_DIR,
-				LSMFS_SECTIONS_DIR, strerror(-rc));
+		DIR *top = open_dir(fs, d, ".", &rc);
+		if (!top)
 			break;
-		}
 		struct dirent *de;
 		errno = 0;
 		while (!rc && (de = readdir(top))) {
-			char *end, canon[16];
-			unsigned long s = strtoul(de->d_name, &end, 10);
+			char canon[16];
+			unsigned long s = strtoul(de->d_name, NULL, 10);
 			snprintf(canon, sizeof(canon), "%lu", s);
 			if (strcmp(canon, de->d_name) || s >= fs->info.sections ||
 			    fs->section_disk[s] != d)

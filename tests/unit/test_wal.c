@@ -87,8 +87,9 @@ static uint64_t rec_start(const struct recs *rs, size_t i)
 	return i ? rs->end[i - 1] : 0;
 }
 
-/* Write all records to path, noting where each ends. */
-static void write_recs(struct recs *rs)
+/* Write all records to path, noting where each ends, flushing after
+ * every flush_every-th. */
+static void write_recs_flushing(struct recs *rs, size_t flush_every)
 {
 	struct wal_writer *w;
 	ck_assert_int_eq(wal_writer_open(env, path, &w), 0);
@@ -101,7 +102,7 @@ static void write_recs(struct recs *rs)
 		fill(rs, i, tmp);
 		ck_assert_int_eq(wal_add_record(w, tmp, rs->len[i]), 0);
 		rs->end[i] = wal_writer_size(w);
-		if (i % 17 == 0)
+		if (i % flush_every == 0)
 			ck_assert_int_eq(wal_flush(w), 0);
 	}
 	ck_assert_int_eq(wal_sync(w), 0);
@@ -110,6 +111,11 @@ static void write_recs(struct recs *rs)
 	uint64_t size;
 	ck_assert_int_eq(env->ops->file_size(env, path, &size), 0);
 	ck_assert_uint_eq(size, rs->n ? rs->end[rs->n - 1] : 0);
+}
+
+static void write_recs(struct recs *rs)
+{
+	write_recs_flushing(rs, 17);
 }
 
 /*
@@ -611,17 +617,9 @@ START_TEST(test_stale_pages)
 		for (size_t i = 0; i < rs.n; i++)
 			rs.len[i] = rng_next(&s) % 4 ? rng_next(&s) % 3000
 						     : rng_next(&s) % 150000;
-		struct wal_writer *w;
-		ck_assert_int_eq(wal_writer_open(env, path, &w), 0);
+		write_recs_flushing(&rs, 1); /* after every record, as the store does */
 		uint8_t *tmp = malloc(150000);
 		ck_assert_ptr_nonnull(tmp);
-		for (size_t i = 0; i < rs.n; i++) {
-			fill(&rs, i, tmp);
-			ck_assert_int_eq(wal_add_record(w, tmp, rs.len[i]), 0);
-			ck_assert_int_eq(wal_flush(w), 0); /* as the store does */
-			rs.end[i] = wal_writer_size(w);
-		}
-		ck_assert_int_eq(wal_writer_close(w), 0);
 		size_t synced = rng_next(&s) % rs.n;
 		uint64_t size = rs.end[rs.n - 1];
 		/* Where writes started past the synced records. */

@@ -389,7 +389,8 @@ void fsck_pass5_data(struct fsck *f)
 		char file[LSMFS_META_PATH_MAX + 160], path[4096];
 		fsck_chunk_file(f, c->ino, c->chunk, file, sizeof(file));
 		struct stat st;
-		if (stat(file, &st) != 0) {
+		bool found = stat(file, &st) == 0;
+		if (!found) {
 			if (errno == ENOENT && c->durable == 0) {
 				/* Nothing was made durable there: a hole, as the
 				 * schema allows (a crash between the record and the
@@ -424,7 +425,7 @@ void fsck_pass5_data(struct fsck *f)
 			/* bytes past the chunk's end are never read */
 			fsck_repaired(f, truncate(file, (off_t)f->info.chunk_size) ? -errno : 0);
 		}
-		if (f->scrub && access(file, F_OK) == 0)
+		if (f->scrub && found)
 			fsck_scrub_chunk(f, c, file);
 		if (i % 4096 == 0)
 			fsck_progress(f, 5, i, f->nchunks);
