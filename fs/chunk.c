@@ -6,7 +6,7 @@
  * section s = chunk_section(i, c) maps to, and it exists only while the
  * record `C` i c does: the record is written before the file is created
  * and deleted after the file is removed.  Every place that names a chunk
- * file goes through chunk_path().
+ * file goes through section_chunk_name() (section.c).
  *
  * Chunks in flux: between a chunk record's creation and the next store
  * write of the inode's record, a crash could leave a chunk past the size
@@ -33,19 +33,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void chunk_path(uint64_t ino, uint64_t chunk, uint32_t section, char *out, size_t cap)
+int chunk_dirfd(struct fs *fs, uint32_t section)
 {
-	snprintf(out, cap, "%" PRIu32 "/%" PRIu64 ".%" PRIu64, section, ino, chunk);
+	return fs->sections_fd[section_disk_of(fs, section)];
 }
 
-int chunk_dirfd(const struct fs *fs, uint32_t section)
+uint32_t chunk_disk(struct fs *fs, uint64_t ino, uint64_t chunk)
 {
-	return fs->sections_fd[fs->section_disk[section]];
-}
-
-uint32_t chunk_disk(const struct fs *fs, uint64_t ino, uint64_t chunk)
-{
-	return fs->section_disk[chunk_section(ino, chunk, fs->info.sections)];
+	return section_disk_of(fs, chunk_section(ino, chunk, fs->info.sections));
 }
 
 struct inode_data *chunk_data_of(struct fs_inode *in)
@@ -157,7 +152,7 @@ int chunk_mark_flux(struct fs *fs, struct fs_inode *in, struct store_batch *b)
 static void log_chunk_error(struct fs *fs, uint32_t section, const char *rel, const char *what,
 			    int err)
 {
-	uint32_t disk = fs->section_disk[section];
+	uint32_t disk = section_disk_of(fs, section);
 	fs_logf(fs, "disk %u: %s%s/%s/%s/%s: %s", disk, what, fs->ds->paths[disk], LSMFS_DIR,
 		LSMFS_SECTIONS_DIR, rel, strerror(err));
 }
@@ -220,8 +215,8 @@ static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint
 	/* O_TRUNC: a file without record is a leftover of a crash. */
 	int fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0 && errno == ENOENT) {
-		char sdir[16];
-		snprintf(sdir, sizeof(sdir), "%" PRIu32, section);
+		char sdir[SECTION_NAME_MAX];
+		section_dir_name(section, sdir);
 		/* EEXIST from a racing mkdir is fine.  A new section directory
 		 * is made durable at once (rare): no fsync of the chunks in it
 		 * covers its own name. */
@@ -259,13 +254,17 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 	if (write && !fs_writable(fs))
 		return -EROFS;
 	uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
-	if (!disk_usable(fs, fs->section_disk[section]))
+	section_enter(fs, section, in->ino, chunk, write);
+	if (!disk_usable(fs, section_disk_of(fs, section)))
 		return -EIO; /* diskwatch.c found it replaced: nothing goes there */
+	uint32_t gen = section_gen(fs, section);
 	struct chunk_fd *victim = &d->fds[0];
 	for (int i = 0; i < CHUNK_FDS; i++) {
 		struct chunk_fd *c = &d->fds[i];
 		if (c->fd >= 0 && c->chunk == chunk) {
-			if (write && !c->writable) {
+			if (c->gen != gen || (write && !c->writable)) {
+				/* moved since it was opened (the old copy is
+				 * gone or going), or opened read-only */
 				victim = c; /* reopen it for writing, in its slot */
 				break;
 			}
@@ -277,7 +276,7 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 			victim = c;
 	}
 	char rel[96];
-	chunk_path(in->ino, chunk, section, rel, sizeof(rel));
+	section_chunk_name(in->ino, chunk, section, rel, sizeof(rel));
 	uint64_t durable = 0;
 	int exists = chunk_record_get(fs, in->ino, chunk, &durable);
 	if (exists < 0)
@@ -314,6 +313,7 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 	struct stat st;
 	victim->fd = fd;
 	victim->chunk = chunk;
+	victim->gen = gen;
 	victim->writable = write;
 	victim->durable = durable;
 	bool known = fstat(fd, &st) == 0;
@@ -376,9 +376,12 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 		}
 		uint32_t section = chunk_section(ino, chunk, fs->info.sections);
 		char rel[96];
-		chunk_path(ino, chunk, section, rel, sizeof(rel));
+		section_chunk_name(ino, chunk, section, rel, sizeof(rel));
 		forget_fd(in, chunk);
-		if (!disk_usable(fs, fs->section_disk[section])) {
+		int mark = section_mark();
+		section_enter(fs, section, ino, chunk, true);
+		if (!disk_usable(fs, section_disk_of(fs, section))) {
+			section_release(fs, mark);
 			rc = -EIO;
 			break;
 		}
@@ -389,8 +392,10 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 		if (unlinkat(dirfd, rel, 0) != 0 && errno != ENOENT) {
 			rc = -errno;
 			log_chunk_error(fs, section, rel, "removing ", errno);
+			section_release(fs, mark);
 			break;
 		}
+		section_release(fs, mark);
 		chunk_section_changed(fs, section);
 		store_batch_delete(b, k, kl);
 	}
@@ -581,12 +586,19 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 			uint64_t chunk = d->dirty[base + i];
 			uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
 			char rel[96];
-			chunk_path(in->ino, chunk, section, rel, sizeof(rel));
-			if (!disk_usable(fs, fs->section_disk[section]))
+			section_chunk_name(in->ino, chunk, section, rel, sizeof(rel));
+			/* The gate only while the name resolves: a move that
+			 * switches the section later made the copy durable
+			 * on its new disk first, so syncing the old one then
+			 * loses nothing (gate.c). */
+			int mark = section_mark();
+			section_enter(fs, section, in->ino, chunk, false);
+			if (!disk_usable(fs, section_disk_of(fs, section)))
 				fds[i] = -EIO;
 			else if ((fds[i] = openat(chunk_dirfd(fs, section), rel, O_RDONLY | O_CLOEXEC)) < 0)
 				fds[i] = -errno;
-			else if (d->ndirty > 1)
+			section_release(fs, mark);
+			if (fds[i] >= 0 && d->ndirty > 1)
 				(void)sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
 		}
 		for (size_t i = 0; i < n; i++) {
@@ -621,15 +633,21 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 	}
 	/* New chunk files need their directory entries durable too. */
 	for (size_t i = 0; !rc && i < d->nnew; i++) {
-		char sdir[16];
-		snprintf(sdir, sizeof(sdir), "%" PRIu64, d->new_sections[i]);
-		if (!disk_usable(fs, fs->section_disk[d->new_sections[i]])) {
-			rc = -EIO;
-			break;
-		}
-		int fd = openat(chunk_dirfd(fs, (uint32_t)d->new_sections[i]), sdir,
-				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		stats_fsync(fs, fs->section_disk[d->new_sections[i]]);
+		uint32_t section = (uint32_t)d->new_sections[i];
+		char sdir[SECTION_NAME_MAX];
+		section_dir_name(section, sdir);
+		int mark = section_mark();
+		section_enter(fs, section, in->ino, 0, false);
+		uint32_t disk = section_disk_of(fs, section);
+		int fd = -1;
+		if (!disk_usable(fs, disk))
+			errno = EIO;
+		else
+			fd = openat(chunk_dirfd(fs, section), sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		section_release(fs, mark);
+		stats_fsync(fs, disk);
+		if (fd < 0 && errno == ENOENT)
+			continue; /* moved away, its new directory synced by the move */
 		if (fd < 0 || fsync(fd) != 0)
 			rc = -errno;
 		if (fd >= 0)
@@ -660,14 +678,18 @@ static int sync_sections(struct fs *fs)
 	for (uint32_t s = 0; s < fs->info.sections; s++) {
 		if (!(fs->section_changed[s / 8] & (1u << (s % 8))))
 			continue;
-		uint32_t disk = fs->section_disk[s];
+		int mark = section_mark();
+		section_enter(fs, s, 0, 0, false);
+		uint32_t disk = section_disk_of(fs, s);
 		if (!disk_usable(fs, disk)) {
+			section_release(fs, mark);
 			rc = -EIO; /* replaced under us: nothing of ours to sync */
 			continue;
 		}
-		char sdir[16];
-		snprintf(sdir, sizeof(sdir), "%" PRIu32, s);
+		char sdir[SECTION_NAME_MAX];
+		section_dir_name(s, sdir);
 		int fd = openat(chunk_dirfd(fs, s), sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		section_release(fs, mark);
 		if (fd < 0 && errno == ENOENT)
 			continue;
 		if (fd < 0 || fsync(fd) != 0) {
@@ -714,7 +736,7 @@ static int recover_chunk(void *ctx, uint64_t chunk, uint64_t durable)
 	struct fs *fs = r->fs;
 	uint32_t section = chunk_section(r->ino, chunk, fs->info.sections);
 	char rel[96];
-	chunk_path(r->ino, chunk, section, rel, sizeof(rel));
+	section_chunk_name(r->ino, chunk, section, rel, sizeof(rel));
 	uint8_t k[KEY_MAX];
 	size_t kl = key_chunk(k, r->ino, chunk);
 	if (chunk >= r->keep) {

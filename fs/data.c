@@ -72,6 +72,7 @@ int data_to_chunked(struct fs *fs, struct fs_inode *in)
 		len = in->rec.size;
 	if (len) {
 		struct chunk_fd *c;
+		int mark = section_mark();
 		rc = chunk_open(fs, in, 0, CHUNK_CREATE, &c, NULL);
 		if (!rc)
 			rc = full_pwrite(c->fd, buf, len, 0);
@@ -80,6 +81,7 @@ int data_to_chunked(struct fs *fs, struct fs_inode *in)
 			chunk_account(in, c);
 			rc = chunk_mark_dirty(in, 0);
 		}
+		section_release(fs, mark);
 	}
 	free(buf);
 	if (rc)
@@ -113,23 +115,25 @@ int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to
 	uint64_t first = from / cs;
 	if (from % cs) {
 		struct chunk_fd *c;
+		int mark = section_mark();
 		int rc = chunk_open(fs, in, first, CHUNK_WRITE, &c, NULL);
 		if (rc == 0) {
 			struct stat st;
 			if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > from % cs) {
-				if ((rc = chunk_record_lower(fs, c, in->ino, from % cs)))
-					return rc;
-				if (ftruncate(c->fd, (off_t)(from % cs)) != 0)
-					return -errno;
-				c->next_off = from % cs;
-				chunk_account(in, c);
-				/* the cut must reach the disk at the next fsync */
-				if ((rc = chunk_mark_dirty(in, first)))
-					return rc;
+				rc = chunk_record_lower(fs, c, in->ino, from % cs);
+				if (!rc && ftruncate(c->fd, (off_t)(from % cs)) != 0)
+					rc = -errno;
+				if (!rc) {
+					c->next_off = from % cs;
+					chunk_account(in, c);
+					/* the cut must reach the disk at the next fsync */
+					rc = chunk_mark_dirty(in, first);
+				}
 			}
-		} else if (rc != -ENOENT) {
-			return rc;
 		}
+		section_release(fs, mark);
+		if (rc && rc != -ENOENT)
+			return rc;
 		first++;
 	}
 	uint64_t end = (to + cs - 1) / cs;
@@ -216,11 +220,11 @@ static int direct_fd(struct fs *fs, struct fs_inode *in, struct chunk_fd *c)
 	if (c->dfd >= 0)
 		return c->dfd;
 	uint32_t section = chunk_section(in->ino, c->chunk, fs->info.sections);
-	uint32_t disk = fs->section_disk[section];
+	uint32_t disk = section_disk_of(fs, section); /* inside its gate (chunk_open) */
 	if (__atomic_load_n(&fs->no_direct[disk], __ATOMIC_RELAXED))
 		return -1;
 	char rel[96];
-	chunk_path(in->ino, c->chunk, section, rel, sizeof(rel));
+	section_chunk_name(in->ino, c->chunk, section, rel, sizeof(rel));
 	int fd = openat(chunk_dirfd(fs, section), rel, O_WRONLY | O_DIRECT | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EINVAL) {
@@ -365,6 +369,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 	uint64_t cs = fs->info.chunk_size;
 	size_t done = 0;
 	bool made_past = false; /* this write created a chunk past the size */
+	int mark = section_mark();
 	while (done < size) {
 		uint64_t pos = off + done;
 		uint64_t chunk = pos / cs, within = pos % cs;
@@ -373,6 +378,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 			n = (size_t)(cs - within);
 		struct chunk_fd *c;
 		bool created;
+		section_release(fs, mark); /* the previous chunk's */
 		if ((rc = chunk_open(fs, in, chunk, CHUNK_CREATE, &c, &created)))
 			break;
 		made_past |= created && chunk * cs >= in->rec.size;
@@ -402,6 +408,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 			(void)sync_file_range(c->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
 		done += n;
 	}
+	section_release(fs, mark);
 	if (done) {
 		if (off + done > in->rec.size)
 			in->rec.size = off + done;
@@ -478,6 +485,7 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 	}
 	uint64_t cs = fs->info.chunk_size;
 	size_t done = 0;
+	int mark = section_mark();
 	while (done < size) {
 		uint64_t pos = off + done;
 		uint64_t chunk = pos / cs, within = pos % cs;
@@ -485,6 +493,7 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 		if (n > cs - within)
 			n = (size_t)(cs - within);
 		struct chunk_fd *c;
+		section_release(fs, mark); /* the previous chunk's */
 		rc = chunk_open(fs, in, chunk, CHUNK_READ, &c, NULL);
 		size_t r = 0;
 		if (rc == 0) {
@@ -511,10 +520,10 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 				 * file lost them (truncated behind our back). */
 				uint32_t section = chunk_section(ino, chunk, fs->info.sections);
 				char rel[96];
-				chunk_path(ino, chunk, section, rel, sizeof(rel));
+				section_chunk_name(ino, chunk, section, rel, sizeof(rel));
 				fs_logf(fs, "inode %llu: chunk file %s/%s/%s/%s holds %llu bytes, its record "
 					"says %llu: data lost (run fsck.lsmfs)", (unsigned long long)ino,
-					fs->ds->paths[fs->section_disk[section]], LSMFS_DIR,
+					fs->ds->paths[section_disk_of(fs, section)], LSMFS_DIR,
 					LSMFS_SECTIONS_DIR, rel, (unsigned long long)(within + r),
 					(unsigned long long)c->durable);
 				rc = -EIO;
@@ -529,6 +538,7 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 	}
 	*got = done;
 out:
+	section_release(fs, 0);
 	inode_unlock(fs, in);
 	inode_put(fs, in);
 	return rc;
@@ -574,6 +584,7 @@ static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 		rc = chunk_drop(fs, in, keep, UINT64_MAX, nsize); /* the size first, durably */
 		if (!rc && nsize % cs) {
 			struct chunk_fd *c;
+			int mark = section_mark();
 			rc = chunk_open(fs, in, nsize / cs, CHUNK_WRITE, &c, NULL);
 			if (rc == 0) {
 				struct stat st;
@@ -590,6 +601,7 @@ static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 			} else if (rc == -ENOENT) {
 				rc = 0;
 			}
+			section_release(fs, mark);
 		}
 		if (!rc && nsize == 0) {
 			in->rec.flags &= (uint8_t)~INODE_FLAG_CHUNKED;

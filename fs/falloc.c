@@ -51,17 +51,17 @@ static int punch_chunk(void *ctx, uint64_t chunk, uint64_t durable)
 		return 0;
 	}
 	struct chunk_fd *c;
+	int mark = section_mark();
 	int rc = chunk_open(p->fs, p->in, chunk, CHUNK_WRITE, &c, NULL);
-	if (rc == -ENOENT)
-		return 0;
-	if (rc)
-		return rc;
-	if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
-		      (off_t)(hi - lo)) != 0)
-		return -errno;
-	chunk_account(p->in, c);
-	(void)chunk_mark_dirty(p->in, chunk); /* ENOMEM: fsync still syncs the store */
-	return 0;
+	if (rc == 0 && fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
+				 (off_t)(hi - lo)) != 0)
+		rc = -errno;
+	if (rc == 0) {
+		chunk_account(p->in, c);
+		(void)chunk_mark_dirty(p->in, chunk); /* ENOMEM: fsync still syncs the store */
+	}
+	section_release(p->fs, mark);
+	return rc == -ENOENT ? 0 : rc;
 }
 
 static int punch_hole(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end)
@@ -163,17 +163,22 @@ static int allocate(struct fs *fs, struct fs_inode *in, int mode, uint64_t off, 
 		}
 		struct chunk_fd *c;
 		bool created;
-		if ((rc = chunk_open(fs, in, chunk, CHUNK_CREATE, &c, &created)))
+		int mark = section_mark();
+		if ((rc = chunk_open(fs, in, chunk, CHUNK_CREATE, &c, &created))) {
+			section_release(fs, mark);
 			break;
+		}
 		if (created)
 			made[nmade++] = chunk;
 		if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, (off_t)within, (off_t)n) != 0) {
 			rc = -errno;
 			chunk_account(in, c);
+			section_release(fs, mark);
 			break;
 		}
 		chunk_account(in, c);
 		(void)chunk_mark_dirty(in, chunk); /* ENOMEM: fsync still syncs the store */
+		section_release(fs, mark);
 		pos += n;
 	}
 	if (rc) {

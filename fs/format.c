@@ -106,14 +106,17 @@ static int sync_dir(const char *path, char *err, size_t errlen)
 static int make_section_dirs(const struct fs_format_params *p, uint32_t i,
 			     char *err, size_t errlen)
 {
-	char top[4096], sections[4200], dir[4300];
+	char top[4096], sections[4200], dir[4300], name[SECTION_NAME_MAX];
 	snprintf(top, sizeof(top), "%s/" LSMFS_DIR, p->disk_paths[i]);
-	snprintf(sections, sizeof(sections), "%s/" LSMFS_SECTIONS_DIR, top);
+	section_disk_dir(p->disk_paths[i], sections, sizeof(sections));
 	int rc = make_dir(top, err, errlen);
 	if (rc == 0)
 		rc = make_dir(sections, err, errlen);
-	for (uint32_t s = i; rc == 0 && s < p->sections; s += p->ndisks) {
-		snprintf(dir, sizeof(dir), "%s/%u", sections, s);
+	for (uint32_t s = 0; rc == 0 && s < p->sections; s++) {
+		if (section_first_disk(s, p->ndisks) != i)
+			continue;
+		section_dir_name(s, name);
+		snprintf(dir, sizeof(dir), "%s/%s", sections, name);
 		rc = make_dir(dir, err, errlen);
 	}
 	/* New entries are durable only once their parents are synced. */
@@ -182,9 +185,9 @@ static int fill_batch(struct store_batch *b, const struct fs_format_params *p)
 	}
 
 	for (uint32_t s = 0; s < p->sections; s++) {
-		sc_put_le32(val, s % p->ndisks);
+		section_value_encode(section_first_disk(s, p->ndisks), val);
 		klen = key_section(key, s);
-		rc = store_batch_put(b, key, klen, val, 4);
+		rc = store_batch_put(b, key, klen, val, SECTION_VAL_LEN);
 		if (rc)
 			return rc;
 	}

@@ -174,4 +174,63 @@ struct fs_format_params {
 int fs_format(const char *store_dir, const struct fs_format_params *p,
 	      char *err, size_t errlen);
 
+/* ---- Disk management (control.c; SCHEMA.md "Control requests") ----
+ * A mounted daemon answers lsmfs-disk's requests on the Unix socket
+ * <store>/FS_CONTROL_SOCKET (root only); without a daemon, lsmfs-disk
+ * opens the filesystem itself (fs_offline_open, holding the disks' locks)
+ * and asks fs_control directly.  out(ctx, line) takes each line of the
+ * answer (without newline), the last `ok` or `error <errno> <message>`;
+ * a non-zero return from it means the asker went away (a move goes on).
+ * fs_control returns 0 or the request's negative errno. */
+#define FS_CONTROL_SOCKET "control"
+struct fs;
+/* read_only: nothing is written (no crash recovery either); the disks
+ * need not be locked. */
+int fs_offline_open(struct lsmfs_diskset *ds, bool read_only, void (*log)(void *, const char *),
+		    void *log_ctx, struct fs **out, char *err, size_t errlen);
+int fs_offline_close(struct fs *fs);
+int fs_control(struct fs *fs, const char *request, int (*out)(void *ctx, const char *line),
+	       void *ctx);
+
+/* ---- Sections (section.c; SCHEMA.md "Sharding", "Moving a section") ----
+ * The one place that names section directories and chunk files, reads the
+ * section map and places sections on disks. */
+struct store;
+#define SECTION_NAME_MAX 16              /* "<s>" with its NUL */
+#define SECTION_VAL_LEN 4                /* `P` value: le32 disk index */
+#define SECTION_MOVE_LEN 12              /* `M move` value */
+/* The disk mkfs gives section s among ndisks: s mod ndisks. */
+uint32_t section_first_disk(uint32_t section, uint32_t ndisks);
+/* "<s>/<ino>.<chunk>", relative to a disk's sections directory. */
+void section_chunk_name(uint64_t ino, uint64_t chunk, uint32_t section, char *out, size_t cap);
+/* "<s>": a section's directory, relative to the sections directory. */
+void section_dir_name(uint32_t section, char out[SECTION_NAME_MAX]);
+/* <disk>/.lsmfs/sections */
+void section_disk_dir(const char *disk, char *out, size_t cap);
+/* 1 and the section when name is a section directory's name exactly as
+ * section_dir_name writes it, below sections; else 0. */
+int section_dir_parse(const char *name, uint32_t sections, uint32_t *section);
+/* 1 and (ino, chunk) when name is "<ino>.<chunk>" exactly as
+ * section_chunk_name writes it; else 0. */
+int section_chunk_parse(const char *name, uint64_t *ino, uint64_t *chunk);
+void section_value_encode(uint32_t disk, uint8_t out[SECTION_VAL_LEN]);
+/* A `P` key and value: 0, or -EUCLEAN when malformed. */
+int section_entry_decode(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
+			 uint32_t *section, uint32_t *disk);
+/* The map into disk_of[sections] (UINT32_MAX: no entry).  A malformed
+ * entry or one past the section count goes to bad (NULL: -EUCLEAN), whose
+ * non-zero return stops the read and is returned. */
+int section_map_read(struct store *st, uint32_t sections, uint32_t *disk_of,
+		     int (*bad)(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl),
+		     void *ctx);
+/* The move in progress (`M move`, SCHEMA.md "Moving a section"). */
+struct section_move {
+	uint32_t section, from, to;
+};
+void section_move_encode(const struct section_move *m, uint8_t out[SECTION_MOVE_LEN]);
+int section_move_decode(const uint8_t *v, size_t vl, struct section_move *m);
+/* 1 and *m when a move is recorded, 0 when none, or a negative errno
+ * (-EUCLEAN: the record is damaged). */
+int section_move_get(struct store *st, struct section_move *m);
+
 #endif

@@ -50,6 +50,7 @@
 
 struct chunk_fd {
 	uint64_t chunk;
+	uint32_t gen;           /* its section's generation when opened (gate.c) */
 	int fd;                 /* -1: slot empty */
 	int dfd;                /* O_DIRECT fd for aligned writes; -1: not open */
 	uint64_t blocks;        /* st_blocks last seen, to keep rec.blocks */
@@ -82,6 +83,30 @@ struct write_order {
 	} slot[ORDER_SLOTS];
 };
 
+/* gate.c: a chunk changed while its section moves. */
+struct gate_change {
+	uint64_t ino, chunk;
+	uint32_t busy;          /* threads changing it now */
+	bool dirty;             /* changed since the mover last took it */
+	struct gate_change *next;
+};
+struct gate_chunk {
+	uint64_t ino, chunk;
+};
+#define GATE_BUCKETS 1024
+struct section_gates {
+	uint32_t *inflight;     /* by section: threads inside its gate (atomics) */
+	uint32_t *gen;          /* by section: bumped when it moves (atomics) */
+	uint32_t frozen;        /* the section frozen by the mover; UINT32_MAX: none */
+	uint32_t moving;        /* the section whose changes are recorded; UINT32_MAX: none */
+	pthread_mutex_t lock;   /* the waits, and the change set below */
+	pthread_cond_t cv;
+	struct gate_change *bucket[GATE_BUCKETS];
+	size_t nchanges;
+	bool lost;              /* a change could not be recorded (no memory) */
+	bool initialized;
+};
+
 struct fs_inode {
 	uint64_t ino;
 	uint64_t nlookup;       /* kernel references (lookup/create - forget) */
@@ -109,12 +134,31 @@ struct fs_disk_stats {
 	atomic_uint_least64_t bytes, writes, fsyncs, sequential;
 };
 
+/* move.c: how far a section move is. */
+struct move_progress {
+	uint32_t section, from, to;
+	uint64_t files_done, files_total, bytes_done, bytes_total;
+};
+
 struct fs {
 	struct lsmfs_diskset *ds;
 	struct store *st;
 	struct fs_options opt;
 	struct fs_info info;
-	uint32_t *section_disk;   /* section -> disk index */
+	uint32_t *section_disk;   /* section -> disk index (atomics: gate.c section_disk_of) */
+	struct section_gates gates;
+	pthread_mutex_t move_lock; /* move.c: one section moves at a time */
+	bool move_cancel;          /* atomics: unmount; a move under way rolls back */
+	/* control.c: the control socket; lock guards active, moving, now. */
+	struct {
+		pthread_mutex_t lock;
+		pthread_cond_t cv;
+		int listen_fd, stop_pipe[2];
+		pthread_t thread;
+		bool running, moving;
+		int active;               /* connections being served */
+		struct move_progress now; /* of the move under way */
+	} ctl;
 	uint8_t *section_changed; /* bitmap: a chunk file made or removed there (atomics) */
 	int *sections_fd;         /* disk index -> fd of <disk>/.lsmfs/sections */
 
@@ -344,20 +388,66 @@ int data_to_chunked(struct fs *fs, struct fs_inode *in);
 /* Make [from, to) of a chunked file read as zeros; from is its size. */
 int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to);
 
+/* gate.c: every use of a chunk file is inside its section's gate (see
+ * there).  section_enter waits while the section is frozen; change: the
+ * thread will change chunk (ino, chunk) (write, truncate, create, remove).
+ * section_mark says where the thread's stack of gates stands, and
+ * section_release(fs, mark) leaves every gate entered since (0: all). */
+int gate_init(struct fs *fs);
+void gate_free(struct fs *fs);
+void section_enter(struct fs *fs, uint32_t section, uint64_t ino, uint64_t chunk, bool change);
+int section_mark(void);
+void section_release(struct fs *fs, int mark);
+/* The disk a section is on now (a moment later it may have moved, unless
+ * the caller is inside its gate). */
+uint32_t section_disk_of(struct fs *fs, uint32_t section);
+uint32_t section_gen(struct fs *fs, uint32_t section);
+/* The mover (move.c), one section at a time: */
+void section_freeze(struct fs *fs, uint32_t section); /* returns once nobody is inside */
+void section_thaw(struct fs *fs);
+/* Frozen: the section is on disk from now on; cached fds on it go stale. */
+void section_switch(struct fs *fs, uint32_t section, uint32_t disk);
+/* Start and stop recording the changes to section's chunks. */
+void section_track(struct fs *fs, uint32_t section);
+void section_untrack(struct fs *fs);
+/* The chunks changed and no longer being changed since the last call
+ * (malloc'd, *n of them), taken out of the set; returns 1 when changes
+ * are still under way, 0 when not, or -ENOMEM.  *lost: a change went
+ * unrecorded (no memory): the set cannot be trusted. */
+int section_take_changes(struct fs *fs, struct gate_chunk **out, size_t *n, bool *lost);
+
+/* move.c: move a section's chunk files to disk `to`, online (SCHEMA.md,
+ * "Moving a section"); report (may be NULL) hears of the progress a few
+ * times a second and at the start and end.  -EBUSY while another section
+ * moves; a failure rolls back (the section stays where it was) and says
+ * why in err.  move_recover, at a read-write mount: finishes or rolls
+ * back the move a crash interrupted. */
+typedef void (*move_report_fn)(void *ctx, const struct move_progress *p);
+int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn report, void *ctx,
+		 char *err, size_t errlen);
+int move_recover(struct fs *fs);
+
+/* control.c: the control socket <store>/control, for lsmfs-disk, while
+ * mounted read-write (fs_control in fs.h answers each request). */
+int control_start(struct fs *fs);
+void control_stop(struct fs *fs);
+
 /* chunk.c: chunk files and records; under the inode's lock. */
 enum chunk_access {
 	CHUNK_READ,   /* an existing chunk, opened read-only */
 	CHUNK_WRITE,  /* an existing chunk, opened read-write */
 	CHUNK_CREATE, /* read-write, made (record, then file) if missing */
 };
-/* <section>/<ino>.<chunk>, relative to the sections directory. */
-void chunk_path(uint64_t ino, uint64_t chunk, uint32_t section, char *out, size_t cap);
-int chunk_dirfd(const struct fs *fs, uint32_t section);
-uint32_t chunk_disk(const struct fs *fs, uint64_t ino, uint64_t chunk);
+/* Inside the section's gate: the fd of the sections directory of the disk
+ * that holds it. */
+int chunk_dirfd(struct fs *fs, uint32_t section);
+uint32_t chunk_disk(struct fs *fs, uint64_t ino, uint64_t chunk);
 struct inode_data *chunk_data_of(struct fs_inode *in);
 /* The fd of a chunk from the inode's cache, or opened; -ENOENT: a hole
  * (no record, or a record without file).  *created (may be NULL) says
- * whether CHUNK_CREATE made it. */
+ * whether CHUNK_CREATE made it.  Enters the chunk's section gate (gate.c)
+ * whatever it returns: the caller uses the fd, then calls
+ * section_release with a mark taken before. */
 int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_access access,
 	       struct chunk_fd **out, bool *created);
 /* Keep rec.blocks in step with what the chunk file holds now. */

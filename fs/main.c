@@ -444,6 +444,9 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 		return fail(fd, "%s: cannot mount (is it an empty directory, and /dev/fuse usable?)",
 			    mnt);
 	}
+	if (!c->read_only && (rc = control_start(fs)))
+		log_line(&lg, "cannot open the control socket in the store's directory: lsmfs-disk "
+			 "works only offline");
 	if (!c->read_only && (rc = rdonly_start(fs, mnt)))
 		log_line(&lg, "cannot follow remounts (mount -o remount,ro will not make the store durable)");
 	if (fs_wire_attach(fs, se) != 0)

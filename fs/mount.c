@@ -132,6 +132,18 @@ static int load_info(struct fs *fs, char *err, size_t errlen)
 	return 0;
 }
 
+/* A `P` entry that is malformed or names a section past N. */
+static int bad_section_entry(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
+{
+	(void)v;
+	struct fs *fs = ctx;
+	fs_logf(fs, "%s: damaged section map entry (key of %zu bytes, value of %zu bytes%s)",
+		fs->ds->meta_dir, kl, vl,
+		kl == 5 ? ", or a section past the section count" : "");
+	(void)k;
+	return -EUCLEAN;
+}
+
 static int load_sections(struct fs *fs, char *err, size_t errlen)
 {
 	uint32_t n = fs->info.sections;
@@ -139,35 +151,18 @@ static int load_sections(struct fs *fs, char *err, size_t errlen)
 	fs->section_changed = calloc(n / 8 + 1, 1);
 	if (!fs->section_disk || !fs->section_changed)
 		return -ENOMEM;
-	for (uint32_t s = 0; s < n; s++)
-		fs->section_disk[s] = UINT32_MAX;
-	uint8_t lo[5] = {KEY_SECTION}, hi[5] = {KEY_SECTION + 1};
-	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
-	struct store_iter *it;
-	int rc = store_iter_new(fs->st, &io, &it);
-	if (rc)
-		return rc;
-	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-		size_t kl, vl;
-		const uint8_t *key = store_iter_key(it, &kl);
-		const uint8_t *val = store_iter_value(it, &vl);
-		uint32_t s = kl == 5 ? sc_get_be32(key + 1) : UINT32_MAX;
-		uint32_t d = vl == 4 ? sc_get_le32(val) : UINT32_MAX;
-		if (s >= n || d >= fs->ds->ndisks) {
-			snprintf(err, errlen, "%s: damaged section map entry (section %u, disk %u)",
-				 fs->ds->meta_dir, s, d);
-			rc = -EUCLEAN;
-			break;
-		}
-		fs->section_disk[s] = d;
-	}
-	if (!rc)
-		rc = store_iter_status(it);
-	store_iter_free(it);
+	int rc = section_map_read(fs->st, n, fs->section_disk, bad_section_entry, fs);
+	if (rc == -EUCLEAN)
+		snprintf(err, errlen, "%s: damaged section map (run fsck.lsmfs)", fs->ds->meta_dir);
 	for (uint32_t s = 0; !rc && s < n; s++) {
-		if (fs->section_disk[s] == UINT32_MAX) {
+		uint32_t d = fs->section_disk[s];
+		if (d == UINT32_MAX) {
 			snprintf(err, errlen, "%s: section %u has no disk in the section map",
 				 fs->ds->meta_dir, s);
+			rc = -EUCLEAN;
+		} else if (d >= fs->ds->ndisks) {
+			snprintf(err, errlen, "%s: damaged section map entry (section %u, disk %u)",
+				 fs->ds->meta_dir, s, d);
 			rc = -EUCLEAN;
 		}
 	}
@@ -225,6 +220,10 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	pthread_mutex_init(&fs->ino_lock, NULL);
 	pthread_mutex_init(&fs->bounce_lock, NULL);
 	pthread_mutex_init(&fs->unsynced_lock, NULL);
+	pthread_mutex_init(&fs->move_lock, NULL);
+	pthread_mutex_init(&fs->ctl.lock, NULL);
+	pthread_cond_init(&fs->ctl.cv, NULL);
+	fs->ctl.listen_fd = fs->ctl.stop_pipe[0] = fs->ctl.stop_pipe[1] = -1;
 	for (int i = 0; i < ILOCKS; i++)
 		pthread_mutex_init(&fs->ilock[i], NULL);
 	if (order_init(fs)) {
@@ -256,7 +255,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 		goto fail;
 	}
 	if ((rc = load_info(fs, err, errlen)) || (rc = load_sections(fs, err, errlen)) ||
-	    (rc = open_disks(fs, err, errlen)))
+	    (rc = gate_init(fs)) || (rc = open_disks(fs, err, errlen)))
 		goto fail;
 	rc = get_u64(fs, META_NEXT_INO, &fs->next_ino);
 	if (rc) {
@@ -268,6 +267,13 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	uint32_t nsec;
 	fs_now(&sec, &nsec);
 	fs->generation = (uint64_t)sec;
+	/* A section move a crash cut short: finished or rolled back before
+	 * anything else looks at chunk files. */
+	if (!opt->read_only && (rc = move_recover(fs))) {
+		snprintf(err, errlen, "%s: finishing a section move a crash interrupted: %s",
+			 ds->meta_dir, strerror(-rc));
+		goto fail;
+	}
 	/* Before the reclaim thread starts: an orphan's files must not go
 	 * while the repair looks at them. */
 	if (!opt->read_only && (rc = chunk_recover(fs))) {
@@ -303,9 +309,23 @@ fail:
 	return rc;
 }
 
+int fs_offline_open(struct lsmfs_diskset *ds, bool read_only, void (*log)(void *, const char *),
+		    void *log_ctx, struct fs **out, char *err, size_t errlen)
+{
+	struct fs_options opt = {.read_only = read_only, .direct = true, .attr_timeout = 1,
+				 .entry_timeout = 1};
+	return fs_open(ds, &opt, log, log_ctx, out, err, errlen);
+}
+
+int fs_offline_close(struct fs *fs)
+{
+	return fs_close(fs);
+}
+
 int fs_close(struct fs *fs)
 {
 	int rc = 0;
+	control_stop(fs); /* a move under way rolls back first */
 	rdonly_stop(fs);
 	diskwatch_stop(fs);
 	reclaim_stop(fs); /* drains the queue: no orphan outlives a clean unmount */
@@ -367,6 +387,7 @@ int fs_close(struct fs *fs)
 	free(fs->unsynced);
 	stats_free(fs);
 	order_free(fs);
+	gate_free(fs);
 	free(fs->section_disk);
 	free(fs->section_changed);
 	free(fs);

@@ -26,6 +26,7 @@
 #define META_FS "fs"
 #define META_NEXT_INO "next_ino"
 #define META_MOUNTED "mounted" /* fs/sweep.c: mounted read-write, or a crash */
+#define META_MOVE "move"       /* fs/move.c: a section move in progress */
 
 #define NAME_MAX_BYTES 255
 /* Longest key: type, be64 parent, be64 hash, 255-byte name. */

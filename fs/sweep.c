@@ -14,7 +14,7 @@
  * The key `M` `mounted` says that the filesystem is mounted read-write, or
  * was when it crashed.  A read-write mount that finds it sweeps in the
  * background (in the reclaim thread, before the orphans): every chunk file
- * that lies where chunk_path() puts it and has no record is removed, the
+ * that lies where section_chunk_name() puts it and has no record is removed, the
  * check and the removal under the inode's stripe lock, which every chunk
  * creation holds, so that a file being created now is never taken.  Files
  * anywhere else are left for fsck.  A clean unmount deletes the key after
@@ -72,18 +72,6 @@ int sweep_finish(struct fs *fs)
 	return store_delete(fs->st, k, kl, STORE_WRITE_SYNC | STORE_WRITE_RESERVE); /* frees space */
 }
 
-/* "<ino>.<chunk>" exactly as chunk_path() writes it: 1 and the numbers,
- * or 0 for any other name. */
-static int parse_name(const char *name, uint32_t section, uint64_t *ino, uint64_t *chunk)
-{
-	char tail, rel[96];
-	if (sscanf(name, "%" SCNu64 ".%" SCNu64 "%c", ino, chunk, &tail) != 2)
-		return 0;
-	chunk_path(*ino, *chunk, section, rel, sizeof(rel));
-	const char *base = strchr(rel, '/');
-	return base && strcmp(base + 1, name) == 0;
-}
-
 struct sweep_count {
 	uint64_t removed, failed;
 	char first[600]; /* the first file removed, for the log */
@@ -124,7 +112,7 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 			break;
 		}
 		uint64_t ino, chunk;
-		if (!parse_name(de->d_name, section, &ino, &chunk) ||
+		if (!section_chunk_parse(de->d_name, &ino, &chunk) ||
 		    chunk_section(ino, chunk, fs->info.sections) != section)
 			continue; /* not a chunk file of this section: fsck's */
 		struct stat st;
@@ -135,8 +123,13 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 			continue; /* the daemon makes only files: fsck's */
 		pthread_mutex_t *lock = inode_lock_of(fs, ino);
 		pthread_mutex_lock(lock);
+		int mark = section_mark();
+		section_enter(fs, section, ino, chunk, true);
 		uint64_t durable;
-		int has = chunk_record_get(fs, ino, chunk, &durable);
+		/* A section that moved away meanwhile was swept on its way
+		 * (its chunks were copied, then all removed here). */
+		int has = section_disk_of(fs, section) != d ? 1
+			  : chunk_record_get(fs, ino, chunk, &durable);
 		int e = 0;
 		if (has < 0) {
 			rc = has;
@@ -149,6 +142,7 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 				e = errno; /* immutable, say: left for fsck, logged */
 			}
 		}
+		section_release(fs, mark);
 		pthread_mutex_unlock(lock);
 		if (rc < 0 || e)
 			fs_logf(fs, "disk %u: sweeping %s%s/%s/%s/%s: %s", d, fs->ds->paths[d],
@@ -184,13 +178,11 @@ void sweep_run(struct fs *fs)
 		struct dirent *de;
 		errno = 0;
 		while (!rc && (de = readdir(top))) {
-			char canon[16];
-			unsigned long s = strtoul(de->d_name, NULL, 10);
-			snprintf(canon, sizeof(canon), "%lu", s);
-			if (strcmp(canon, de->d_name) || s >= fs->info.sections ||
-			    fs->section_disk[s] != d)
+			uint32_t s;
+			if (!section_dir_parse(de->d_name, fs->info.sections, &s) ||
+			    section_disk_of(fs, s) != d)
 				continue; /* not a section of this disk: fsck's */
-			rc = sweep_section(fs, d, (uint32_t)s, de->d_name, &n);
+			rc = sweep_section(fs, d, s, de->d_name, &n);
 			errno = 0;
 		}
 		if (!rc && errno) {

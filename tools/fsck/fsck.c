@@ -167,6 +167,13 @@ int main(int argc, char **argv)
 		 * clean up, and is reported below until it has. */
 		printf("%s: not cleanly unmounted (or mounted read-write now): mount and unmount "
 		       "it once to finish the crash recovery before repairing\n", prog);
+	if (f.has_move && f.move.section < f.info.sections)
+		/* Its copy on the other disk is the move's, not stray: the
+		 * mount (or lsmfs-disk) finishes it or rolls it back. */
+		printf("%s: section %u was moving from disk %u to disk %u: the next mount or "
+		       "lsmfs-disk run finishes or rolls back the move; its copy on disk %u is left "
+		       "alone\n", prog, f.move.section, f.move.from, f.move.to,
+		       f.section_disk[f.move.section] == f.move.to ? f.move.from : f.move.to);
 	if (!fsck_cancelled(&f)) {
 		printf("Pass 2: Checking inodes, sizes and data keys\n");
 		fflush(stdout);

@@ -76,6 +76,8 @@ struct fsck {
 	bool info_ok;
 	uint64_t next_ino;
 	bool mounted_mark;      /* `M mounted`: mounted read-write, or a crash */
+	bool has_move;          /* `M move`: a section move under way (or cut short) */
+	struct section_move move;
 	uint32_t *section_disk; /* UINT32_MAX: no entry */
 	char disk_why[512];     /* a clash: why the disk at clash_spare is that disk */
 	/* the model */

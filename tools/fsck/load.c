@@ -382,11 +382,11 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		return 0;
 	}
 	case KEY_SECTION: {
-		if (kl != 5 || vl != 4)
+		uint32_t s, d;
+		if (section_entry_decode(k, kl, v, vl, &s, &d))
 			break;
-		uint32_t s = sc_get_be32(k + 1);
 		if (s < f->info.sections)
-			f->section_disk[s] = sc_get_le32(v);
+			f->section_disk[s] = d;
 		else
 			problem_fix(f, PR_SECTION_BEYOND,
 				    &(struct problem_ctx){.section = s, .num = f->info.sections});
@@ -397,6 +397,8 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 			f->next_ino = sc_get_le64(v);
 		if (kl == 1 + strlen(META_MOUNTED) && !memcmp(k + 1, META_MOUNTED, kl - 1))
 			f->mounted_mark = true;
+		if (kl == 1 + strlen(META_MOVE) && !memcmp(k + 1, META_MOVE, kl - 1))
+			f->has_move = section_move_decode(v, vl, &f->move) == 0;
 		return 0;
 	case KEY_DISK:
 		return 0; /* checked in pass 5 with point reads */

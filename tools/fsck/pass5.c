@@ -20,7 +20,7 @@
 
 static void sections_dir(const struct fsck *f, uint32_t disk, char *out, size_t cap)
 {
-	snprintf(out, cap, "%s/%s/%s", f->ds->paths[disk], LSMFS_DIR, LSMFS_SECTIONS_DIR);
+	section_disk_dir(f->ds->paths[disk], out, cap);
 }
 
 int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, char *out, size_t cap)
@@ -31,7 +31,9 @@ int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, char *ou
 		return -ENOENT;
 	char root[LSMFS_META_PATH_MAX + 64];
 	sections_dir(f, d, root, sizeof(root));
-	snprintf(out, cap, "%s/%u/%" PRIu64 ".%" PRIu64, root, s, ino, chunk);
+	char rel[96];
+	section_chunk_name(ino, chunk, s, rel, sizeof(rel));
+	snprintf(out, cap, "%s/%s", root, rel);
 	return 0;
 }
 
@@ -103,11 +105,14 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
 {
 	char root[LSMFS_META_PATH_MAX + 64], dir[LSMFS_META_PATH_MAX + 100];
 	char dst[LSMFS_META_PATH_MAX + 200], tmp[LSMFS_META_PATH_MAX + 220];
+	char name[SECTION_NAME_MAX];
+	section_dir_name(s, name);
 	sections_dir(f, d, root, sizeof(root));
-	snprintf(dir, sizeof(dir), "%s/%u", root, s);
+	snprintf(dir, sizeof(dir), "%s/%s", root, name);
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
-	snprintf(dst, sizeof(dst), "%s/%" PRIu64 ".%" PRIu64, dir, ino, chunk);
+	if (fsck_chunk_file(f, ino, chunk, dst, sizeof(dst)))
+		return -ENOENT;
 	if (access(dst, F_OK) == 0)
 		return -EEXIST;
 	if (rename(src, dst) == 0) {
@@ -243,11 +248,14 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 	while ((de = readdir(top)) && !fsck_cancelled(f)) {
 		if (de->d_name[0] == '.')
 			continue;
-		char *end;
-		unsigned long s = strtoul(de->d_name, &end, 10);
+		uint32_t s;
 		char sdir[LSMFS_META_PATH_MAX + 400];
 		snprintf(sdir, sizeof(sdir), "%s/%s", root, de->d_name);
-		if (*end || s >= f->info.sections) {
+		bool parsed = section_dir_parse(de->d_name, f->info.sections, &s);
+		if (parsed && f->has_move && s == f->move.section && s < f->info.sections &&
+		    f->section_disk[s] != disk && (disk == f->move.from || disk == f->move.to))
+			continue; /* the other copy of a move under way (said at the start) */
+		if (!parsed) {
 			if (problem_fix(f, PR_STRAY_FILE,
 					&(struct problem_ctx){.disk = disk, .file = sdir,
 							      .str = "section directory",
@@ -266,10 +274,9 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 			if (ce->d_name[0] == '.')
 				continue;
 			uint64_t ino, chunk;
-			char tail;
 			char file[LSMFS_META_PATH_MAX + 700];
 			snprintf(file, sizeof(file), "%s/%s", sdir, ce->d_name);
-			if (sscanf(ce->d_name, "%" SCNu64 ".%" SCNu64 "%c", &ino, &chunk, &tail) != 2) {
+			if (!section_chunk_parse(ce->d_name, &ino, &chunk)) {
 				if (problem_fix(f, PR_STRAY_FILE,
 						&(struct problem_ctx){.disk = disk, .file = file,
 								      .str = "chunk file name",
@@ -311,8 +318,10 @@ static uint32_t section_home(struct fsck *f, uint32_t s)
 	uint32_t with_dir = UINT32_MAX, with_files = UINT32_MAX, ndir = 0, nfiles = 0;
 	for (uint32_t d = 0; d < f->ds->ndisks; d++) {
 		char root[LSMFS_META_PATH_MAX + 64], dir[LSMFS_META_PATH_MAX + 96];
+		char name[SECTION_NAME_MAX];
+		section_dir_name(s, name);
 		sections_dir(f, d, root, sizeof(root));
-		snprintf(dir, sizeof(dir), "%s/%u", root, s);
+		snprintf(dir, sizeof(dir), "%s/%s", root, name);
 		DIR *dh = opendir(dir);
 		if (!dh)
 			continue;
@@ -331,7 +340,7 @@ static uint32_t section_home(struct fsck *f, uint32_t s)
 		return with_files;
 	if (nfiles == 0 && ndir == 1)
 		return with_dir;
-	return s % f->ds->ndisks;
+	return section_first_disk(s, f->ds->ndisks);
 }
 
 void fsck_pass5_data(struct fsck *f)

@@ -54,6 +54,12 @@ struct store_view {
 	uint32_t *section_disk; /* UINT32_MAX: no (readable) entry */
 };
 
+static int skip_entry(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
+{
+	(void)ctx, (void)k, (void)kl, (void)v, (void)vl;
+	return 0;
+}
+
 /* The store opened read-only and its section map read.  Before the passes
  * (and before fsck_load opens it for writing): with the disks unknown,
  * nothing may be written, not even what opening a store for writing
@@ -68,17 +74,11 @@ static void view_open(struct fsck *f, struct store_view *v)
 	v->section_disk = malloc((v->sections ? v->sections : 1) * sizeof(uint32_t));
 	if (!v->section_disk || store_open(f->ds->meta_dir, &so, &v->st))
 		v->st = NULL;
-	for (uint32_t s = 0; v->section_disk && s < v->sections; s++) {
-		uint8_t k[KEY_MAX];
-		void *val;
-		size_t vl;
+	for (uint32_t s = 0; v->section_disk && s < v->sections; s++)
 		v->section_disk[s] = UINT32_MAX;
-		if (v->st && store_get(v->st, NULL, k, key_section(k, s), &val, &vl) == 0) {
-			if (vl == 4)
-				v->section_disk[s] = sc_get_le32(val);
-			free(val);
-		}
-	}
+	/* Damaged entries stay unmapped here: the passes report them. */
+	if (v->section_disk && v->st)
+		(void)section_map_read(v->st, v->sections, v->section_disk, skip_entry, NULL);
 }
 
 static void view_close(struct store_view *v)

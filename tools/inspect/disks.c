@@ -149,8 +149,7 @@ static void count_files(struct insp *in, struct counts *sec, struct counts *disk
 {
 	for (uint32_t d = 0; d < in->ds->ndisks; d++) {
 		char root[LSMFS_META_PATH_MAX + 64];
-		snprintf(root, sizeof(root), "%s/%s/%s", in->ds->paths[d], LSMFS_DIR,
-			 LSMFS_SECTIONS_DIR);
+		section_disk_dir(in->ds->paths[d], root, sizeof(root));
 		DIR *top = opendir(root);
 		if (!top) {
 			fprintf(stderr, INSPECT_PROG ": %s: %s\n", root, strerror(errno));
@@ -158,20 +157,17 @@ static void count_files(struct insp *in, struct counts *sec, struct counts *disk
 		}
 		struct dirent *de;
 		while ((de = readdir(top))) {
-			char *end;
-			errno = 0;
-			unsigned long s = strtoul(de->d_name, &end, 10);
-			if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || errno ||
-			    s >= in->info.sections)
+			uint32_t s;
+			if (!section_dir_parse(de->d_name, in->info.sections, &s))
 				continue;
-			char dir[LSMFS_META_PATH_MAX + 100];
-			snprintf(dir, sizeof(dir), "%s/%lu", root, s);
+			char dir[LSMFS_META_PATH_MAX + 400];
+			snprintf(dir, sizeof(dir), "%s/%s", root, de->d_name);
 			DIR *sd = opendir(dir);
 			if (!sd)
 				continue;
 			struct dirent *ce;
 			while ((ce = readdir(sd))) {
-				char file[LSMFS_META_PATH_MAX + 400];
+				char file[LSMFS_META_PATH_MAX + 700];
 				struct stat st;
 				snprintf(file, sizeof(file), "%s/%s", dir, ce->d_name);
 				if (!strcmp(ce->d_name, ".") || !strcmp(ce->d_name, "..") ||

@@ -57,26 +57,21 @@ void insp_store_log(void *ctx, const char *line)
 	fprintf(stderr, INSPECT_PROG ": store: %s\n", line);
 }
 
-static void map_entry(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
-		      void *ctx)
+static int skip_entry(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
 {
-	(void)ctx;
-	if (kl == 5 && vl == 4 && sc_get_be32(k + 1) < in->info.sections)
-		in->section_disk[sc_get_be32(k + 1)] = sc_get_le32(v);
+	(void)ctx, (void)k, (void)kl, (void)v, (void)vl;
+	return 0;
 }
 
 /* The section map, from the P keys (one scan: N point reads would cost as
- * much and trust N more).  A P key for a section beyond N is ignored here;
- * keys P shows it. */
+ * much and trust N more).  A damaged P key, or one for a section beyond
+ * N, is skipped here; keys P shows it. */
 static int read_section_map(struct insp *in)
 {
 	in->section_disk = malloc((size_t)in->info.sections * sizeof(uint32_t));
 	if (!in->section_disk)
 		return -ENOMEM;
-	for (uint32_t s = 0; s < in->info.sections; s++)
-		in->section_disk[s] = UINT32_MAX;
-	uint8_t p[1] = {KEY_SECTION};
-	return insp_scan(in, p, 1, map_entry, NULL);
+	return section_map_read(in->st, in->info.sections, in->section_disk, skip_entry, NULL);
 }
 
 /* Open the disks, without a lock.  Says why on stderr when it fails. */

@@ -310,8 +310,10 @@ static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8
 	struct stat st;
 	int64_t len = -1;
 	if (d < in->ds->ndisks) {
-		snprintf(path, sizeof(path), "%s/%s/%s/%u/%" PRIu64 ".%" PRIu64, in->ds->paths[d],
-			 LSMFS_DIR, LSMFS_SECTIONS_DIR, s, ino, chunk);
+		char root[LSMFS_META_PATH_MAX + 64], rel[96];
+		section_disk_dir(in->ds->paths[d], root, sizeof(root));
+		section_chunk_name(ino, chunk, s, rel, sizeof(rel));
+		snprintf(path, sizeof(path), "%s/%s", root, rel);
 		if (stat(path, &st) == 0)
 			len = st.st_size;
 	}

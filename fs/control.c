@@ -1,0 +1,434 @@
+/*
+ * control.c: the requests lsmfs-disk makes (SCHEMA.md, "Control
+ * requests"), answered by a mounted daemon on its control socket
+ * <store>/control, or by lsmfs-disk itself, offline, through
+ * fs_control().  Either way the answer is the same lines.
+ *
+ * A request is one line; the answer is lines, the last of them `ok` or
+ * `error <errno number> <message>`:
+ *   status             one line of JSON: the disks, the section map, the
+ *                      bytes each section holds and the move under way;
+ *   move <s> <disk>    move section s to disk (move.c), answering
+ *                      `progress <json>` lines as it goes.
+ *
+ * The socket is made mode 0600 by the daemon (root, normally), and every
+ * connection is checked with SO_PEERCRED: a caller that is not root (uid 0)
+ * is answered `error 1 ...` (EPERM) and nothing else.  Each connection has
+ * its thread; unmount refuses new ones, cancels a move under way (it rolls
+ * back) and waits for them.
+ */
+#include "fs_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* Bytes allocated to the chunk files of every section (by the map's disk),
+ * into bytes[sections]. */
+static void section_bytes(struct fs *fs, uint64_t *bytes)
+{
+	for (uint32_t s = 0; s < fs->info.sections; s++) {
+		bytes[s] = 0;
+		uint32_t d = section_disk_of(fs, s);
+		char name[SECTION_NAME_MAX];
+		section_dir_name(s, name);
+		int fd = openat(fs->sections_fd[d], name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+		if (!dir) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		struct dirent *de;
+		while ((de = readdir(dir))) {
+			struct stat st;
+			if (de->d_name[0] != '.' &&
+			    fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISREG(st.st_mode))
+				bytes[s] += (uint64_t)st.st_blocks * 512;
+		}
+		closedir(dir);
+	}
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
+{
+	uint32_t n = fs->info.sections;
+	uint64_t *bytes = malloc(n * sizeof(*bytes));
+	if (!bytes)
+		return -ENOMEM;
+	section_bytes(fs, bytes);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f) {
+		free(bytes);
+		return -ENOMEM;
+	}
+	char u[37];
+	lsmfs_uuid_format(fs->info.fs_uuid, u);
+	fprintf(f, "{\"version\":1,\"fs_uuid\":\"%s\",\"sections\":%" PRIu32 ",\"chunk_size\":%" PRIu64
+		   ",\"online\":%s,\"store\":",
+		u, n, fs->info.chunk_size, fs->se ? "true" : "false");
+	json_str(f, fs->ds->meta_dir);
+	fputs(",\"disks\":[", f);
+	bool first = true;
+	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
+		if (!fs->ds->paths[d])
+			continue;
+		uint64_t held = 0, nsec = 0;
+		for (uint32_t s = 0; s < n; s++)
+			if (section_disk_of(fs, s) == d) {
+				held += bytes[s];
+				nsec++;
+			}
+		struct statvfs sv;
+		uint64_t cap = 0, used = 0, avail = 0;
+		if (fstatvfs(fs->sections_fd[d], &sv) == 0) {
+			cap = (uint64_t)sv.f_blocks * sv.f_frsize;
+			used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+			avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+		}
+		struct stat st;
+		uint64_t dev = fstat(fs->sections_fd[d], &st) == 0 ? (uint64_t)st.st_dev : 0;
+		lsmfs_uuid_format(fs->ds->sb.disk_uuids[d], u);
+		fprintf(f, "%s{\"index\":%" PRIu32 ",\"uuid\":\"%s\",\"path\":", first ? "" : ",", d, u);
+		json_str(f, fs->ds->paths[d]);
+		fprintf(f, ",\"capacity\":%" PRIu64 ",\"used\":%" PRIu64 ",\"available\":%" PRIu64
+			   ",\"device\":%" PRIu64 ",\"sections\":%" PRIu64 ",\"bytes\":%" PRIu64
+			   ",\"usable\":%s}",
+			cap, used, avail, dev, nsec, held, disk_usable(fs, d) ? "true" : "false");
+		first = false;
+	}
+	fputs("],\"section_disk\":[", f);
+	for (uint32_t s = 0; s < n; s++)
+		fprintf(f, "%s%" PRIu32, s ? "," : "", section_disk_of(fs, s));
+	fputs("],\"section_bytes\":[", f);
+	for (uint32_t s = 0; s < n; s++)
+		fprintf(f, "%s%" PRIu64, s ? "," : "", bytes[s]);
+	fputs("],\"move\":", f);
+	pthread_mutex_lock(&fs->ctl.lock);
+	struct move_progress p = fs->ctl.now;
+	bool moving = fs->ctl.moving;
+	pthread_mutex_unlock(&fs->ctl.lock);
+	struct section_move m;
+	if (moving)
+		fprintf(f, "{\"section\":%" PRIu32 ",\"from\":%" PRIu32 ",\"to\":%" PRIu32
+			   ",\"bytes_done\":%" PRIu64 ",\"bytes_total\":%" PRIu64 ",\"state\":\"copying\"}",
+			p.section, p.from, p.to, p.bytes_done, p.bytes_total);
+	else if (section_move_get(fs->st, &m) == 1)
+		fprintf(f, "{\"section\":%" PRIu32 ",\"from\":%" PRIu32 ",\"to\":%" PRIu32
+			   ",\"bytes_done\":0,\"bytes_total\":0,\"state\":\"interrupted\"}",
+			m.section, m.from, m.to);
+	else
+		fputs("null", f);
+	fputc('}', f);
+	free(bytes);
+	if (fclose(f) != 0) {
+		free(text);
+		return -ENOMEM;
+	}
+	int rc = out(ctx, text);
+	free(text);
+	return rc;
+}
+
+struct report_ctx {
+	struct fs *fs;
+	int (*out)(void *, const char *);
+	void *ctx;
+	bool gone; /* the caller went away: the move goes on */
+};
+
+static void report(void *arg, const struct move_progress *p)
+{
+	struct report_ctx *r = arg;
+	pthread_mutex_lock(&r->fs->ctl.lock);
+	r->fs->ctl.now = *p;
+	pthread_mutex_unlock(&r->fs->ctl.lock);
+	if (r->gone)
+		return;
+	char line[256];
+	snprintf(line, sizeof(line),
+		 "progress {\"section\":%" PRIu32 ",\"from\":%" PRIu32 ",\"to\":%" PRIu32
+		 ",\"files_done\":%" PRIu64 ",\"files_total\":%" PRIu64 ",\"bytes_done\":%" PRIu64
+		 ",\"bytes_total\":%" PRIu64 "}",
+		 p->section, p->from, p->to, p->files_done, p->files_total, p->bytes_done,
+		 p->bytes_total);
+	if (r->out(r->ctx, line))
+		r->gone = true;
+}
+
+static int move(struct fs *fs, uint32_t s, uint32_t d, int (*out)(void *, const char *), void *ctx,
+		char *err, size_t errlen)
+{
+	struct report_ctx r = {.fs = fs, .out = out, .ctx = ctx};
+	pthread_mutex_lock(&fs->ctl.lock);
+	fs->ctl.moving = true;
+	fs->ctl.now = (struct move_progress){.section = s, .from = section_disk_of(fs, s), .to = d};
+	pthread_mutex_unlock(&fs->ctl.lock);
+	int rc = move_section(fs, s, d, report, &r, err, errlen);
+	pthread_mutex_lock(&fs->ctl.lock);
+	fs->ctl.moving = false;
+	pthread_mutex_unlock(&fs->ctl.lock);
+	if (!rc && fs->se) /* offline, lsmfs-disk says it itself */
+		fs_logf(fs, "section %" PRIu32 " moved to disk %" PRIu32 " (%s)", s, d, fs->ds->paths[d]);
+	return rc;
+}
+
+int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char *line), void *ctx)
+{
+	char err[1024] = "";
+	int rc;
+	unsigned long s, d;
+	char tail;
+	if (!strcmp(req, "status")) {
+		rc = status(fs, out, ctx);
+	} else if (sscanf(req, "move %lu %lu%c", &s, &d, &tail) == 2) {
+		if (s >= fs->info.sections || d >= fs->ds->ndisks || !fs->ds->paths[d]) {
+			snprintf(err, sizeof(err), "no section %lu or no disk %lu", s, d);
+			rc = -EINVAL;
+		} else {
+			rc = move(fs, (uint32_t)s, (uint32_t)d, out, ctx, err, sizeof(err));
+		}
+	} else {
+		snprintf(err, sizeof(err), "unknown request");
+		rc = -EINVAL;
+	}
+	char line[1200];
+	if (rc)
+		snprintf(line, sizeof(line), "error %d %s", -rc, err[0] ? err : strerror(-rc));
+	else
+		snprintf(line, sizeof(line), "ok");
+	(void)out(ctx, line); /* a caller that went away learns nothing more */
+	return rc;
+}
+
+/* ---- the socket ---- */
+
+struct conn {
+	struct fs *fs;
+	int fd;
+};
+
+static int send_line(void *ctx, const char *line)
+{
+	int fd = *(int *)ctx;
+	size_t n = strlen(line);
+	struct iovec iov[2] = {{(void *)line, n}, {"\n", 1}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+	size_t want = n + 1;
+	while (want) {
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -EPIPE;
+		want -= (size_t)w;
+		while (w > 0 && mh.msg_iovlen) {
+			size_t k = (size_t)w < mh.msg_iov[0].iov_len ? (size_t)w : mh.msg_iov[0].iov_len;
+			mh.msg_iov[0].iov_base = (char *)mh.msg_iov[0].iov_base + k;
+			mh.msg_iov[0].iov_len -= k;
+			w -= (ssize_t)k;
+			if (mh.msg_iov[0].iov_len == 0) {
+				mh.msg_iov++;
+				mh.msg_iovlen--;
+			}
+		}
+	}
+	return 0;
+}
+
+static void *serve_conn(void *arg)
+{
+	struct conn *c = arg;
+	struct fs *fs = c->fs;
+	struct ucred cr;
+	socklen_t crl = sizeof(cr);
+	char req[256];
+	size_t n = 0;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != 0) {
+		send_line(&c->fd, "error 1 only root may manage the disks of a mounted lsmfs");
+		goto out;
+	}
+	/* One line, at most sizeof(req) - 1 bytes, within 10 s. */
+	struct timeval tv = {.tv_sec = 10};
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (n < sizeof(req) - 1) {
+		ssize_t k = recv(c->fd, req + n, sizeof(req) - 1 - n, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+		if (memchr(req, '\n', n))
+			break;
+	}
+	req[n] = '\0';
+	char *nl = strchr(req, '\n');
+	if (!nl) {
+		send_line(&c->fd, "error 22 the request is one line");
+		goto out;
+	}
+	*nl = '\0';
+	(void)fs_control(fs, req, send_line, &c->fd);
+out:
+	close(c->fd);
+	free(c);
+	pthread_mutex_lock(&fs->ctl.lock);
+	fs->ctl.active--;
+	pthread_cond_broadcast(&fs->ctl.cv);
+	pthread_mutex_unlock(&fs->ctl.lock);
+	return NULL;
+}
+
+static void *acceptor(void *arg)
+{
+	struct fs *fs = arg;
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = fs->ctl.listen_fd, .events = POLLIN},
+				       {.fd = fs->ctl.stop_pipe[0], .events = POLLIN}};
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pf[1].revents)
+			break;
+		int fd = accept4(fs->ctl.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct conn *c = malloc(sizeof(*c));
+		pthread_t t;
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_mutex_lock(&fs->ctl.lock);
+		fs->ctl.active++;
+		pthread_mutex_unlock(&fs->ctl.lock);
+		if (c) {
+			c->fs = fs;
+			c->fd = fd;
+		}
+		if (!c || pthread_create(&t, &attr, serve_conn, c) != 0) {
+			close(fd);
+			free(c);
+			pthread_mutex_lock(&fs->ctl.lock);
+			fs->ctl.active--;
+			pthread_mutex_unlock(&fs->ctl.lock);
+		}
+		pthread_attr_destroy(&attr);
+	}
+	return NULL;
+}
+
+/* The socket's address: the path itself, or through /proc/self/fd when
+ * the store's directory is too long for sun_path. */
+static int socket_addr(struct fs *fs, struct sockaddr_un *sa, int *dirfd_out)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	*dirfd_out = -1;
+	int n = snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", fs->ds->meta_dir,
+			 FS_CONTROL_SOCKET);
+	if (n > 0 && (size_t)n < sizeof(sa->sun_path))
+		return 0;
+	int dfd = open(fs->ds->meta_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", dfd, FS_CONTROL_SOCKET);
+	*dirfd_out = dfd;
+	return 0;
+}
+
+int control_start(struct fs *fs)
+{
+	struct sockaddr_un sa;
+	int dfd;
+	int rc = socket_addr(fs, &sa, &dfd);
+	if (rc)
+		return rc;
+	/* A socket a killed daemon left: we hold the disks' locks, so it is
+	 * nobody's now. */
+	(void)unlink(sa.sun_path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	mode_t old = umask(0177);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 8) != 0) {
+		rc = -errno;
+		umask(old);
+		if (fd >= 0)
+			close(fd);
+		if (dfd >= 0)
+			close(dfd);
+		return rc;
+	}
+	umask(old);
+	if (dfd >= 0)
+		close(dfd);
+	if (pipe2(fs->ctl.stop_pipe, O_CLOEXEC) != 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	fs->ctl.listen_fd = fd;
+	if ((rc = pthread_create(&fs->ctl.thread, NULL, acceptor, fs)) != 0) {
+		control_stop(fs);
+		return -rc;
+	}
+	fs->ctl.running = true;
+	return 0;
+}
+
+void control_stop(struct fs *fs)
+{
+	if (fs->ctl.running) {
+		if (write(fs->ctl.stop_pipe[1], "x", 1) != 1)
+			(void)0; /* a pipe with room: cannot fail */
+		pthread_join(fs->ctl.thread, NULL);
+		fs->ctl.running = false;
+	}
+	/* A move under way rolls back; the connections end. */
+	__atomic_store_n(&fs->move_cancel, true, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&fs->ctl.lock);
+	while (fs->ctl.active)
+		pthread_cond_wait(&fs->ctl.cv, &fs->ctl.lock);
+	pthread_mutex_unlock(&fs->ctl.lock);
+	if (fs->ctl.listen_fd >= 0) {
+		struct sockaddr_un sa;
+		int dfd;
+		if (socket_addr(fs, &sa, &dfd) == 0)
+			(void)unlink(sa.sun_path);
+		if (dfd >= 0)
+			close(dfd);
+		close(fs->ctl.listen_fd);
+		fs->ctl.listen_fd = -1;
+	}
+	for (int i = 0; i < 2; i++)
+		if (fs->ctl.stop_pipe[i] >= 0)
+			close(fs->ctl.stop_pipe[i]);
+	fs->ctl.stop_pipe[0] = fs->ctl.stop_pipe[1] = -1;
+}

@@ -1,0 +1,570 @@
+/*
+ * move.c: moving a section's chunk files to another disk while the
+ * filesystem is in use (SCHEMA.md, "Moving a section").
+ *
+ *   1. `M move` = (section, from, to), synced: the intent.
+ *   2. The section's changes are recorded from here on (gate.c); its chunk
+ *      files are copied to <to>/.lsmfs/sections/<s>/, holes kept, each
+ *      fdatasynced; then, in rounds, the chunks changed meanwhile are
+ *      copied again (or removed from the target when they went).
+ *   3. Frozen (no thread inside the section's gate): the last changes
+ *      are copied, the target directory fsynced, the map entry `P` s set
+ *      to `to` in one synced store write, and the section's generation
+ *      bumped so that every chunk fd cached on the old copy is reopened
+ *      (chunk.c).  Thawed: reads and writes go to the new copy.
+ *   4. The old copy is removed (files, directory, each fsynced), then the
+ *      intent deleted.
+ *
+ * A crash leaves the intent: the next read-write mount (move_recover)
+ * removes the target's copy when the map still says `from`, and the old
+ * copy when it says `to`.  One move at a time (fs->move_lock).
+ */
+#include "fs_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Catch-up rounds before freezing: a round that finds at most
+ * FREEZE_BELOW chunks to copy again is the last one outside the freeze. */
+#define ROUNDS_MAX 8
+#define FREEZE_BELOW 16
+#define COPY_BUF (1u << 20)
+
+struct mover {
+	struct fs *fs;
+	struct section_move m;
+	int src_dir, dst_dir;   /* the section's directory on each disk */
+	struct move_progress p;
+	move_report_fn report;
+	void *ctx;
+	char *buf;              /* COPY_BUF, for copies copy_file_range refuses */
+	char *err;
+	size_t errlen;
+	uint64_t last_report_ns;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void say(struct mover *mv, bool always)
+{
+	uint64_t t = now_ns();
+	if (!mv->report || (!always && t - mv->last_report_ns < 200000000u))
+		return;
+	mv->last_report_ns = t;
+	mv->report(mv->ctx, &mv->p);
+}
+
+static void set_err(struct mover *mv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(struct mover *mv, const char *fmt, ...)
+{
+	if (!mv->err || mv->err[0])
+		return; /* the first reason stands */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(mv->err, mv->errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* <disk>/.lsmfs/sections/<s> of section s on disk d, for messages. */
+static void dir_path(struct fs *fs, uint32_t d, uint32_t s, char *out, size_t cap)
+{
+	char root[LSMFS_META_PATH_MAX + 64], name[SECTION_NAME_MAX];
+	section_disk_dir(fs->ds->paths[d], root, sizeof(root));
+	section_dir_name(s, name);
+	snprintf(out, cap, "%s/%s", root, name);
+}
+
+/* Copy [from, to) of in to out at the same offsets. */
+static int copy_range(struct mover *mv, int in, int out, off_t from, off_t to)
+{
+	bool plain = false;
+	while (from < to) {
+		if (__atomic_load_n(&mv->fs->move_cancel, __ATOMIC_ACQUIRE))
+			return -ECANCELED;
+		size_t want = (size_t)(to - from);
+		ssize_t n;
+		if (!plain) {
+			loff_t a = from, b = from;
+			n = copy_file_range(in, &a, out, &b, want, 0);
+			if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+				      errno == EOPNOTSUPP || errno == EBADF)) {
+				plain = true; /* across filesystems on older kernels */
+				continue;
+			}
+		} else {
+			if (want > COPY_BUF)
+				want = COPY_BUF;
+			n = pread(in, mv->buf, want, from);
+			if (n > 0) {
+				ssize_t w = 0;
+				while (w < n) {
+					ssize_t k = pwrite(out, mv->buf + w, (size_t)(n - w), from + w);
+					if (k < 0 && errno == EINTR)
+						continue;
+					if (k <= 0)
+						return k < 0 ? -errno : -EIO;
+					w += k;
+				}
+			}
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break; /* the file got shorter meanwhile: a change, copied again */
+		from += n;
+		mv->p.bytes_done += (uint64_t)n;
+		say(mv, false);
+	}
+	return 0;
+}
+
+/*
+ * Copy chunk file name from the source directory to the target, holes kept,
+ * durably.  1 when the source is gone (the target's copy is removed too),
+ * 0 when copied, or a negative errno (the message in mv->err names the
+ * file and says which side failed).
+ */
+static int copy_chunk(struct mover *mv, const char *name)
+{
+	struct fs *fs = mv->fs;
+	int in = openat(mv->src_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0 && errno == ENOENT) {
+		if (unlinkat(mv->dst_dir, name, 0) != 0 && errno != ENOENT) {
+			set_err(mv, "disk %u: removing %s/.../%u/%s: %s", mv->m.to, fs->ds->paths[mv->m.to],
+				mv->m.section, name, strerror(errno));
+			return -errno;
+		}
+		return 1;
+	}
+	if (in < 0) {
+		set_err(mv, "disk %u: opening %s/%s/%s/%u/%s: %s", mv->m.from, fs->ds->paths[mv->m.from],
+			LSMFS_DIR, LSMFS_SECTIONS_DIR, mv->m.section, name, strerror(errno));
+		return -errno;
+	}
+	int rc = 0;
+	struct stat st;
+	int out = -1;
+	if (fstat(in, &st) != 0) {
+		rc = -errno;
+		goto src_fail;
+	}
+	out = openat(mv->dst_dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0) {
+		rc = -errno;
+		goto dst_fail;
+	}
+	off_t pos = 0;
+	while (pos < st.st_size) {
+		off_t data = lseek(in, pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break; /* a hole to the end */
+		if (data < 0) {
+			rc = -errno;
+			goto src_fail;
+		}
+		off_t hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0) {
+			rc = -errno;
+			goto src_fail;
+		}
+		if ((rc = copy_range(mv, in, out, data, hole)))
+			goto either_fail;
+		pos = hole;
+	}
+	if (ftruncate(out, st.st_size) != 0 || fdatasync(out) != 0) {
+		rc = -errno;
+		goto dst_fail;
+	}
+	stats_fsync(fs, mv->m.to);
+	close(out);
+	close(in);
+	mv->p.files_done++;
+	return 0;
+src_fail:
+	set_err(mv, "disk %u: reading %s/%s/%s/%u/%s: %s", mv->m.from, fs->ds->paths[mv->m.from],
+		LSMFS_DIR, LSMFS_SECTIONS_DIR, mv->m.section, name, strerror(-rc));
+	goto out;
+dst_fail:
+	set_err(mv, "disk %u: writing %s/%s/%s/%u/%s: %s", mv->m.to, fs->ds->paths[mv->m.to],
+		LSMFS_DIR, LSMFS_SECTIONS_DIR, mv->m.section, name, strerror(-rc));
+	goto out;
+either_fail:
+	set_err(mv, "copying %s/%s/%s/%u/%s to disk %u (%s): %s", fs->ds->paths[mv->m.from],
+		LSMFS_DIR, LSMFS_SECTIONS_DIR, mv->m.section, name, mv->m.to, fs->ds->paths[mv->m.to],
+		strerror(-rc));
+out:
+	if (out >= 0)
+		close(out);
+	close(in);
+	return rc;
+}
+
+/* Remove every chunk file of the section's directory on disk d, fsync it,
+ * remove it and fsync the sections directory.  Anything else found there
+ * (not a chunk file name) is left, logged, with the directory. */
+static int wipe_copy(struct fs *fs, uint32_t d, uint32_t s)
+{
+	char name[SECTION_NAME_MAX], path[LSMFS_META_PATH_MAX + 128];
+	section_dir_name(s, name);
+	dir_path(fs, d, s, path, sizeof(path));
+	int fd = openat(fs->sections_fd[d], name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	DIR *dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return -errno;
+	}
+	int rc = 0;
+	uint64_t left = 0;
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		uint64_t ino, chunk;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!section_chunk_parse(de->d_name, &ino, &chunk) ||
+		    chunk_section(ino, chunk, fs->info.sections) != s) {
+			left++;
+			continue;
+		}
+		if (unlinkat(dirfd(dir), de->d_name, 0) != 0 && errno != ENOENT) {
+			rc = -errno;
+			fs_logf(fs, "disk %u: removing %s/%s: %s", d, path, de->d_name, strerror(errno));
+			break;
+		}
+	}
+	if (!rc && fsync(dirfd(dir)) != 0)
+		rc = -errno;
+	closedir(dir);
+	if (rc)
+		return rc;
+	if (left) {
+		fs_logf(fs, "disk %u: %s keeps %" PRIu64 " file%s that %s no chunk file (for fsck.lsmfs)",
+			d, path, left, left == 1 ? "" : "s", left == 1 ? "is" : "are");
+		return 0;
+	}
+	if (unlinkat(fs->sections_fd[d], name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+		return -errno;
+	return fsync(fs->sections_fd[d]) != 0 ? -errno : 0;
+}
+
+static int put_intent(struct fs *fs, const struct section_move *m)
+{
+	uint8_t k[KEY_MAX], v[SECTION_MOVE_LEN];
+	size_t kl = key_meta(k, META_MOVE);
+	section_move_encode(m, v);
+	return store_put(fs->st, k, kl, v, sizeof(v), STORE_WRITE_SYNC);
+}
+
+static int clear_intent(struct fs *fs)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_meta(k, META_MOVE);
+	/* Not synced: an intent a crash brings back finds nothing left to
+	 * remove (move_recover is idempotent). */
+	return store_delete(fs->st, k, kl, STORE_WRITE_RESERVE);
+}
+
+/* Bring the target up to date with the chunks changed since the last
+ * call.  Sets *busy when changes are still under way; *copied how many
+ * chunks it copied (or removed). */
+static int catch_up(struct mover *mv, bool *busy, size_t *copied)
+{
+	struct gate_chunk *v;
+	size_t n;
+	bool lost;
+	int r = section_take_changes(mv->fs, &v, &n, &lost);
+	if (r < 0)
+		return r;
+	*busy = r > 0;
+	*copied = n;
+	if (lost) {
+		free(v);
+		set_err(mv, "out of memory recording the changes made during the move");
+		return -ENOMEM;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		char rel[96];
+		section_chunk_name(v[i].ino, v[i].chunk, mv->m.section, rel, sizeof(rel));
+		const char *base = strchr(rel, '/') + 1;
+		rc = copy_chunk(mv, base);
+		rc = rc > 0 ? 0 : rc;
+	}
+	free(v);
+	return rc;
+}
+
+/* The chunk files of the source directory: names and the sum of sizes. */
+struct listing {
+	char **names;
+	size_t n, cap;
+	uint64_t bytes;
+};
+
+static void listing_free(struct listing *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->names[i]);
+	free(l->names);
+}
+
+static int list_source(struct mover *mv, struct listing *l)
+{
+	int fd = dup(mv->src_dir);
+	DIR *dir = fd < 0 ? NULL : fdopendir(fd);
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	rewinddir(dir);
+	int rc = 0;
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		uint64_t ino, chunk;
+		if (!section_chunk_parse(de->d_name, &ino, &chunk) ||
+		    chunk_section(ino, chunk, mv->fs->info.sections) != mv->m.section)
+			continue; /* not ours to move: left for fsck with the directory */
+		struct stat st;
+		if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (l->n == l->cap) {
+			size_t nc = l->cap ? l->cap * 2 : 256;
+			char **g = realloc(l->names, nc * sizeof(*g));
+			if (!g) {
+				rc = -ENOMEM;
+				break;
+			}
+			l->names = g;
+			l->cap = nc;
+		}
+		if (!(l->names[l->n] = strdup(de->d_name))) {
+			rc = -ENOMEM;
+			break;
+		}
+		l->n++;
+		l->bytes += (uint64_t)st.st_size;
+	}
+	closedir(dir);
+	return rc;
+}
+
+static int open_section_dir(struct fs *fs, uint32_t d, uint32_t s, bool create)
+{
+	char name[SECTION_NAME_MAX];
+	section_dir_name(s, name);
+	if (create) {
+		if (mkdirat(fs->sections_fd[d], name, 0700) == 0) {
+			if (fsync(fs->sections_fd[d]) != 0)
+				return -errno;
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
+	}
+	int fd = openat(fs->sections_fd[d], name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn report, void *ctx,
+		 char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = '\0';
+	struct mover mv = {.fs = fs, .report = report, .ctx = ctx, .err = err, .errlen = errlen,
+			   .src_dir = -1, .dst_dir = -1};
+	if (section >= fs->info.sections || to >= fs->ds->ndisks || !fs->ds->paths[to]) {
+		set_err(&mv, "no section %u or no disk %u", section, to);
+		return -EINVAL;
+	}
+	if (!fs_writable(fs)) {
+		set_err(&mv, "mounted read-only");
+		return -EROFS;
+	}
+	if (pthread_mutex_trylock(&fs->move_lock) != 0) {
+		set_err(&mv, "another section is moving");
+		return -EBUSY;
+	}
+	uint32_t from = section_disk_of(fs, section);
+	mv.m = (struct section_move){.section = section, .from = from, .to = to};
+	mv.p = (struct move_progress){.section = section, .from = from, .to = to};
+	int rc = 0;
+	bool tracking = false, frozen = false, switched = false;
+	struct listing l = {0};
+	if (from == to)
+		goto out;
+	if (!disk_usable(fs, from) || !disk_usable(fs, to)) {
+		set_err(&mv, "disk %u is no longer the disk mounted", disk_usable(fs, to) ? from : to);
+		rc = -EIO;
+		goto out;
+	}
+	mv.buf = malloc(COPY_BUF);
+	if (!mv.buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((rc = put_intent(fs, &mv.m))) {
+		set_err(&mv, "%s: recording the move: %s", fs->ds->meta_dir, strerror(-rc));
+		goto out;
+	}
+	/* A copy an earlier attempt left (the map says `from`: it is not
+	 * in use) goes first. */
+	if ((rc = wipe_copy(fs, to, section))) {
+		set_err(&mv, "disk %u: clearing what an earlier move left of section %u: %s", to,
+			section, strerror(-rc));
+		goto rollback;
+	}
+	section_track(fs, section);
+	tracking = true;
+	if ((mv.src_dir = open_section_dir(fs, from, section, true)) < 0) {
+		rc = mv.src_dir;
+		set_err(&mv, "disk %u: opening section %u: %s", from, section, strerror(-rc));
+		goto rollback;
+	}
+	if ((mv.dst_dir = open_section_dir(fs, to, section, true)) < 0) {
+		rc = mv.dst_dir;
+		set_err(&mv, "disk %u (%s): making the directory of section %u: %s", to,
+			fs->ds->paths[to], section, strerror(-rc));
+		goto rollback;
+	}
+	if ((rc = list_source(&mv, &l))) {
+		set_err(&mv, "disk %u: listing section %u: %s", from, section, strerror(-rc));
+		goto rollback;
+	}
+	mv.p.files_total = l.n;
+	mv.p.bytes_total = l.bytes;
+	say(&mv, true);
+	for (size_t i = 0; i < l.n; i++) {
+		if (__atomic_load_n(&fs->move_cancel, __ATOMIC_ACQUIRE)) {
+			rc = -ECANCELED;
+			set_err(&mv, "the filesystem is being unmounted: section %u stays on disk %u",
+				section, from);
+			goto rollback;
+		}
+		int r = copy_chunk(&mv, l.names[i]);
+		if (r < 0) {
+			rc = r;
+			goto rollback;
+		}
+	}
+	/* Rounds of changes made meanwhile, until few are left or a writer
+	 * keeps ahead; then the last ones with the section frozen. */
+	for (int round = 0; round < ROUNDS_MAX; round++) {
+		bool busy;
+		size_t copied;
+		if ((rc = catch_up(&mv, &busy, &copied)))
+			goto rollback;
+		if (copied <= FREEZE_BELOW && !busy)
+			break;
+	}
+	section_freeze(fs, section);
+	frozen = true;
+	bool busy;
+	size_t copied;
+	if ((rc = catch_up(&mv, &busy, &copied)))
+		goto rollback;
+	if (fsync(mv.dst_dir) != 0) {
+		rc = -errno;
+		set_err(&mv, "disk %u: fsync of the directory of section %u: %s", to, section,
+			strerror(-rc));
+		goto rollback;
+	}
+	uint8_t k[KEY_MAX], v[SECTION_VAL_LEN];
+	size_t kl = key_section(k, section);
+	section_value_encode(to, v);
+	if ((rc = store_put(fs->st, k, kl, v, sizeof(v), STORE_WRITE_SYNC))) {
+		set_err(&mv, "%s: switching section %u to disk %u: %s", fs->ds->meta_dir, section, to,
+			strerror(-rc));
+		goto rollback;
+	}
+	section_switch(fs, section, to);
+	switched = true;
+	chunk_section_changed(fs, section);
+	section_untrack(fs);
+	tracking = false;
+	section_thaw(fs);
+	frozen = false;
+	/* The old copy: nobody reads it any more (every fd on it is stale). */
+	if ((rc = wipe_copy(fs, from, section))) {
+		fs_logf(fs, "section %u moved to disk %u; removing its old copy on disk %u: %s (the "
+			"next mount tries again)", section, to, from, strerror(-rc));
+		rc = 0;
+	} else if ((rc = clear_intent(fs))) {
+		fs_logf(fs, "section %u moved to disk %u; clearing the record of the move: %s", section,
+			to, strerror(-rc));
+		rc = 0;
+	}
+	say(&mv, true);
+	goto out;
+rollback:
+	if (tracking)
+		section_untrack(fs);
+	if (frozen)
+		section_thaw(fs);
+	if (!switched) {
+		int r = wipe_copy(fs, to, section);
+		if (!r)
+			r = clear_intent(fs);
+		if (r)
+			fs_logf(fs, "section %u stays on disk %u; removing the partial copy on disk %u: "
+				"%s (the next mount tries again)", section, from, to, strerror(-r));
+	}
+out:
+	if (mv.src_dir >= 0)
+		close(mv.src_dir);
+	if (mv.dst_dir >= 0)
+		close(mv.dst_dir);
+	listing_free(&l);
+	free(mv.buf);
+	pthread_mutex_unlock(&fs->move_lock);
+	if (rc && err && !err[0])
+		snprintf(err, errlen, "moving section %u to disk %u: %s", section, to, strerror(-rc));
+	return rc;
+}
+
+int move_recover(struct fs *fs)
+{
+	struct section_move m;
+	int rc = section_move_get(fs->st, &m);
+	if (rc <= 0) {
+		if (rc == -EUCLEAN)
+			fs_logf(fs, "%s: the record of a section move is damaged (left for fsck.lsmfs)",
+				fs->ds->meta_dir);
+		return rc == -EUCLEAN ? 0 : rc;
+	}
+	uint32_t d = m.section < fs->info.sections ? section_disk_of(fs, m.section) : UINT32_MAX;
+	if ((d != m.from && d != m.to) || m.from >= fs->ds->ndisks || m.to >= fs->ds->ndisks ||
+	    !fs->ds->paths[m.from] || !fs->ds->paths[m.to]) {
+		fs_logf(fs, "%s: a move of section %u from disk %u to disk %u was under way, but the "
+			"map puts the section on disk %u (left for fsck.lsmfs)", fs->ds->meta_dir,
+			m.section, m.from, m.to, d);
+		return 0;
+	}
+	bool done = d == m.to;
+	uint32_t stale = done ? m.from : m.to;
+	rc = wipe_copy(fs, stale, m.section);
+	if (!rc)
+		rc = clear_intent(fs);
+	if (rc)
+		return rc;
+	fs_logf(fs, "a move of section %u from disk %u to disk %u was under way: %s", m.section,
+		m.from, m.to, done ? "finished (old copy removed)" : "rolled back (partial copy removed)");
+	return 0;
+}

@@ -1,0 +1,191 @@
+#!/bin/bash
+# test_disk.sh BUILD_DIR: lsmfs-disk moving sections (fs/SCHEMA.md "Moving
+# a section"), online and offline.
+#
+# A filesystem over 2 disks holds checksummed files of every shape (inline,
+# one chunk, many chunks, sparse, hard-linked).  Then:
+#   - offline: rebalance with disk 1 weighing 3x, --dry-run first (which
+#     must change nothing); every checksum equal, fsck clean, the moved
+#     sections' old directories gone;
+#   - online: rebalance back while a writer appends and fsyncs, a reader
+#     checks a file again and again, and a process holding a file open
+#     writes at random offsets: no error, no lost byte;
+#   - SIGKILL of the daemon (online) and of lsmfs-disk (offline) at random
+#     points of rebalances: after the next mount (or lsmfs-disk run), every
+#     checksum equal and fsck clean; fsck -n before that recovery is clean
+#     too, and says a move is under way;
+#   - refusals: a non-root caller online, bad usage (16).
+set -u
+B=$(cd "${1:?usage: test_disk.sh BUILD_DIR}" && pwd)
+MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs
+DISK=$B/tools/disk/lsmfs-disk CHURN=$B/tests/disk/churn
+KILLS=${LSMFS_DISK_KILLS:-12}
+if [[ ! -c /dev/fuse ]]; then
+	echo "test_disk: SKIPPED: no /dev/fuse here" >&2
+	exit 77
+fi
+T=$(mktemp -d "${TMPDIR:-/tmp}/lsmfs-disk.XXXXXX")
+chmod 755 "$T"
+M=$T/mnt D0=$T/d0 D1=$T/d1
+DISKS=$D0:$D1
+fails=0
+cleanup() {
+	touch "$T/stop" 2>/dev/null
+	fusermount3 -u "$M" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "test_disk: FAIL: $*" >&2; fails=$((fails + 1)); }
+say() { echo "test_disk: $*"; }
+
+mounted() { grep -q " $M " /proc/self/mountinfo; }
+umount_wait() {
+	fusermount3 -u "$M" || return 1
+	for _ in $(seq 100); do mounted || return 0; sleep 0.1; done
+	return 1
+}
+# The daemon's pid, from the lock file of disk 0.
+daemon_pid() { head -n1 "$D0/.lsmfs/lock" 2>/dev/null; }
+
+mkdir -p "$D0" "$D1" "$M"
+"$MKFS" -q --sections 64 --chunk-size 65536 "$D0" "$D1" || { echo "mkfs failed" >&2; exit 1; }
+"$LSMFS" "$DISKS" "$M" || { echo "mount failed" >&2; exit 1; }
+mkdir -p "$M/a/b"
+echo small > "$M/a/small"
+head -c 3000 /dev/urandom > "$M/a/inline"
+head -c 60000 /dev/urandom > "$M/a/one-chunk"
+for i in $(seq 8); do head -c $((i * 700000)) /dev/urandom > "$M/a/b/many$i"; done
+truncate -s 5000000 "$M/sparse"
+printf 'middle' | dd of="$M/sparse" bs=1 seek=2500000 conv=notrunc status=none
+head -c 200000 /dev/urandom > "$M/linked"
+ln "$M/linked" "$M/a/linked.too"
+head -c 8000000 /dev/urandom > "$M/static" # for the reader
+sums() { (cd "$M" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
+sums > "$T/sums"
+umount_wait || { echo "unmount failed" >&2; exit 1; }
+
+check_sums() { # WHAT
+	local got
+	got=$(sums)
+	[[ $got == "$(cat "$T/sums")" ]] || fail "$1: checksums differ: $(diff <(echo "$got") "$T/sums" | head -5)"
+}
+fsck_clean() { # WHAT
+	local out rc
+	out=$("$FSCK" -n "$DISKS" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "$1: fsck -n exit $rc: $(grep -E 'LSMFS-|error' <<<"$out" | head -5)"
+}
+held() { # DISK: bytes of chunk files under DISK's sections
+	find "$1/.lsmfs/sections" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}'
+}
+
+# ---- usage ----
+"$DISK" >/dev/null 2>&1; [[ $? == 16 ]] || fail "no arguments: want exit 16"
+"$DISK" "$DISKS" frobnicate >/dev/null 2>&1; [[ $? == 16 ]] || fail "unknown command: want exit 16"
+"$DISK" "$DISKS" move 1 >/dev/null 2>&1; [[ $? == 16 ]] || fail "move without disk: want 16"
+out=$("$DISK" "$DISKS" rebalance --weight x 2>&1); rc=$?; [[ $rc == 16 ]] || fail "bad --weight: exit $rc, want 16: $out"
+"$DISK" "$T/nowhere" status >/dev/null 2>&1; [[ $? == 8 ]] || fail "missing disk: want exit 8"
+
+# ---- offline rebalance, with disk 1 weighing 3x ----
+find "$D0" "$D1" -printf '%p %s\n' | sort > "$T/before"
+before=$(sha256sum < "$T/before")
+out=$("$DISK" "$DISKS" rebalance --dry-run --weight 0=1 --weight 1=3 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "dry run: exit $rc: $out"
+grep -q '^plan: [1-9]' <<<"$out" || fail "dry run: no plan in: $out"
+after=$(find "$D0" "$D1" -printf '%p %s\n' | sort); [[ $(sha256sum <<<"$after") == "$before" ]] || fail "dry run changed the disks: $(diff <(echo "$after") "$T/before" | head -5)"
+out=$("$DISK" "$DISKS" rebalance --weight 0=1 --weight 1=3 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "offline rebalance: exit $rc: $out"
+h0=$(held "$D0") h1=$(held "$D1")
+say "offline rebalance 1:3: disk 0 holds $h0 bytes, disk 1 $h1"
+# Within one section's bytes of a 1:3 split (the biggest section holds
+# at most a few chunks of 64 KiB: 8 files of up to 5.6 MB over 64 sections).
+total=$((h0 + h1))
+((h1 * 4 >= total * 3 - 4 * 1500000 && h1 * 4 <= total * 3 + 4 * 1500000)) ||
+	fail "offline rebalance: disk 1 holds $h1 of $total bytes, not about 3/4"
+fsck_clean "offline rebalance"
+out=$("$DISK" "$DISKS" rebalance --weight 0=1 --weight 1=3 2>&1)
+grep -q "nothing to move" <<<"$out" || fail "second rebalance still moves: $out"
+"$LSMFS" "$DISKS" "$M" || fail "mount after the offline rebalance"
+check_sums "offline rebalance"
+# A section lives on one disk only.
+for s in "$D0"/.lsmfs/sections/*; do
+	[[ -d $D1/.lsmfs/sections/${s##*/} ]] && fail "section ${s##*/} has a directory on both disks"
+done
+
+# ---- online rebalance, back to even, under load ----
+rm -f "$T/stop"
+"$CHURN" append "$M/appended" "$T/stop" > "$T/append.out" 2>&1 & P1=$!
+"$CHURN" randwrite "$M/random" "$T/stop" > "$T/random.out" 2>&1 & P2=$!
+"$CHURN" read "$M/static" "$T/stop" > "$T/read.out" 2>&1 & P3=$!
+sleep 0.5
+out=$("$DISK" "$M" rebalance 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "online rebalance: exit $rc: $out"
+moves=$(grep -c '^moved section' <<<"$out")
+# Move the sections of the files in use to and fro while they are used.
+for s in $(seq 0 63); do
+	d=$(( (s + 1) % 2 ))
+	"$DISK" "$M" move "$s" "$d" > /dev/null 2>&1 || fail "online move of section $s to disk $d"
+done
+touch "$T/stop"
+for p in $P1 $P2 $P3; do wait "$p" || fail "churn $p: $(cat "$T"/*.out)"; done
+say "online: $moves rebalance moves and 64 more under load: $(cat "$T/append.out" "$T/random.out" "$T/read.out" | tr '\n' ' ')"
+rm -f "$M/appended" "$M/random"
+check_sums "online rebalance"
+umount_wait || fail "unmount after the online moves"
+fsck_clean "online rebalance"
+
+# ---- a non-root caller is refused online ----
+"$LSMFS" "$DISKS" "$M" || fail "mount for the refusal"
+if id nobody >/dev/null 2>&1; then
+	out=$(runuser -u nobody -- "$DISK" "$DISKS" rebalance 2>&1); rc=$?
+	[[ $rc == 8 ]] || fail "non-root online: exit $rc, want 8: $out"
+	grep -q "only root" <<<"$out" || fail "non-root online: no reason given: $out"
+fi
+umount_wait
+
+# ---- SIGKILL at random points ----
+# kill_daemon: a rebalance running online; the daemon dies at a random
+# moment of it.  kill_tool: lsmfs-disk offline dies.  Then fsck -n (a
+# move may be under way: still clean), the next mount recovers, and the
+# files are whole.
+seed=${LSMFS_SEED:-$$}
+RANDOM=$seed
+say "SIGKILL: seed $seed (replay with LSMFS_SEED)"
+weights=("--weight 0=1 --weight 1=3" "--weight 0=3 --weight 1=1")
+for i in $(seq "$KILLS"); do
+	w=${weights[$((i % 2))]}
+	delay=$(printf '0.%03d' $((RANDOM % 400)))
+	if ((i % 2)); then
+		"$LSMFS" "$DISKS" "$M" || { fail "kill $i: mount"; break; }
+		pid=$(daemon_pid)
+		# shellcheck disable=SC2086
+		"$DISK" "$M" rebalance $w > "$T/kill.out" 2>&1 &
+		tool=$!
+		sleep "$delay"
+		kill -9 "$pid" 2>/dev/null
+		wait "$tool"
+		fusermount3 -u -z "$M" 2>/dev/null
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+		what="daemon killed after ${delay}s"
+	else
+		# shellcheck disable=SC2086
+		"$DISK" "$DISKS" rebalance $w > "$T/kill.out" 2>&1 &
+		tool=$!
+		sleep "$delay"
+		kill -9 "$tool" 2>/dev/null
+		wait "$tool"
+		what="lsmfs-disk killed after ${delay}s"
+	fi
+	out=$("$FSCK" -n "$DISKS" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "kill $i ($what): fsck -n before recovery: exit $rc: $(grep -E -A3 "LSMFS-" <<<"$out" | head -8)"
+	grep -q "was moving" <<<"$out" && say "kill $i ($what): a move was under way; fsck -n clean"
+	"$LSMFS" "$DISKS" "$M" || { fail "kill $i ($what): mount after"; break; }
+	check_sums "kill $i ($what)"
+	umount_wait || fail "kill $i: unmount"
+	fsck_clean "kill $i ($what)"
+done
+
+if ((fails)); then
+	echo "test_disk: $fails failure(s)" >&2
+	exit 1
+fi
+say "all passed"

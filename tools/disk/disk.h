@@ -1,0 +1,85 @@
+/*
+ * disk.h: lsmfs-disk's parts: the session (session.c: a mounted daemon's
+ * control socket, or the filesystem opened here), the status it reads
+ * (status.c) and the rebalance plan (plan.c).  main.c holds the command
+ * line.
+ */
+#ifndef LSMFS_DISK_TOOL_H
+#define LSMFS_DISK_TOOL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs.h"
+
+#define PROG "lsmfs-disk"
+/* Exit codes (as btrfs/e2fsprogs-style tools: documented in --help). */
+#define EXIT_DONE 0
+#define EXIT_STOPPED 1   /* stopped with work left; run again to resume */
+#define EXIT_FAILED 8    /* operational error */
+#define EXIT_USAGE 16
+
+struct session {
+	int sock;                   /* online: connected to the daemon; -1 offline */
+	struct lsmfs_diskset *ds;   /* offline: the disks, locked */
+	struct fs *fs;              /* offline: the filesystem, opened here */
+	char where[1200];           /* the store's directory, for messages */
+};
+
+/* Connect to the daemon that has target (a mount point, or DISK[:DISK...])
+ * mounted, or open the disks offline: locked when writable, else read-only
+ * and unlocked (status, dry runs).  0, or an exit code with the reason
+ * printed. */
+int session_open(struct session *s, const char *target, bool writable);
+void session_close(struct session *s);
+/* Send one request; line(ctx, text) gets every line of the answer but the
+ * last.  0, or the request's negative errno with its message in err. */
+int session_ask(struct session *s, const char *req, void (*line)(void *ctx, const char *text),
+		void *ctx, char *err, size_t errlen);
+
+struct disk_info {
+	uint32_t index;
+	char uuid[37];
+	char *path;
+	uint64_t capacity, used, available, device, sections, bytes;
+	bool usable;
+};
+struct status {
+	char fs_uuid[37];
+	bool online;
+	uint32_t sections;
+	uint64_t chunk_size;
+	uint32_t ndisks;
+	struct disk_info disk[LSMFS_MAX_DISKS];
+	uint32_t *section_disk;     /* by section */
+	uint64_t *section_bytes;    /* by section */
+	bool moving;
+	uint32_t move_section, move_from, move_to;
+	uint64_t move_done, move_total;
+	char move_state[16];
+	char *json;                 /* as the daemon wrote it */
+};
+int status_read(struct session *s, struct status *st, char *err, size_t errlen);
+void status_free(struct status *st);
+/* The index in st->disk of disk index d; -1 when none. */
+int status_disk(const struct status *st, uint32_t d);
+
+struct move {
+	uint32_t section, from, to;
+	uint64_t bytes;
+};
+struct plan {
+	struct move *moves;
+	size_t n;
+	uint64_t bytes;
+};
+/* Moves that even the bytes per disk in proportion to weight (by disk
+ * index; 0: takes nothing), the sections bringing most balance per byte
+ * first, then the section counts; only disks with a weight take sections,
+ * and every section on a disk of weight 0 moves. */
+int plan_rebalance(const struct status *st, const double *weight, struct plan *p);
+void plan_free(struct plan *p);
+
+#endif

@@ -1,0 +1,429 @@
+/*
+ * lsmfs-disk: the disks of an lsmfs filesystem, online or not, as
+ * `btrfs device` and `btrfs balance` are for btrfs.
+ *
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT status|list [--json]
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT rebalance [--dry-run] [--weight INDEX=W ...]
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT move SECTION DISK-INDEX
+ *
+ * With a daemon mounted on the disks, the daemon does the moves (its
+ * control socket, fs/SCHEMA.md "Control requests"); without one, this
+ * program does them itself, holding the disks' locks.  Each section move
+ * is crash-safe on its own (fs/SCHEMA.md "Moving a section"); SIGINT or
+ * SIGTERM stops after the section under way, and running the command
+ * again goes on from there.
+ */
+#include "disk.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop_asked;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_asked = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " DISK[:DISK...]|MOUNTPOINT COMMAND [OPTIONS]\n"
+		"\n"
+		"Commands:\n"
+		"  status, list       every disk: index, UUID, path, capacity, used, sections\n"
+		"                     and bytes held; a section move under way\n"
+		"  rebalance          move sections so that every disk holds bytes (and\n"
+		"                     sections) in proportion to its weight\n"
+		"  move SECTION DISK  move one section to the disk of that index\n"
+		"\n"
+		"Options:\n"
+		"      --json         status: one JSON object, as the daemon reports it\n"
+		"  -n, --dry-run      rebalance: print the plan (moves, bytes, an estimate of\n"
+		"                     the time), change nothing\n"
+		"      --weight I=W   rebalance: disk I weighs W (default: its capacity in\n"
+		"                     GiB; 0: move everything off it); may be repeated\n"
+		"  -h, --help         this text\n"
+		"  -V, --version      the version\n"
+		"\n"
+		"With a daemon mounted on the disks (or given its mount point), the daemon\n"
+		"moves the sections, online; that takes root.  Otherwise " PROG " opens the\n"
+		"disks itself, locked.  SIGINT stops after the section under way; run the\n"
+		"command again to go on.\n"
+		"\n"
+		"Exit status: 0 done, 1 stopped with work left (run again to resume),\n"
+		"8 operational error, 16 usage error.\n");
+}
+
+static void human(uint64_t b, char *out, size_t cap)
+{
+	const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	double v = (double)b;
+	int u = 0;
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+}
+
+static int cmd_status(struct session *s, bool json)
+{
+	struct status st;
+	char err[1200];
+	int rc = status_read(s, &st, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
+		return EXIT_FAILED;
+	}
+	if (json) {
+		printf("%s\n", st.json);
+		status_free(&st);
+		return EXIT_DONE;
+	}
+	printf("filesystem %s, %u sections of chunk size %" PRIu64 ", %s\n", st.fs_uuid,
+	       st.sections, st.chunk_size, st.online ? "mounted" : "not mounted");
+	printf("%-5s %-36s %10s %10s %8s %10s  %s\n", "index", "uuid", "capacity", "used",
+	       "sections", "bytes", "path");
+	for (uint32_t i = 0; i < st.ndisks; i++) {
+		struct disk_info *d = &st.disk[i];
+		char cap[32], used[32], held[32];
+		human(d->capacity, cap, sizeof(cap));
+		human(d->used, used, sizeof(used));
+		human(d->bytes, held, sizeof(held));
+		printf("%-5u %-36s %10s %10s %8" PRIu64 " %10s  %s%s\n", d->index, d->uuid, cap, used,
+		       d->sections, held, d->path, d->usable ? "" : " (replaced or gone: unusable)");
+	}
+	if (st.moving) {
+		char done[32], total[32];
+		human(st.move_done, done, sizeof(done));
+		human(st.move_total, total, sizeof(total));
+		if (!strcmp(st.move_state, "interrupted"))
+			printf("move of section %u from disk %u to disk %u interrupted by a crash: the "
+			       "next mount (or " PROG ") finishes it or rolls it back\n",
+			       st.move_section, st.move_from, st.move_to);
+		else
+			printf("moving section %u from disk %u to disk %u: %s of %s\n", st.move_section,
+			       st.move_from, st.move_to, done, total);
+	}
+	status_free(&st);
+	return EXIT_DONE;
+}
+
+/* ---- moving ---- */
+
+struct progress {
+	bool tty;
+	size_t index, count;       /* this move's place in the plan */
+	uint64_t plan_bytes, before; /* bytes of the plan, moved before this one */
+	struct timespec start;     /* of the whole run */
+	struct timespec move_start;
+	uint64_t last_bytes;
+	uint64_t files;
+};
+
+static double since(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static void progress_line(void *ctx, const char *text)
+{
+	struct progress *p = ctx;
+	uint64_t bytes = 0, files = 0;
+	const char *b = strstr(text, "\"bytes_done\":"), *f = strstr(text, "\"files_done\":");
+	if (strncmp(text, "progress ", 9) || !b || !f)
+		return;
+	bytes = strtoull(b + 13, NULL, 10);
+	files = strtoull(f + 13, NULL, 10);
+	p->last_bytes = bytes;
+	p->files = files;
+	if (!p->tty)
+		return;
+	double t = since(&p->start);
+	uint64_t done = p->before + bytes;
+	double rate = t > 0 ? (double)done / t : 0;
+	char d[32], tot[32], r[32];
+	human(done, d, sizeof(d));
+	human(p->plan_bytes, tot, sizeof(tot));
+	human((uint64_t)rate, r, sizeof(r));
+	double eta = rate > 0 && p->plan_bytes > done ? (double)(p->plan_bytes - done) / rate : 0;
+	fprintf(stderr, "\rsection %zu of %zu: %s of %s moved, %s/s, ETA %d:%02d   ", p->index + 1,
+		p->count, d, tot, r, (int)eta / 60, (int)eta % 60);
+	fflush(stderr);
+}
+
+/* Move one section; 0 or an exit code, said on stderr. */
+static int do_move(struct session *s, const struct move *m, struct progress *p)
+{
+	char req[64], err[1200];
+	snprintf(req, sizeof(req), "move %u %u", m->section, m->to);
+	clock_gettime(CLOCK_MONOTONIC, &p->move_start);
+	p->last_bytes = 0;
+	p->files = 0;
+	int rc = session_ask(s, req, progress_line, p, err, sizeof(err));
+	if (p->tty)
+		fputc('\n', stderr);
+	if (rc) {
+		fprintf(stderr, PROG ": section %u: %s\n", m->section, err);
+		return EXIT_FAILED;
+	}
+	char b[32];
+	human(p->last_bytes, b, sizeof(b));
+	if (!p->tty)
+		printf("moved section %u from disk %u to disk %u: %" PRIu64 " files, %s in %.2f s\n",
+		       m->section, m->from, m->to, p->files, b, since(&p->move_start));
+	fflush(stdout);
+	return 0;
+}
+
+static int run_moves(struct session *s, const struct plan *pl)
+{
+	struct progress p = {.tty = isatty(2), .count = pl->n, .plan_bytes = pl->bytes};
+	clock_gettime(CLOCK_MONOTONIC, &p.start);
+	for (size_t i = 0; i < pl->n; i++) {
+		if (stop_asked) {
+			fprintf(stderr, PROG ": stopped: %zu of %zu section moves left; run the command "
+				"again to go on\n", pl->n - i, pl->n);
+			return EXIT_STOPPED;
+		}
+		p.index = i;
+		int rc = do_move(s, &pl->moves[i], &p);
+		if (rc)
+			return rc;
+		p.before += pl->moves[i].bytes;
+	}
+	return EXIT_DONE;
+}
+
+static int parse_weights(char **list, int n, double *weight, bool *given)
+{
+	for (int i = 0; i < n; i++) {
+		char *eq = strchr(list[i], '='), *end;
+		if (!eq)
+			return -1;
+		errno = 0;
+		unsigned long d = strtoul(list[i], &end, 10);
+		if (end != eq || d >= LSMFS_MAX_DISKS || errno)
+			return -1;
+		double w = strtod(eq + 1, &end);
+		if (*end || !(w >= 0) || !isfinite(w))
+			return -1;
+		weight[d] = w;
+		given[d] = true;
+	}
+	return 0;
+}
+
+static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
+{
+	double weight[LSMFS_MAX_DISKS] = {0};
+	bool given[LSMFS_MAX_DISKS] = {0};
+	if (parse_weights(wlist, nw, weight, given)) {
+		fprintf(stderr, PROG ": --weight takes INDEX=WEIGHT (a disk index, a number >= 0)\n");
+		return EXIT_USAGE;
+	}
+	struct status st;
+	char err[1200];
+	if (status_read(s, &st, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
+		return EXIT_FAILED;
+	}
+	/* By default a disk weighs its capacity in GiB (--weight speaks the
+	 * same unit); disks that are directories of one filesystem share it. */
+	for (uint32_t i = 0; i < st.ndisks; i++) {
+		struct disk_info *d = &st.disk[i];
+		if (given[d->index])
+			continue;
+		unsigned sharing = 0;
+		for (uint32_t j = 0; j < st.ndisks; j++)
+			sharing += st.disk[j].device == d->device;
+		weight[d->index] =
+			d->usable ? (double)d->capacity / (1u << 30) / (sharing ? sharing : 1) : 0;
+	}
+	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
+		if (given[d] && status_disk(&st, d) < 0) {
+			fprintf(stderr, PROG ": --weight: the filesystem has no disk %u\n", d);
+			status_free(&st);
+			return EXIT_USAGE;
+		}
+	struct plan pl;
+	int rc = plan_rebalance(&st, weight, &pl);
+	if (rc) {
+		fprintf(stderr, PROG ": %s\n",
+			rc == -ENOSPC ? "no disk may take sections (every weight is 0)"
+				      : strerror(-rc));
+		status_free(&st);
+		return EXIT_FAILED;
+	}
+	/* Room: a disk must be able to take what the plan gives it. */
+	uint64_t in[LSMFS_MAX_DISKS] = {0}, out[LSMFS_MAX_DISKS] = {0};
+	for (size_t i = 0; i < pl.n; i++) {
+		in[pl.moves[i].to] += pl.moves[i].bytes;
+		out[pl.moves[i].from] += pl.moves[i].bytes;
+	}
+	for (uint32_t i = 0; i < st.ndisks; i++) {
+		struct disk_info *d = &st.disk[i];
+		/* A move copies before it removes: the whole section must fit. */
+		if (in[d->index] > d->available) {
+			char need[32], have[32];
+			human(in[d->index], need, sizeof(need));
+			human(d->available, have, sizeof(have));
+			fprintf(stderr, PROG ": disk %u (%s) would take %s but has %s free: nothing "
+				"moved\n", d->index, d->path, need, have);
+			plan_free(&pl);
+			status_free(&st);
+			return EXIT_FAILED;
+		}
+	}
+	if (dry) {
+		char b[32];
+		human(pl.bytes, b, sizeof(b));
+		printf("plan: %zu section move%s, %s", pl.n, pl.n == 1 ? "" : "s", b);
+		/* An estimate at 100 MiB/s, a plain disk's sequential rate. */
+		double secs = (double)pl.bytes / (100.0 * 1024 * 1024);
+		printf(", about %d:%02d at 100 MiB/s\n", (int)secs / 60, (int)secs % 60);
+		for (size_t i = 0; i < pl.n; i++) {
+			human(pl.moves[i].bytes, b, sizeof(b));
+			printf("move section %u from disk %u to disk %u (%s)\n", pl.moves[i].section,
+			       pl.moves[i].from, pl.moves[i].to, b);
+		}
+		for (uint32_t i = 0; i < st.ndisks; i++) {
+			struct disk_info *d = &st.disk[i];
+			char now[32], after[32];
+			human(d->bytes, now, sizeof(now));
+			human(d->bytes + in[d->index] - out[d->index], after, sizeof(after));
+			printf("disk %u: %s now, %s after (weight %.1f)\n", d->index, now, after,
+			       weight[d->index]);
+		}
+		plan_free(&pl);
+		status_free(&st);
+		return EXIT_DONE;
+	}
+	status_free(&st);
+	rc = pl.n ? run_moves(s, &pl) : EXIT_DONE;
+	if (!pl.n)
+		printf("balanced: nothing to move\n");
+	plan_free(&pl);
+	return rc;
+}
+
+static int cmd_move(struct session *s, const char *sec, const char *disk)
+{
+	char *end;
+	errno = 0;
+	unsigned long sn = strtoul(sec, &end, 10);
+	if (*end || !*sec || errno || sn > UINT32_MAX)
+		return EXIT_USAGE;
+	unsigned long dn = strtoul(disk, &end, 10);
+	if (*end || !*disk || errno || dn >= LSMFS_MAX_DISKS)
+		return EXIT_USAGE;
+	struct move m = {.section = (uint32_t)sn, .to = (uint32_t)dn, .from = UINT32_MAX};
+	struct progress p = {.tty = isatty(2), .count = 1};
+	clock_gettime(CLOCK_MONOTONIC, &p.start);
+	return do_move(s, &m, &p);
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_JSON = 256, OPT_WEIGHT };
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, OPT_JSON},
+		{"dry-run", no_argument, NULL, 'n'},
+		{"weight", required_argument, NULL, OPT_WEIGHT},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	bool json = false, dry = false;
+	char *weights[LSMFS_MAX_DISKS];
+	int nw = 0, c;
+	while ((c = getopt_long(argc, argv, "+nhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_JSON:
+			json = true;
+			break;
+		case 'n':
+			dry = true;
+			break;
+		case OPT_WEIGHT:
+			if (nw == LSMFS_MAX_DISKS) {
+				fprintf(stderr, PROG ": too many --weight\n");
+				return EXIT_USAGE;
+			}
+			weights[nw++] = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_DONE;
+		case 'V':
+			printf(PROG " 0.1.0 (format %d)\n", LSMFS_VERSION);
+			return EXIT_DONE;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	/* Options may also follow the command (as btrfs takes them). */
+	char *pos[4];
+	int npos = 0;
+	for (int i = optind; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "--dry-run") || !strcmp(argv[i], "-n")) {
+			dry = true;
+		} else if (!strcmp(argv[i], "--weight") && i + 1 < argc && nw < LSMFS_MAX_DISKS) {
+			weights[nw++] = argv[++i];
+		} else if (!strncmp(argv[i], "--weight=", 9) && nw < LSMFS_MAX_DISKS) {
+			weights[nw++] = argv[i] + 9;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, PROG ": unknown option %s\n", argv[i]);
+			return EXIT_USAGE;
+		} else if (npos < 4) {
+			pos[npos++] = argv[i];
+		} else {
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (npos < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	const char *cmd = pos[1];
+	bool is_status = !strcmp(cmd, "status") || !strcmp(cmd, "list");
+	bool is_rebal = !strcmp(cmd, "rebalance"), is_move = !strcmp(cmd, "move");
+	if ((!is_status && !is_rebal && !is_move) || (is_move ? npos != 4 : npos != 2) ||
+	    (json && !is_status) || ((dry || nw) && !is_rebal)) {
+		if (!is_status && !is_rebal && !is_move)
+			fprintf(stderr, PROG ": unknown command %s\n", cmd);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	struct session s;
+	int rc = session_open(&s, pos[0], !is_status && !dry);
+	if (rc)
+		return rc;
+	if (is_status)
+		rc = cmd_status(&s, json);
+	else if (is_rebal)
+		rc = cmd_rebalance(&s, dry, weights, nw);
+	else if ((rc = cmd_move(&s, pos[2], pos[3])) == EXIT_USAGE)
+		fprintf(stderr, PROG ": move takes a section number and a disk index\n");
+	session_close(&s);
+	return rc;
+}

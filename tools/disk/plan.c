@@ -1,0 +1,223 @@
+/*
+ * plan.c: which sections move where to even the disks out.
+ *
+ * Each disk d with weight w_d > 0 should hold the share B x w_d / W of
+ * the B bytes the sections hold (W the sum of the weights), and the
+ * share N x w_d / W of the N sections (the sections decide where new data
+ * goes: on a young filesystem most are empty).  The plan:
+ *   1. every section on a disk of weight 0 goes (remove): the biggest
+ *      first, each to the disk furthest below its byte share;
+ *   2. the move that cuts most, per byte moved, the distance from even,
+ *      sum over disks of |held - share| + (B/N) x |sections - share|,
+ *      again and again until no move cuts it by more than a quarter of
+ *      an average section.  A section moved twice is one move (none if
+ *      it comes back).  What is left is under about one section's bytes
+ *      per disk, or no single move could help; a plan made again right
+ *      after is empty.
+ */
+#include "disk.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct state {
+	const struct status *st;
+	uint32_t *at;      /* by section: the disk it would be on */
+	bool *moved;       /* by section: in the plan already */
+	double held[LSMFS_MAX_DISKS], share[LSMFS_MAX_DISKS];
+	double count[LSMFS_MAX_DISKS], count_share[LSMFS_MAX_DISKS];
+	const double *weight;
+	struct plan *p;
+	size_t cap;
+};
+
+/* Put section sec on disk `to` in the plan: a new move, or a changed
+ * one (none left when it goes back where it was). */
+static int add_move(struct state *s, uint32_t sec, uint32_t to)
+{
+	struct plan *p = s->p;
+	uint32_t from = s->at[sec];
+	uint64_t bytes = s->st->section_bytes[sec];
+	double b = (double)bytes;
+	s->held[from] -= b;
+	s->held[to] += b;
+	s->count[from]--;
+	s->count[to]++;
+	s->at[sec] = to;
+	if (s->moved[sec]) {
+		for (size_t i = 0; i < p->n; i++)
+			if (p->moves[i].section == sec) {
+				p->moves[i].to = to;
+				if (to == p->moves[i].from) {
+					p->bytes -= bytes;
+					p->moves[i] = p->moves[--p->n];
+					s->moved[sec] = false;
+				}
+				return 0;
+			}
+	}
+	if (p->n == s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 64;
+		struct move *g = realloc(p->moves, nc * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		p->moves = g;
+		s->cap = nc;
+	}
+	p->moves[p->n++] = (struct move){.section = sec, .from = s->st->section_disk[sec], .to = to,
+					 .bytes = bytes};
+	p->bytes += bytes;
+	s->moved[sec] = true;
+	return 0;
+}
+
+static bool takes(const struct state *s, uint32_t d)
+{
+	return d < LSMFS_MAX_DISKS && s->weight[d] > 0 && status_disk(s->st, d) >= 0;
+}
+
+/* The disk furthest below its byte share (counts break ties). */
+static uint32_t neediest(const struct state *s)
+{
+	uint32_t best = UINT32_MAX;
+	double gap = -INFINITY;
+	for (uint32_t i = 0; i < s->st->ndisks; i++) {
+		uint32_t d = s->st->disk[i].index;
+		if (!takes(s, d))
+			continue;
+		double g = s->share[d] - s->held[d] + (s->count_share[d] - s->count[d]) * 1e-9;
+		if (g > gap) {
+			gap = g;
+			best = d;
+		}
+	}
+	return best;
+}
+
+static int drain_unweighted(struct state *s)
+{
+	const struct status *st = s->st;
+	for (;;) {
+		uint32_t pick = UINT32_MAX;
+		for (uint32_t sec = 0; sec < st->sections; sec++)
+			if (!s->moved[sec] && !takes(s, s->at[sec]) &&
+			    (pick == UINT32_MAX || st->section_bytes[sec] > st->section_bytes[pick]))
+				pick = sec;
+		if (pick == UINT32_MAX)
+			return 0;
+		uint32_t to = neediest(s);
+		if (to == UINT32_MAX)
+			return -ENOSPC; /* nowhere to go: the caller said so before */
+		int rc = add_move(s, pick, to);
+		if (rc)
+			return rc;
+	}
+}
+
+/* How far from even: bytes off their shares, plus sections off theirs
+ * at `unit` bytes each. */
+static double cost_of(double held, double share, double count, double cshare, double unit)
+{
+	return fabs(held - share) + unit * fabs(count - cshare);
+}
+
+static int balance(struct state *s)
+{
+	const struct status *st = s->st;
+	double total = 0;
+	for (uint32_t sec = 0; sec < st->sections; sec++)
+		total += (double)st->section_bytes[sec];
+	/* A section counts as much as an average one holds (1 byte on an
+	 * empty filesystem, where only the counts matter). */
+	double unit = total / st->sections > 1 ? total / st->sections : 1;
+	for (;;) {
+		uint32_t best_sec = UINT32_MAX, best_to = 0;
+		double best = 0, best_gain = 0;
+		for (uint32_t sec = 0; sec < st->sections; sec++) {
+			double b = (double)st->section_bytes[sec];
+			uint32_t o = s->at[sec];
+			if (!takes(s, o))
+				continue;
+			double before_o = cost_of(s->held[o], s->share[o], s->count[o], s->count_share[o], unit);
+			double after_o = cost_of(s->held[o] - b, s->share[o], s->count[o] - 1,
+						 s->count_share[o], unit);
+			if (after_o >= before_o)
+				continue; /* only from a disk this move helps */
+			for (uint32_t i = 0; i < st->ndisks; i++) {
+				uint32_t u = st->disk[i].index;
+				if (u == o || !takes(s, u))
+					continue;
+				double gain = before_o - after_o +
+					      cost_of(s->held[u], s->share[u], s->count[u], s->count_share[u], unit) -
+					      cost_of(s->held[u] + b, s->share[u], s->count[u] + 1,
+						      s->count_share[u], unit);
+				/* Most balance per byte moved; a gain under a
+				 * page (or a fraction of a section) is noise. */
+				double per = gain / (b + 4096);
+				if (gain > 4096 && gain > unit / 4 && per > best) {
+					best = per;
+					best_gain = gain;
+					best_sec = sec;
+					best_to = u;
+				}
+			}
+		}
+		if (best_sec == UINT32_MAX)
+			return 0;
+		(void)best_gain;
+		int rc = add_move(s, best_sec, best_to);
+		if (rc)
+			return rc;
+	}
+}
+
+int plan_rebalance(const struct status *st, const double *weight, struct plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	struct state s = {.st = st, .weight = weight, .p = p};
+	s.at = malloc(st->sections * sizeof(*s.at));
+	s.moved = calloc(st->sections, sizeof(*s.moved));
+	if (!s.at || !s.moved) {
+		free(s.at);
+		free(s.moved);
+		return -ENOMEM;
+	}
+	double total = 0, wsum = 0;
+	for (uint32_t sec = 0; sec < st->sections; sec++) {
+		uint32_t d = st->section_disk[sec];
+		s.at[sec] = d;
+		if (d < LSMFS_MAX_DISKS) {
+			s.held[d] += (double)st->section_bytes[sec];
+			s.count[d]++;
+		}
+		total += (double)st->section_bytes[sec];
+	}
+	for (uint32_t i = 0; i < st->ndisks; i++)
+		if (takes(&s, st->disk[i].index))
+			wsum += weight[st->disk[i].index];
+	int rc = wsum > 0 ? 0 : -ENOSPC;
+	for (uint32_t i = 0; !rc && i < st->ndisks; i++) {
+		uint32_t d = st->disk[i].index;
+		if (takes(&s, d)) {
+			s.share[d] = total * weight[d] / wsum;
+			s.count_share[d] = st->sections * weight[d] / wsum;
+		}
+	}
+	if (!rc)
+		rc = drain_unweighted(&s);
+	if (!rc)
+		rc = balance(&s);
+	free(s.at);
+	free(s.moved);
+	if (rc)
+		plan_free(p);
+	return rc;
+}
+
+void plan_free(struct plan *p)
+{
+	free(p->moves);
+	memset(p, 0, sizeof(*p));
+}

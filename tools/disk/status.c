@@ -1,0 +1,166 @@
+/*
+ * status.c: the `status` answer (fs/SCHEMA.md "Control requests") read
+ * into struct status.  The text comes from the daemon: checked, never
+ * trusted (sizes, indexes and counts are bounded before use).
+ */
+#include "disk.h"
+#include "jsonread.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct grab {
+	char *json;
+};
+
+static void grab_line(void *ctx, const char *text)
+{
+	struct grab *g = ctx;
+	if (!g->json)
+		g->json = strdup(text);
+}
+
+static int u64_of(const struct jv *obj, const char *key, uint64_t *out)
+{
+	return jv_u64(jv_get(obj, key), out);
+}
+
+static int str_of(const struct jv *obj, const char *key, char *out, size_t cap)
+{
+	const struct jv *v = jv_get(obj, key);
+	if (!v || v->type != JV_STRING || v->len >= cap || memchr(v->str, 0, v->len))
+		return -EINVAL;
+	memcpy(out, v->str, v->len);
+	out[v->len] = '\0';
+	return 0;
+}
+
+static int read_disks(const struct jv *arr, struct status *st)
+{
+	if (!arr || arr->type != JV_ARRAY)
+		return -EINVAL;
+	for (const struct jv *d = arr->kids; d; d = d->next) {
+		if (st->ndisks == LSMFS_MAX_DISKS)
+			return -EINVAL;
+		struct disk_info *di = &st->disk[st->ndisks];
+		uint64_t idx;
+		char path[4096];
+		if (u64_of(d, "index", &idx) || idx >= LSMFS_MAX_DISKS ||
+		    str_of(d, "uuid", di->uuid, sizeof(di->uuid)) ||
+		    str_of(d, "path", path, sizeof(path)) || u64_of(d, "capacity", &di->capacity) ||
+		    u64_of(d, "used", &di->used) || u64_of(d, "available", &di->available) ||
+		    u64_of(d, "device", &di->device) || u64_of(d, "sections", &di->sections) ||
+		    u64_of(d, "bytes", &di->bytes))
+			return -EINVAL;
+		const struct jv *u = jv_get(d, "usable");
+		di->usable = u && u->type == JV_BOOL && u->b;
+		di->index = (uint32_t)idx;
+		if (!(di->path = strdup(path)))
+			return -ENOMEM;
+		st->ndisks++;
+	}
+	return 0;
+}
+
+static int read_array(const struct jv *arr, uint32_t n, uint64_t *out, uint64_t max)
+{
+	if (!arr || arr->type != JV_ARRAY)
+		return -EINVAL;
+	uint32_t i = 0;
+	for (const struct jv *v = arr->kids; v; v = v->next, i++)
+		if (i >= n || jv_u64(v, &out[i]) || out[i] > max)
+			return -EINVAL;
+	return i == n ? 0 : -EINVAL;
+}
+
+int status_disk(const struct status *st, uint32_t d)
+{
+	for (uint32_t i = 0; i < st->ndisks; i++)
+		if (st->disk[i].index == d)
+			return (int)i;
+	return -1;
+}
+
+int status_read(struct session *s, struct status *st, char *err, size_t errlen)
+{
+	memset(st, 0, sizeof(*st));
+	struct grab g = {0};
+	int rc = session_ask(s, "status", grab_line, &g, err, errlen);
+	if (rc) {
+		free(g.json);
+		return rc;
+	}
+	if (!g.json) {
+		snprintf(err, errlen, "the status came without its text");
+		return -EIO;
+	}
+	st->json = g.json;
+	struct jv *j;
+	char perr[256];
+	if ((rc = jv_parse(g.json, strlen(g.json), &j, perr, sizeof(perr)))) {
+		snprintf(err, errlen, "the status does not parse: %s", perr);
+		return -EIO;
+	}
+	uint64_t n, cs;
+	rc = -EINVAL;
+	const struct jv *on = jv_get(j, "online");
+	if (u64_of(j, "sections", &n) || n == 0 || n > LSMFS_MAX_SECTIONS ||
+	    u64_of(j, "chunk_size", &cs) || str_of(j, "fs_uuid", st->fs_uuid, sizeof(st->fs_uuid)) ||
+	    !on || on->type != JV_BOOL)
+		goto out;
+	st->online = on->b;
+	st->sections = (uint32_t)n;
+	st->chunk_size = cs;
+	uint64_t *map = malloc(n * sizeof(*map));
+	st->section_disk = malloc(n * sizeof(*st->section_disk));
+	st->section_bytes = malloc(n * sizeof(*st->section_bytes));
+	if (!map || !st->section_disk || !st->section_bytes) {
+		free(map);
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((rc = read_disks(jv_get(j, "disks"), st)) ||
+	    (rc = read_array(jv_get(j, "section_disk"), st->sections, map, LSMFS_MAX_DISKS - 1)) ||
+	    (rc = read_array(jv_get(j, "section_bytes"), st->sections, st->section_bytes,
+			     UINT64_MAX))) {
+		free(map);
+		goto out;
+	}
+	for (uint32_t i = 0; i < st->sections; i++)
+		st->section_disk[i] = (uint32_t)map[i];
+	free(map);
+	const struct jv *m = jv_get(j, "move");
+	if (m && m->type == JV_OBJECT) {
+		uint64_t sec, from, to;
+		if (u64_of(m, "section", &sec) || u64_of(m, "from", &from) || u64_of(m, "to", &to) ||
+		    u64_of(m, "bytes_done", &st->move_done) || u64_of(m, "bytes_total", &st->move_total) ||
+		    str_of(m, "state", st->move_state, sizeof(st->move_state))) {
+			rc = -EINVAL;
+			goto out;
+		}
+		st->moving = true;
+		st->move_section = (uint32_t)sec;
+		st->move_from = (uint32_t)from;
+		st->move_to = (uint32_t)to;
+	}
+	rc = 0;
+out:
+	jv_free(j);
+	if (rc == -EINVAL)
+		snprintf(err, errlen, "the status is not what this lsmfs-disk understands");
+	else if (rc)
+		snprintf(err, errlen, "reading the status: %s", strerror(-rc));
+	return rc;
+}
+
+void status_free(struct status *st)
+{
+	for (uint32_t i = 0; i < st->ndisks; i++)
+		free(st->disk[i].path);
+	free(st->section_disk);
+	free(st->section_bytes);
+	free(st->json);
+	memset(st, 0, sizeof(*st));
+}
