@@ -136,11 +136,12 @@ static int copy_range(struct mover *mv, int in, int out, off_t from, off_t to)
 
 /*
  * Copy chunk file name from the source directory to the target, holes kept,
- * durably.  1 when the source is gone (the target's copy is removed too),
+ * durably with sync (else its writeback is started, and sync_copies makes
+ * it durable).  1 when the source is gone (the target's copy is removed too),
  * 0 when copied, or a negative errno (the message in mv->err names the
  * file and says which side failed).
  */
-static int copy_chunk(struct mover *mv, const char *name)
+static int copy_chunk(struct mover *mv, const char *name, bool sync)
 {
 	struct fs *fs = mv->fs;
 	int in = openat(mv->src_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -187,11 +188,14 @@ static int copy_chunk(struct mover *mv, const char *name)
 			goto either_fail;
 		pos = hole;
 	}
-	if (ftruncate(out, st.st_size) != 0 || fdatasync(out) != 0) {
+	if (ftruncate(out, st.st_size) != 0 || (sync && fdatasync(out) != 0)) {
 		rc = -errno;
 		goto dst_fail;
 	}
-	stats_fsync(fs, mv->m.to);
+	if (sync)
+		stats_fsync(fs, mv->m.to);
+	else
+		(void)sync_file_range(out, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
 	close(out);
 	close(in);
 	mv->p.files_done++;
@@ -304,12 +308,16 @@ static int catch_up(struct mover *mv, bool *busy, size_t *copied)
 		char rel[96];
 		section_chunk_name(v[i].ino, v[i].chunk, mv->m.section, rel, sizeof(rel));
 		const char *base = strchr(rel, '/') + 1;
-		rc = copy_chunk(mv, base);
+		rc = copy_chunk(mv, base, true);
 		rc = rc > 0 ? 0 : rc;
 	}
 	free(v);
 	return rc;
 }
+
+/* The chunk files of the source directory: names and the sum of sizes. */
+struct listing;
+static int sync_copies(struct mover *mv, const struct listing *l);
 
 /* The chunk files of the source directory: names and the sum of sizes. */
 struct listing {
@@ -365,6 +373,35 @@ static int list_source(struct mover *mv, struct listing *l)
 	}
 	closedir(dir);
 	return rc;
+}
+
+/*
+ * Make the bulk copies durable: one syncfs of the target disk writes them
+ * all back at once, and the fdatasync of each (cheap after it) is what
+ * counts where syncfs does not reach (a FUSE-backed disk passes it on to
+ * nobody).  A copy that is gone was removed by a change, which catch_up
+ * deals with.
+ */
+static int sync_copies(struct mover *mv, const struct listing *l)
+{
+	struct fs *fs = mv->fs;
+	(void)syncfs(mv->dst_dir); /* a head start only: the fdatasyncs decide */
+	for (size_t i = 0; i < l->n; i++) {
+		int fd = openat(mv->dst_dir, l->names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			continue;
+		if (fd < 0 || fdatasync(fd) != 0) {
+			int rc = -errno;
+			set_err(mv, "disk %u: syncing %s/%s/%s/%u/%s: %s", mv->m.to, fs->ds->paths[mv->m.to],
+				LSMFS_DIR, LSMFS_SECTIONS_DIR, mv->m.section, l->names[i], strerror(-rc));
+			if (fd >= 0)
+				close(fd);
+			return rc;
+		}
+		close(fd);
+	}
+	stats_fsync(fs, mv->m.to);
+	return 0;
 }
 
 static int open_section_dir(struct fs *fs, uint32_t d, uint32_t s, bool create)
@@ -458,12 +495,14 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 				section, from);
 			goto rollback;
 		}
-		int r = copy_chunk(&mv, l.names[i]);
+		int r = copy_chunk(&mv, l.names[i], false);
 		if (r < 0) {
 			rc = r;
 			goto rollback;
 		}
 	}
+	if ((rc = sync_copies(&mv, &l)))
+		goto rollback;
 	/* Rounds of changes made meanwhile, until few are left or a writer
 	 * keeps ahead; then the last ones with the section frozen. */
 	for (int round = 0; round < ROUNDS_MAX; round++) {

@@ -115,7 +115,12 @@ static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t 
 	insp_escape(name, sizeof(name), k + 1, kl - 1);
 	bool is_fs = kl == 1 + strlen(META_FS) && !memcmp(k + 1, META_FS, kl - 1);
 	bool is_next = kl == 1 + strlen(META_NEXT_INO) && !memcmp(k + 1, META_NEXT_INO, kl - 1);
-	if (is_next && vl == 8) {
+	bool is_move = kl == 1 + strlen(META_MOVE) && !memcmp(k + 1, META_MOVE, kl - 1);
+	struct section_move m;
+	if (is_move && section_move_decode(v, vl, &m) == 0) {
+		snprintf(out, cap, "M %s -> section %u moving from disk %u to disk %u", name, m.section,
+			 m.from, m.to);
+	} else if (is_next && vl == 8) {
 		snprintf(out, cap, "M %s -> %" PRIu64, name, sc_get_le64(v));
 	} else if (is_fs && fs_info_decode(v, vl, &fi) == 0) {
 		char u[37], created[64];
@@ -129,7 +134,7 @@ static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t 
 	} else {
 		insp_hex(b, sizeof(b), v, vl < 64 ? vl : 64);
 		snprintf(out, cap, "M %s -> %s%s%s", name, b, vl > 64 ? "..." : "",
-			 is_fs || is_next ? " (does not decode)" : "");
+			 is_fs || is_next || is_move ? " (does not decode)" : "");
 	}
 }
 

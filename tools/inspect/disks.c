@@ -225,6 +225,14 @@ static void sections_print(struct insp *in, const struct counts *sec, const stru
 		json_begin(&j, in->out);
 		json_u64(&j, "sections", ns);
 		json_u64(&j, "unmapped", unmapped);
+		struct section_move m;
+		if (section_move_get(in->st, &m) == 1) {
+			json_obj(&j, "move");
+			json_u64(&j, "section", m.section);
+			json_u64(&j, "from", m.from);
+			json_u64(&j, "to", m.to);
+			json_close_obj(&j);
+		}
 		json_obj(&j, "total");
 		counts_json(&j, total);
 		json_close_obj(&j);
@@ -257,6 +265,14 @@ static void sections_print(struct insp *in, const struct counts *sec, const stru
 	if (unmapped)
 		fprintf(in->out, "; %" PRIu64 " with no disk (shown as -)", unmapped);
 	fprintf(in->out, "\n");
+	struct section_move m;
+	if (section_move_get(in->st, &m) == 1)
+		/* Its files may be on both disks: counted by directory here. */
+		fprintf(in->out, "section %u is moving from disk %u to disk %u; the map says %s: the "
+			"next mount or lsmfs-disk run %s\n", m.section, m.from, m.to,
+			m.section < ns && in->section_disk[m.section] == m.to ? "the new disk" : "the old disk",
+			m.section < ns && in->section_disk[m.section] == m.to ? "removes the old copy"
+									   : "removes the partial copy");
 	for (uint32_t d = 0; d < nd; d++)
 		fprintf(in->out,
 			"disk %u %s: %" PRIu64 " sections, %" PRIu64 " chunk records, %" PRIu64
