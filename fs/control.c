@@ -275,9 +275,11 @@ static void *serve_conn(void *arg)
 		send_line(&c->fd, "error 1 only root may manage the disks of a mounted lsmfs");
 		goto out;
 	}
-	/* One line, at most sizeof(req) - 1 bytes, within 10 s. */
-	struct timeval tv = {.tv_sec = 10};
+	/* One line, at most sizeof(req) - 1 bytes, within 10 s; and an
+	 * asker that stops reading is dropped after 5 s (the move goes on). */
+	struct timeval tv = {.tv_sec = 10}, tv_out = {.tv_sec = 5};
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv_out, sizeof(tv_out));
 	while (n < sizeof(req) - 1) {
 		ssize_t k = recv(c->fd, req + n, sizeof(req) - 1 - n, 0);
 		if (k < 0 && errno == EINTR)

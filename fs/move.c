@@ -50,6 +50,7 @@ struct mover {
 	char *err;
 	size_t errlen;
 	uint64_t last_report_ns;
+	bool frozen; /* no progress reports then: a slow reader must not hold the freeze */
 };
 
 static uint64_t now_ns(void)
@@ -62,7 +63,7 @@ static uint64_t now_ns(void)
 static void say(struct mover *mv, bool always)
 {
 	uint64_t t = now_ns();
-	if (!mv->report || (!always && t - mv->last_report_ns < 200000000u))
+	if (!mv->report || mv->frozen || (!always && t - mv->last_report_ns < 200000000u))
 		return;
 	mv->last_report_ns = t;
 	mv->report(mv->ctx, &mv->p);
@@ -439,10 +440,21 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 		set_err(&mv, "another section is moving");
 		return -EBUSY;
 	}
+	/* A move whose old copy could not be removed yet: that first (its
+	 * intent is the only record of the leftover). */
+	struct section_move pending;
+	int rc = section_move_get(fs->st, &pending);
+	if (rc == 1)
+		rc = move_recover(fs);
+	if (rc < 0 || (rc == 0 && section_move_get(fs->st, &pending) != 0)) {
+		set_err(&mv, "an earlier move left a copy that cannot be removed yet (%s); see the "
+			"daemon's log", rc < 0 ? strerror(-rc) : "still recorded");
+		pthread_mutex_unlock(&fs->move_lock);
+		return rc < 0 ? rc : -EBUSY;
+	}
 	uint32_t from = section_disk_of(fs, section);
 	mv.m = (struct section_move){.section = section, .from = from, .to = to};
 	mv.p = (struct move_progress){.section = section, .from = from, .to = to};
-	int rc = 0;
 	bool tracking = false, frozen = false, switched = false;
 	struct listing l = {0};
 	if (from == to)
@@ -514,11 +526,23 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 			break;
 	}
 	section_freeze(fs, section);
-	frozen = true;
+	frozen = mv.frozen = true;
 	bool busy;
 	size_t copied;
 	if ((rc = catch_up(&mv, &busy, &copied)))
 		goto rollback;
+	/* What may have changed while it copied: an unmount, a remount
+	 * read-only, a disk replaced under its path. */
+	if (__atomic_load_n(&fs->move_cancel, __ATOMIC_ACQUIRE) || !fs_writable(fs) ||
+	    !disk_usable(fs, from) || !disk_usable(fs, to)) {
+		rc = !fs_writable(fs) ? -EROFS : __atomic_load_n(&fs->move_cancel, __ATOMIC_ACQUIRE)
+								? -ECANCELED : -EIO;
+		set_err(&mv, "section %u stays on disk %u: %s", section, from,
+			rc == -EROFS ? "the filesystem went read-only"
+			: rc == -ECANCELED ? "the filesystem is being unmounted"
+					   : "a disk was replaced under its path");
+		goto rollback;
+	}
 	if (fsync(mv.dst_dir) != 0) {
 		rc = -errno;
 		set_err(&mv, "disk %u: fsync of the directory of section %u: %s", to, section,
@@ -529,9 +553,18 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 	size_t kl = key_section(k, section);
 	section_value_encode(to, v);
 	if ((rc = store_put(fs->st, k, kl, v, sizeof(v), STORE_WRITE_SYNC))) {
-		set_err(&mv, "%s: switching section %u to disk %u: %s", fs->ds->meta_dir, section, to,
-			strerror(-rc));
-		goto rollback;
+		/* The write may still have reached the commit log (a failed
+		 * sync is no proof it did not): which disk holds the section
+		 * is known only when the store is read again.  Both copies
+		 * and the intent stay, and nothing is written any more, so
+		 * that either copy is whole; the next mount settles it. */
+		set_err(&mv, "%s: switching section %u to disk %u: %s; the filesystem is read-only "
+			"until it is mounted again", fs->ds->meta_dir, section, to, strerror(-rc));
+		fs_logf(fs, "%s", err ? err : "switching a section failed");
+		__atomic_store_n(&fs->meta_lost, 1, __ATOMIC_RELEASE);
+		section_untrack(fs);
+		section_thaw(fs);
+		goto out;
 	}
 	section_switch(fs, section, to);
 	switched = true;
@@ -539,7 +572,7 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 	section_untrack(fs);
 	tracking = false;
 	section_thaw(fs);
-	frozen = false;
+	frozen = mv.frozen = false;
 	/* The old copy: nobody reads it any more (every fd on it is stale). */
 	if ((rc = wipe_copy(fs, from, section))) {
 		fs_logf(fs, "section %u moved to disk %u; removing its old copy on disk %u: %s (the "
@@ -601,8 +634,15 @@ int move_recover(struct fs *fs)
 	rc = wipe_copy(fs, stale, m.section);
 	if (!rc)
 		rc = clear_intent(fs);
-	if (rc)
-		return rc;
+	if (rc) {
+		/* The section itself is whole where the map says: a leftover
+		 * that cannot go yet stops no mount.  The intent stays, so the
+		 * next mount (or move) tries again. */
+		fs_logf(fs, "a move of section %u from disk %u to disk %u was under way; removing its "
+			"%s copy on disk %u: %s (tried again at the next mount)", m.section, m.from,
+			m.to, done ? "old" : "partial", stale, strerror(-rc));
+		return 0;
+	}
 	fs_logf(fs, "a move of section %u from disk %u to disk %u was under way: %s", m.section,
 		m.from, m.to, done ? "finished (old copy removed)" : "rolled back (partial copy removed)");
 	return 0;

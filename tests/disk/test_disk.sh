@@ -39,13 +39,22 @@ fail() { echo "test_disk: FAIL: $*" >&2; fails=$((fails + 1)); }
 say() { echo "test_disk: $*"; }
 
 mounted() { grep -q " $M " /proc/self/mountinfo; }
-umount_wait() {
-	fusermount3 -u "$M" || return 1
-	for _ in $(seq 100); do mounted || return 0; sleep 0.1; done
-	return 1
-}
 # The daemon's pid, from the lock file of disk 0.
 daemon_pid() { head -n1 "$D0/.lsmfs/lock" 2>/dev/null; }
+# Unmount, and wait for the daemon to have finished closing (its last
+# writes come after the kernel let go of the mount).
+umount_wait() {
+	local pid
+	pid=$(daemon_pid)
+	fusermount3 -u "$M" || return 1
+	for _ in $(seq 300); do
+		if ! mounted && { [[ -z $pid ]] || ! kill -0 "$pid" 2>/dev/null; }; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
 
 mkdir -p "$D0" "$D1" "$M"
 "$MKFS" -q --sections 64 --chunk-size 65536 "$D0" "$D1" || { echo "mkfs failed" >&2; exit 1; }

@@ -138,7 +138,8 @@ int session_open(struct session *s, const char *target, bool writable)
 	if (rc >= 0)
 		return rc;
 	/* No daemon answers: offline, with the disks locked to change them. */
-	rc = diskset_open(target, writable ? DISKSET_LOCK : 0, &s->ds, err, sizeof(err));
+	rc = diskset_open(target, writable ? DISKSET_LOCK | DISKSET_LOCK_WAIT : 0, &s->ds, err,
+			  sizeof(err));
 	if (rc) {
 		fprintf(stderr, PROG ": %s%s\n", err,
 			rc == -EBUSY ? " (a daemon without a control socket, or fsck.lsmfs)" : "");
