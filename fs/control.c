@@ -60,21 +60,6 @@ static void section_bytes(struct fs *fs, uint64_t *bytes)
 	}
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 {
 	uint32_t n = fs->info.sections;
@@ -82,20 +67,14 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 	if (!bytes)
 		return -ENOMEM;
 	section_bytes(fs, bytes);
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	if (!f) {
-		free(bytes);
-		return -ENOMEM;
-	}
+	struct json_out o = {0};
 	char u[37];
 	lsmfs_uuid_format(fs->info.fs_uuid, u);
-	fprintf(f, "{\"version\":1,\"fs_uuid\":\"%s\",\"sections\":%" PRIu32 ",\"chunk_size\":%" PRIu64
+	json_put(&o, "{\"version\":1,\"fs_uuid\":\"%s\",\"sections\":%" PRIu32 ",\"chunk_size\":%" PRIu64
 		   ",\"online\":%s,\"store\":",
 		u, n, fs->info.chunk_size, fs->se ? "true" : "false");
-	json_str(f, fs->ds->meta_dir);
-	fputs(",\"disks\":[", f);
+	json_put_str(&o, fs->ds->meta_dir);
+	json_put(&o, ",\"disks\":[");
 	bool first = true;
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
 		if (!fs->ds->paths[d])
@@ -116,44 +95,40 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 		struct stat st;
 		uint64_t dev = fstat(fs->sections_fd[d], &st) == 0 ? (uint64_t)st.st_dev : 0;
 		lsmfs_uuid_format(fs->ds->sb.disk_uuids[d], u);
-		fprintf(f, "%s{\"index\":%" PRIu32 ",\"uuid\":\"%s\",\"path\":", first ? "" : ",", d, u);
-		json_str(f, fs->ds->paths[d]);
-		fprintf(f, ",\"capacity\":%" PRIu64 ",\"used\":%" PRIu64 ",\"available\":%" PRIu64
+		json_put(&o, "%s{\"index\":%" PRIu32 ",\"uuid\":\"%s\",\"path\":", first ? "" : ",", d, u);
+		json_put_str(&o, fs->ds->paths[d]);
+		json_put(&o, ",\"capacity\":%" PRIu64 ",\"used\":%" PRIu64 ",\"available\":%" PRIu64
 			   ",\"device\":%" PRIu64 ",\"sections\":%" PRIu64 ",\"bytes\":%" PRIu64
 			   ",\"usable\":%s}",
 			cap, used, avail, dev, nsec, held, disk_usable(fs, d) ? "true" : "false");
 		first = false;
 	}
-	fputs("],\"section_disk\":[", f);
+	json_put(&o, "],\"section_disk\":[");
 	for (uint32_t s = 0; s < n; s++)
-		fprintf(f, "%s%" PRIu32, s ? "," : "", section_disk_of(fs, s));
-	fputs("],\"section_bytes\":[", f);
+		json_put(&o, "%s%" PRIu32, s ? "," : "", section_disk_of(fs, s));
+	json_put(&o, "],\"section_bytes\":[");
 	for (uint32_t s = 0; s < n; s++)
-		fprintf(f, "%s%" PRIu64, s ? "," : "", bytes[s]);
-	fputs("],\"move\":", f);
+		json_put(&o, "%s%" PRIu64, s ? "," : "", bytes[s]);
+	json_put(&o, "],\"move\":");
 	pthread_mutex_lock(&fs->ctl.lock);
 	struct move_progress p = fs->ctl.now;
 	bool moving = fs->ctl.moving;
 	pthread_mutex_unlock(&fs->ctl.lock);
 	struct section_move m;
 	if (moving)
-		fprintf(f, "{\"section\":%" PRIu32 ",\"from\":%" PRIu32 ",\"to\":%" PRIu32
+		json_put(&o, "{\"section\":%" PRIu32 ",\"from\":%" PRIu32 ",\"to\":%" PRIu32
 			   ",\"bytes_done\":%" PRIu64 ",\"bytes_total\":%" PRIu64 ",\"state\":\"copying\"}",
 			p.section, p.from, p.to, p.bytes_done, p.bytes_total);
 	else if (section_move_get(fs->st, &m) == 1)
-		fprintf(f, "{\"section\":%" PRIu32 ",\"from\":%" PRIu32 ",\"to\":%" PRIu32
+		json_put(&o, "{\"section\":%" PRIu32 ",\"from\":%" PRIu32 ",\"to\":%" PRIu32
 			   ",\"bytes_done\":0,\"bytes_total\":0,\"state\":\"interrupted\"}",
 			m.section, m.from, m.to);
 	else
-		fputs("null", f);
-	fputc('}', f);
+		json_put(&o, "null");
+	json_put(&o, "}");
 	free(bytes);
-	if (fclose(f) != 0) {
-		free(text);
-		return -ENOMEM;
-	}
-	int rc = out(ctx, text);
-	free(text);
+	int rc = o.err ? o.err : out(ctx, o.buf);
+	free(o.buf);
 	return rc;
 }
 
@@ -348,18 +323,15 @@ static void *acceptor(void *arg)
 	return NULL;
 }
 
-/* The socket's address: the path itself, or through /proc/self/fd when
- * the store's directory is too long for sun_path. */
-static int socket_addr(struct fs *fs, struct sockaddr_un *sa, int *dirfd_out)
+int fs_control_address(const char *store_dir, struct sockaddr_un *sa, int *dirfd_out)
 {
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
 	*dirfd_out = -1;
-	int n = snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", fs->ds->meta_dir,
-			 FS_CONTROL_SOCKET);
+	int n = snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", store_dir, FS_CONTROL_SOCKET);
 	if (n > 0 && (size_t)n < sizeof(sa->sun_path))
 		return 0;
-	int dfd = open(fs->ds->meta_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(store_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", dfd, FS_CONTROL_SOCKET);
@@ -371,7 +343,7 @@ int control_start(struct fs *fs)
 {
 	struct sockaddr_un sa;
 	int dfd;
-	int rc = socket_addr(fs, &sa, &dfd);
+	int rc = fs_control_address(fs->ds->meta_dir, &sa, &dfd);
 	if (rc)
 		return rc;
 	/* A socket a killed daemon left: we hold the disks' locks, so it is
@@ -422,7 +394,7 @@ void control_stop(struct fs *fs)
 	if (fs->ctl.listen_fd >= 0) {
 		struct sockaddr_un sa;
 		int dfd;
-		if (socket_addr(fs, &sa, &dfd) == 0)
+		if (fs_control_address(fs->ds->meta_dir, &sa, &dfd) == 0)
 			(void)unlink(sa.sun_path);
 		if (dfd >= 0)
 			close(dfd);

@@ -184,6 +184,12 @@ int fs_format(const char *store_dir, const struct fs_format_params *p,
  * fs_control returns 0 or the request's negative errno. */
 #define FS_CONTROL_SOCKET "control"
 struct fs;
+struct sockaddr_un;
+/* The address of the control socket of the store in store_dir, into *sa:
+ * the path, or, when it is too long for sun_path, /proc/self/fd/N/control
+ * with *dirfd (else -1) the directory opened for it (close it once bound
+ * or connected). */
+int fs_control_address(const char *store_dir, struct sockaddr_un *sa, int *dirfd);
 /* read_only: nothing is written (no crash recovery either); the disks
  * need not be locked. */
 int fs_offline_open(struct lsmfs_diskset *ds, bool read_only, void (*log)(void *, const char *),

@@ -262,6 +262,17 @@ int order_enter(struct fs *fs, uint64_t ino, uint64_t off, uint64_t len);
 void order_wait(struct fs *fs, uint64_t ino, uint64_t off);
 void order_leave(struct fs *fs, int slot, uint64_t ino);
 
+/* jsonout.c: JSON text in a growing buffer (buf malloc'd, the caller's
+ * to free); the first error stays in err. */
+struct json_out {
+	char *buf;
+	size_t len, cap;
+	int err;
+};
+void json_put(struct json_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s as a JSON string, quoted and escaped. */
+void json_put_str(struct json_out *o, const char *s);
+
 /* stats.c */
 int stats_init(struct fs *fs);
 void stats_free(struct fs *fs);

@@ -139,8 +139,8 @@ void section_enter(struct fs *fs, uint32_t section, uint64_t ino, uint64_t chunk
 {
 	struct section_gates *g = &fs->gates;
 	if (held.n == HELD_MAX) {
-		/* A bug: a loop that never releases.  Refusing would lose the
-		 * write; go on uncounted, and say so. */
+		/* A bug: a loop that never releases.  Going on uncounted
+		 * could let a move miss a write: stop here, and say why. */
 		fs_logf(fs, "internal: more than %d section gates held by one thread", HELD_MAX);
 		abort();
 	}

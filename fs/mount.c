@@ -135,12 +135,11 @@ static int load_info(struct fs *fs, char *err, size_t errlen)
 /* A `P` entry that is malformed or names a section past N. */
 static int bad_section_entry(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
 {
-	(void)v;
+	(void)k, (void)v;
 	struct fs *fs = ctx;
 	fs_logf(fs, "%s: damaged section map entry (key of %zu bytes, value of %zu bytes%s)",
 		fs->ds->meta_dir, kl, vl,
 		kl == 5 ? ", or a section past the section count" : "");
-	(void)k;
 	return -EUCLEAN;
 }
 

@@ -89,6 +89,14 @@ static void dir_path(struct fs *fs, uint32_t d, uint32_t s, char *out, size_t ca
 	snprintf(out, cap, "%s/%s", root, name);
 }
 
+/* "disk D: <what> <its copy of chunk file name>: <err>" into mv->err. */
+static void file_err(struct mover *mv, uint32_t d, const char *what, const char *name, int err)
+{
+	char dir[LSMFS_META_PATH_MAX + 128];
+	dir_path(mv->fs, d, mv->m.section, dir, sizeof(dir));
+	set_err(mv, "disk %u: %s %s/%s: %s", d, what, dir, name, strerror(err));
+}
+
 /* Copy [from, to) of in to out at the same offsets. */
 static int copy_range(struct mover *mv, int in, int out, off_t from, off_t to)
 {
@@ -148,16 +156,16 @@ static int copy_chunk(struct mover *mv, const char *name, bool sync)
 	int in = openat(mv->src_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (in < 0 && errno == ENOENT) {
 		if (unlinkat(mv->dst_dir, name, 0) != 0 && errno != ENOENT) {
-			set_err(mv, "disk %u: removing %s/.../%u/%s: %s", mv->m.to, fs->ds->paths[mv->m.to],
-				mv->m.section, name, strerror(errno));
-			return -errno;
+			int rc = -errno;
+			file_err(mv, mv->m.to, "removing", name, -rc);
+			return rc;
 		}
 		return 1;
 	}
 	if (in < 0) {
-		set_err(mv, "disk %u: opening %s/%s/%s/%u/%s: %s", mv->m.from, fs->ds->paths[mv->m.from],
-			LSMFS_DIR, LSMFS_SECTIONS_DIR, mv->m.section, name, strerror(errno));
-		return -errno;
+		int rc = -errno;
+		file_err(mv, mv->m.from, "opening", name, -rc);
+		return rc;
 	}
 	int rc = 0;
 	struct stat st;
@@ -202,17 +210,17 @@ static int copy_chunk(struct mover *mv, const char *name, bool sync)
 	mv->p.files_done++;
 	return 0;
 src_fail:
-	set_err(mv, "disk %u: reading %s/%s/%s/%u/%s: %s", mv->m.from, fs->ds->paths[mv->m.from],
-		LSMFS_DIR, LSMFS_SECTIONS_DIR, mv->m.section, name, strerror(-rc));
+	file_err(mv, mv->m.from, "reading", name, -rc);
 	goto out;
 dst_fail:
-	set_err(mv, "disk %u: writing %s/%s/%s/%u/%s: %s", mv->m.to, fs->ds->paths[mv->m.to],
-		LSMFS_DIR, LSMFS_SECTIONS_DIR, mv->m.section, name, strerror(-rc));
+	file_err(mv, mv->m.to, "writing", name, -rc);
 	goto out;
-either_fail:
-	set_err(mv, "copying %s/%s/%s/%u/%s to disk %u (%s): %s", fs->ds->paths[mv->m.from],
-		LSMFS_DIR, LSMFS_SECTIONS_DIR, mv->m.section, name, mv->m.to, fs->ds->paths[mv->m.to],
-		strerror(-rc));
+either_fail: {
+	char path[LSMFS_META_PATH_MAX + 128];
+	dir_path(fs, mv->m.from, mv->m.section, path, sizeof(path));
+	set_err(mv, "copying %s/%s to disk %u (%s): %s", path, name, mv->m.to,
+		fs->ds->paths[mv->m.to], strerror(-rc));
+}
 out:
 	if (out >= 0)
 		close(out);
@@ -393,8 +401,7 @@ static int sync_copies(struct mover *mv, const struct listing *l)
 			continue;
 		if (fd < 0 || fdatasync(fd) != 0) {
 			int rc = -errno;
-			set_err(mv, "disk %u: syncing %s/%s/%s/%u/%s: %s", mv->m.to, fs->ds->paths[mv->m.to],
-				LSMFS_DIR, LSMFS_SECTIONS_DIR, mv->m.section, l->names[i], strerror(-rc));
+			file_err(mv, mv->m.to, "syncing", l->names[i], -rc);
 			if (fd >= 0)
 				close(fd);
 			return rc;

@@ -14,6 +14,7 @@
  * again goes on from there.
  */
 #include "disk.h"
+#include "sizes.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -63,18 +64,6 @@ static void usage(FILE *f)
 		"8 operational error, 16 usage error.\n");
 }
 
-static void human(uint64_t b, char *out, size_t cap)
-{
-	const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-	double v = (double)b;
-	int u = 0;
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
-}
-
 static int cmd_status(struct session *s, bool json)
 {
 	struct status st;
@@ -96,16 +85,16 @@ static int cmd_status(struct session *s, bool json)
 	for (uint32_t i = 0; i < st.ndisks; i++) {
 		struct disk_info *d = &st.disk[i];
 		char cap[32], used[32], held[32];
-		human(d->capacity, cap, sizeof(cap));
-		human(d->used, used, sizeof(used));
-		human(d->bytes, held, sizeof(held));
+		size_format(d->capacity, cap, sizeof(cap));
+		size_format(d->used, used, sizeof(used));
+		size_format(d->bytes, held, sizeof(held));
 		printf("%-5u %-36s %10s %10s %8" PRIu64 " %10s  %s%s\n", d->index, d->uuid, cap, used,
 		       d->sections, held, d->path, d->usable ? "" : " (replaced or gone: unusable)");
 	}
 	if (st.moving) {
 		char done[32], total[32];
-		human(st.move_done, done, sizeof(done));
-		human(st.move_total, total, sizeof(total));
+		size_format(st.move_done, done, sizeof(done));
+		size_format(st.move_total, total, sizeof(total));
 		if (!strcmp(st.move_state, "interrupted"))
 			printf("move of section %u from disk %u to disk %u interrupted by a crash: the "
 			       "next mount (or " PROG ") finishes it or rolls it back\n",
@@ -154,9 +143,9 @@ static void progress_line(void *ctx, const char *text)
 	uint64_t done = p->before + bytes;
 	double rate = t > 0 ? (double)done / t : 0;
 	char d[32], tot[32], r[32];
-	human(done, d, sizeof(d));
-	human(p->plan_bytes, tot, sizeof(tot));
-	human((uint64_t)rate, r, sizeof(r));
+	size_format(done, d, sizeof(d));
+	size_format(p->plan_bytes, tot, sizeof(tot));
+	size_format((uint64_t)rate, r, sizeof(r));
 	double eta = rate > 0 && p->plan_bytes > done ? (double)(p->plan_bytes - done) / rate : 0;
 	fprintf(stderr, "\rsection %zu of %zu: %s of %s moved, %s/s, ETA %d:%02d   ", p->index + 1,
 		p->count, d, tot, r, (int)eta / 60, (int)eta % 60);
@@ -179,7 +168,7 @@ static int do_move(struct session *s, const struct move *m, struct progress *p)
 		return EXIT_FAILED;
 	}
 	char b[32];
-	human(p->last_bytes, b, sizeof(b));
+	size_format(p->last_bytes, b, sizeof(b));
 	if (!p->tty)
 		printf("moved section %u from disk %u to disk %u: %" PRIu64 " files, %s in %.2f s\n",
 		       m->section, m->from, m->to, p->files, b, since(&p->move_start));
@@ -277,8 +266,8 @@ static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 		/* A move copies before it removes: the whole section must fit. */
 		if (in[d->index] > d->available) {
 			char need[32], have[32];
-			human(in[d->index], need, sizeof(need));
-			human(d->available, have, sizeof(have));
+			size_format(in[d->index], need, sizeof(need));
+			size_format(d->available, have, sizeof(have));
 			fprintf(stderr, PROG ": disk %u (%s) would take %s but has %s free: nothing "
 				"moved\n", d->index, d->path, need, have);
 			plan_free(&pl);
@@ -288,21 +277,21 @@ static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 	}
 	if (dry) {
 		char b[32];
-		human(pl.bytes, b, sizeof(b));
+		size_format(pl.bytes, b, sizeof(b));
 		printf("plan: %zu section move%s, %s", pl.n, pl.n == 1 ? "" : "s", b);
 		/* An estimate at 100 MiB/s, a plain disk's sequential rate. */
 		double secs = (double)pl.bytes / (100.0 * 1024 * 1024);
 		printf(", about %d:%02d at 100 MiB/s\n", (int)secs / 60, (int)secs % 60);
 		for (size_t i = 0; i < pl.n; i++) {
-			human(pl.moves[i].bytes, b, sizeof(b));
+			size_format(pl.moves[i].bytes, b, sizeof(b));
 			printf("move section %u from disk %u to disk %u (%s)\n", pl.moves[i].section,
 			       pl.moves[i].from, pl.moves[i].to, b);
 		}
 		for (uint32_t i = 0; i < st.ndisks; i++) {
 			struct disk_info *d = &st.disk[i];
 			char now[32], after[32];
-			human(d->bytes, now, sizeof(now));
-			human(d->bytes + in[d->index] - out[d->index], after, sizeof(after));
+			size_format(d->bytes, now, sizeof(now));
+			size_format(d->bytes + in[d->index] - out[d->index], after, sizeof(after));
 			printf("disk %u: %s now, %s after (weight %.1f)\n", d->index, now, after,
 			       weight[d->index]);
 		}

@@ -134,7 +134,7 @@ static int balance(struct state *s)
 	double unit = total / st->sections > 1 ? total / st->sections : 1;
 	for (;;) {
 		uint32_t best_sec = UINT32_MAX, best_to = 0;
-		double best = 0, best_gain = 0;
+		double best = 0;
 		for (uint32_t sec = 0; sec < st->sections; sec++) {
 			double b = (double)st->section_bytes[sec];
 			uint32_t o = s->at[sec];
@@ -158,7 +158,6 @@ static int balance(struct state *s)
 				double per = gain / (b + 4096);
 				if (gain > 4096 && gain > unit / 4 && per > best) {
 					best = per;
-					best_gain = gain;
 					best_sec = sec;
 					best_to = u;
 				}
@@ -166,7 +165,6 @@ static int balance(struct state *s)
 		}
 		if (best_sec == UINT32_MAX)
 			return 0;
-		(void)best_gain;
 		int rc = add_move(s, best_sec, best_to);
 		if (rc)
 			return rc;

@@ -25,18 +25,12 @@
 /* Connect to <dir>/control: the socket, or -errno. */
 static int connect_dir(const char *dir)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int dfd = -1;
-	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, FS_CONTROL_SOCKET);
-	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
-		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
-			return -errno;
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd,
-			 FS_CONTROL_SOCKET);
-	}
+	struct sockaddr_un sa;
+	int dfd;
+	int rc = fs_control_address(dir, &sa, &dfd);
+	if (rc)
+		return rc;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int rc = 0;
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
 		rc = -errno;
 	if (dfd >= 0)

@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "sizes.h"
+
 #define BENCH_PROG "lsmfs-bench"
 
 /* Set by SIGINT/SIGTERM (main.c); every loop that can take long checks it. */
@@ -174,6 +176,5 @@ void report_table(FILE *f, const struct bench_opts *o, struct run_result *rs, in
 /* Helpers shared by the modules (main.c). */
 void bench_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double bench_now(void);
-void bench_size_str(uint64_t n, char *buf, size_t len);
 
 #endif

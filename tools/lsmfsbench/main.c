@@ -47,18 +47,6 @@ double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void bench_size_str(uint64_t n, char *buf, size_t len)
-{
-	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)n;
-	int u = 0;
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -635,7 +623,7 @@ static int run_matrix(struct matrix *m)
 				enum bench_system sys = m->systems[order[k]];
 				struct run_result one = {0};
 				char label[128], bsz[32];
-				bench_size_str(w.bs, bsz, sizeof(bsz));
+				size_format(w.bs, bsz, sizeof(bsz));
 				snprintf(label, sizeof(label), "%s bs=%s files=%d jobs=%d fsync=%s round %d",
 					 bench_system_name(sys), bsz, w.files, w.jobs, w.fsync.label, round + 1);
 				p.index++;

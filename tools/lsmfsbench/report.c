@@ -110,7 +110,7 @@ static void report_devices(FILE *f, const struct run_result *rs, int n)
 		if (!r->nrounds)
 			continue;
 		char bsz[32];
-		bench_size_str(r->w.bs, bsz, sizeof(bsz));
+		size_format(r->w.bs, bsz, sizeof(bsz));
 		fprintf(f, "%-9s %5d %4d %-10s %-8s", bsz, r->w.files, r->w.jobs, r->w.fsync.label,
 			bench_system_name(r->sys));
 		for (int k = 0; k < devs->ndev; k++) {
@@ -140,7 +140,7 @@ void report_table(FILE *f, const struct bench_opts *o, struct run_result *rs, in
 		if (!r->nrounds)
 			continue;
 		char(*row)[48] = cell[rows++];
-		bench_size_str(r->w.bs, row[0], 48);
+		size_format(r->w.bs, row[0], 48);
 		snprintf(row[1], 48, "%d", r->w.files);
 		snprintf(row[2], 48, "%d", r->w.jobs);
 		snprintf(row[3], 48, "%s", r->w.fsync.label);
@@ -533,7 +533,7 @@ static void svg_cell(FILE *f, int y0, struct run_result *rs, int n, const struct
 		if (rs[i].nrounds && same_cell(&rs[i], key))
 			sys[rs[i].sys] = &rs[i];
 	char bsz[32];
-	bench_size_str(key->w.bs, bsz, sizeof(bsz));
+	size_format(key->w.bs, bsz, sizeof(bsz));
 	fprintf(f, "<text x=\"10\" y=\"%d\" font-weight=\"bold\">bs=%s files=%d jobs=%d fsync=", y0 + 14,
 		bsz, key->w.files, key->w.jobs);
 	xml_text(f, key->w.fsync.label);
@@ -562,7 +562,7 @@ static int write_svg(const char *path, const struct bench_opts *o, struct run_re
 		" seqwrite: throughput over time (best round) and bytes per disk; ",
 		LINE_W + BAR_W + 20, height);
 	char sz[32];
-	bench_size_str(o->size, sz, sizeof(sz));
+	size_format(o->size, sz, sizeof(sz));
 	fprintf(f, "%s per run over %d disks</text>\n", sz, o->ndisks);
 	int y = 30;
 	for (int i = 0; i < n; i++) {

@@ -169,8 +169,8 @@ static int check_space(struct scratch *s)
 		uint64_t free_bytes = (uint64_t)v.f_bavail * v.f_frsize;
 		if (free_bytes < need) {
 			char a[32], b[32];
-			bench_size_str(free_bytes, a, sizeof(a));
-			bench_size_str(need, b, sizeof(b));
+			size_format(free_bytes, a, sizeof(a));
+			size_format(need, b, sizeof(b));
 			bench_err("%s: %s free, a run may need %s there (--size plus 512 MiB); "
 				  "give a smaller --size or other directories", s->disks[d], a, b);
 			return -ENOSPC;

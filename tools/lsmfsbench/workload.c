@@ -185,8 +185,8 @@ static void progress_line(const struct progress *p, uint64_t done, uint64_t tota
 	if (!p || !p->tty)
 		return;
 	char a[32], b[32];
-	bench_size_str(done, a, sizeof(a));
-	bench_size_str(total, b, sizeof(b));
+	size_format(done, a, sizeof(a));
+	size_format(total, b, sizeof(b));
 	fprintf(stderr, "\r\033[K[%d/%d] %s: %s of %s, %.0f MiB/s", p->index, p->total, p->label, a, b,
 		rate);
 	fflush(stderr);
