@@ -708,7 +708,8 @@ int chunk_sync_all(struct fs *fs)
 {
 	int rc = 0;
 	for (uint32_t d = 0; fs->sections_fd && d < fs->ds->ndisks; d++)
-		if (fs->sections_fd[d] >= 0 && syncfs(fs->sections_fd[d]) != 0) {
+		if (diskset_present(fs->ds, d) && fs->sections_fd[d] >= 0 &&
+		    syncfs(fs->sections_fd[d]) != 0) {
 			int e = errno;
 			fs_logf(fs, "disk %u (%s): syncfs: %s", d, fs->ds->paths[d], strerror(e));
 			if (!rc)

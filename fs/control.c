@@ -71,13 +71,18 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 	char u[37];
 	lsmfs_uuid_format(fs->info.fs_uuid, u);
 	json_put(&o, "{\"version\":1,\"fs_uuid\":\"%s\",\"sections\":%" PRIu32 ",\"chunk_size\":%" PRIu64
-		   ",\"online\":%s,\"store\":",
-		u, n, fs->info.chunk_size, fs->se ? "true" : "false");
+		   ",\"online\":%s,\"generation\":%" PRIu64 ",\"store\":",
+		u, n, fs->info.chunk_size, fs->se ? "true" : "false", fs->ds->sb.generation);
 	json_put_str(&o, fs->ds->meta_dir);
+	if (fs->ds->sb.meta_dir[0])
+		json_put(&o, ",\"store_disk\":null");
+	else
+		json_put(&o, ",\"store_disk\":%" PRIu32, fs->ds->sb.meta_disk);
 	json_put(&o, ",\"disks\":[");
 	bool first = true;
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
-		if (!fs->ds->paths[d])
+		const char *path = __atomic_load_n(&fs->ds->paths[d], __ATOMIC_ACQUIRE);
+		if (!path || !diskset_present(fs->ds, d))
 			continue;
 		uint64_t held = 0, nsec = 0;
 		for (uint32_t s = 0; s < n; s++)
@@ -96,7 +101,7 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 		uint64_t dev = fstat(fs->sections_fd[d], &st) == 0 ? (uint64_t)st.st_dev : 0;
 		lsmfs_uuid_format(fs->ds->sb.disk_uuids[d], u);
 		json_put(&o, "%s{\"index\":%" PRIu32 ",\"uuid\":\"%s\",\"path\":", first ? "" : ",", d, u);
-		json_put_str(&o, fs->ds->paths[d]);
+		json_put_str(&o, path);
 		json_put(&o, ",\"capacity\":%" PRIu64 ",\"used\":%" PRIu64 ",\"available\":%" PRIu64
 			   ",\"device\":%" PRIu64 ",\"sections\":%" PRIu64 ",\"bytes\":%" PRIu64
 			   ",\"usable\":%s}",
@@ -184,12 +189,30 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 	if (!strcmp(req, "status")) {
 		rc = status(fs, out, ctx);
 	} else if (sscanf(req, "move %lu %lu%c", &s, &d, &tail) == 2) {
-		if (s >= fs->info.sections || d >= fs->ds->ndisks || !fs->ds->paths[d]) {
+		if (s >= fs->info.sections || !diskset_present(fs->ds, d)) {
 			snprintf(err, sizeof(err), "no section %lu or no disk %lu", s, d);
 			rc = -EINVAL;
 		} else {
 			rc = move(fs, (uint32_t)s, (uint32_t)d, out, ctx, err, sizeof(err));
 		}
+	} else if (!strncmp(req, "add ", 4)) {
+		bool force = !strncmp(req + 4, "-f ", 3);
+		const char *path = req + 4 + (force ? 3 : 0);
+		uint32_t k;
+		if (*path != '/') {
+			snprintf(err, sizeof(err), "add: the disk's path must be absolute");
+			rc = -EINVAL;
+		} else if (!(rc = members_add(fs, path, force, &k, err, sizeof(err)))) {
+			char line[64];
+			if (fs->se) /* offline, lsmfs-disk says it itself */
+				fs_logf(fs, "disk %" PRIu32 " added (%s)", k, fs->ds->paths[k]);
+			snprintf(line, sizeof(line), "disk %" PRIu32, k);
+			(void)out(ctx, line); /* the asker may have gone: the disk stays */
+		}
+	} else if (sscanf(req, "detach %lu%c", &d, &tail) == 1) {
+		rc = d < LSMFS_MAX_DISKS ? members_detach(fs, (uint32_t)d, err, sizeof(err)) : -EINVAL;
+		if (!rc && fs->se)
+			fs_logf(fs, "disk %lu detached", d);
 	} else {
 		snprintf(err, sizeof(err), "unknown request");
 		rc = -EINVAL;

@@ -757,6 +757,8 @@ int fs_statfs(struct fs *fs, struct statvfs *out)
 	dev_t seen[LSMFS_MAX_DISKS];
 	uint32_t nseen = 0;
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
+		if (!diskset_present(fs->ds, d))
+			continue;
 		/* Disks that are directories of one filesystem share its
 		 * space: count each backing filesystem once, by device. */
 		struct stat st;

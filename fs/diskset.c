@@ -91,12 +91,17 @@ static int check_not_twice(const char *name, const struct given *g,
 	return 0;
 }
 
-/* Every disk must describe the same filesystem as the first one read. */
+/* Every disk must describe the same filesystem as ref, the superblock of
+ * the highest generation given.  One of an older generation is a member
+ * whose superblock a crash left behind (a disk added or removed, the store
+ * moved: SCHEMA.md "Adding and removing disks") only while ref still lists
+ * it at its index; *stale then says so. */
 static int check_agrees(const char *name, const struct lsmfs_super *a,
 			const struct lsmfs_super *ref, const char *ref_name,
-			char *err, size_t errlen)
+			bool *stale, char *err, size_t errlen)
 {
 	char ua[37], ub[37];
+	*stale = false;
 	if (memcmp(a->fs_uuid, ref->fs_uuid, 16) != 0) {
 		lsmfs_uuid_format(a->fs_uuid, ua);
 		lsmfs_uuid_format(ref->fs_uuid, ub);
@@ -109,16 +114,27 @@ static int check_agrees(const char *name, const struct lsmfs_super *a,
 		what = "section count";
 	else if (a->chunk_size != ref->chunk_size)
 		what = "chunk size";
-	else if (a->disk_count != ref->disk_count)
-		what = "disk count";
 	else if (a->inline_max != ref->inline_max)
 		what = "inline limit";
-	else if (strcmp(a->meta_dir, ref->meta_dir) != 0)
+	else if (memcmp(a->disk_uuid, a->disk_uuids[a->disk_index], 16) != 0)
+		what = "its own disk UUID";
+	else if (a->generation < ref->generation) {
+		if (a->disk_index >= ref->disk_count ||
+		    memcmp(ref->disk_uuids[a->disk_index], a->disk_uuid, 16) != 0) {
+			set_err(err, errlen, "%s: no longer a disk of this filesystem (removed: the "
+				"disk list of generation %llu, on %s, does not have it; its own "
+				"superblock is of generation %llu)", name,
+				(unsigned long long)ref->generation, ref_name,
+				(unsigned long long)a->generation);
+			return -EXDEV;
+		}
+		*stale = true;
+	} else if (a->disk_count != ref->disk_count)
+		what = "disk count";
+	else if (strcmp(a->meta_dir, ref->meta_dir) != 0 || a->meta_disk != ref->meta_disk)
 		what = "metadata directory";
 	else if (memcmp(a->disk_uuids, ref->disk_uuids, 16u * a->disk_count) != 0)
 		what = "list of disk UUIDs";
-	else if (memcmp(a->disk_uuid, a->disk_uuids[a->disk_index], 16) != 0)
-		what = "its own disk UUID";
 	if (what) {
 		set_err(err, errlen, "%s: disagrees with %s on the %s "
 			"(same filesystem UUID, different filesystem)",
@@ -126,6 +142,12 @@ static int check_agrees(const char *name, const struct lsmfs_super *a,
 		return -EXDEV;
 	}
 	return 0;
+}
+
+bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d)
+{
+	static const uint8_t zero[16];
+	return d >= sb->disk_count || memcmp(sb->disk_uuids[d], zero, 16) == 0;
 }
 
 /* The metadata store must exist and, when it lives outside the disks,
@@ -139,13 +161,13 @@ static int resolve_meta(struct lsmfs_diskset *ds, char *err, size_t errlen)
 	int n;
 	if (sb->meta_dir[0] == 0)
 		n = snprintf(ds->meta_dir, sizeof(ds->meta_dir),
-			     "%s/" LSMFS_DIR "/" LSMFS_META_DIR, ds->paths[0]);
+			     "%s/" LSMFS_DIR "/" LSMFS_META_DIR, ds->paths[sb->meta_disk]);
 	else
 		n = snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s",
 			     sb->meta_dir);
 	if (n < 0 || (size_t)n >= sizeof(ds->meta_dir)) {
 		set_err(err, errlen, "%s: path of the metadata store too long",
-			ds->paths[0]);
+			ds->paths[sb->meta_disk]);
 		return -ENAMETOOLONG;
 	}
 
@@ -181,12 +203,11 @@ static int resolve_meta(struct lsmfs_diskset *ds, char *err, size_t errlen)
 	return 0;
 }
 
-static int lock_disk(struct lsmfs_diskset *ds, uint32_t i, unsigned flags, char *err,
-		     size_t errlen)
+int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, unsigned flags,
+		      char *err, size_t errlen)
 {
 	char path[PATH_MAX + 64];
-	snprintf(path, sizeof(path), "%s/" LSMFS_DIR "/" LSMFS_LOCK_FILE,
-		 ds->paths[i]);
+	snprintf(path, sizeof(path), "%s/" LSMFS_DIR "/" LSMFS_LOCK_FILE, disk);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		int rc = -errno;
@@ -219,7 +240,7 @@ static int lock_disk(struct lsmfs_diskset *ds, uint32_t i, unsigned flags, char 
 			pid[n > 0 ? n : 0] = 0;
 			pid[strcspn(pid, "\n")] = 0;
 			set_err(err, errlen, "%s: in use by process %s (lock %s)",
-				ds->paths[i], *pid ? pid : "(unknown)", path);
+				disk, *pid ? pid : "(unknown)", path);
 			rc = -EBUSY;
 		} else {
 			set_err(err, errlen, "%s: flock: %s", path, strerror(-rc));
@@ -261,7 +282,7 @@ static uint32_t unclaimed(const struct lsmfs_diskset *ds, const struct lsmfs_sup
 	uint32_t n = 0;
 	*last = UINT32_MAX;
 	for (uint32_t i = 0; i < sb->disk_count; i++)
-		if (!ds->paths[i]) {
+		if (!ds->paths[i] && !super_slot_empty(sb, i)) {
 			*last = i;
 			n++;
 		}
@@ -320,10 +341,11 @@ static int place_clash(struct lsmfs_diskset *ds, struct given *given, uint32_t r
 	ds->paths[missing] = given[second].path;
 	given[second].path = NULL;
 	uint32_t a = ds->clash_index, b = missing;
-	if (sb->meta_dir[0] == 0 && (a == 0 || b == 0)) {
-		uint32_t other = a == 0 ? b : a;
-		if (!has_meta_store(ds->paths[0]) && has_meta_store(ds->paths[other]))
-			diskset_swap(ds, 0, other);
+	uint32_t md = sb->meta_disk;
+	if (sb->meta_dir[0] == 0 && (a == md || b == md)) {
+		uint32_t other = a == md ? b : a;
+		if (!has_meta_store(ds->paths[md]) && has_meta_store(ds->paths[other]))
+			diskset_swap(ds, md, other);
 	}
 	return 0;
 }
@@ -391,9 +413,11 @@ int diskset_open(const char *spec, unsigned flags,
 	/* Superblocks only after every name is known to be a distinct
 	 * directory: "given twice" is the more useful message.  With
 	 * DISKSET_TOLERANT a disk whose superblock is damaged waits aside
-	 * (damaged[]) until the others tell which disk it must be. */
-	uint32_t ref = UINT32_MAX; /* the first disk read whole */
+	 * (damaged[]) until the others tell which disk it must be.  The
+	 * superblock of the highest generation is the reference. */
+	uint32_t ref = UINT32_MAX; /* the first disk of the highest generation */
 	uint32_t damaged[LSMFS_MAX_DISKS], ndamaged = 0;
+	bool whole[LSMFS_MAX_DISKS] = {false};
 	uint32_t clash_given = UINT32_MAX; /* DISKSET_CLASH: the second claimant */
 	char first_err[512] = "", twice[1024] = "";
 	for (uint32_t i = 0; i < ngiven; i++) {
@@ -409,14 +433,28 @@ int diskset_open(const char *spec, unsigned flags,
 			rc = -EMEDIUMTYPE; /* message already says why */
 		if (rc)
 			goto out;
-		if (ref != UINT32_MAX) {
-			rc = check_agrees(g->path, &g->sb, &given[ref].sb,
-					  ds->paths[given[ref].sb.disk_index], err, errlen);
-			if (rc)
-				goto out;
-		} else {
-			ref = i;
+		if (g->sb.flags & SUPER_RETIRED) {
+			char fs[37];
+			lsmfs_uuid_format(g->sb.fs_uuid, fs);
+			set_err(err, errlen, "%s: removed from filesystem %s (its superblock is "
+				"marked retired): it holds none of its data", g->path, fs);
+			rc = -EXDEV;
+			goto out;
 		}
+		whole[i] = true;
+		if (ref == UINT32_MAX || g->sb.generation > given[ref].sb.generation)
+			ref = i;
+	}
+	const char *ref_path = ref != UINT32_MAX ? given[ref].path : NULL; /* stays valid: moved, not freed */
+	for (uint32_t i = 0; i < ngiven && ref != UINT32_MAX; i++) {
+		struct given *g = &given[i];
+		if (!whole[i])
+			continue;
+		bool stale;
+		rc = check_agrees(g->path, &g->sb, &given[ref].sb, ref_path, &stale, err,
+				  errlen);
+		if (rc)
+			goto out;
 		uint32_t idx = g->sb.disk_index;
 		if (ds->paths[idx]) {
 			rc = -EEXIST;
@@ -433,6 +471,8 @@ int diskset_open(const char *spec, unsigned flags,
 			clash_given = i;
 			continue;
 		}
+		if (stale)
+			ds->stale |= 1ull << idx;
 		ds->paths[idx] = g->path;
 		g->path = NULL; /* now owned by ds */
 	}
@@ -460,7 +500,7 @@ int diskset_open(const char *spec, unsigned flags,
 
 	uint32_t count = given[0].sb.disk_count;
 	for (uint32_t i = 0; i < count; i++) {
-		if (!ds->paths[i]) {
+		if (!ds->paths[i] && !super_slot_empty(&given[0].sb, i)) {
 			char uuid[37], fs[37];
 			lsmfs_uuid_format(given[0].sb.disk_uuids[i], uuid);
 			lsmfs_uuid_format(given[0].sb.fs_uuid, fs);
@@ -471,16 +511,21 @@ int diskset_open(const char *spec, unsigned flags,
 		}
 	}
 	ds->ndisks = count;
-	ds->sb = given[0].sb; /* disk 0's, or rebuilt as disk 0's */
-	ds->sb.disk_index = 0;
-	memcpy(ds->sb.disk_uuid, ds->sb.disk_uuids[0], 16);
+	ds->sb = given[0].sb; /* the reference, or rebuilt as disk 0's */
+	for (uint32_t i = 0; i < count; i++)
+		if (ds->paths[i]) {
+			ds->sb.disk_index = i; /* the first disk present */
+			break;
+		}
+	memcpy(ds->sb.disk_uuid, ds->sb.disk_uuids[ds->sb.disk_index], 16);
 
 	rc = resolve_meta(ds, err, errlen);
 	if (rc)
 		goto out;
 	if (flags & DISKSET_LOCK) {
 		for (uint32_t i = 0; i < count && rc == 0; i++)
-			rc = lock_disk(ds, i, flags, err, errlen);
+			if (ds->paths[i])
+				rc = diskset_lock_disk(ds, i, ds->paths[i], flags, err, errlen);
 		if (rc)
 			goto out;
 	}
@@ -531,4 +576,29 @@ void diskset_close(struct lsmfs_diskset *ds)
 		free(ds->paths[i]);
 	}
 	free(ds);
+}
+
+void diskset_super_of(const struct lsmfs_diskset *ds, uint32_t d, struct lsmfs_super *out)
+{
+	*out = ds->sb;
+	out->disk_index = d;
+	out->flags = 0;
+	memcpy(out->disk_uuid, ds->sb.disk_uuids[d], 16);
+}
+
+int diskset_write_supers(struct lsmfs_diskset *ds, uint64_t only, char *err, size_t errlen)
+{
+	int rc = 0;
+	for (uint32_t d = 0; d < ds->ndisks; d++) {
+		if (!diskset_present(ds, d) || !(only >> d & 1))
+			continue;
+		struct lsmfs_super sb;
+		diskset_super_of(ds, d, &sb);
+		int r = super_write(ds->paths[d], &sb, rc ? NULL : err, errlen);
+		if (r && !rc)
+			rc = r;
+		if (!r)
+			ds->stale &= ~(1ull << d);
+	}
+	return rc;
 }

@@ -36,7 +36,7 @@
 
 bool disk_usable(struct fs *fs, uint32_t disk)
 {
-	return !__atomic_load_n(&fs->disk_lost[disk], __ATOMIC_ACQUIRE);
+	return diskset_present(fs->ds, disk) && !__atomic_load_n(&fs->disk_lost[disk], __ATOMIC_ACQUIRE);
 }
 
 /* Does path still name what fd was opened on?  NULL (also when fd itself
@@ -99,7 +99,8 @@ static void *watcher(void *arg)
 			break;
 		pthread_mutex_unlock(&fs->watch_lock);
 		for (uint32_t d = 0; d < fs->ds->ndisks; d++)
-			check_disk(fs, d);
+			if (diskset_present(fs->ds, d))
+				check_disk(fs, d);
 		check_meta(fs);
 		pthread_mutex_lock(&fs->watch_lock);
 	}

@@ -21,7 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LSMFS_VERSION 1              /* on-disk format version */
+#define LSMFS_VERSION 1              /* on-disk format version (store) */
+#define LSMFS_SUPER_VERSION 2        /* superblock version written (1 is read) */
 #define LSMFS_MAX_DISKS 64
 #define LSMFS_LABEL_MAX 16           /* bytes, like ext4's volume label */
 #define LSMFS_META_PATH_MAX 1024
@@ -51,7 +52,7 @@ struct lsmfs_super {
 	uint8_t fs_uuid[16];
 	uint8_t disk_uuid[16];
 	uint32_t disk_index;             /* 0 .. disk_count-1 */
-	uint32_t disk_count;
+	uint32_t disk_count;             /* slots in disk_uuids (some may be empty) */
 	uint32_t sections;               /* N, fixed at mkfs */
 	uint64_t chunk_size;             /* bytes, a power of two >= 4096 */
 	uint32_t inline_max;             /* bytes */
@@ -60,8 +61,19 @@ struct lsmfs_super {
 	/* "" when the store lives in <disk 0>/.lsmfs/meta, else an absolute
 	 * directory (mkfs --meta). */
 	char meta_dir[LSMFS_META_PATH_MAX];
-	uint8_t disk_uuids[LSMFS_MAX_DISKS][16]; /* every disk, by index */
+	/* Which disk holds the store when meta_dir is "" (version 1: 0). */
+	uint32_t meta_disk;
+	/* The disk set's generation: raised by every change of the disk list
+	 * or the store's disk (SCHEMA.md, "Adding and removing disks"); the
+	 * highest among a filesystem's disks is the truth. */
+	uint64_t generation;
+	uint32_t flags;                  /* SUPER_RETIRED */
+	/* Every disk, by index; all zero: an empty slot (a removed disk). */
+	uint8_t disk_uuids[LSMFS_MAX_DISKS][16];
 };
+/* A disk removed from the filesystem: it holds nothing of it but this
+ * superblock, kept so that the directory is never taken for a member. */
+#define SUPER_RETIRED 1u
 
 /* Encode into buf (cap bytes); *len is the encoded size.  -ENOSPC if cap is
  * too small (LSMFS_SUPER_MAX is always enough). */
@@ -106,7 +118,21 @@ struct lsmfs_diskset {
 	 * superblock of the disk at clash_spare.  clash false: no such pair. */
 	bool clash;
 	uint32_t clash_index, clash_spare;
+	/* Bit d: disk d's superblock is of an older generation than sb (a
+	 * crash came between the writes of a change to the disk set);
+	 * diskset_write_supers brings it up to date. */
+	uint64_t stale;
 };
+/* Disk d is a member and present: a non-empty slot below ndisks.  Safe
+ * against a daemon adding or removing a disk meanwhile (the path is
+ * published last, taken away first). */
+static inline bool diskset_present(const struct lsmfs_diskset *ds, uint32_t d)
+{
+	return d < __atomic_load_n(&ds->ndisks, __ATOMIC_ACQUIRE) && d < LSMFS_MAX_DISKS &&
+	       __atomic_load_n(&ds->paths[d], __ATOMIC_ACQUIRE) != NULL;
+}
+/* Slot d of sb's disk list is empty (or past its count). */
+bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d);
 
 #define DISKSET_LOCK 1u  /* take every disk's lock (daemon, fsck repair) */
 /* fsck: accept one disk whose superblock is damaged (or missing from a
@@ -147,6 +173,17 @@ void diskset_close(struct lsmfs_diskset *ds);
  * pid (NULL: nothing): DISKSET_CLOSING once its unmount has begun (a new
  * mount then waits for it), DISKSET_READ_ONLY once remounted read-only. */
 void diskset_mark(struct lsmfs_diskset *ds, const char *state);
+/* Take disk i's lock (DISKSET_LOCK, DISKSET_LOCK_WAIT in flags), as
+ * diskset_open does for each: a disk added to an open set. */
+int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, unsigned flags,
+		      char *err, size_t errlen);
+/* Disk d's superblock as the set's says it: ds->sb with d's index and
+ * UUID. */
+void diskset_super_of(const struct lsmfs_diskset *ds, uint32_t d, struct lsmfs_super *out);
+/* Write the superblock of every present disk whose bit is set in only
+ * (~0: all) from ds->sb; clears their stale bits.  Goes on past a failure
+ * and returns the first, named in err. */
+int diskset_write_supers(struct lsmfs_diskset *ds, uint64_t only, char *err, size_t errlen);
 /* Exchange the disks at indexes a and b (their paths and locks): fsck's
  * answer to a clash. */
 void diskset_swap(struct lsmfs_diskset *ds, uint32_t a, uint32_t b);
@@ -197,6 +234,14 @@ int fs_offline_open(struct lsmfs_diskset *ds, bool read_only, void (*log)(void *
 int fs_offline_close(struct fs *fs);
 int fs_control(struct fs *fs, const char *request, int (*out)(void *ctx, const char *line),
 	       void *ctx);
+
+/* Move the metadata store, kept on disk ds->sb.meta_disk, to disk `to`
+ * (fs/SCHEMA.md, "Adding and removing disks"): copied whole and synced,
+ * then every superblock names its new disk (the first write commits),
+ * then the old copy goes.  Offline only: the store must be closed and
+ * the disks locked.  log (may be NULL) hears what could not be tidied. */
+int fs_meta_relocate(struct lsmfs_diskset *ds, uint32_t to, void (*log)(void *, const char *),
+		     void *log_ctx, char *err, size_t errlen);
 
 /* ---- Sections (section.c; SCHEMA.md "Sharding", "Moving a section") ----
  * The one place that names section directories and chunk files, reads the

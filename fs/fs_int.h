@@ -161,6 +161,10 @@ struct fs {
 	} ctl;
 	uint8_t *section_changed; /* bitmap: a chunk file made or removed there (atomics) */
 	int *sections_fd;         /* disk index -> fd of <disk>/.lsmfs/sections */
+	/* members.c: paths and fds of disks detached (or replaced) while
+	 * open, freed at fs_close: a reader may still hold them. */
+	struct fs_gone { char *path; int fd; } *gone;
+	size_t ngone;
 
 	pthread_mutex_t ns_lock;
 	pthread_mutex_t ilock[ILOCKS];
@@ -437,6 +441,19 @@ typedef void (*move_report_fn)(void *ctx, const struct move_progress *p);
 int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn report, void *ctx,
 		 char *err, size_t errlen);
 int move_recover(struct fs *fs);
+
+/* members.c: the disk set changing while open (SCHEMA.md, "Adding and
+ * removing disks").  members_add: path becomes a disk (empty, but for
+ * lost+found, unless force), *index its index; members_detach: disk d,
+ * holding no section and not the store, leaves, its superblock retired.
+ * Both -EBUSY while a section moves.  members_reconcile, at a read-write
+ * open: superblocks a crash left behind rewritten, the store's disk
+ * records and count set from the superblocks.  members_free at close. */
+int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, char *err,
+		size_t errlen);
+int members_detach(struct fs *fs, uint32_t d, char *err, size_t errlen);
+int members_reconcile(struct fs *fs);
+void members_free(struct fs *fs);
 
 /* control.c: the control socket <store>/control, for lsmfs-disk, while
  * mounted read-write (fs_control in fs.h answers each request). */

@@ -124,7 +124,7 @@ static int load_info(struct fs *fs, char *err, size_t errlen)
 	}
 	const struct lsmfs_super *sb = &fs->ds->sb;
 	if (memcmp(fs->info.fs_uuid, sb->fs_uuid, 16) || fs->info.sections != sb->sections ||
-	    fs->info.chunk_size != sb->chunk_size || fs->info.ndisks != sb->disk_count) {
+	    fs->info.chunk_size != sb->chunk_size) {
 		snprintf(err, errlen, "%s: metadata store belongs to another filesystem than the disks' superblocks",
 			 fs->ds->meta_dir);
 		return -EXDEV;
@@ -159,7 +159,7 @@ static int load_sections(struct fs *fs, char *err, size_t errlen)
 			snprintf(err, errlen, "%s: section %u has no disk in the section map",
 				 fs->ds->meta_dir, s);
 			rc = -EUCLEAN;
-		} else if (d >= fs->ds->ndisks) {
+		} else if (!diskset_present(fs->ds, d)) {
 			snprintf(err, errlen, "%s: damaged section map entry (section %u, disk %u)",
 				 fs->ds->meta_dir, s, d);
 			rc = -EUCLEAN;
@@ -170,17 +170,20 @@ static int load_sections(struct fs *fs, char *err, size_t errlen)
 
 static int open_disks(struct fs *fs, char *err, size_t errlen)
 {
-	fs->sections_fd = malloc(fs->ds->ndisks * sizeof(int));
-	fs->no_direct = calloc(fs->ds->ndisks, 1);
-	fs->disk_lost = calloc(fs->ds->ndisks, 1);
+	/* Every slot: a disk added while mounted takes one (members.c). */
+	fs->sections_fd = malloc(LSMFS_MAX_DISKS * sizeof(int));
+	fs->no_direct = calloc(LSMFS_MAX_DISKS, 1);
+	fs->disk_lost = calloc(LSMFS_MAX_DISKS, 1);
 	fs->unsynced = malloc(UNSYNCED_MAX * sizeof(*fs->unsynced));
 	if (!fs->sections_fd || !fs->no_direct || !fs->disk_lost || !fs->unsynced || stats_init(fs))
 		return -ENOMEM;
 	if (!fs->opt.direct)
-		memset(fs->no_direct, 1, fs->ds->ndisks);
-	for (uint32_t d = 0; d < fs->ds->ndisks; d++)
+		memset(fs->no_direct, 1, LSMFS_MAX_DISKS);
+	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
 		fs->sections_fd[d] = -1;
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
+		if (!diskset_present(fs->ds, d))
+			continue;
 		char p[LSMFS_META_PATH_MAX + 64];
 		snprintf(p, sizeof(p), "%s/%s/%s", fs->ds->paths[d], LSMFS_DIR, LSMFS_SECTIONS_DIR);
 		if (!fs->opt.read_only)
@@ -266,6 +269,13 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	uint32_t nsec;
 	fs_now(&sec, &nsec);
 	fs->generation = (uint64_t)sec;
+	/* A change to the disk set a crash cut short: its superblocks and the
+	 * store's disk records brought in line. */
+	if (!opt->read_only && (rc = members_reconcile(fs))) {
+		snprintf(err, errlen, "%s: recording the disks in the metadata store: %s",
+			 ds->meta_dir, strerror(-rc));
+		goto fail;
+	}
 	/* A section move a crash cut short: finished or rolled back before
 	 * anything else looks at chunk files. */
 	if (!opt->read_only && (rc = move_recover(fs))) {
@@ -377,10 +387,11 @@ int fs_close(struct fs *fs)
 	for (int i = 0; i < fs->nbounce; i++)
 		free(fs->bounce[i]);
 	if (fs->sections_fd)
-		for (uint32_t d = 0; d < fs->ds->ndisks; d++)
+		for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
 			if (fs->sections_fd[d] >= 0)
 				close(fs->sections_fd[d]);
 	free(fs->sections_fd);
+	members_free(fs);
 	free(fs->no_direct);
 	free(fs->disk_lost);
 	free(fs->unsynced);

@@ -435,7 +435,7 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 		err[0] = '\0';
 	struct mover mv = {.fs = fs, .report = report, .ctx = ctx, .err = err, .errlen = errlen,
 			   .src_dir = -1, .dst_dir = -1};
-	if (section >= fs->info.sections || to >= fs->ds->ndisks || !fs->ds->paths[to]) {
+	if (section >= fs->info.sections || !diskset_present(fs->ds, to)) {
 		set_err(&mv, "no section %u or no disk %u", section, to);
 		return -EINVAL;
 	}
@@ -629,8 +629,8 @@ int move_recover(struct fs *fs)
 		return rc == -EUCLEAN ? 0 : rc;
 	}
 	uint32_t d = m.section < fs->info.sections ? section_disk_of(fs, m.section) : UINT32_MAX;
-	if ((d != m.from && d != m.to) || m.from >= fs->ds->ndisks || m.to >= fs->ds->ndisks ||
-	    !fs->ds->paths[m.from] || !fs->ds->paths[m.to]) {
+	if ((d != m.from && d != m.to) || !diskset_present(fs->ds, m.from) ||
+	    !diskset_present(fs->ds, m.to)) {
 		fs_logf(fs, "%s: a move of section %u from disk %u to disk %u was under way, but the "
 			"map puts the section on disk %u (left for fsck.lsmfs)", fs->ds->meta_dir,
 			m.section, m.from, m.to, d);

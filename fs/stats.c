@@ -32,7 +32,7 @@
 
 int stats_init(struct fs *fs)
 {
-	fs->dstats = calloc(fs->ds->ndisks, sizeof(*fs->dstats));
+	fs->dstats = calloc(LSMFS_MAX_DISKS, sizeof(*fs->dstats));
 	return fs->dstats ? 0 : -ENOMEM;
 }
 
@@ -44,7 +44,7 @@ void stats_free(struct fs *fs)
 
 void stats_write(struct fs *fs, uint32_t disk, struct chunk_fd *c, uint64_t off, size_t n)
 {
-	if (!fs->dstats || disk >= fs->ds->ndisks)
+	if (!fs->dstats || disk >= LSMFS_MAX_DISKS)
 		return;
 	struct fs_disk_stats *s = &fs->dstats[disk];
 	atomic_fetch_add_explicit(&s->bytes, n, memory_order_relaxed);
@@ -56,7 +56,7 @@ void stats_write(struct fs *fs, uint32_t disk, struct chunk_fd *c, uint64_t off,
 
 void stats_fsync(struct fs *fs, uint32_t disk)
 {
-	if (fs->dstats && disk < fs->ds->ndisks)
+	if (fs->dstats && disk < LSMFS_MAX_DISKS)
 		atomic_fetch_add_explicit(&fs->dstats[disk].fsyncs, 1, memory_order_relaxed);
 }
 
@@ -81,10 +81,15 @@ static int build_json(struct fs *fs, bool mounted, char **json, size_t *len)
 	    "\"app_bytes_written\":%" PRIu64 ",\"disks\":[",
 	    (long long)now.tv_sec, (long)now.tv_nsec, mounted ? "true" : "false",
 	    (long)getpid(), atomic_load_explicit(&fs->app_bytes, memory_order_relaxed));
+	bool first = true;
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
+		const char *path = __atomic_load_n(&fs->ds->paths[d], __ATOMIC_ACQUIRE);
+		if (!path || !diskset_present(fs->ds, d))
+			continue;
 		const struct fs_disk_stats *s = &fs->dstats[d];
-		json_put(&o, "%s{\"index\":%u,\"path\":", d ? "," : "", d);
-		json_put_str(&o, fs->ds->paths[d]);
+		json_put(&o, "%s{\"index\":%u,\"path\":", first ? "" : ",", d);
+		first = false;
+		json_put_str(&o, path);
 		json_put(&o,
 		    ",\"bytes\":%" PRIu64 ",\"writes\":%" PRIu64 ",\"fsyncs\":%" PRIu64
 		    ",\"sequential_writes\":%" PRIu64 "}",
@@ -124,7 +129,7 @@ int stats_json(struct fs *fs, char **json, size_t *len)
 static uint64_t counters_sum(struct fs *fs)
 {
 	uint64_t sum = atomic_load_explicit(&fs->app_bytes, memory_order_relaxed);
-	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
+	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++) {
 		const struct fs_disk_stats *s = &fs->dstats[d];
 		sum += atomic_load_explicit(&s->bytes, memory_order_relaxed) +
 		       atomic_load_explicit(&s->writes, memory_order_relaxed) +

@@ -23,7 +23,10 @@
 #include <xxhash.h>
 
 #define SUPER_MAGIC "LSMFS-SB"
-#define SUPER_FIXED 98     /* bytes before the metadata path */
+/* Bytes before the metadata path: version 1 had no generation, flags or
+ * store disk (SCHEMA.md, "Superblock"); it is read, never written. */
+#define SUPER_FIXED_V1 98
+#define SUPER_FIXED 114
 #define SUPER_CSUM_LEN 8
 
 /* Offsets of SCHEMA.md "Superblock"; decode messages name them. */
@@ -38,8 +41,10 @@
 #define OFF_CHUNK 64
 #define OFF_CREATED 72
 #define OFF_LABEL 80
-#define OFF_META_LEN 96
-#define OFF_META 98
+#define OFF_GEN 96         /* version 2 on */
+#define OFF_FLAGS 104
+#define OFF_META_DISK 108
+#define OFF_META_LEN 112   /* 96 in version 1 */
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -60,7 +65,8 @@ int super_encode(const struct lsmfs_super *sb, uint8_t *buf, size_t cap,
 	size_t mlen = strnlen(sb->meta_dir, sizeof(sb->meta_dir));
 	size_t llen = strnlen(sb->label, LSMFS_LABEL_MAX);
 	if (sb->disk_count == 0 || sb->disk_count > LSMFS_MAX_DISKS ||
-	    mlen >= sizeof(sb->meta_dir))
+	    mlen >= sizeof(sb->meta_dir) || sb->disk_index >= sb->disk_count ||
+	    sb->meta_disk >= sb->disk_count)
 		return -EINVAL;
 	size_t total = SUPER_FIXED + mlen + 16u * sb->disk_count + SUPER_CSUM_LEN;
 	if (total > cap)
@@ -68,7 +74,7 @@ int super_encode(const struct lsmfs_super *sb, uint8_t *buf, size_t cap,
 
 	memset(buf, 0, total);
 	memcpy(buf, SUPER_MAGIC, 8);
-	sc_put_le32(buf + OFF_VERSION, sb->version);
+	sc_put_le32(buf + OFF_VERSION, LSMFS_SUPER_VERSION);
 	sc_put_le32(buf + OFF_LENGTH, (uint32_t)total);
 	memcpy(buf + OFF_FS_UUID, sb->fs_uuid, 16);
 	memcpy(buf + OFF_DISK_UUID, sb->disk_uuid, 16);
@@ -79,10 +85,13 @@ int super_encode(const struct lsmfs_super *sb, uint8_t *buf, size_t cap,
 	sc_put_le64(buf + OFF_CHUNK, sb->chunk_size);
 	sc_put_le64(buf + OFF_CREATED, sb->created);
 	memcpy(buf + OFF_LABEL, sb->label, llen); /* rest stays NUL */
+	sc_put_le64(buf + OFF_GEN, sb->generation);
+	sc_put_le32(buf + OFF_FLAGS, sb->flags);
+	sc_put_le32(buf + OFF_META_DISK, sb->meta_disk);
 	buf[OFF_META_LEN] = (uint8_t)mlen;
 	buf[OFF_META_LEN + 1] = (uint8_t)(mlen >> 8);
-	memcpy(buf + OFF_META, sb->meta_dir, mlen);
-	memcpy(buf + OFF_META + mlen, sb->disk_uuids, 16u * sb->disk_count);
+	memcpy(buf + SUPER_FIXED, sb->meta_dir, mlen);
+	memcpy(buf + SUPER_FIXED + mlen, sb->disk_uuids, 16u * sb->disk_count);
 	sc_put_le64(buf + total - SUPER_CSUM_LEN,
 		    XXH3_64bits(buf, total - SUPER_CSUM_LEN));
 	*len = total;
@@ -100,15 +109,22 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 		set_err(err, errlen, "offset 0: bad magic (not an lsmfs superblock)");
 		return -EUCLEAN;
 	}
-	if (len < SUPER_FIXED + SUPER_CSUM_LEN) {
+	if (len < SUPER_FIXED_V1 + SUPER_CSUM_LEN) {
 		set_err(err, errlen, "offset %zu: superblock truncated (%zu bytes)",
 			len, len);
 		return -EUCLEAN;
 	}
 	uint32_t version = sc_get_le32(buf + OFF_VERSION);
-	if (version != LSMFS_VERSION) {
+	if (version != 1 && version != LSMFS_SUPER_VERSION) {
 		set_err(err, errlen, "offset %d: unsupported format version %u",
 			OFF_VERSION, version);
+		return -EUCLEAN;
+	}
+	size_t fixed = version == 1 ? SUPER_FIXED_V1 : SUPER_FIXED;
+	size_t off_mlen = fixed - 2;
+	if (len < fixed + SUPER_CSUM_LEN) {
+		set_err(err, errlen, "offset %zu: superblock truncated (%zu bytes)",
+			len, len);
 		return -EUCLEAN;
 	}
 	uint32_t total = sc_get_le32(buf + OFF_LENGTH);
@@ -137,6 +153,11 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 	sb->created = sc_get_le64(buf + OFF_CREATED);
 	memcpy(sb->label, buf + OFF_LABEL, LSMFS_LABEL_MAX);
 	sb->label[LSMFS_LABEL_MAX] = 0;
+	if (version >= 2) {
+		sb->generation = sc_get_le64(buf + OFF_GEN);
+		sb->flags = sc_get_le32(buf + OFF_FLAGS);
+		sb->meta_disk = sc_get_le32(buf + OFF_META_DISK);
+	}
 
 	if (sb->disk_count == 0 || sb->disk_count > LSMFS_MAX_DISKS) {
 		set_err(err, errlen, "offset %d: disk count %u out of range 1..%d",
@@ -158,21 +179,36 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 			"two >= 4096", OFF_CHUNK, (unsigned long long)sb->chunk_size);
 		return -EUCLEAN;
 	}
-	size_t mlen = (size_t)buf[OFF_META_LEN] | (size_t)buf[OFF_META_LEN + 1] << 8;
+	if (sb->flags & ~(uint32_t)SUPER_RETIRED) {
+		set_err(err, errlen, "offset %d: unknown flags %#x", OFF_FLAGS, sb->flags);
+		return -EUCLEAN;
+	}
+	if (sb->meta_disk >= sb->disk_count) {
+		set_err(err, errlen, "offset %d: metadata disk %u not below the disk count %u",
+			OFF_META_DISK, sb->meta_disk, sb->disk_count);
+		return -EUCLEAN;
+	}
+	size_t mlen = (size_t)buf[off_mlen] | (size_t)buf[off_mlen + 1] << 8;
 	if (mlen >= LSMFS_META_PATH_MAX ||
-	    SUPER_FIXED + mlen + 16u * sb->disk_count + SUPER_CSUM_LEN != total) {
-		set_err(err, errlen, "offset %d: metadata path length %zu does not "
-			"fit the superblock length %u", OFF_META_LEN, mlen, total);
+	    fixed + mlen + 16u * sb->disk_count + SUPER_CSUM_LEN != total) {
+		set_err(err, errlen, "offset %zu: metadata path length %zu does not "
+			"fit the superblock length %u", off_mlen, mlen, total);
 		return -EUCLEAN;
 	}
-	if (mlen && (buf[OFF_META] != '/' || memchr(buf + OFF_META, 0, mlen))) {
-		set_err(err, errlen, "offset %d: metadata path is not an absolute "
-			"path", OFF_META);
+	if (mlen && (buf[fixed] != '/' || memchr(buf + fixed, 0, mlen))) {
+		set_err(err, errlen, "offset %zu: metadata path is not an absolute "
+			"path", fixed);
 		return -EUCLEAN;
 	}
-	memcpy(sb->meta_dir, buf + OFF_META, mlen);
+	memcpy(sb->meta_dir, buf + fixed, mlen);
 	sb->meta_dir[mlen] = 0;
-	memcpy(sb->disk_uuids, buf + OFF_META + mlen, 16u * sb->disk_count);
+	memcpy(sb->disk_uuids, buf + fixed + mlen, 16u * sb->disk_count);
+	static const uint8_t zero[16];
+	if (!memcmp(sb->disk_uuids[sb->disk_index], zero, 16)) {
+		set_err(err, errlen, "offset %zu: this disk's slot (%u) in the disk list is empty",
+			fixed + mlen + 16u * sb->disk_index, sb->disk_index);
+		return -EUCLEAN;
+	}
 	return 0;
 }
 

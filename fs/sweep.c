@@ -168,6 +168,8 @@ void sweep_run(struct fs *fs)
 	struct sweep_count n = {0};
 	int rc = 0;
 	for (uint32_t d = 0; d < fs->ds->ndisks && !rc; d++) {
+		if (!diskset_present(fs->ds, d))
+			continue;
 		if (!disk_usable(fs, d)) {
 			rc = -EIO;
 			break;

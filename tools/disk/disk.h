@@ -39,6 +39,10 @@ void session_close(struct session *s);
 int session_ask(struct session *s, const char *req, void (*line)(void *ctx, const char *text),
 		void *ctx, char *err, size_t errlen);
 
+/* Offline only: close the filesystem, move the metadata store to disk
+ * `to` (fs_meta_relocate), open it again.  -EBUSY online. */
+int session_move_store(struct session *s, uint32_t to, char *err, size_t errlen);
+
 struct disk_info {
 	uint32_t index;
 	char uuid[37];
@@ -60,6 +64,7 @@ struct status {
 	uint64_t move_done, move_total;
 	char move_state[16];
 	char *json;                 /* as the daemon wrote it */
+	uint32_t store_disk;        /* the disk holding the store; UINT32_MAX: none */
 };
 int status_read(struct session *s, struct status *st, char *err, size_t errlen);
 void status_free(struct status *st);
@@ -80,6 +85,9 @@ struct plan {
  * first, then the section counts; only disks with a weight take sections,
  * and every section on a disk of weight 0 moves. */
 int plan_rebalance(const struct status *st, const double *weight, struct plan *p);
+/* Only step 1 of plan_rebalance: every section off the disks of weight 0,
+ * each to the disk then furthest below its share (remove). */
+int plan_drain(const struct status *st, const double *weight, struct plan *p);
 void plan_free(struct plan *p);
 
 #endif

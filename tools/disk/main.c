@@ -5,6 +5,8 @@
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT status|list [--json]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT rebalance [--dry-run] [--weight INDEX=W ...]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT move SECTION DISK-INDEX
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT add NEWDISK [-f] [--weight W] [--no-balance]
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT remove DISK [--dry-run]
  *
  * With a daemon mounted on the disks, the daemon does the moves (its
  * control socket, fs/SCHEMA.md "Control requests"); without one, this
@@ -19,6 +21,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,13 +48,21 @@ static void usage(FILE *f)
 		"  rebalance          move sections so that every disk holds bytes (and\n"
 		"                     sections) in proportion to its weight\n"
 		"  move SECTION DISK  move one section to the disk of that index\n"
+		"  add NEWDISK        make the directory NEWDISK a disk of the filesystem,\n"
+		"                     then rebalance onto it\n"
+		"  remove DISK        move every section off DISK (an index or a path), and\n"
+		"                     the metadata store when it holds it (unmounted only),\n"
+		"                     then detach it: it keeps only a retired superblock\n"
 		"\n"
 		"Options:\n"
 		"      --json         status: one JSON object, as the daemon reports it\n"
-		"  -n, --dry-run      rebalance: print the plan (moves, bytes, an estimate of\n"
-		"                     the time), change nothing\n"
+		"  -n, --dry-run      rebalance, remove: print the plan (moves, bytes, an\n"
+		"                     estimate of the time), change nothing\n"
 		"      --weight I=W   rebalance: disk I weighs W (default: its capacity in\n"
 		"                     GiB; 0: move everything off it); may be repeated\n"
+		"      --weight W     add: the new disk weighs W in the rebalance after it\n"
+		"  -f, --force        add: take NEWDISK even when it is not empty\n"
+		"      --no-balance   add: only add the disk, move nothing\n"
 		"  -h, --help         this text\n"
 		"  -V, --version      the version\n"
 		"\n"
@@ -195,6 +206,15 @@ static int run_moves(struct session *s, const struct plan *pl)
 	return EXIT_DONE;
 }
 
+/* The daemon's "disk N" line after an add. */
+static void got_index(void *ctx, const char *text)
+{
+	long *index = ctx;
+	long i;
+	if (sscanf(text, "disk %ld", &i) == 1)
+		*index = i;
+}
+
 static int parse_weights(char **list, int n, double *weight, bool *given)
 {
 	for (int i = 0; i < n; i++) {
@@ -214,45 +234,33 @@ static int parse_weights(char **list, int n, double *weight, bool *given)
 	return 0;
 }
 
-static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
+/* By default a disk weighs its capacity in GiB (--weight speaks the same
+ * unit); disks that are directories of one filesystem share it. */
+static void default_weights(const struct status *st, double *weight, const bool *given)
 {
-	double weight[LSMFS_MAX_DISKS] = {0};
-	bool given[LSMFS_MAX_DISKS] = {0};
-	if (parse_weights(wlist, nw, weight, given)) {
-		fprintf(stderr, PROG ": --weight takes INDEX=WEIGHT (a disk index, a number >= 0)\n");
-		return EXIT_USAGE;
-	}
-	struct status st;
-	char err[1200];
-	if (status_read(s, &st, err, sizeof(err))) {
-		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
-		return EXIT_FAILED;
-	}
-	/* By default a disk weighs its capacity in GiB (--weight speaks the
-	 * same unit); disks that are directories of one filesystem share it. */
-	for (uint32_t i = 0; i < st.ndisks; i++) {
-		struct disk_info *d = &st.disk[i];
+	for (uint32_t i = 0; i < st->ndisks; i++) {
+		const struct disk_info *d = &st->disk[i];
 		if (given[d->index])
 			continue;
 		unsigned sharing = 0;
-		for (uint32_t j = 0; j < st.ndisks; j++)
-			sharing += st.disk[j].device == d->device;
+		for (uint32_t j = 0; j < st->ndisks; j++)
+			sharing += st->disk[j].device == d->device;
 		weight[d->index] =
 			d->usable ? (double)d->capacity / (1u << 30) / (sharing ? sharing : 1) : 0;
 	}
-	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
-		if (given[d] && status_disk(&st, d) < 0) {
-			fprintf(stderr, PROG ": --weight: the filesystem has no disk %u\n", d);
-			status_free(&st);
-			return EXIT_USAGE;
-		}
+}
+
+/* Plan (even: rebalance; else only drain the disks of weight 0), check
+ * the room, then print the plan (dry) or carry it out. */
+static int plan_and_move(struct session *s, const struct status *st, const double *weight,
+			 bool even, bool dry)
+{
 	struct plan pl;
-	int rc = plan_rebalance(&st, weight, &pl);
+	int rc = even ? plan_rebalance(st, weight, &pl) : plan_drain(st, weight, &pl);
 	if (rc) {
 		fprintf(stderr, PROG ": %s\n",
 			rc == -ENOSPC ? "no disk may take sections (every weight is 0)"
 				      : strerror(-rc));
-		status_free(&st);
 		return EXIT_FAILED;
 	}
 	/* Room: a disk must be able to take what the plan gives it. */
@@ -261,8 +269,8 @@ static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 		in[pl.moves[i].to] += pl.moves[i].bytes;
 		out[pl.moves[i].from] += pl.moves[i].bytes;
 	}
-	for (uint32_t i = 0; i < st.ndisks; i++) {
-		struct disk_info *d = &st.disk[i];
+	for (uint32_t i = 0; i < st->ndisks; i++) {
+		const struct disk_info *d = &st->disk[i];
 		/* A move copies before it removes: the whole section must fit. */
 		if (in[d->index] > d->available) {
 			char need[32], have[32];
@@ -271,7 +279,6 @@ static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 			fprintf(stderr, PROG ": disk %u (%s) would take %s but has %s free: nothing "
 				"moved\n", d->index, d->path, need, have);
 			plan_free(&pl);
-			status_free(&st);
 			return EXIT_FAILED;
 		}
 	}
@@ -287,8 +294,8 @@ static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 			printf("move section %u from disk %u to disk %u (%s)\n", pl.moves[i].section,
 			       pl.moves[i].from, pl.moves[i].to, b);
 		}
-		for (uint32_t i = 0; i < st.ndisks; i++) {
-			struct disk_info *d = &st.disk[i];
+		for (uint32_t i = 0; i < st->ndisks; i++) {
+			const struct disk_info *d = &st->disk[i];
 			char now[32], after[32];
 			size_format(d->bytes, now, sizeof(now));
 			size_format(d->bytes + in[d->index] - out[d->index], after, sizeof(after));
@@ -296,14 +303,192 @@ static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 			       weight[d->index]);
 		}
 		plan_free(&pl);
-		status_free(&st);
 		return EXIT_DONE;
 	}
-	status_free(&st);
 	rc = pl.n ? run_moves(s, &pl) : EXIT_DONE;
-	if (!pl.n)
+	if (!pl.n && even)
 		printf("balanced: nothing to move\n");
 	plan_free(&pl);
+	return rc;
+}
+
+static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
+{
+	double weight[LSMFS_MAX_DISKS] = {0};
+	bool given[LSMFS_MAX_DISKS] = {0};
+	if (parse_weights(wlist, nw, weight, given)) {
+		fprintf(stderr, PROG ": --weight takes INDEX=WEIGHT (a disk index, a number >= 0)\n");
+		return EXIT_USAGE;
+	}
+	struct status st;
+	char err[1200];
+	if (status_read(s, &st, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
+		return EXIT_FAILED;
+	}
+	default_weights(&st, weight, given);
+	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
+		if (given[d] && status_disk(&st, d) < 0) {
+			fprintf(stderr, PROG ": --weight: the filesystem has no disk %u\n", d);
+			status_free(&st);
+			return EXIT_USAGE;
+		}
+	int rc = plan_and_move(s, &st, weight, true, dry);
+	status_free(&st);
+	return rc;
+}
+
+/* `add NEWDISK`: the daemon (or fs_control offline) makes it a disk;
+ * then a rebalance onto it, the new disk weighing w (< 0: its capacity). */
+static int cmd_add(struct session *s, const char *disk, bool force, double w, bool balance)
+{
+	char *path = realpath(disk, NULL);
+	if (!path) {
+		fprintf(stderr, PROG ": %s: %s\n", disk, strerror(errno));
+		return EXIT_FAILED;
+	}
+	char req[PATH_MAX + 16], err[1200];
+	int n = snprintf(req, sizeof(req), "add %s%s", force ? "-f " : "", path);
+	if (n < 0 || (size_t)n >= 280 || strchr(path, '\n')) {
+		fprintf(stderr, PROG ": %s: path too long for a request (250 bytes at most)\n", path);
+		free(path);
+		return EXIT_FAILED;
+	}
+	struct { long index; } got = {-1};
+	int rc = session_ask(s, req, got_index, &got.index, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, PROG ": add %s: %s\n", path, err);
+		free(path);
+		return EXIT_FAILED;
+	}
+	printf("added %s as disk %ld\n", path, got.index);
+	fflush(stdout);
+	free(path);
+	if (!balance)
+		return EXIT_DONE;
+	struct status st;
+	if (status_read(s, &st, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
+		return EXIT_FAILED;
+	}
+	double weight[LSMFS_MAX_DISKS] = {0};
+	bool given[LSMFS_MAX_DISKS] = {0};
+	if (w >= 0 && got.index >= 0 && got.index < LSMFS_MAX_DISKS) {
+		weight[got.index] = w;
+		given[got.index] = true;
+	}
+	default_weights(&st, weight, given);
+	rc = plan_and_move(s, &st, weight, true, false);
+	status_free(&st);
+	return rc;
+}
+
+/* DISK as an index or as a path (resolved, matched to a disk's). */
+static int find_disk(const struct status *st, const char *disk)
+{
+	char *end;
+	errno = 0;
+	unsigned long i = strtoul(disk, &end, 10);
+	if (*disk && !*end && !errno)
+		return i < LSMFS_MAX_DISKS ? status_disk(st, (uint32_t)i) : -1;
+	char *path = realpath(disk, NULL);
+	int found = -1;
+	for (uint32_t j = 0; path && j < st->ndisks; j++)
+		if (!strcmp(st->disk[j].path, path))
+			found = (int)j;
+	free(path);
+	return found;
+}
+
+/* `remove DISK`: every section off it (refused up front when the others
+ * lack the room), the store too when it holds it (offline), then the
+ * daemon (or fs_control) detaches it. */
+static int cmd_remove(struct session *s, const char *disk, bool dry)
+{
+	struct status st;
+	char err[1200];
+	if (status_read(s, &st, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
+		return EXIT_FAILED;
+	}
+	int rc = EXIT_FAILED;
+	int at = find_disk(&st, disk);
+	if (at < 0) {
+		fprintf(stderr, PROG ": %s: not a disk of this filesystem\n", disk);
+		goto out;
+	}
+	const struct disk_info *d = &st.disk[at];
+	uint32_t idx = d->index;
+	if (st.ndisks < 2) {
+		fprintf(stderr, PROG ": disk %u (%s) is the filesystem's last disk\n", idx, d->path);
+		goto out;
+	}
+	/* Room on the others, each backing filesystem counted once. */
+	uint64_t room = 0;
+	for (uint32_t i = 0; i < st.ndisks; i++) {
+		bool seen = (int)i == at || !st.disk[i].usable;
+		for (uint32_t j = 0; j < i && !seen; j++)
+			seen = (int)j != at && st.disk[j].usable &&
+			       st.disk[j].device == st.disk[i].device;
+		if (!seen)
+			room += st.disk[i].available;
+	}
+	if (d->bytes > room) {
+		char need[32], have[32];
+		size_format(d->bytes, need, sizeof(need));
+		size_format(room, have, sizeof(have));
+		fprintf(stderr, PROG ": disk %u (%s) holds %s, the other disks have %s free: nothing "
+			"moved\n", idx, d->path, need, have);
+		goto out;
+	}
+	if (st.store_disk == idx && st.online) {
+		fprintf(stderr, PROG ": disk %u (%s) holds the metadata store, which moves only with "
+			"the filesystem unmounted: unmount it and run " PROG " DISK:DISK... remove %u\n",
+			idx, d->path, idx);
+		goto out;
+	}
+	double weight[LSMFS_MAX_DISKS] = {0};
+	bool given[LSMFS_MAX_DISKS] = {0};
+	given[idx] = true;
+	default_weights(&st, weight, given);
+	rc = plan_and_move(s, &st, weight, false, dry);
+	if (rc || dry)
+		goto out;
+	if (stop_asked) {
+		fprintf(stderr, PROG ": stopped before detaching disk %u; run the command again\n", idx);
+		rc = EXIT_STOPPED;
+		goto out;
+	}
+	if (st.store_disk == idx) {
+		/* To the other disk with the most room. */
+		uint32_t to = UINT32_MAX;
+		uint64_t best = 0;
+		for (uint32_t i = 0; i < st.ndisks; i++)
+			if (st.disk[i].index != idx && st.disk[i].usable &&
+			    (to == UINT32_MAX || st.disk[i].available > best)) {
+				to = st.disk[i].index;
+				best = st.disk[i].available;
+			}
+		if (to == UINT32_MAX || session_move_store(s, to, err, sizeof(err))) {
+			fprintf(stderr, PROG ": moving the metadata store off disk %u: %s\n", idx,
+				to == UINT32_MAX ? "no other usable disk" : err);
+			rc = EXIT_FAILED;
+			goto out;
+		}
+		printf("moved the metadata store to disk %u (%s)\n", to, s->where);
+	}
+	char req[32];
+	snprintf(req, sizeof(req), "detach %u", idx);
+	if (session_ask(s, req, NULL, NULL, err, sizeof(err))) {
+		fprintf(stderr, PROG ": detaching disk %u: %s\n", idx, err);
+		rc = EXIT_FAILED;
+		goto out;
+	}
+	printf("removed disk %u (%s): it now holds only a superblock marked retired\n", idx,
+	       d->path);
+	rc = EXIT_DONE;
+out:
+	status_free(&st);
 	return rc;
 }
 
@@ -323,27 +508,45 @@ static int cmd_move(struct session *s, const char *sec, const char *disk)
 	return do_move(s, &m, &p);
 }
 
+static int number(const char *text, double *out)
+{
+	char *end;
+	double w = strtod(text, &end);
+	if (!*text || *end || !(w >= 0) || !isfinite(w))
+		return -1;
+	*out = w;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_WEIGHT };
+	enum { OPT_JSON = 256, OPT_WEIGHT, OPT_NO_BALANCE };
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, OPT_JSON},
 		{"dry-run", no_argument, NULL, 'n'},
 		{"weight", required_argument, NULL, OPT_WEIGHT},
+		{"force", no_argument, NULL, 'f'},
+		{"no-balance", no_argument, NULL, OPT_NO_BALANCE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
-	bool json = false, dry = false;
+	bool json = false, dry = false, force = false, no_balance = false;
 	char *weights[LSMFS_MAX_DISKS];
 	int nw = 0, c;
-	while ((c = getopt_long(argc, argv, "+nhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+nfhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_JSON:
 			json = true;
 			break;
 		case 'n':
 			dry = true;
+			break;
+		case 'f':
+			force = true;
+			break;
+		case OPT_NO_BALANCE:
+			no_balance = true;
 			break;
 		case OPT_WEIGHT:
 			if (nw == LSMFS_MAX_DISKS) {
@@ -371,6 +574,10 @@ int main(int argc, char **argv)
 			json = true;
 		} else if (!strcmp(argv[i], "--dry-run") || !strcmp(argv[i], "-n")) {
 			dry = true;
+		} else if (!strcmp(argv[i], "--force") || !strcmp(argv[i], "-f")) {
+			force = true;
+		} else if (!strcmp(argv[i], "--no-balance")) {
+			no_balance = true;
 		} else if (!strcmp(argv[i], "--weight") && i + 1 < argc && nw < LSMFS_MAX_DISKS) {
 			weights[nw++] = argv[++i];
 		} else if (!strncmp(argv[i], "--weight=", 9) && nw < LSMFS_MAX_DISKS) {
@@ -392,10 +599,19 @@ int main(int argc, char **argv)
 	const char *cmd = pos[1];
 	bool is_status = !strcmp(cmd, "status") || !strcmp(cmd, "list");
 	bool is_rebal = !strcmp(cmd, "rebalance"), is_move = !strcmp(cmd, "move");
-	if ((!is_status && !is_rebal && !is_move) || (is_move ? npos != 4 : npos != 2) ||
-	    (json && !is_status) || ((dry || nw) && !is_rebal)) {
-		if (!is_status && !is_rebal && !is_move)
+	bool is_add = !strcmp(cmd, "add"), is_remove = !strcmp(cmd, "remove");
+	bool known = is_status || is_rebal || is_move || is_add || is_remove;
+	int want = is_move ? 4 : is_add || is_remove ? 3 : 2;
+	double add_weight = -1;
+	bool bad = !known || npos != want || (json && !is_status) ||
+		   (dry && !is_rebal && !is_remove) || (nw && !is_rebal && !is_add) ||
+		   ((force || no_balance) && !is_add) ||
+		   (is_add && (nw > 1 || (nw == 1 && number(weights[0], &add_weight))));
+	if (bad) {
+		if (!known)
 			fprintf(stderr, PROG ": unknown command %s\n", cmd);
+		else if (is_add && nw)
+			fprintf(stderr, PROG ": add: --weight takes one number >= 0 (the new disk's)\n");
 		usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -411,6 +627,10 @@ int main(int argc, char **argv)
 		rc = cmd_status(&s, json);
 	else if (is_rebal)
 		rc = cmd_rebalance(&s, dry, weights, nw);
+	else if (is_add)
+		rc = cmd_add(&s, pos[2], force, add_weight, !no_balance);
+	else if (is_remove)
+		rc = cmd_remove(&s, pos[2], dry);
 	else if ((rc = cmd_move(&s, pos[2], pos[3])) == EXIT_USAGE)
 		fprintf(stderr, PROG ": move takes a section number and a disk index\n");
 	session_close(&s);

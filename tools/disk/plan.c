@@ -171,7 +171,7 @@ static int balance(struct state *s)
 	}
 }
 
-int plan_rebalance(const struct status *st, const double *weight, struct plan *p)
+static int plan(const struct status *st, const double *weight, bool even, struct plan *p)
 {
 	memset(p, 0, sizeof(*p));
 	struct state s = {.st = st, .weight = weight, .p = p};
@@ -205,13 +205,23 @@ int plan_rebalance(const struct status *st, const double *weight, struct plan *p
 	}
 	if (!rc)
 		rc = drain_unweighted(&s);
-	if (!rc)
+	if (!rc && even)
 		rc = balance(&s);
 	free(s.at);
 	free(s.moved);
 	if (rc)
 		plan_free(p);
 	return rc;
+}
+
+int plan_rebalance(const struct status *st, const double *weight, struct plan *p)
+{
+	return plan(st, weight, true, p);
+}
+
+int plan_drain(const struct status *st, const double *weight, struct plan *p)
+{
+	return plan(st, weight, false, p);
 }
 
 void plan_free(struct plan *p)

@@ -150,6 +150,32 @@ int session_open(struct session *s, const char *target, bool writable)
 	return 0;
 }
 
+int session_move_store(struct session *s, uint32_t to, char *err, size_t errlen)
+{
+	if (!s->fs) {
+		snprintf(err, errlen, "the metadata store moves only with the filesystem unmounted");
+		return -EBUSY;
+	}
+	int rc = fs_offline_close(s->fs);
+	s->fs = NULL;
+	if (rc) {
+		snprintf(err, errlen, "%s: the metadata store did not close cleanly: %s", s->where,
+			 strerror(-rc));
+		return rc;
+	}
+	rc = fs_meta_relocate(s->ds, to, log_stderr, NULL, err, errlen);
+	char why[1200];
+	int r2 = fs_offline_open(s->ds, false, log_stderr, NULL, &s->fs, why, sizeof(why));
+	if (r2) {
+		s->fs = NULL;
+		if (!rc)
+			snprintf(err, errlen, "%s", why);
+		return rc ? rc : r2;
+	}
+	snprintf(s->where, sizeof(s->where), "%s", s->ds->meta_dir);
+	return rc;
+}
+
 void session_close(struct session *s)
 {
 	if (s->sock >= 0)
@@ -174,7 +200,7 @@ struct asked {
 static int take_line(void *ctx, const char *text)
 {
 	struct asked *a = ctx;
-	if (a->last)
+	if (a->last && a->line)
 		a->line(a->ctx, a->last);
 	free(a->last);
 	a->last = strdup(text);

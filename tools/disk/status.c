@@ -111,6 +111,9 @@ int status_read(struct session *s, struct status *st, char *err, size_t errlen)
 	    !on || on->type != JV_BOOL)
 		goto out;
 	st->online = on->b;
+	uint64_t sd;
+	st->store_disk = u64_of(j, "store_disk", &sd) == 0 && sd < LSMFS_MAX_DISKS ? (uint32_t)sd
+										 : UINT32_MAX;
 	st->sections = (uint32_t)n;
 	st->chunk_size = cs;
 	uint64_t *map = malloc(n * sizeof(*map));

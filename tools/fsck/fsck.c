@@ -204,7 +204,8 @@ int main(int argc, char **argv)
 		       " other inodes\n%12" PRIu64 " bytes in regular files\n%12zu chunks\n",
 		       f.files, f.dirs, f.others, f.bytes, f.nchunks);
 		for (uint32_t d = 0; d < f.ds->ndisks; d++)
-			printf("%12" PRIu64 " chunks on disk %u (%s)\n", f.chunks_per_disk[d], d,
+			if (diskset_present(f.ds, d))
+				printf("%12" PRIu64 " chunks on disk %u (%s)\n", f.chunks_per_disk[d], d,
 			       f.ds->paths[d]);
 	}
 	printf("%s: %s: %" PRIu64 " files, %" PRIu64 " directories, %u problem%s%s\n", prog,

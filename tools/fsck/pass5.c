@@ -27,7 +27,7 @@ int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, char *ou
 {
 	uint32_t s = chunk_section(ino, chunk, f->info.sections);
 	uint32_t d = f->section_disk[s];
-	if (d >= f->ds->ndisks)
+	if (!diskset_present(f->ds, d))
 		return -ENOENT;
 	char root[LSMFS_META_PATH_MAX + 64];
 	sections_dir(f, d, root, sizeof(root));
@@ -158,7 +158,7 @@ static int adopt_file(struct fsck *f, const char *file, const char *name)
 	uint64_t nino = f->next_ino;
 	uint32_t s = chunk_section(nino, 0, f->info.sections);
 	uint32_t d = f->section_disk[s];
-	if (d >= f->ds->ndisks)
+	if (!diskset_present(f->ds, d))
 		return -EUCLEAN;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -299,7 +299,7 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 				if (!fsck_has_chunk(f, ino, chunk))
 					continue; /* left, or gone to /lost+found */
 			}
-			if ((want != s || want_disk != disk) && want_disk < f->ds->ndisks &&
+			if ((want != s || want_disk != disk) && diskset_present(f->ds, want_disk) &&
 			    problem_fix(f, PR_CHUNK_MISPLACED,
 					&(struct problem_ctx){.disk = disk, .file = file,
 							      .section = want, .num = want_disk}))
@@ -317,6 +317,8 @@ static uint32_t section_home(struct fsck *f, uint32_t s)
 {
 	uint32_t with_dir = UINT32_MAX, with_files = UINT32_MAX, ndir = 0, nfiles = 0;
 	for (uint32_t d = 0; d < f->ds->ndisks; d++) {
+		if (!diskset_present(f->ds, d))
+			continue;
 		char root[LSMFS_META_PATH_MAX + 64], dir[LSMFS_META_PATH_MAX + 96];
 		char name[SECTION_NAME_MAX];
 		section_dir_name(s, name);
@@ -340,7 +342,11 @@ static uint32_t section_home(struct fsck *f, uint32_t s)
 		return with_files;
 	if (nfiles == 0 && ndir == 1)
 		return with_dir;
-	return section_first_disk(s, f->ds->ndisks);
+	/* mkfs's rule, or the next disk present after a removed one's slot */
+	uint32_t d = section_first_disk(s, f->ds->ndisks);
+	while (!diskset_present(f->ds, d))
+		d = (d + 1) % f->ds->ndisks;
+	return d;
 }
 
 void fsck_pass5_data(struct fsck *f)
@@ -349,20 +355,30 @@ void fsck_pass5_data(struct fsck *f)
 	fsck_check_superblocks(f);
 	for (uint32_t s = 0; s < f->info.sections; s++) {
 		uint32_t d = f->section_disk[s];
-		if (d != UINT32_MAX && d < nd)
+		if (d != UINT32_MAX && diskset_present(f->ds, d))
 			continue;
 		uint32_t home = section_home(f, s);
 		if (problem_fix(f, d == UINT32_MAX ? PR_SECTION_UNMAPPED : PR_SECTION_BAD_DISK,
 				&(struct problem_ctx){.section = s, .num = d, .num2 = nd, .disk = home}))
 			fsck_repaired(f, fsck_put_section(f, s, home));
 	}
-	/* Disk records against the superblocks. */
-	for (uint32_t d = 0; d < nd; d++) {
+	/* Disk records against the superblocks: one for each disk, none for
+	 * a removed disk's slot. */
+	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++) {
 		uint8_t k[KEY_MAX];
 		size_t kl = key_disk(k, d);
 		void *v;
 		size_t vl;
 		int rc = store_get(f->st, NULL, k, kl, &v, &vl);
+		if (!diskset_present(f->ds, d)) {
+			if (rc == 0) {
+				free(v);
+				if (problem_fix(f, PR_DISK_RECORD_GONE,
+						&(struct problem_ctx){.num = d}))
+					fsck_repaired(f, store_delete(f->st, k, kl, STORE_WRITE_SYNC));
+			}
+			continue;
+		}
 		if (rc == 0 && vl >= 16 && memcmp(v, f->ds->sb.disk_uuids[d], 16) == 0) {
 			free(v);
 			continue;
@@ -387,12 +403,13 @@ void fsck_pass5_data(struct fsck *f)
 	/* The disks first: a misplaced chunk file moved home is no longer a
 	 * missing one (whose repair would drop its record). */
 	for (uint32_t d = 0; d < nd && !fsck_cancelled(f); d++)
-		walk_disk(f, d);
+		if (diskset_present(f->ds, d))
+			walk_disk(f, d);
 	for (size_t i = 0; i < f->nchunks && !fsck_cancelled(f); i++) {
 		const struct fsck_chunk *c = &f->chunks[i];
 		uint32_t s = chunk_section(c->ino, c->chunk, f->info.sections);
 		uint32_t d = f->section_disk[s];
-		if (d >= nd)
+		if (!diskset_present(f->ds, d))
 			continue; /* reported above */
 		f->chunks_per_disk[d]++;
 		char file[LSMFS_META_PATH_MAX + 160], path[4096];

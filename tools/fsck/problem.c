@@ -138,9 +138,18 @@ static const struct problem table[] = {
 	 "inode %i (%p) chunk %c: %f holds %n bytes, its record says fsync made %N durable: "
 	 "the bytes from %n on are lost (reads fail with EIO)", PR_SEV_ERROR, false,
 	 "set the record's length to what the file holds (the lost bytes read as a hole)"},
+
 	{PR_CHUNK_READ_ERROR,
 	 "inode %i (%p) chunk %c: %f: reading at offset %n: %m (reads of these bytes fail)",
 	 PR_SEV_ERROR, false, NULL},
+	{PR_DISK_RECORD_GONE, "disk %n: the store has a disk record for a slot no disk holds "
+	 "(a disk removed); remove it", PR_SEV_MINOR, true, "delete the disk record"},
+	/* A crash between the superblock writes of a disk added or removed,
+	 * or of the store moved: the disks of the highest generation are
+	 * the truth, and the next read-write mount does the same. */
+	{PR_SUPER_STALE, "disk %d (%D): superblock of disk set generation %n, behind the other "
+	 "disks' %N (a change to the disks was cut short); rewrite it",
+	 PR_SEV_MINOR, true, "write the superblock from the other disks' copies"},
 };
 
 #define NPROBLEMS (sizeof(table) / sizeof(table[0]))

@@ -65,6 +65,8 @@ enum fsck_code {
 	PR_SECTION_BEYOND = 0x050d,
 	PR_CHUNK_SHORT = 0x050e,         /* pass 5: chunk files again */
 	PR_CHUNK_READ_ERROR = 0x050f,    /* pass 5 with --scrub */
+	PR_DISK_RECORD_GONE = 0x0510,    /* pass 5: disks added and removed */
+	PR_SUPER_STALE = 0x0511,
 };
 
 enum problem_severity {

@@ -132,12 +132,14 @@ static struct evidence look(struct fsck *f, struct store_view *sv, const char *d
 		e.path_as = true;
 	if (record_path(sv, other, rec, sizeof(rec)) && strcmp(rec, disk) == 0)
 		e.path_other = true;
-	if (f->ds->sb.meta_dir[0] == 0 && (as == 0 || other == 0)) {
+	uint32_t md = f->ds->sb.meta_disk;
+	if (f->ds->sb.meta_dir[0] == 0 && (as == md || other == md)) {
 		bool meta = has_meta_store(disk);
-		e.meta_as = meta && as == 0;
-		e.meta_other = meta && other == 0;
-		/* No store where disk 0 must hold it contradicts being disk 0. */
-		if (!meta && as == 0)
+		e.meta_as = meta && as == md;
+		e.meta_other = meta && other == md;
+		/* No store where the store's disk must hold it contradicts
+		 * being that disk. */
+		if (!meta && as == md)
 			e.meta_other = true;
 	}
 	return e;
@@ -223,9 +225,7 @@ static void check_damaged(struct fsck *f, uint32_t d)
 			 LSMFS_SUPER_FILE);
 	if (!problem_fix(f, PR_SUPER_DAMAGED, &(struct problem_ctx){.disk = d, .str = why}))
 		return;
-	sb = f->ds->sb;
-	sb.disk_index = d;
-	memcpy(sb.disk_uuid, sb.disk_uuids[d], 16);
+	diskset_super_of(f->ds, d, &sb);
 	rc = super_write(f->ds->paths[d], &sb, why, sizeof(why));
 	if (rc)
 		printf("    %s\n", why);
@@ -234,21 +234,35 @@ static void check_damaged(struct fsck *f, uint32_t d)
 	fsck_repaired(f, rc);
 }
 
+/* A superblock a cut-short change to the disk set left behind. */
+static void check_stale(struct fsck *f, uint32_t d)
+{
+	struct lsmfs_super sb;
+	char why[512] = "";
+	uint64_t gen = super_read(f->ds->paths[d], &sb, why, sizeof(why)) == 0 ? sb.generation : 0;
+	if (!problem_fix(f, PR_SUPER_STALE, &(struct problem_ctx){.disk = d, .num = gen,
+								    .num2 = f->ds->sb.generation}))
+		return;
+	fsck_repaired(f, diskset_write_supers(f->ds, 1ull << d, why, sizeof(why)));
+}
+
 void fsck_check_superblocks(struct fsck *f)
 {
 	struct lsmfs_diskset *ds = f->ds;
 	for (uint32_t d = 0; d < ds->ndisks; d++)
 		if (ds->super_damaged & (1ull << d))
 			check_damaged(f, d);
+	for (uint32_t d = 0; d < ds->ndisks; d++)
+		if (ds->stale & (1ull << d))
+			check_stale(f, d);
 	if (!ds->clash)
 		return;
 	uint32_t d = ds->clash_spare;
 	if (!problem_fix(f, PR_SUPER_OTHER_DISK,
 			 &(struct problem_ctx){.disk = d, .num = ds->clash_index, .str = f->disk_why}))
 		return;
-	struct lsmfs_super sb = ds->sb;
-	sb.disk_index = d;
-	memcpy(sb.disk_uuid, sb.disk_uuids[d], 16);
+	struct lsmfs_super sb;
+	diskset_super_of(ds, d, &sb);
 	char why[512] = "";
 	int rc = super_write(ds->paths[d], &sb, why, sizeof(why));
 	if (rc)

@@ -34,7 +34,10 @@ static void super_json(struct json *j, const struct lsmfs_super *sb)
 	insp_format_time(created, sizeof(created), (int64_t)sb->created, -1);
 	json_str(j, "created_utc", created);
 	json_str(j, "meta_dir", sb->meta_dir);
-	json_arr(j, "disk_uuids");
+	json_u64(j, "meta_disk", sb->meta_disk);
+	json_u64(j, "generation", sb->generation);
+	json_u64(j, "retired", !!(sb->flags & SUPER_RETIRED));
+	json_arr(j, "disk_uuids"); /* all zero: a removed disk's slot */
 	for (uint32_t d = 0; d < sb->disk_count && d < LSMFS_MAX_DISKS; d++) {
 		lsmfs_uuid_format(sb->disk_uuids[d], u);
 		json_str(j, NULL, u);
@@ -48,14 +51,19 @@ static void super_text(FILE *out, const struct lsmfs_super *sb)
 	lsmfs_uuid_format(sb->fs_uuid, fs);
 	lsmfs_uuid_format(sb->disk_uuid, du);
 	insp_format_time(created, sizeof(created), (int64_t)sb->created, -1);
+	uint32_t members = 0; /* slots in use */
+	for (uint32_t d = 0; d < sb->disk_count; d++)
+		members += !super_slot_empty(sb, d);
+	char meta[64];
+	snprintf(meta, sizeof(meta), "on disk %u (.lsmfs/meta)", sb->meta_disk);
 	fprintf(out,
 		"  filesystem UUID %s, label \"%s\", format version %u, created %s\n"
-		"  disk UUID %s, disk %u of %u\n"
+		"  disk UUID %s, disk %u of %u%s, disk set generation %" PRIu64 "%s\n"
 		"  sections %u, chunk size %" PRIu64 ", inline limit %u\n"
 		"  metadata store %s\n",
 		fs, sb->label, sb->version, created, du, sb->disk_index, sb->disk_count,
-		sb->sections, sb->chunk_size, sb->inline_max,
-		sb->meta_dir[0] ? sb->meta_dir : "on disk 0 (.lsmfs/meta)");
+		members == sb->disk_count ? "" : " (some slots empty: disks removed)", sb->generation, sb->flags & SUPER_RETIRED ? ", RETIRED (removed from the filesystem)" : "",
+		sb->sections, sb->chunk_size, sb->inline_max, sb->meta_dir[0] ? sb->meta_dir : meta);
 }
 
 int insp_super(struct insp *in)
@@ -67,6 +75,8 @@ int insp_super(struct insp *in)
 		json_arr(&j, "disks");
 	}
 	for (uint32_t d = 0; d < in->ds->ndisks; d++) {
+		if (!diskset_present(in->ds, d))
+			continue;
 		struct lsmfs_super sb;
 		char err[600] = "";
 		int rc = super_read(in->ds->paths[d], &sb, err, sizeof(err));
@@ -148,6 +158,8 @@ struct counts {
 static void count_files(struct insp *in, struct counts *sec, struct counts *disk)
 {
 	for (uint32_t d = 0; d < in->ds->ndisks; d++) {
+		if (!diskset_present(in->ds, d))
+			continue;
 		char root[LSMFS_META_PATH_MAX + 64];
 		section_disk_dir(in->ds->paths[d], root, sizeof(root));
 		DIR *top = opendir(root);
@@ -197,7 +209,7 @@ static void count_record(struct insp *in, const uint8_t *k, size_t kl, const uin
 		return; /* not a chunk key: keys shows it */
 	uint32_t s = chunk_section(sc_get_be64(k + 1), sc_get_be64(k + 9), in->info.sections);
 	rc->sec[s].records++;
-	if (in->section_disk[s] < in->ds->ndisks)
+	if (diskset_present(in->ds, in->section_disk[s]))
 		rc->disk[in->section_disk[s]].records++;
 }
 
@@ -238,6 +250,8 @@ static void sections_print(struct insp *in, const struct counts *sec, const stru
 		json_close_obj(&j);
 		json_arr(&j, "disks");
 		for (uint32_t d = 0; d < nd; d++) {
+			if (!diskset_present(in->ds, d))
+				continue;
 			json_obj(&j, NULL);
 			json_u64(&j, "index", d);
 			json_str(&j, "path", in->ds->paths[d]);
@@ -274,7 +288,8 @@ static void sections_print(struct insp *in, const struct counts *sec, const stru
 			m.section < ns && in->section_disk[m.section] == m.to ? "removes the old copy"
 									   : "removes the partial copy");
 	for (uint32_t d = 0; d < nd; d++)
-		fprintf(in->out,
+		if (diskset_present(in->ds, d))
+			fprintf(in->out,
 			"disk %u %s: %" PRIu64 " sections, %" PRIu64 " chunk records, %" PRIu64
 			" files, %" PRIu64 " bytes\n",
 			d, in->ds->paths[d], mapped[d], disk[d].records, disk[d].files, disk[d].bytes);
@@ -304,7 +319,7 @@ int insp_sections(struct insp *in)
 		uint64_t unmapped = 0;
 		struct counts total = {0};
 		for (uint32_t s = 0; s < ns; s++) {
-			if (in->section_disk[s] < nd)
+			if (diskset_present(in->ds, in->section_disk[s]))
 				mapped[in->section_disk[s]]++;
 			else
 				unmapped++;

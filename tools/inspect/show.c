@@ -309,7 +309,7 @@ static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8
 	char path[LSMFS_META_PATH_MAX + 200] = "";
 	struct stat st;
 	int64_t len = -1;
-	if (d < in->ds->ndisks) {
+	if (diskset_present(in->ds, d)) {
 		char root[LSMFS_META_PATH_MAX + 64], rel[96];
 		section_disk_dir(in->ds->paths[d], root, sizeof(root));
 		section_chunk_name(ino, chunk, s, rel, sizeof(rel));
@@ -326,7 +326,7 @@ static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8
 		json_obj(c->j, NULL);
 		json_u64(c->j, "chunk", chunk);
 		json_u64(c->j, "section", s);
-		if (d < in->ds->ndisks)
+		if (diskset_present(in->ds, d))
 			json_u64(c->j, "disk", d);
 		else
 			json_i64(c->j, "disk", -1);
@@ -335,7 +335,7 @@ static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8
 		json_close_obj(c->j);
 		return;
 	}
-	if (d >= in->ds->ndisks)
+	if (!diskset_present(in->ds, d))
 		fprintf(in->out, "  chunk %" PRIu64 ": section %u, which has no disk\n", chunk, s);
 	else if (len < 0)
 		fprintf(in->out, "  chunk %" PRIu64 ": section %u, disk %u: %s missing (a hole)\n",

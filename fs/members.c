@@ -1,0 +1,679 @@
+/*
+ * members.c: the disks of an open filesystem changing (fs/SCHEMA.md,
+ * "Adding and removing disks"): a disk added, a disk detached once it
+ * holds no section, the store moved to another disk (offline), and the
+ * store's disk records brought in line with the superblocks.
+ *
+ * The superblocks of the highest generation say which disks are members
+ * (diskset.c).  A change writes every member's superblock with the next
+ * generation; the first of those writes is the commit point, so a crash
+ * leaves either the old disk set or the new one, some superblocks merely
+ * behind (rewritten at the next read-write open: members_reconcile).  The
+ * store's `K` records and the disk count in `M fs` follow the superblocks.
+ *
+ * One change at a time, and none while a section moves: fs->move_lock.
+ * The per-disk state of a disk added while mounted (its sections fd, its
+ * lock) is in place before its path is published (ds->paths[d], then
+ * ds->ndisks, both with release stores; diskset_present reads them with
+ * acquire).  A detached disk's path and fd stay allocated until fs_close,
+ * so that a thread that read them just before still holds valid ones.
+ */
+#include "fs_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- the store's disk records ---- */
+
+static int disk_record(struct store_batch *b, const struct lsmfs_diskset *ds, uint32_t d)
+{
+	uint8_t k[KEY_MAX], v[16 + PATH_MAX];
+	size_t plen = strlen(ds->paths[d]);
+	if (plen > PATH_MAX)
+		return -ENAMETOOLONG;
+	memcpy(v, ds->sb.disk_uuids[d], 16);
+	memcpy(v + 16, ds->paths[d], plen);
+	return store_batch_put(b, k, key_disk(k, d), v, 16 + plen);
+}
+
+static int info_record(struct store_batch *b, const struct fs_info *fi)
+{
+	uint8_t k[KEY_MAX], v[FS_INFO_MAX];
+	return store_batch_put(b, k, key_meta(k, META_FS), v, fs_info_encode(fi, v));
+}
+
+int members_reconcile(struct fs *fs)
+{
+	struct lsmfs_diskset *ds = fs->ds;
+	char err[1024] = "";
+	if (ds->stale) {
+		uint64_t stale = ds->stale;
+		int rc = diskset_write_supers(ds, stale, err, sizeof(err));
+		if (rc) /* a superblock left behind is still read right */
+			fs_logf(fs, "%s", err);
+		else
+			fs_logf(fs, "superblocks of disk set generation %" PRIu64
+			" written where a change to the disks was cut short (disks %#" PRIx64 ")",
+			ds->sb.generation, stale);
+	}
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	int rc = 0, changes = 0;
+	for (uint32_t d = 0; d < LSMFS_MAX_DISKS && !rc; d++) {
+		uint8_t k[KEY_MAX];
+		size_t kl = key_disk(k, d);
+		void *v;
+		size_t vl;
+		int got = store_get(fs->st, NULL, k, kl, &v, &vl);
+		if (got < 0 && got != -ENOENT) {
+			rc = got;
+			break;
+		}
+		bool present = diskset_present(ds, d);
+		bool same = got == 0 && present && vl == 16 + strlen(ds->paths[d]) &&
+			    !memcmp(v, ds->sb.disk_uuids[d], 16) &&
+			    !memcmp((uint8_t *)v + 16, ds->paths[d], vl - 16);
+		if (got == 0)
+			free(v);
+		if (present && !same) {
+			rc = disk_record(b, ds, d);
+			changes++;
+		} else if (!present && got == 0) {
+			rc = store_batch_delete(b, k, kl);
+			changes++;
+		}
+	}
+	if (!rc && fs->info.ndisks != ds->ndisks) {
+		fs->info.ndisks = ds->ndisks;
+		rc = info_record(b, &fs->info);
+		changes++;
+	}
+	if (!rc && changes)
+		rc = store_write(fs->st, b, STORE_WRITE_SYNC);
+	store_batch_free(b);
+	return rc;
+}
+
+/* ---- adding a disk ---- */
+
+static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Empty directories under <disk>/.lsmfs/sections go (a disk removed
+ * earlier, an addition cut short); anything else there is refused. */
+static int clear_sections(const char *disk, char *err, size_t errlen)
+{
+	char dir[PATH_MAX + 64];
+	section_disk_dir(disk, dir, sizeof(dir));
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : set_err(err, errlen, -errno, "%s: %s", dir, strerror(errno));
+	struct dirent *e;
+	int rc = 0;
+	while (!rc && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0)
+			rc = set_err(err, errlen, -ENOTEMPTY,
+				     "%s/%s: holds files of this filesystem from before (%s): remove "
+				     "them first", dir, e->d_name, strerror(errno));
+	}
+	closedir(d);
+	return rc;
+}
+
+/* May path become a disk of fs?  Empty (but for lost+found, as an ext4
+ * mount point has), or with force anything but another filesystem's or a
+ * member's .lsmfs. */
+static int check_new_disk(struct fs *fs, const char *path, bool force, char *err, size_t errlen)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return set_err(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	struct dirent *e;
+	char other[NAME_MAX + 1] = "";
+	bool lsmfs = false;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    !strcmp(e->d_name, "lost+found"))
+			continue;
+		if (!strcmp(e->d_name, LSMFS_DIR))
+			lsmfs = true;
+		else if (!other[0])
+			snprintf(other, sizeof(other), "%s", e->d_name);
+	}
+	closedir(d);
+	if (lsmfs) {
+		struct lsmfs_super sb;
+		char why[1024];
+		int rc = super_read(path, &sb, why, sizeof(why));
+		char fsu[37];
+		if (rc == -ENOENT)
+			return set_err(err, errlen, -ENOTEMPTY, "%s: has a %s directory but no "
+				       "superblock: remove %s/%s first", path, LSMFS_DIR, path, LSMFS_DIR);
+		if (rc)
+			return set_err(err, errlen, rc, "%s (remove %s/%s if it is no longer wanted)",
+				       why, path, LSMFS_DIR);
+		lsmfs_uuid_format(sb.fs_uuid, fsu);
+		if (memcmp(sb.fs_uuid, fs->ds->sb.fs_uuid, 16))
+			return set_err(err, errlen, -EXDEV, "%s: is disk %u of another lsmfs "
+				       "filesystem (%s): remove it from that one first, or delete "
+				       "%s/%s if that filesystem is gone", path, sb.disk_index, fsu,
+				       path, LSMFS_DIR);
+		for (uint32_t i = 0; i < fs->ds->ndisks; i++)
+			if (!super_slot_empty(&fs->ds->sb, i) &&
+			    !memcmp(fs->ds->sb.disk_uuids[i], sb.disk_uuid, 16))
+				return set_err(err, errlen, -EEXIST, "%s: is already disk %u of "
+					       "this filesystem", path, i);
+		/* This filesystem's, no longer a member: removed earlier, or
+		 * an addition cut short.  Taken again. */
+		rc = clear_sections(path, err, errlen);
+		if (rc)
+			return rc;
+	}
+	if (other[0] && !force)
+		return set_err(err, errlen, -ENOTEMPTY, "%s: not empty (it has '%s'); give -f to "
+			       "add it anyway (what is there stays, unseen by lsmfs)", path, other);
+	return 0;
+}
+
+static bool locked_set(const struct lsmfs_diskset *ds)
+{
+	for (uint32_t d = 0; d < ds->ndisks; d++)
+		if (diskset_present(ds, d) && ds->lock_fds[d] >= 0)
+			return true;
+	return false;
+}
+
+/* Keep a detached (or replaced) disk's path and fd until fs_close. */
+static void keep_gone(struct fs *fs, char *path, int fd)
+{
+	void *n = realloc(fs->gone, (fs->ngone + 1) * sizeof(*fs->gone));
+	if (n) {
+		fs->gone = n;
+		fs->gone[fs->ngone].path = path;
+		fs->gone[fs->ngone].fd = fd;
+		fs->ngone++;
+	} /* else a leak of one path and fd: never a dangling pointer */
+}
+
+static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *index, char *err,
+		      size_t errlen)
+{
+	struct lsmfs_diskset *ds = fs->ds;
+	char *path = realpath(given, NULL);
+	if (!path)
+		return set_err(err, errlen, -errno, "%s: %s", given, strerror(errno));
+	int rc = 0, sfd = -1;
+	bool wrote_super = false;
+	struct stat st;
+	if (stat(path, &st) != 0) {
+		rc = set_err(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		rc = set_err(err, errlen, -ENOTDIR, "%s: not a directory", path);
+		goto fail;
+	}
+	for (uint32_t d = 0; d < ds->ndisks; d++) {
+		struct stat o;
+		if (diskset_present(ds, d) && stat(ds->paths[d], &o) == 0 && o.st_dev == st.st_dev &&
+		    o.st_ino == st.st_ino) {
+			rc = set_err(err, errlen, -EEXIST, "%s: is already disk %u of this filesystem",
+				     path, d);
+			goto fail;
+		}
+	}
+	if ((rc = check_new_disk(fs, path, force, err, errlen)))
+		goto fail;
+
+	/* The lowest empty slot: a removed disk's index is taken again only
+	 * with a new UUID, which its retired superblock does not carry. */
+	uint32_t k = 0;
+	while (k < ds->ndisks && !super_slot_empty(&ds->sb, k))
+		k++;
+	if (k >= LSMFS_MAX_DISKS) {
+		rc = set_err(err, errlen, -ENOSPC, "the filesystem has %d disks, the most it can have",
+			     LSMFS_MAX_DISKS);
+		goto fail;
+	}
+	struct lsmfs_super nsb = ds->sb, dsb;
+	nsb.generation++;
+	if ((rc = lsmfs_uuid_generate(nsb.disk_uuids[k])))
+		goto fail;
+	if (k >= nsb.disk_count)
+		nsb.disk_count = k + 1;
+	dsb = nsb;
+	dsb.disk_index = k;
+	dsb.flags = 0;
+	memcpy(dsb.disk_uuid, nsb.disk_uuids[k], 16);
+	/* 1. The new disk's superblock, of the next generation: not a
+	 *    member until the others say so, or the store does. */
+	if ((rc = super_write(path, &dsb, err, errlen)))
+		goto fail;
+	wrote_super = true;
+	char p[PATH_MAX + 64];
+	section_disk_dir(path, p, sizeof(p));
+	if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+		rc = set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
+		goto fail;
+	}
+	sfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sfd < 0 || fsync(sfd) != 0) {
+		rc = set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
+		goto fail;
+	}
+	snprintf(p, sizeof(p), "%s/%s", path, LSMFS_DIR);
+	int lfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lfd < 0 || fsync(lfd) != 0) {
+		rc = set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
+		if (lfd >= 0)
+			close(lfd);
+		goto fail;
+	}
+	close(lfd);
+	if (locked_set(ds) && (rc = diskset_lock_disk(ds, k, path, 0, err, errlen)))
+		goto fail;
+
+	/* 2. The store: its disk record and count. */
+	struct lsmfs_super old = ds->sb;
+	if (fs->sections_fd[k] >= 0)
+		keep_gone(fs, NULL, fs->sections_fd[k]);
+	fs->sections_fd[k] = sfd;
+	sfd = -1;
+	__atomic_store_n(&fs->no_direct[k], fs->opt.direct ? 0 : 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&fs->disk_lost[k], 0, __ATOMIC_RELEASE);
+	memcpy(ds->sb.disk_uuids[k], nsb.disk_uuids[k], 16);
+	ds->sb.disk_count = nsb.disk_count;
+	ds->sb.generation = nsb.generation;
+	__atomic_store_n(&ds->paths[k], path, __ATOMIC_RELEASE);
+	if (k >= ds->ndisks)
+		__atomic_store_n(&ds->ndisks, k + 1, __ATOMIC_RELEASE);
+	struct fs_info fi = fs->info;
+	fi.ndisks = ds->ndisks;
+	struct store_batch *b = store_batch_new();
+	rc = b ? disk_record(b, ds, k) : -ENOMEM;
+	if (!rc)
+		rc = info_record(b, &fi);
+	if (!rc)
+		rc = store_write(fs->st, b, STORE_WRITE_SYNC);
+	store_batch_free(b);
+	if (rc) {
+		/* Not committed: the disk goes again. */
+		__atomic_store_n(&ds->paths[k], NULL, __ATOMIC_RELEASE);
+		ds->ndisks = old.disk_count;
+		ds->sb = old;
+		keep_gone(fs, path, -1);
+		path = NULL;
+		if (ds->lock_fds[k] >= 0) {
+			close(ds->lock_fds[k]);
+			ds->lock_fds[k] = -1;
+		}
+		set_err(err, errlen, rc, "%s: cannot record the new disk in the metadata store: %s",
+			ds->meta_dir, strerror(-rc));
+		goto fail;
+	}
+	fs->info = fi;
+	/* 3. Every other member's superblock. */
+	char why[1024] = "";
+	int r = diskset_write_supers(ds, ~(1ull << k), why, sizeof(why));
+	if (r)
+		fs_logf(fs, "disk %u (%s) added, but %s: that superblock is rewritten at the next "
+			"mount", k, path, why);
+	*index = k;
+	return 0;
+fail:
+	if (sfd >= 0)
+		close(sfd);
+	if (wrote_super && path) {
+		char sp[PATH_MAX + 64];
+		snprintf(sp, sizeof(sp), "%s/%s/%s", path, LSMFS_DIR, LSMFS_SUPER_FILE);
+		(void)unlink(sp); /* best effort: a leftover of our own is taken again */
+	}
+	free(path);
+	return rc;
+}
+
+int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, char *err,
+		size_t errlen)
+{
+	if (!fs_writable(fs))
+		return set_err(err, errlen, -EROFS, "mounted read-only");
+	if (pthread_mutex_trylock(&fs->move_lock) != 0)
+		return set_err(err, errlen, -EBUSY, "a section is moving");
+	int rc = add_locked(fs, path, force, index, err, errlen);
+	pthread_mutex_unlock(&fs->move_lock);
+	return rc;
+}
+
+/* ---- detaching a disk ---- */
+
+/* Remove the regular files of a flat directory, then the directory. */
+static int remove_flat(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	struct dirent *e;
+	int rc = 0;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    unlinkat(dirfd(d), e->d_name, 0) != 0 && !rc)
+			rc = -errno;
+	closedir(d);
+	if (!rc && rmdir(dir) != 0)
+		rc = -errno;
+	return rc;
+}
+
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+/* What a detached disk keeps: its superblock, marked retired. */
+static void retire(struct fs *fs, uint32_t d, const char *path, const struct lsmfs_super *old)
+{
+	char p[PATH_MAX + 64], why[PATH_MAX + 1200];
+	int rc = clear_sections(path, why, sizeof(why));
+	section_disk_dir(path, p, sizeof(p));
+	if (!rc && rmdir(p) != 0 && errno != ENOENT) {
+		snprintf(why, sizeof(why), "%s: %s", p, strerror(errno));
+		rc = -errno;
+	}
+	if (rc)
+		fs_logf(fs, "disk %u detached; %s", d, why);
+	snprintf(p, sizeof(p), "%s/%s/%s", path, LSMFS_DIR, LSMFS_META_DIR);
+	if (strcmp(p, fs->ds->meta_dir) && (rc = remove_flat(p)))
+		fs_logf(fs, "disk %u detached; an old copy of the metadata store in %s: %s", d, p,
+			strerror(-rc));
+	snprintf(p, sizeof(p), "%s/%s/%s", path, LSMFS_DIR, LSMFS_LOCK_FILE);
+	(void)unlink(p); /* ours, and no one else's to take now */
+	struct lsmfs_super sb = *old;
+	sb.disk_index = d;
+	memcpy(sb.disk_uuid, old->disk_uuids[d], 16);
+	sb.generation = fs->ds->sb.generation;
+	sb.flags = SUPER_RETIRED;
+	if (super_write(path, &sb, why, sizeof(why)))
+		fs_logf(fs, "disk %u detached, but its superblock could not be marked retired: %s "
+			"(it is still refused as a member: the others no longer list it)", d, why);
+	snprintf(p, sizeof(p), "%s/%s", path, LSMFS_DIR);
+	(void)fsync_dir(p);
+}
+
+static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
+{
+	struct lsmfs_diskset *ds = fs->ds;
+	if (!diskset_present(ds, d))
+		return set_err(err, errlen, -ENOENT, "no disk %u", d);
+	uint32_t others = 0, held = 0;
+	for (uint32_t i = 0; i < ds->ndisks; i++)
+		others += i != d && diskset_present(ds, i);
+	if (!others)
+		return set_err(err, errlen, -EBUSY, "disk %u is the filesystem's last disk", d);
+	if (ds->sb.meta_dir[0] == 0 && ds->sb.meta_disk == d)
+		return set_err(err, errlen, -EBUSY, "disk %u holds the metadata store (%s): it must "
+			       "be moved first, with the filesystem unmounted", d, ds->meta_dir);
+	struct section_move m;
+	int rc = section_move_get(fs->st, &m);
+	if (rc == 1 && (rc = move_recover(fs)) == 0)
+		rc = section_move_get(fs->st, &m);
+	if (rc)
+		return set_err(err, errlen, rc < 0 ? rc : -EBUSY, "a section move is still recorded "
+			       "(%s): see the daemon's log", rc < 0 ? strerror(-rc) : "its old copy");
+	for (uint32_t s = 0; s < fs->info.sections; s++)
+		held += section_disk_of(fs, s) == d;
+	if (held)
+		return set_err(err, errlen, -EBUSY, "disk %u still holds %u section%s: move them "
+			       "first (lsmfs-disk remove does)", d, held, held == 1 ? "" : "s");
+
+	/* 1. Every other member's superblock, without d: the commit. */
+	struct lsmfs_super old = ds->sb;
+	char *path = ds->paths[d];
+	memset(ds->sb.disk_uuids[d], 0, 16);
+	ds->sb.generation++;
+	while (ds->sb.disk_count > 1 && super_slot_empty(&ds->sb, ds->sb.disk_count - 1))
+		ds->sb.disk_count--;
+	if (ds->sb.disk_index == d)
+		for (uint32_t i = 0; i < ds->sb.disk_count; i++)
+			if (!super_slot_empty(&ds->sb, i)) {
+				ds->sb.disk_index = i;
+				memcpy(ds->sb.disk_uuid, ds->sb.disk_uuids[i], 16);
+				break;
+			}
+	__atomic_store_n(&ds->paths[d], NULL, __ATOMIC_RELEASE);
+	uint64_t others_mask = 0;
+	for (uint32_t i = 0; i < old.disk_count; i++)
+		if (i != d && diskset_present(ds, i))
+			others_mask |= 1ull << i;
+	uint64_t before = ds->stale;
+	ds->stale |= others_mask; /* cleared as each is written */
+	rc = diskset_write_supers(ds, others_mask, err, errlen);
+	if (rc && (ds->stale & others_mask) == others_mask) {
+		/* Not one written: nothing changed. */
+		ds->stale = before;
+		ds->sb = old;
+		__atomic_store_n(&ds->paths[d], path, __ATOMIC_RELEASE);
+		return rc;
+	}
+	if (rc)
+		fs_logf(fs, "disk %u detached, but %s: that superblock is rewritten at the next "
+			"mount", d, err);
+	__atomic_store_n(&ds->ndisks, ds->sb.disk_count, __ATOMIC_RELEASE);
+	/* 2. The store follows (members_reconcile would, at the next mount). */
+	fs->info.ndisks = ds->ndisks;
+	struct store_batch *b = store_batch_new();
+	uint8_t k[KEY_MAX];
+	int r = b ? store_batch_delete(b, k, key_disk(k, d)) : -ENOMEM;
+	if (!r)
+		r = info_record(b, &fs->info);
+	if (!r)
+		r = store_write(fs->st, b, STORE_WRITE_SYNC);
+	store_batch_free(b);
+	if (r)
+		fs_logf(fs, "disk %u detached; its record in the metadata store goes at the next "
+			"mount (%s)", d, strerror(-r));
+	/* 3. The disk itself: emptied, its superblock retired, let go. */
+	retire(fs, d, path, &old);
+	if (ds->lock_fds[d] >= 0) {
+		close(ds->lock_fds[d]);
+		ds->lock_fds[d] = -1;
+	}
+	keep_gone(fs, path, -1); /* sections_fd[d] stays until fs_close or a new disk there */
+	return 0;
+}
+
+int members_detach(struct fs *fs, uint32_t d, char *err, size_t errlen)
+{
+	if (!fs_writable(fs))
+		return set_err(err, errlen, -EROFS, "mounted read-only");
+	if (pthread_mutex_trylock(&fs->move_lock) != 0)
+		return set_err(err, errlen, -EBUSY, "a section is moving");
+	int rc = detach_locked(fs, d, err, errlen);
+	pthread_mutex_unlock(&fs->move_lock);
+	return rc;
+}
+
+void members_free(struct fs *fs)
+{
+	for (size_t i = 0; i < fs->ngone; i++) {
+		free(fs->gone[i].path);
+		if (fs->gone[i].fd >= 0)
+			close(fs->gone[i].fd);
+	}
+	free(fs->gone);
+	fs->gone = NULL;
+	fs->ngone = 0;
+}
+
+/* ---- moving the store (offline) ---- */
+
+static int copy_file(int sfd, int dfd, const char *name, char *err, size_t errlen)
+{
+	int in = openat(sfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (in < 0)
+		return set_err(err, errlen, -errno, "%s: %s", name, strerror(errno));
+	int out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int rc = 0;
+	if (out < 0) {
+		rc = set_err(err, errlen, -errno, "%s (new copy): %s", name, strerror(errno));
+		close(in);
+		return rc;
+	}
+	static char buf[1 << 16];
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = set_err(err, errlen, -errno, "%s: read: %s", name, strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		for (ssize_t done = 0; done < n;) {
+			ssize_t w = write(out, buf + done, (size_t)(n - done));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				rc = set_err(err, errlen, -errno, "%s (new copy): write: %s", name,
+					     strerror(errno));
+				break;
+			}
+			done += w;
+		}
+		if (rc)
+			break;
+	}
+	if (!rc && fsync(out) != 0)
+		rc = set_err(err, errlen, -errno, "%s (new copy): fsync: %s", name, strerror(errno));
+	close(in);
+	if (close(out) != 0 && !rc)
+		rc = set_err(err, errlen, -errno, "%s (new copy): %s", name, strerror(errno));
+	return rc;
+}
+
+/* Copy the flat directory src to dst (new), every file and dst synced. */
+static int copy_store(const char *src, const char *dst, char *err, size_t errlen)
+{
+	if (mkdir(dst, 0700) != 0)
+		return set_err(err, errlen, -errno, "%s: %s", dst, strerror(errno));
+	int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = sfd < 0 ? NULL : fdopendir(sfd);
+	int rc = 0;
+	if (!d || dfd < 0) {
+		rc = set_err(err, errlen, -errno, "%s: %s", d ? dst : src, strerror(errno));
+	} else {
+		struct dirent *e;
+		while (!rc && (e = readdir(d))) {
+			struct stat st;
+			/* Regular files only: the control socket is the
+			 * daemon's, LOCK the store's own. */
+			if (fstatat(sfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+			    !S_ISREG(st.st_mode) || !strcmp(e->d_name, "LOCK"))
+				continue;
+			rc = copy_file(sfd, dfd, e->d_name, err, errlen);
+		}
+		if (!rc && fsync(dfd) != 0)
+			rc = set_err(err, errlen, -errno, "%s: fsync: %s", dst, strerror(errno));
+	}
+	if (d)
+		closedir(d);
+	else if (sfd >= 0)
+		close(sfd);
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
+}
+
+int fs_meta_relocate(struct lsmfs_diskset *ds, uint32_t to, void (*log)(void *, const char *),
+		     void *log_ctx, char *err, size_t errlen)
+{
+	if (ds->sb.meta_dir[0])
+		return set_err(err, errlen, -EINVAL, "the metadata store is in %s, on no disk",
+			       ds->sb.meta_dir);
+	if (!diskset_present(ds, to) || to == ds->sb.meta_disk)
+		return set_err(err, errlen, -EINVAL, "no disk %u to move the store to", to);
+	char dst[PATH_MAX + 64], tmp[PATH_MAX + 80], top[PATH_MAX + 32];
+	snprintf(top, sizeof(top), "%s/%s", ds->paths[to], LSMFS_DIR);
+	snprintf(dst, sizeof(dst), "%s/%s", top, LSMFS_META_DIR);
+	snprintf(tmp, sizeof(tmp), "%s.new", dst);
+	if (strlen(dst) >= sizeof(ds->meta_dir))
+		return set_err(err, errlen, -ENAMETOOLONG, "%s: path too long for the store", dst);
+	/* Leftovers of a move cut short before its commit. */
+	int rc = remove_flat(tmp);
+	if (!rc)
+		rc = remove_flat(dst);
+	if (rc)
+		return set_err(err, errlen, rc, "%s: an old copy of the store cannot be removed: %s",
+			       dst, strerror(-rc));
+	/* 1. A whole, synced copy under its final name. */
+	if ((rc = copy_store(ds->meta_dir, tmp, err, errlen)))
+		goto undo;
+	if (rename(tmp, dst) != 0 || fsync_dir(top) != 0) {
+		rc = set_err(err, errlen, -errno, "%s: %s", dst, strerror(errno));
+		goto undo;
+	}
+	/* 2. The superblocks name it: the first write commits. */
+	struct lsmfs_super old = ds->sb;
+	char src[sizeof(ds->meta_dir)];
+	snprintf(src, sizeof(src), "%s", ds->meta_dir);
+	ds->sb.meta_disk = to;
+	ds->sb.generation++;
+	uint64_t before = ds->stale, all = 0;
+	for (uint32_t d = 0; d < ds->ndisks; d++)
+		if (diskset_present(ds, d))
+			all |= 1ull << d;
+	ds->stale |= all;
+	rc = diskset_write_supers(ds, all, err, errlen);
+	if (rc && (ds->stale & all) == all) {
+		ds->sb = old;
+		ds->stale = before;
+		goto undo;
+	}
+	memcpy(ds->meta_dir, dst, strlen(dst) + 1); /* fits: checked above */
+	if (rc && log) {
+		char line[3 * PATH_MAX];
+		snprintf(line, sizeof(line), "store moved to %s, but %s: that superblock is "
+			 "rewritten at the next mount", dst, err);
+		log(log_ctx, line);
+	}
+	/* 3. The old copy goes. */
+	rc = remove_flat(src);
+	if (rc && log) {
+		char line[3 * PATH_MAX];
+		snprintf(line, sizeof(line), "store moved to %s; the old copy %s stays (%s)", dst,
+			 src, strerror(-rc));
+		log(log_ctx, line);
+	}
+	return 0;
+undo:
+	(void)remove_flat(tmp);
+	(void)remove_flat(dst);
+	return rc;
+}
