@@ -32,6 +32,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static int fsync_dir(const char *dir);
+
 /* ---- the store's disk records ---- */
 
 static int disk_record(struct store_batch *b, const struct lsmfs_diskset *ds, uint32_t d)
@@ -266,12 +268,16 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 	dsb.disk_index = k;
 	dsb.flags = 0;
 	memcpy(dsb.disk_uuid, nsb.disk_uuids[k], 16);
-	/* 1. The new disk's superblock, of the next generation: not a
-	 *    member until the others say so, or the store does. */
-	if ((rc = super_write(path, &dsb, err, errlen)))
-		goto fail;
-	wrote_super = true;
+	/* 1. The new disk's sections directory, then its superblock, of
+	 *    the next generation (its write syncs .lsmfs/): not a member
+	 *    until the others say so, or it is given. */
 	char p[PATH_MAX + 64];
+	snprintf(p, sizeof(p), "%s/%s", path, LSMFS_DIR);
+	bool made = mkdir(p, 0755) == 0;
+	if (!made && errno != EEXIST) {
+		rc = set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
+		goto fail;
+	}
 	section_disk_dir(path, p, sizeof(p));
 	if (mkdir(p, 0700) != 0 && errno != EEXIST) {
 		rc = set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
@@ -282,15 +288,13 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 		rc = set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
 		goto fail;
 	}
-	snprintf(p, sizeof(p), "%s/%s", path, LSMFS_DIR);
-	int lfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (lfd < 0 || fsync(lfd) != 0) {
-		rc = set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
-		if (lfd >= 0)
-			close(lfd);
+	if ((rc = super_write(path, &dsb, err, errlen)))
+		goto fail;
+	wrote_super = true;
+	if (made && (rc = fsync_dir(path))) {
+		set_err(err, errlen, rc, "%s: fsync: %s", path, strerror(-rc));
 		goto fail;
 	}
-	close(lfd);
 	if (locked_set(ds) && (rc = diskset_lock_disk(ds, k, path, 0, err, errlen)))
 		goto fail;
 

@@ -170,7 +170,9 @@ START_TEST(one_disk_defaults)
 
 	struct lsmfs_super sb;
 	read_super(f.disks[0], &sb);
-	ck_assert_uint_eq(sb.version, LSMFS_VERSION);
+	ck_assert_uint_eq(sb.version, LSMFS_SUPER_VERSION);
+	ck_assert_uint_eq(sb.generation, 0);
+	ck_assert_uint_eq(sb.meta_disk, 0);
 	ck_assert_uint_eq(sb.disk_index, 0);
 	ck_assert_uint_eq(sb.disk_count, 1);
 	ck_assert_uint_eq(sb.sections, 1024);
@@ -487,11 +489,13 @@ START_TEST(codec_ranges)
 		sb.disk_uuids[1][i] = (uint8_t)(i + 2);
 	}
 	memcpy(sb.disk_uuid, sb.disk_uuids[1], 16);
+	sb.generation = 0x123456789aull;
+	sb.meta_disk = 1;
 	uint8_t buf[LSMFS_SUPER_MAX];
 	size_t len;
 	char err[256];
 	ck_assert_int_eq(super_encode(&sb, buf, sizeof(buf), &len), 0);
-	ck_assert_uint_eq(len, 98 + 9 + 32 + 8);
+	ck_assert_uint_eq(len, 114 + 9 + 32 + 8);
 	ck_assert_int_eq(super_encode(&sb, buf, len - 1, &len), -ENOSPC);
 	ck_assert_int_eq(super_encode(&sb, buf, sizeof(buf), &len), 0);
 	ck_assert_int_eq(super_decode(buf, len, &back, err, sizeof(err)), 0);
@@ -499,8 +503,38 @@ START_TEST(codec_ranges)
 	ck_assert_str_eq(back.meta_dir, "/srv/meta");
 	ck_assert_uint_eq(back.created, 1234567890123ull);
 	ck_assert_mem_eq(back.disk_uuids, sb.disk_uuids, 32);
+	ck_assert_uint_eq(back.generation, 0x123456789aull);
+	ck_assert_uint_eq(back.meta_disk, 1);
+	ck_assert_uint_eq(back.flags, 0);
 	ck_assert_int_eq(super_decode(buf, len - 1, &back, err, sizeof(err)),
 			 -EUCLEAN);
+
+	/* Version 1 (no generation, flags or store disk) is read forever:
+	 * the same fields from offset 96 on, 16 bytes earlier. */
+	uint8_t v1[LSMFS_SUPER_MAX];
+	size_t v1len = len - 16;
+	memcpy(v1, buf, 96);
+	memcpy(v1 + 96, buf + 112, len - 112 - 8);
+	sc_put_le32(v1 + 8, 1);
+	sc_put_le32(v1 + 12, (uint32_t)v1len);
+	sc_put_le64(v1 + v1len - 8, XXH3_64bits(v1, v1len - 8));
+	ck_assert_int_eq(super_decode(v1, v1len, &back, err, sizeof(err)), 0);
+	ck_assert_uint_eq(back.version, 1);
+	ck_assert_uint_eq(back.generation, 0);
+	ck_assert_uint_eq(back.meta_disk, 0);
+	ck_assert_str_eq(back.meta_dir, "/srv/meta");
+	ck_assert_mem_eq(back.disk_uuids, sb.disk_uuids, 32);
+	/* A disk whose own slot is empty, or with unknown flags, is refused. */
+	struct lsmfs_super e = sb;
+	memset(e.disk_uuids[1], 0, 16);
+	ck_assert_int_eq(super_encode(&e, buf, sizeof(buf), &len), 0);
+	ck_assert_int_eq(super_decode(buf, len, &back, err, sizeof(err)), -EUCLEAN);
+	ck_assert_ptr_nonnull(strstr(err, "slot (1) in the disk list is empty"));
+	e = sb;
+	e.flags = 6;
+	ck_assert_int_eq(super_encode(&e, buf, sizeof(buf), &len), 0);
+	ck_assert_int_eq(super_decode(buf, len, &back, err, sizeof(err)), -EUCLEAN);
+	ck_assert_ptr_nonnull(strstr(err, "offset 104"));
 
 	struct { uint32_t index, count, sections; uint64_t chunk; const char *msg; }
 	bad[] = {

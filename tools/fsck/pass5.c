@@ -392,10 +392,13 @@ void fsck_pass5_data(struct fsck *f)
 	}
 	if (f->info_ok && (memcmp(f->info.fs_uuid, f->ds->sb.fs_uuid, 16) ||
 			   f->info.sections != f->ds->sb.sections ||
-			   f->info.chunk_size != f->ds->sb.chunk_size ||
-			   f->info.ndisks != f->ds->sb.disk_count) &&
+			   f->info.chunk_size != f->ds->sb.chunk_size) &&
 	    problem_fix(f, PR_INFO_BAD,
 			&(struct problem_ctx){.str = "at odds with the superblocks"}))
+		fsck_repaired(f, fsck_put_info(f));
+	else if (f->info_ok && f->info.ndisks != f->ds->sb.disk_count &&
+		 problem_fix(f, PR_DISK_COUNT, &(struct problem_ctx){.num = f->info.ndisks,
+								   .num2 = f->ds->sb.disk_count}))
 		fsck_repaired(f, fsck_put_info(f));
 
 	if (f->nchunks) /* none: no array to sort (qsort wants one) */

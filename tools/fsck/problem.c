@@ -150,6 +150,9 @@ static const struct problem table[] = {
 	{PR_SUPER_STALE, "disk %d (%D): superblock of disk set generation %n, behind the other "
 	 "disks' %N (a change to the disks was cut short); rewrite it",
 	 PR_SEV_MINOR, true, "write the superblock from the other disks' copies"},
+	{PR_DISK_COUNT, "the store's disk count (key M fs) is %n, the superblocks say %N (a change "
+	 "to the disks was cut short); set it", PR_SEV_MINOR, true,
+	 "rewrite M fs with the superblocks' count"},
 };
 
 #define NPROBLEMS (sizeof(table) / sizeof(table[0]))

@@ -67,6 +67,7 @@ enum fsck_code {
 	PR_CHUNK_READ_ERROR = 0x050f,    /* pass 5 with --scrub */
 	PR_DISK_RECORD_GONE = 0x0510,    /* pass 5: disks added and removed */
 	PR_SUPER_STALE = 0x0511,
+	PR_DISK_COUNT = 0x0512,
 };
 
 enum problem_severity {

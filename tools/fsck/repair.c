@@ -110,7 +110,7 @@ int fsck_put_info(struct fsck *f)
 {
 	const struct lsmfs_super *sb = &f->ds->sb;
 	struct fs_info fi = {
-		.version = sb->version, .sections = sb->sections, .chunk_size = sb->chunk_size,
+		.version = LSMFS_VERSION, .sections = sb->sections, .chunk_size = sb->chunk_size,
 		.inline_max = sb->inline_max, .ndisks = sb->disk_count, .created = sb->created,
 	};
 	memcpy(fi.fs_uuid, sb->fs_uuid, 16);
