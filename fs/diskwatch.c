@@ -56,17 +56,20 @@ static const char *moved(int fd, const char *path)
 /* Is disk d still the disk its descriptor was opened on? */
 static void check_disk(struct fs *fs, uint32_t d)
 {
-	if (!disk_usable(fs, d))
+	/* One load: a disk detached meanwhile (members.c) keeps its path
+	 * allocated, and is skipped once it is seen gone. */
+	const char *path = __atomic_load_n(&fs->ds->paths[d], __ATOMIC_ACQUIRE);
+	if (!path || !disk_usable(fs, d))
 		return;
 	char p[LSMFS_META_PATH_MAX + 64];
-	snprintf(p, sizeof(p), "%s/%s/%s", fs->ds->paths[d], LSMFS_DIR, LSMFS_SECTIONS_DIR);
+	snprintf(p, sizeof(p), "%s/%s/%s", path, LSMFS_DIR, LSMFS_SECTIONS_DIR);
 	const char *why = moved(fs->sections_fd[d], p);
-	if (!why)
+	if (!why || !diskset_present(fs->ds, d))
 		return;
 	__atomic_store_n(&fs->disk_lost[d], 1, __ATOMIC_RELEASE);
 	fs_logf(fs, "disk %u: %s is no longer the disk this filesystem was mounted with (its "
 		"sections directory: %s: unmounted, or something mounted over it?); its chunk "
-		"files now fail with EIO until a remount", d, fs->ds->paths[d], why);
+		"files now fail with EIO until a remount", d, path, why);
 }
 
 /* Is the store's directory still the one opened at mount? */

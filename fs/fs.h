@@ -102,7 +102,9 @@ int lsmfs_uuid_generate(uint8_t uuid[16]);
 struct lsmfs_diskset {
 	uint32_t ndisks;
 	char *paths[LSMFS_MAX_DISKS];    /* by disk index, as given (realpath) */
-	struct lsmfs_super sb;           /* disk 0's superblock */
+	/* The reference superblock (the highest generation given), as the
+	 * first disk present's. */
+	struct lsmfs_super sb;
 	char meta_dir[LSMFS_META_PATH_MAX + 64]; /* resolved store directory */
 	int lock_fds[LSMFS_MAX_DISKS];   /* -1 when not locked */
 	/* DISKSET_TOLERANT: bit i set when disk i's superblock is damaged

@@ -143,6 +143,34 @@ static int clear_sections(const char *disk, char *err, size_t errlen)
 	return rc;
 }
 
+/* An addition cut short before its superblock: .lsmfs holds at most an
+ * empty sections directory, a lock file and a superblock's temp file. */
+static bool add_leftover(const char *path)
+{
+	char p[PATH_MAX + 64];
+	snprintf(p, sizeof(p), "%s/%s", path, LSMFS_DIR);
+	DIR *d = opendir(p);
+	if (!d)
+		return false;
+	struct dirent *e;
+	bool ok = true;
+	while (ok && (e = readdir(d)))
+		ok = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		     !strcmp(e->d_name, LSMFS_SECTIONS_DIR) || !strcmp(e->d_name, LSMFS_LOCK_FILE) ||
+		     !strcmp(e->d_name, LSMFS_SUPER_FILE ".tmp");
+	closedir(d);
+	if (!ok)
+		return false;
+	section_disk_dir(path, p, sizeof(p));
+	d = opendir(p);
+	if (!d)
+		return errno == ENOENT;
+	while (ok && (e = readdir(d)))
+		ok = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	closedir(d);
+	return ok;
+}
+
 /* May path become a disk of fs?  Empty (but for lost+found, as an ext4
  * mount point has), or with force anything but another filesystem's or a
  * member's .lsmfs. */
@@ -169,9 +197,14 @@ static int check_new_disk(struct fs *fs, const char *path, bool force, char *err
 		char why[1024];
 		int rc = super_read(path, &sb, why, sizeof(why));
 		char fsu[37];
-		if (rc == -ENOENT)
-			return set_err(err, errlen, -ENOTEMPTY, "%s: has a %s directory but no "
-				       "superblock: remove %s/%s first", path, LSMFS_DIR, path, LSMFS_DIR);
+		if (rc == -ENOENT) {
+			/* An addition cut short before its superblock: taken again. */
+			if (!add_leftover(path))
+				return set_err(err, errlen, -ENOTEMPTY, "%s: has a %s directory but "
+					       "no superblock: remove %s/%s first", path, LSMFS_DIR,
+					       path, LSMFS_DIR);
+			goto contents;
+		}
 		if (rc)
 			return set_err(err, errlen, rc, "%s (remove %s/%s if it is no longer wanted)",
 				       why, path, LSMFS_DIR);
@@ -192,6 +225,7 @@ static int check_new_disk(struct fs *fs, const char *path, bool force, char *err
 		if (rc)
 			return rc;
 	}
+contents:
 	if (other[0] && !force)
 		return set_err(err, errlen, -ENOTEMPTY, "%s: not empty (it has '%s'); give -f to "
 			       "add it anyway (what is there stays, unseen by lsmfs)", path, other);
@@ -273,8 +307,7 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 	 *    until the others say so, or it is given. */
 	char p[PATH_MAX + 64];
 	snprintf(p, sizeof(p), "%s/%s", path, LSMFS_DIR);
-	bool made = mkdir(p, 0755) == 0;
-	if (!made && errno != EEXIST) {
+	if (mkdir(p, 0755) != 0 && errno != EEXIST) {
 		rc = set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
 		goto fail;
 	}
@@ -291,7 +324,7 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 	if ((rc = super_write(path, &dsb, err, errlen)))
 		goto fail;
 	wrote_super = true;
-	if (made && (rc = fsync_dir(path))) {
+	if ((rc = fsync_dir(path))) { /* .lsmfs's entry, made now or by an attempt cut short */
 		set_err(err, errlen, rc, "%s: fsync: %s", path, strerror(-rc));
 		goto fail;
 	}
@@ -326,32 +359,43 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 		__atomic_store_n(&ds->paths[k], NULL, __ATOMIC_RELEASE);
 		ds->ndisks = old.disk_count;
 		ds->sb = old;
-		keep_gone(fs, path, -1);
+		keep_gone(fs, path, ds->lock_fds[k]); /* diskset_mark may hold it: closed at fs_close */
 		path = NULL;
-		if (ds->lock_fds[k] >= 0) {
-			close(ds->lock_fds[k]);
-			ds->lock_fds[k] = -1;
-		}
+		ds->lock_fds[k] = -1;
 		set_err(err, errlen, rc, "%s: cannot record the new disk in the metadata store: %s",
 			ds->meta_dir, strerror(-rc));
 		goto fail;
 	}
-	fs->info = fi;
-	/* 3. Every other member's superblock. */
-	char why[1024] = "";
-	int r = diskset_write_supers(ds, ~(1ull << k), why, sizeof(why));
-	if (r)
-		fs_logf(fs, "disk %u (%s) added, but %s: that superblock is rewritten at the next "
-			"mount", k, path, why);
+	__atomic_store_n(&fs->info.ndisks, fi.ndisks, __ATOMIC_RELAXED);
+	/* 3. Every other member's superblock.  One left behind keeps its
+	 *    stale bit, and no section moves until it is rewritten (a disk
+	 *    the old list lacks must hold none: move_section). */
+	uint64_t others = 0;
+	for (uint32_t i = 0; i < ds->ndisks; i++)
+		if (i != k && diskset_present(ds, i))
+			others |= 1ull << i;
+	ds->stale |= others;
 	*index = k;
+	int r = diskset_write_supers(ds, others, err, errlen);
+	if (r) {
+		fs_logf(fs, "disk %u (%s) added, but %s: no section moves until that superblock is "
+			"rewritten (at the next mount)", k, path, err);
+		return set_err(err, errlen, r, "disk %u added, but the superblock of another disk "
+			       "could not be written (see the daemon's log): no section moves until "
+			       "the next mount rewrites it", k);
+	}
 	return 0;
 fail:
 	if (sfd >= 0)
 		close(sfd);
 	if (wrote_super && path) {
+		/* Best effort, synced: a leftover of our own is taken again
+		 * (check_new_disk). */
 		char sp[PATH_MAX + 64];
 		snprintf(sp, sizeof(sp), "%s/%s/%s", path, LSMFS_DIR, LSMFS_SUPER_FILE);
-		(void)unlink(sp); /* best effort: a leftover of our own is taken again */
+		(void)unlink(sp);
+		snprintf(sp, sizeof(sp), "%s/%s", path, LSMFS_DIR);
+		(void)fsync_dir(sp);
 	}
 	free(path);
 	return rc;
@@ -360,11 +404,10 @@ fail:
 int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, char *err,
 		size_t errlen)
 {
-	if (!fs_writable(fs))
-		return set_err(err, errlen, -EROFS, "mounted read-only");
 	if (pthread_mutex_trylock(&fs->move_lock) != 0)
 		return set_err(err, errlen, -EBUSY, "a section is moving");
-	int rc = add_locked(fs, path, force, index, err, errlen);
+	int rc = fs_writable(fs) ? add_locked(fs, path, force, index, err, errlen)
+				 : set_err(err, errlen, -EROFS, "mounted read-only");
 	pthread_mutex_unlock(&fs->move_lock);
 	return rc;
 }
@@ -474,12 +517,13 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 	for (uint32_t i = 0; i < old.disk_count; i++)
 		if (i != d && diskset_present(ds, i))
 			others_mask |= 1ull << i;
-	uint64_t before = ds->stale;
 	ds->stale |= others_mask; /* cleared as each is written */
 	rc = diskset_write_supers(ds, others_mask, err, errlen);
 	if (rc && (ds->stale & others_mask) == others_mask) {
-		/* Not one written: nothing changed. */
-		ds->stale = before;
+		/* Not one written (as far as we know: a failed fsync after
+		 * the rename may still have left one): d stays, and the stale
+		 * bits stay set, so no section moves until a mount settles
+		 * which list is on the disks. */
 		ds->sb = old;
 		__atomic_store_n(&ds->paths[d], path, __ATOMIC_RELEASE);
 		return rc;
@@ -503,21 +547,20 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 			"mount (%s)", d, strerror(-r));
 	/* 3. The disk itself: emptied, its superblock retired, let go. */
 	retire(fs, d, path, &old);
-	if (ds->lock_fds[d] >= 0) {
-		close(ds->lock_fds[d]);
-		ds->lock_fds[d] = -1;
-	}
-	keep_gone(fs, path, -1); /* sections_fd[d] stays until fs_close or a new disk there */
+	/* Its lock (on a file retire() unlinked) and path go at fs_close:
+	 * diskset_mark may be writing to the fd now.  sections_fd[d] stays
+	 * until then too, or until a new disk takes the slot. */
+	keep_gone(fs, path, ds->lock_fds[d]);
+	ds->lock_fds[d] = -1;
 	return 0;
 }
 
 int members_detach(struct fs *fs, uint32_t d, char *err, size_t errlen)
 {
-	if (!fs_writable(fs))
-		return set_err(err, errlen, -EROFS, "mounted read-only");
 	if (pthread_mutex_trylock(&fs->move_lock) != 0)
 		return set_err(err, errlen, -EBUSY, "a section is moving");
-	int rc = detach_locked(fs, d, err, errlen);
+	int rc = fs_writable(fs) ? detach_locked(fs, d, err, errlen)
+				 : set_err(err, errlen, -EROFS, "mounted read-only");
 	pthread_mutex_unlock(&fs->move_lock);
 	return rc;
 }
@@ -656,9 +699,13 @@ int fs_meta_relocate(struct lsmfs_diskset *ds, uint32_t to, void (*log)(void *, 
 	ds->stale |= all;
 	rc = diskset_write_supers(ds, all, err, errlen);
 	if (rc && (ds->stale & all) == all) {
+		/* None written, as far as we know; a failed fsync after the
+		 * rename may still have left one naming the copy: the copy
+		 * stays (a later move removes it first). */
 		ds->sb = old;
 		ds->stale = before;
-		goto undo;
+		(void)remove_flat(tmp);
+		return rc;
 	}
 	memcpy(ds->meta_dir, dst, strlen(dst) + 1); /* fits: checked above */
 	if (rc && log) {

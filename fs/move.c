@@ -439,13 +439,22 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 		set_err(&mv, "no section %u or no disk %u", section, to);
 		return -EINVAL;
 	}
-	if (!fs_writable(fs)) {
-		set_err(&mv, "mounted read-only");
-		return -EROFS;
-	}
 	if (pthread_mutex_trylock(&fs->move_lock) != 0) {
 		set_err(&mv, "another section is moving");
 		return -EBUSY;
+	}
+	if (!fs_writable(fs)) {
+		set_err(&mv, "mounted read-only");
+		pthread_mutex_unlock(&fs->move_lock);
+		return -EROFS;
+	}
+	/* A disk added while a member's superblock could not be written
+	 * must hold no section until it is (members.c): none moves. */
+	if (fs->ds->stale) {
+		set_err(&mv, "the superblocks of disks %#llx are behind (a change to the disks "
+			"could not write them): remount first", (unsigned long long)fs->ds->stale);
+		pthread_mutex_unlock(&fs->move_lock);
+		return -EIO;
 	}
 	/* A move whose old copy could not be removed yet: that first (its
 	 * intent is the only record of the leftover). */

@@ -204,6 +204,11 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 	sb->meta_dir[mlen] = 0;
 	memcpy(sb->disk_uuids, buf + fixed + mlen, 16u * sb->disk_count);
 	static const uint8_t zero[16];
+	if (!mlen && !memcmp(sb->disk_uuids[sb->meta_disk], zero, 16)) {
+		set_err(err, errlen, "offset %d: the store's disk (%u) has an empty slot in the "
+			"disk list", OFF_META_DISK, sb->meta_disk);
+		return -EUCLEAN;
+	}
 	if (!memcmp(sb->disk_uuids[sb->disk_index], zero, 16)) {
 		set_err(err, errlen, "offset %zu: this disk's slot (%u) in the disk list is empty",
 			fixed + mlen + 16u * sb->disk_index, sb->disk_index);

@@ -145,6 +145,13 @@ if mount -t tmpfs -o size=2m tmpfs "$T/small" 2>/dev/null; then
 else
 	say "no tmpfs mount here: the room refusal is not tried"
 fi
+# An add cut short before its superblock leaves an empty .lsmfs/sections:
+# taken again, no -f needed.
+mkdir -p "$T/half/.lsmfs/sections"
+out=$("$DISK" "$L" add "$T/half" --no-balance 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "an add cut short before its superblock, again: exit $rc: $out"
+out=$("$DISK" "$L:$T/half" remove "$T/half" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "remove the half-added disk: exit $rc: $out"
 out=$("$DISK" "$L" add "$T/full" -f --no-balance 2>&1); rc=$?
 [[ $rc == 0 ]] || fail "non-empty directory with -f: exit $rc: $out"
 [[ -f $T/full/file ]] || fail "-f: the directory's own file went"
@@ -224,7 +231,7 @@ for i in $(seq "$KILLS"); do
 	else
 		op=(remove "${mem[$((RANDOM % ${#mem[@]}))]}")
 	fi
-	delay=$(printf '0.%03d' $((RANDOM % 300)))
+	delay=$(printf '0.%03d' $((RANDOM % 150)))
 	if ((i % 2)); then
 		"$LSMFS" "$L" "$M" || { fail "kill $i: mount"; break; }
 		pid=$(daemon_pid "$L")

@@ -531,6 +531,14 @@ START_TEST(codec_ranges)
 	ck_assert_int_eq(super_decode(buf, len, &back, err, sizeof(err)), -EUCLEAN);
 	ck_assert_ptr_nonnull(strstr(err, "slot (1) in the disk list is empty"));
 	e = sb;
+	e.meta_dir[0] = 0; /* the store on disk 1, whose slot is empty */
+	memset(e.disk_uuids[1], 0, 16);
+	e.disk_index = 0;
+	memcpy(e.disk_uuid, e.disk_uuids[0], 16);
+	ck_assert_int_eq(super_encode(&e, buf, sizeof(buf), &len), 0);
+	ck_assert_int_eq(super_decode(buf, len, &back, err, sizeof(err)), -EUCLEAN);
+	ck_assert_ptr_nonnull(strstr(err, "offset 108"));
+	e = sb;
 	e.flags = 6;
 	ck_assert_int_eq(super_encode(&e, buf, sizeof(buf), &len), 0);
 	ck_assert_int_eq(super_decode(buf, len, &back, err, sizeof(err)), -EUCLEAN);

@@ -85,9 +85,10 @@ struct plan {
  * first, then the section counts; only disks with a weight take sections,
  * and every section on a disk of weight 0 moves. */
 int plan_rebalance(const struct status *st, const double *weight, struct plan *p);
-/* Only step 1 of plan_rebalance: every section off the disks of weight 0,
- * each to the disk then furthest below its share (remove). */
-int plan_drain(const struct status *st, const double *weight, struct plan *p);
+/* Only step 1 of plan_rebalance, for disk alone (of weight 0): every
+ * section off it, each to the disk then furthest below its share
+ * (remove). */
+int plan_drain(const struct status *st, const double *weight, uint32_t disk, struct plan *p);
 void plan_free(struct plan *p);
 
 #endif

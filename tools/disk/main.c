@@ -250,13 +250,14 @@ static void default_weights(const struct status *st, double *weight, const bool 
 	}
 }
 
-/* Plan (even: rebalance; else only drain the disks of weight 0), check
- * the room, then print the plan (dry) or carry it out. */
+/* Plan (drain UINT32_MAX: rebalance; else only empty disk `drain`),
+ * check the room, then print the plan (dry) or carry it out. */
 static int plan_and_move(struct session *s, const struct status *st, const double *weight,
-			 bool even, bool dry)
+			 uint32_t drain, bool dry)
 {
 	struct plan pl;
-	int rc = even ? plan_rebalance(st, weight, &pl) : plan_drain(st, weight, &pl);
+	bool even = drain == UINT32_MAX;
+	int rc = even ? plan_rebalance(st, weight, &pl) : plan_drain(st, weight, drain, &pl);
 	if (rc) {
 		fprintf(stderr, PROG ": %s\n",
 			rc == -ENOSPC ? "no disk may take sections (every weight is 0)"
@@ -333,7 +334,7 @@ static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 			status_free(&st);
 			return EXIT_USAGE;
 		}
-	int rc = plan_and_move(s, &st, weight, true, dry);
+	int rc = plan_and_move(s, &st, weight, UINT32_MAX, dry);
 	status_free(&st);
 	return rc;
 }
@@ -349,8 +350,10 @@ static int cmd_add(struct session *s, const char *disk, bool force, double w, bo
 	}
 	char req[PATH_MAX + 16], err[1200];
 	int n = snprintf(req, sizeof(req), "add %s%s", force ? "-f " : "", path);
-	if (n < 0 || (size_t)n >= 280 || strchr(path, '\n')) {
-		fprintf(stderr, PROG ": %s: path too long for a request (250 bytes at most)\n", path);
+	/* The daemon reads one line of at most 255 bytes, its newline too. */
+	if (n < 0 || n > 250 || strchr(path, '\n')) {
+		fprintf(stderr, PROG ": %s: path too long for a request (%d bytes at most)\n", path,
+			250 - 4 - (force ? 3 : 0));
 		free(path);
 		return EXIT_FAILED;
 	}
@@ -368,7 +371,8 @@ static int cmd_add(struct session *s, const char *disk, bool force, double w, bo
 		return EXIT_DONE;
 	struct status st;
 	if (status_read(s, &st, err, sizeof(err))) {
-		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
+		fprintf(stderr, PROG ": %s: %s (the disk is added; run " PROG " rebalance)\n",
+			s->where, err);
 		return EXIT_FAILED;
 	}
 	double weight[LSMFS_MAX_DISKS] = {0};
@@ -378,8 +382,11 @@ static int cmd_add(struct session *s, const char *disk, bool force, double w, bo
 		given[got.index] = true;
 	}
 	default_weights(&st, weight, given);
-	rc = plan_and_move(s, &st, weight, true, false);
+	rc = plan_and_move(s, &st, weight, UINT32_MAX, false);
 	status_free(&st);
+	if (rc == EXIT_FAILED)
+		fprintf(stderr, PROG ": the disk is added; the rebalance onto it did not finish (run "
+			PROG " rebalance)\n");
 	return rc;
 }
 
@@ -451,7 +458,9 @@ static int cmd_remove(struct session *s, const char *disk, bool dry)
 	bool given[LSMFS_MAX_DISKS] = {0};
 	given[idx] = true;
 	default_weights(&st, weight, given);
-	rc = plan_and_move(s, &st, weight, false, dry);
+	if (dry && st.store_disk == idx)
+		printf("the metadata store would move off disk %u too\n", idx);
+	rc = plan_and_move(s, &st, weight, idx, dry);
 	if (rc || dry)
 		goto out;
 	if (stop_asked) {
@@ -475,7 +484,7 @@ static int cmd_remove(struct session *s, const char *disk, bool dry)
 			rc = EXIT_FAILED;
 			goto out;
 		}
-		printf("moved the metadata store to disk %u (%s)\n", to, s->where);
+		printf("moved the metadata store to disk %u (now %s)\n", to, s->where);
 	}
 	char req[32];
 	snprintf(req, sizeof(req), "detach %u", idx);
@@ -484,8 +493,7 @@ static int cmd_remove(struct session *s, const char *disk, bool dry)
 		rc = EXIT_FAILED;
 		goto out;
 	}
-	printf("removed disk %u (%s): it now holds only a superblock marked retired\n", idx,
-	       d->path);
+	printf("removed disk %u (%s): its superblock is marked retired\n", idx, d->path);
 	rc = EXIT_DONE;
 out:
 	status_free(&st);

@@ -29,6 +29,7 @@ struct state {
 	double held[LSMFS_MAX_DISKS], share[LSMFS_MAX_DISKS];
 	double count[LSMFS_MAX_DISKS], count_share[LSMFS_MAX_DISKS];
 	const double *weight;
+	uint32_t only;     /* drain only this disk's sections; UINT32_MAX: every weight-0 disk's */
 	struct plan *p;
 	size_t cap;
 };
@@ -103,6 +104,7 @@ static int drain_unweighted(struct state *s)
 		uint32_t pick = UINT32_MAX;
 		for (uint32_t sec = 0; sec < st->sections; sec++)
 			if (!s->moved[sec] && !takes(s, s->at[sec]) &&
+			    (s->only == UINT32_MAX || s->at[sec] == s->only) &&
 			    (pick == UINT32_MAX || st->section_bytes[sec] > st->section_bytes[pick]))
 				pick = sec;
 		if (pick == UINT32_MAX)
@@ -171,10 +173,11 @@ static int balance(struct state *s)
 	}
 }
 
-static int plan(const struct status *st, const double *weight, bool even, struct plan *p)
+static int plan(const struct status *st, const double *weight, bool even, uint32_t only,
+		struct plan *p)
 {
 	memset(p, 0, sizeof(*p));
-	struct state s = {.st = st, .weight = weight, .p = p};
+	struct state s = {.st = st, .weight = weight, .p = p, .only = only};
 	s.at = malloc(st->sections * sizeof(*s.at));
 	s.moved = calloc(st->sections, sizeof(*s.moved));
 	if (!s.at || !s.moved) {
@@ -216,12 +219,12 @@ static int plan(const struct status *st, const double *weight, bool even, struct
 
 int plan_rebalance(const struct status *st, const double *weight, struct plan *p)
 {
-	return plan(st, weight, true, p);
+	return plan(st, weight, true, UINT32_MAX, p);
 }
 
-int plan_drain(const struct status *st, const double *weight, struct plan *p)
+int plan_drain(const struct status *st, const double *weight, uint32_t disk, struct plan *p)
 {
-	return plan(st, weight, false, p);
+	return plan(st, weight, false, disk, p);
 }
 
 void plan_free(struct plan *p)
