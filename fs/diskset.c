@@ -586,6 +586,15 @@ void diskset_super_of(const struct lsmfs_diskset *ds, uint32_t d, struct lsmfs_s
 	memcpy(out->disk_uuid, ds->sb.disk_uuids[d], 16);
 }
 
+uint64_t diskset_members(const struct lsmfs_diskset *ds)
+{
+	uint64_t m = 0;
+	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
+		if (diskset_present(ds, d))
+			m |= 1ull << d;
+	return m;
+}
+
 int diskset_write_supers(struct lsmfs_diskset *ds, uint64_t only, char *err, size_t errlen)
 {
 	int rc = 0;

@@ -91,12 +91,7 @@ static int make_dir(const char *path, char *err, size_t errlen)
 
 static int sync_dir(const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = 0;
-	if (fd < 0 || fsync(fd) != 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
+	int rc = lsmfs_fsync_dir(path);
 	if (rc)
 		set_err(err, errlen, "%s: fsync: %s", path, strerror(-rc));
 	return rc;
@@ -173,13 +168,11 @@ static int fill_batch(struct store_batch *b, const struct fs_format_params *p)
 		return rc;
 
 	for (uint32_t i = 0; i < p->ndisks; i++) {
-		size_t plen = strlen(p->disk_paths[i]);
-		if (16 + plen > sizeof(val))
+		size_t vlen = disk_rec_encode(p->disk_uuids[i], p->disk_paths[i], val);
+		if (!vlen)
 			return -ENAMETOOLONG;
-		memcpy(val, p->disk_uuids[i], 16);
-		memcpy(val + 16, p->disk_paths[i], plen);
 		klen = key_disk(key, i);
-		rc = store_batch_put(b, key, klen, val, 16 + plen);
+		rc = store_batch_put(b, key, klen, val, vlen);
 		if (rc)
 			return rc;
 	}

@@ -92,6 +92,8 @@ int super_read(const char *disk, struct lsmfs_super *sb, char *err,
  * rename, fsync the directory).  Creates <disk>/.lsmfs if needed. */
 int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 		size_t errlen);
+/* fsync a directory by path (its entries made durable): 0 or -errno. */
+int lsmfs_fsync_dir(const char *path);
 /* Format a UUID as 36 characters plus NUL into out[37]; parse one back. */
 void lsmfs_uuid_format(const uint8_t uuid[16], char out[37]);
 int lsmfs_uuid_parse(const char *s, uint8_t uuid[16]);
@@ -182,6 +184,8 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 /* Disk d's superblock as the set's says it: ds->sb with d's index and
  * UUID. */
 void diskset_super_of(const struct lsmfs_diskset *ds, uint32_t d, struct lsmfs_super *out);
+/* Bit d set for every disk d present. */
+uint64_t diskset_members(const struct lsmfs_diskset *ds);
 /* Write the superblock of every present disk whose bit is set in only
  * (~0: all) from ds->sb; clears their stale bits.  Goes on past a failure
  * and returns the first, named in err. */

@@ -32,19 +32,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int fsync_dir(const char *dir);
-
 /* ---- the store's disk records ---- */
 
 static int disk_record(struct store_batch *b, const struct lsmfs_diskset *ds, uint32_t d)
 {
-	uint8_t k[KEY_MAX], v[16 + PATH_MAX];
-	size_t plen = strlen(ds->paths[d]);
-	if (plen > PATH_MAX)
-		return -ENAMETOOLONG;
-	memcpy(v, ds->sb.disk_uuids[d], 16);
-	memcpy(v + 16, ds->paths[d], plen);
-	return store_batch_put(b, k, key_disk(k, d), v, 16 + plen);
+	uint8_t k[KEY_MAX], v[DISK_REC_MAX];
+	size_t vl = disk_rec_encode(ds->sb.disk_uuids[d], ds->paths[d], v);
+	return vl ? store_batch_put(b, k, key_disk(k, d), v, vl) : -ENAMETOOLONG;
 }
 
 static int info_record(struct store_batch *b, const struct fs_info *fi)
@@ -82,9 +76,9 @@ int members_reconcile(struct fs *fs)
 			break;
 		}
 		bool present = diskset_present(ds, d);
-		bool same = got == 0 && present && vl == 16 + strlen(ds->paths[d]) &&
-			    !memcmp(v, ds->sb.disk_uuids[d], 16) &&
-			    !memcmp((uint8_t *)v + 16, ds->paths[d], vl - 16);
+		uint8_t want[DISK_REC_MAX];
+		size_t wl = present ? disk_rec_encode(ds->sb.disk_uuids[d], ds->paths[d], want) : 0;
+		bool same = got == 0 && wl && vl == wl && !memcmp(v, want, wl);
 		if (got == 0)
 			free(v);
 		if (present && !same) {
@@ -103,6 +97,18 @@ int members_reconcile(struct fs *fs)
 	if (!rc && changes)
 		rc = store_write(fs->st, b, STORE_WRITE_SYNC);
 	store_batch_free(b);
+	return rc;
+}
+
+/* Write the superblocks of the disks in mask from ds->sb, each marked
+ * stale until written (and left so when it fails: no section moves then,
+ * move_section).  *none: not one was written, as far as we know. */
+static int write_supers(struct lsmfs_diskset *ds, uint64_t mask, bool *none, char *err,
+			size_t errlen)
+{
+	ds->stale |= mask;
+	int rc = diskset_write_supers(ds, mask, err, errlen);
+	*none = (ds->stale & mask) == mask;
 	return rc;
 }
 
@@ -324,7 +330,7 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 	if ((rc = super_write(path, &dsb, err, errlen)))
 		goto fail;
 	wrote_super = true;
-	if ((rc = fsync_dir(path))) { /* .lsmfs's entry, made now or by an attempt cut short */
+	if ((rc = lsmfs_fsync_dir(path))) { /* .lsmfs's entry, made now or by an attempt cut short */
 		set_err(err, errlen, rc, "%s: fsync: %s", path, strerror(-rc));
 		goto fail;
 	}
@@ -370,13 +376,9 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 	/* 3. Every other member's superblock.  One left behind keeps its
 	 *    stale bit, and no section moves until it is rewritten (a disk
 	 *    the old list lacks must hold none: move_section). */
-	uint64_t others = 0;
-	for (uint32_t i = 0; i < ds->ndisks; i++)
-		if (i != k && diskset_present(ds, i))
-			others |= 1ull << i;
-	ds->stale |= others;
 	*index = k;
-	int r = diskset_write_supers(ds, others, err, errlen);
+	bool none;
+	int r = write_supers(ds, diskset_members(ds) & ~(1ull << k), &none, err, errlen);
 	if (r) {
 		fs_logf(fs, "disk %u (%s) added, but %s: no section moves until that superblock is "
 			"rewritten (at the next mount)", k, path, err);
@@ -395,7 +397,7 @@ fail:
 		snprintf(sp, sizeof(sp), "%s/%s/%s", path, LSMFS_DIR, LSMFS_SUPER_FILE);
 		(void)unlink(sp);
 		snprintf(sp, sizeof(sp), "%s/%s", path, LSMFS_DIR);
-		(void)fsync_dir(sp);
+		(void)lsmfs_fsync_dir(sp);
 	}
 	free(path);
 	return rc;
@@ -432,16 +434,6 @@ static int remove_flat(const char *dir)
 	return rc;
 }
 
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = fsync(fd) ? -errno : 0;
-	close(fd);
-	return rc;
-}
-
 /* What a detached disk keeps: its superblock, marked retired. */
 static void retire(struct fs *fs, uint32_t d, const char *path, const struct lsmfs_super *old)
 {
@@ -469,7 +461,7 @@ static void retire(struct fs *fs, uint32_t d, const char *path, const struct lsm
 		fs_logf(fs, "disk %u detached, but its superblock could not be marked retired: %s "
 			"(it is still refused as a member: the others no longer list it)", d, why);
 	snprintf(p, sizeof(p), "%s/%s", path, LSMFS_DIR);
-	(void)fsync_dir(p);
+	(void)lsmfs_fsync_dir(p);
 }
 
 static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
@@ -477,10 +469,8 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 	struct lsmfs_diskset *ds = fs->ds;
 	if (!diskset_present(ds, d))
 		return set_err(err, errlen, -ENOENT, "no disk %u", d);
-	uint32_t others = 0, held = 0;
-	for (uint32_t i = 0; i < ds->ndisks; i++)
-		others += i != d && diskset_present(ds, i);
-	if (!others)
+	uint32_t held = 0;
+	if (!(diskset_members(ds) & ~(1ull << d)))
 		return set_err(err, errlen, -EBUSY, "disk %u is the filesystem's last disk", d);
 	if (ds->sb.meta_dir[0] == 0 && ds->sb.meta_disk == d)
 		return set_err(err, errlen, -EBUSY, "disk %u holds the metadata store (%s): it must "
@@ -513,13 +503,9 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 				break;
 			}
 	__atomic_store_n(&ds->paths[d], NULL, __ATOMIC_RELEASE);
-	uint64_t others_mask = 0;
-	for (uint32_t i = 0; i < old.disk_count; i++)
-		if (i != d && diskset_present(ds, i))
-			others_mask |= 1ull << i;
-	ds->stale |= others_mask; /* cleared as each is written */
-	rc = diskset_write_supers(ds, others_mask, err, errlen);
-	if (rc && (ds->stale & others_mask) == others_mask) {
+	bool none;
+	rc = write_supers(ds, diskset_members(ds), &none, err, errlen);
+	if (rc && none) {
 		/* Not one written (as far as we know: a failed fsync after
 		 * the rename may still have left one): d stays, and the stale
 		 * bits stay set, so no section moves until a mount settles
@@ -682,7 +668,7 @@ int fs_meta_relocate(struct lsmfs_diskset *ds, uint32_t to, void (*log)(void *, 
 	/* 1. A whole, synced copy under its final name. */
 	if ((rc = copy_store(ds->meta_dir, tmp, err, errlen)))
 		goto undo;
-	if (rename(tmp, dst) != 0 || fsync_dir(top) != 0) {
+	if (rename(tmp, dst) != 0 || lsmfs_fsync_dir(top) != 0) {
 		rc = set_err(err, errlen, -errno, "%s: %s", dst, strerror(errno));
 		goto undo;
 	}
@@ -692,13 +678,10 @@ int fs_meta_relocate(struct lsmfs_diskset *ds, uint32_t to, void (*log)(void *, 
 	snprintf(src, sizeof(src), "%s", ds->meta_dir);
 	ds->sb.meta_disk = to;
 	ds->sb.generation++;
-	uint64_t before = ds->stale, all = 0;
-	for (uint32_t d = 0; d < ds->ndisks; d++)
-		if (diskset_present(ds, d))
-			all |= 1ull << d;
-	ds->stale |= all;
-	rc = diskset_write_supers(ds, all, err, errlen);
-	if (rc && (ds->stale & all) == all) {
+	uint64_t before = ds->stale;
+	bool none;
+	rc = write_supers(ds, diskset_members(ds), &none, err, errlen);
+	if (rc && none) {
 		/* None written, as far as we know; a failed fsync after the
 		 * rename may still have left one naming the copy: the copy
 		 * stays (a later move removes it first). */

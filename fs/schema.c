@@ -108,6 +108,16 @@ void chunk_value_encode(uint64_t durable, uint8_t out[CHUNK_VAL_LEN])
 	sc_put_le64(out, durable);
 }
 
+size_t disk_rec_encode(const uint8_t uuid[16], const char *path, uint8_t out[DISK_REC_MAX])
+{
+	size_t plen = strlen(path);
+	if (plen > DISK_REC_MAX - 16)
+		return 0;
+	memcpy(out, uuid, 16);
+	memcpy(out + 16, path, plen);
+	return 16 + plen;
+}
+
 int chunk_value_decode(const uint8_t *p, size_t len, uint64_t *durable)
 {
 	if (len == 0) {

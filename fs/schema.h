@@ -134,6 +134,12 @@ void chunk_value_encode(uint64_t durable, uint8_t out[CHUNK_VAL_LEN]);
 /* 0 and *durable (0 when unknown), or -EUCLEAN. */
 int chunk_value_decode(const uint8_t *p, size_t len, uint64_t *durable);
 
+/* Disk record value (`K`): the disk's 16-byte UUID, then its path (no
+ * NUL).  Into out (DISK_REC_MAX bytes); the length, or 0 when the path is
+ * longer than a Linux path may be (PATH_MAX, 4096). */
+#define DISK_REC_MAX (16 + 4096)
+size_t disk_rec_encode(const uint8_t uuid[16], const char *path, uint8_t out[DISK_REC_MAX]);
+
 /* Filesystem info (`M` `fs`). */
 struct fs_info {
 	uint32_t version;

@@ -271,7 +271,7 @@ int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 	return rc;
 }
 
-static int fsync_path(const char *path)
+int lsmfs_fsync_dir(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -341,9 +341,9 @@ out:
 	}
 	/* The rename is durable only once the directory is; a new .lsmfs
 	 * needs its own entry in the disk's directory made durable too. */
-	rc = fsync_path(dir);
+	rc = lsmfs_fsync_dir(dir);
 	if (rc == 0 && made_dir)
-		rc = fsync_path(disk);
+		rc = lsmfs_fsync_dir(disk);
 	if (rc)
 		set_err(err, errlen, "%s: fsync: %s", made_dir ? disk : dir,
 			strerror(-rc));

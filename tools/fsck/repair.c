@@ -127,14 +127,12 @@ int fsck_put_info(struct fsck *f)
 
 int fsck_put_disk_record(struct fsck *f, uint32_t disk)
 {
-	const char *path = f->ds->paths[disk];
-	size_t plen = strlen(path);
-	uint8_t k[KEY_MAX], *v = malloc(16 + plen);
+	uint8_t k[KEY_MAX], *v = malloc(DISK_REC_MAX);
 	if (!v)
 		return -ENOMEM;
-	memcpy(v, f->ds->sb.disk_uuids[disk], 16);
-	memcpy(v + 16, path, plen);
-	int rc = store_put(f->st, k, key_disk(k, disk), v, 16 + plen, STORE_WRITE_SYNC);
+	size_t vl = disk_rec_encode(f->ds->sb.disk_uuids[disk], f->ds->paths[disk], v);
+	int rc = vl ? store_put(f->st, k, key_disk(k, disk), v, vl, STORE_WRITE_SYNC)
+		    : -ENAMETOOLONG;
 	free(v);
 	return rc;
 }
