@@ -15,46 +15,12 @@
 #     checksum equal and fsck clean; fsck -n before that recovery is clean
 #     too, and says a move is under way;
 #   - refusals: a non-root caller online, bad usage (16).
-set -u
-B=$(cd "${1:?usage: test_disk.sh BUILD_DIR}" && pwd)
-MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs
-DISK=$B/tools/disk/lsmfs-disk CHURN=$B/tests/disk/churn
+NAME=test_disk
+# shellcheck source=tests/disk/lib.sh
+source "$(dirname "$0")/lib.sh"
 KILLS=${LSMFS_DISK_KILLS:-12}
-if [[ ! -c /dev/fuse ]]; then
-	echo "test_disk: SKIPPED: no /dev/fuse here" >&2
-	exit 77
-fi
-T=$(mktemp -d "${TMPDIR:-/tmp}/lsmfs-disk.XXXXXX")
-chmod 755 "$T"
-M=$T/mnt D0=$T/d0 D1=$T/d1
+D0=$T/d0 D1=$T/d1
 DISKS=$D0:$D1
-fails=0
-cleanup() {
-	touch "$T/stop" 2>/dev/null
-	fusermount3 -u "$M" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "test_disk: FAIL: $*" >&2; fails=$((fails + 1)); }
-say() { echo "test_disk: $*"; }
-
-mounted() { grep -q " $M " /proc/self/mountinfo; }
-# The daemon's pid, from the lock file of disk 0.
-daemon_pid() { head -n1 "$D0/.lsmfs/lock" 2>/dev/null; }
-# Unmount, and wait for the daemon to have finished closing (its last
-# writes come after the kernel let go of the mount).
-umount_wait() {
-	local pid
-	pid=$(daemon_pid)
-	fusermount3 -u "$M" || return 1
-	for _ in $(seq 300); do
-		if ! mounted && { [[ -z $pid ]] || ! kill -0 "$pid" 2>/dev/null; }; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
-}
 
 mkdir -p "$D0" "$D1" "$M"
 "$MKFS" -q --sections 64 --chunk-size 65536 "$D0" "$D1" || { echo "mkfs failed" >&2; exit 1; }
@@ -69,23 +35,8 @@ printf 'middle' | dd of="$M/sparse" bs=1 seek=2500000 conv=notrunc status=none
 head -c 200000 /dev/urandom > "$M/linked"
 ln "$M/linked" "$M/a/linked.too"
 head -c 8000000 /dev/urandom > "$M/static" # for the reader
-sums() { (cd "$M" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
 sums > "$T/sums"
-umount_wait || { echo "unmount failed" >&2; exit 1; }
-
-check_sums() { # WHAT
-	local got
-	got=$(sums)
-	[[ $got == "$(cat "$T/sums")" ]] || fail "$1: checksums differ: $(diff <(echo "$got") "$T/sums" | head -5)"
-}
-fsck_clean() { # WHAT
-	local out rc
-	out=$("$FSCK" -n "$DISKS" 2>&1); rc=$?
-	[[ $rc == 0 ]] || fail "$1: fsck -n exit $rc: $(grep -E 'LSMFS-|error' <<<"$out" | head -5)"
-}
-held() { # DISK: bytes of chunk files under DISK's sections
-	find "$1/.lsmfs/sections" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}'
-}
+umount_wait "$DISKS" || { echo "unmount failed" >&2; exit 1; }
 
 # ---- usage ----
 "$DISK" >/dev/null 2>&1; [[ $? == 16 ]] || fail "no arguments: want exit 16"
@@ -110,7 +61,7 @@ say "offline rebalance 1:3: disk 0 holds $h0 bytes, disk 1 $h1"
 total=$((h0 + h1))
 ((h1 * 4 >= total * 3 - 4 * 1500000 && h1 * 4 <= total * 3 + 4 * 1500000)) ||
 	fail "offline rebalance: disk 1 holds $h1 of $total bytes, not about 3/4"
-fsck_clean "offline rebalance"
+fsck_clean "$DISKS" "offline rebalance"
 out=$("$DISK" "$DISKS" rebalance --weight 0=1 --weight 1=3 2>&1)
 grep -q "nothing to move" <<<"$out" || fail "second rebalance still moves: $out"
 "$LSMFS" "$DISKS" "$M" || fail "mount after the offline rebalance"
@@ -139,8 +90,8 @@ for p in $P1 $P2 $P3; do wait "$p" || fail "churn $p: $(cat "$T"/*.out)"; done
 say "online: $moves rebalance moves and 64 more under load: $(cat "$T/append.out" "$T/random.out" "$T/read.out" | tr '\n' ' ')"
 rm -f "$M/appended" "$M/random"
 check_sums "online rebalance"
-umount_wait || fail "unmount after the online moves"
-fsck_clean "online rebalance"
+umount_wait "$DISKS" || fail "unmount after the online moves"
+fsck_clean "$DISKS" "online rebalance"
 
 # ---- a non-root caller is refused online ----
 "$LSMFS" "$DISKS" "$M" || fail "mount for the refusal"
@@ -152,7 +103,7 @@ if id nobody >/dev/null 2>&1; then
 	[[ $rc == 8 ]] || fail "non-root online: exit $rc, want 8: $out"
 	grep -q "only root" <<<"$out" || fail "non-root online: no reason given: $out"
 fi
-umount_wait
+umount_wait "$DISKS"
 
 # ---- SIGKILL at random points ----
 # kill_daemon: a rebalance running online; the daemon dies at a random
@@ -166,38 +117,17 @@ weights=("--weight 0=1 --weight 1=3" "--weight 0=3 --weight 1=1")
 for i in $(seq "$KILLS"); do
 	w=${weights[$((i % 2))]}
 	delay=$(printf '0.%03d' $((RANDOM % 400)))
-	if ((i % 2)); then
-		"$LSMFS" "$DISKS" "$M" || { fail "kill $i: mount"; break; }
-		pid=$(daemon_pid)
-		# shellcheck disable=SC2086
-		"$DISK" "$M" rebalance $w > "$T/kill.out" 2>&1 &
-		tool=$!
-		sleep "$delay"
-		kill -9 "$pid" 2>/dev/null
-		wait "$tool"
-		fusermount3 -u -z "$M" 2>/dev/null
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-		what="daemon killed after ${delay}s"
-	else
-		# shellcheck disable=SC2086
-		"$DISK" "$DISKS" rebalance $w > "$T/kill.out" 2>&1 &
-		tool=$!
-		sleep "$delay"
-		kill -9 "$tool" 2>/dev/null
-		wait "$tool"
-		what="lsmfs-disk killed after ${delay}s"
-	fi
+	who=tool what="lsmfs-disk killed after ${delay}s"
+	((i % 2)) && who=daemon what="daemon killed after ${delay}s"
+	# shellcheck disable=SC2086
+	kill_during "$who" "$DISKS" "$delay" rebalance $w || { fail "kill $i: mount"; break; }
 	out=$("$FSCK" -n "$DISKS" 2>&1); rc=$?
 	[[ $rc == 0 ]] || fail "kill $i ($what): fsck -n before recovery: exit $rc: $(grep -E -A3 "LSMFS-" <<<"$out" | head -8)"
 	grep -q "was moving" <<<"$out" && say "kill $i ($what): a move was under way; fsck -n clean"
 	"$LSMFS" "$DISKS" "$M" || { fail "kill $i ($what): mount after"; break; }
 	check_sums "kill $i ($what)"
-	umount_wait || fail "kill $i: unmount"
-	fsck_clean "kill $i ($what)"
+	umount_wait "$DISKS" || fail "kill $i: unmount"
+	fsck_clean "$DISKS" "kill $i ($what)"
 done
 
-if ((fails)); then
-	echo "test_disk: $fails failure(s)" >&2
-	exit 1
-fi
-say "all passed"
+finish

@@ -16,57 +16,11 @@
 #     points of adds and removes: fsck -n finds at most superblocks behind,
 #     the next mount of the disks that are members finds every file whole,
 #     and fsck is clean after it.
-set -u
-B=$(cd "${1:?usage: test_members.sh BUILD_DIR}" && pwd)
-MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs
-DISK=$B/tools/disk/lsmfs-disk CHURN=$B/tests/disk/churn
+NAME=test_members
+# shellcheck source=tests/disk/lib.sh
+source "$(dirname "$0")/lib.sh"
 KILLS=${LSMFS_MEMBER_KILLS:-32}
-if [[ ! -c /dev/fuse ]]; then
-	echo "test_members: SKIPPED: no /dev/fuse here" >&2
-	exit 77
-fi
-T=$(mktemp -d "${TMPDIR:-/tmp}/lsmfs-members.XXXXXX")
-chmod 755 "$T"
-M=$T/mnt
-fails=0
-cleanup() {
-	touch "$T/stop" 2>/dev/null
-	fusermount3 -u "$M" 2>/dev/null
-	umount "$T/small" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "test_members: FAIL: $*" >&2; fails=$((fails + 1)); }
-say() { echo "test_members: $*"; }
-mounted() { grep -q " $M " /proc/self/mountinfo; }
-# The daemon's pid, from the lock file of the first disk of $1.
-daemon_pid() { head -n1 "${1%%:*}/.lsmfs/lock" 2>/dev/null; }
-umount_wait() { # LIST
-	local pid
-	pid=$(daemon_pid "$1")
-	fusermount3 -u "$M" || return 1
-	for _ in $(seq 300); do
-		if ! mounted && { [[ -z $pid ]] || ! kill -0 "$pid" 2>/dev/null; }; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	return 1
-}
-sums() { (cd "$M" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
-check_sums() { # WHAT
-	local got
-	got=$(sums)
-	[[ $got == "$(cat "$T/sums")" ]] || fail "$1: checksums differ: $(diff <(echo "$got") "$T/sums" | head -5)"
-}
-fsck_clean() { # LIST WHAT
-	local out rc
-	out=$("$FSCK" -n "$1" 2>&1); rc=$?
-	[[ $rc == 0 ]] || fail "$2: fsck -n exit $rc: $(grep -E 'LSMFS-|error|fsck' <<<"$out" | head -5)"
-}
-held() { # DISK: bytes of chunk files under DISK's sections
-	find "$1/.lsmfs/sections" -type f -printf '%s\n' 2>/dev/null | awk '{s += $1} END {print s + 0}'
-}
+cleanup_more() { umount "$T/small" 2>/dev/null; }
 # Of the directories given, those that are members now: every one with a
 # superblock, less those the tools refuse as removed (the message names
 # the directory), as a user would find out.
@@ -232,25 +186,9 @@ for i in $(seq "$KILLS"); do
 		op=(remove "${mem[$((RANDOM % ${#mem[@]}))]}")
 	fi
 	delay=$(printf '0.%03d' $((RANDOM % 150)))
-	if ((i % 2)); then
-		"$LSMFS" "$L" "$M" || { fail "kill $i: mount"; break; }
-		pid=$(daemon_pid "$L")
-		"$DISK" "$M" "${op[@]}" > "$T/kill.out" 2>&1 &
-		tool=$!
-		sleep "$delay"
-		kill -9 "$pid" 2>/dev/null
-		wait "$tool"
-		fusermount3 -u -z "$M" 2>/dev/null
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-		what="daemon killed ${delay}s into ${op[*]}"
-	else
-		"$DISK" "$L" "${op[@]}" > "$T/kill.out" 2>&1 &
-		tool=$!
-		sleep "$delay"
-		kill -9 "$tool" 2>/dev/null
-		wait "$tool"
-		what="lsmfs-disk killed ${delay}s into ${op[*]}"
-	fi
+	who=tool what="lsmfs-disk killed ${delay}s into ${op[*]}"
+	((i % 2)) && who=daemon what="daemon killed ${delay}s into ${op[*]}"
+	kill_during "$who" "$L" "$delay" "${op[@]}" || { fail "kill $i: mount"; break; }
 	before=$L
 	L=$(members "${ALL[@]}") || { fail "kill $i ($what): cannot tell the members"; break; }
 	grep -q "^added\|^removed" "$T/kill.out" || cut=$((cut + 1))
@@ -265,8 +203,4 @@ for i in $(seq "$KILLS"); do
 done
 say "SIGKILL: $KILLS kills, $cut before the command said it was done, $changed changed the disk set"
 
-if ((fails)); then
-	echo "test_members: $fails failure(s)" >&2
-	exit 1
-fi
-say "all passed"
+finish
