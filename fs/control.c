@@ -142,6 +142,7 @@ struct report_ctx {
 	int (*out)(void *, const char *);
 	void *ctx;
 	bool gone; /* the caller went away: the move goes on */
+	uint32_t section, from;
 };
 
 static void report(void *arg, const struct move_progress *p)
@@ -163,15 +164,68 @@ static void report(void *arg, const struct move_progress *p)
 		r->gone = true;
 }
 
-static int move(struct fs *fs, uint32_t s, uint32_t d, int (*out)(void *, const char *), void *ctx,
-		char *err, size_t errlen)
+/* Evacuating: each chunk that could not be read, by path, in the log and
+ * to the asker as `lost {json}`. */
+static void lost(void *arg, const struct move_lost *l, size_t n)
 {
-	struct report_ctx r = {.fs = fs, .out = out, .ctx = ctx};
+	struct report_ctx *r = arg;
+	struct fs *fs = r->fs;
+	uint64_t *inos = malloc(n * sizeof(*inos));
+	char **paths = calloc(n, sizeof(*paths));
+	for (size_t i = 0; inos && i < n; i++)
+		inos[i] = l[i].ino;
+	if (!inos || !paths || ipath_find(fs, inos, n, paths))
+		fs_logf(fs, "evacuating: out of memory naming the lost chunks' files (inodes given)");
+	char root[LSMFS_META_PATH_MAX + 64];
+	section_disk_dir(fs->ds->paths[r->from], root, sizeof(root));
+	for (size_t i = 0; i < n; i++) {
+		char ino[32], file[LSMFS_META_PATH_MAX + 160], rel[96];
+		snprintf(ino, sizeof(ino), "inode %" PRIu64, l[i].ino);
+		const char *path = paths && paths[i] ? paths[i] : ino;
+		section_chunk_name(l[i].ino, l[i].chunk, r->section, rel, sizeof(rel));
+		snprintf(file, sizeof(file), "%s/%s", root, rel);
+		uint64_t off = l[i].chunk * fs->info.chunk_size;
+		/* The kernel's cache may still hold the bytes: reads must
+		 * fail now as they will after it lets go of them. */
+		if (fs->se)
+			(void)fuse_lowlevel_notify_inval_inode(fs->se, l[i].ino, (off_t)off,
+							       (off_t)l[i].bytes);
+		fs_logf(fs, "evacuating disk %" PRIu32 ": %s: bytes %" PRIu64 "..%" PRIu64 " lost (%s: "
+			"%s); they read as EIO until fsck.lsmfs -y makes them a hole", r->from, path,
+			off, off + l[i].bytes, file, strerror(l[i].err));
+		if (r->gone)
+			continue;
+		struct json_out o = {0};
+		json_put(&o, "lost {\"section\":%" PRIu32 ",\"ino\":%" PRIu64 ",\"chunk\":%" PRIu64
+			     ",\"offset\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"path\":",
+			 r->section, l[i].ino, l[i].chunk, off, l[i].bytes);
+		json_put_str(&o, path);
+		json_put(&o, ",\"file\":");
+		json_put_str(&o, file);
+		json_put(&o, ",\"error\":");
+		json_put_str(&o, strerror(l[i].err));
+		json_put(&o, "}");
+		if (o.err || r->out(r->ctx, o.buf))
+			r->gone = true;
+		free(o.buf);
+	}
+	for (size_t i = 0; paths && i < n; i++)
+		free(paths[i]);
+	free(paths);
+	free(inos);
+}
+
+static int move(struct fs *fs, uint32_t s, uint32_t d, bool evacuate,
+		int (*out)(void *, const char *), void *ctx, char *err, size_t errlen)
+{
+	struct report_ctx r = {.fs = fs, .out = out, .ctx = ctx, .section = s,
+			       .from = section_disk_of(fs, s)};
+	struct move_opts mo = {.evacuate = evacuate, .report = report, .lost = lost, .ctx = &r};
 	pthread_mutex_lock(&fs->ctl.lock);
 	fs->ctl.moving = true;
 	fs->ctl.now = (struct move_progress){.section = s, .from = section_disk_of(fs, s), .to = d};
 	pthread_mutex_unlock(&fs->ctl.lock);
-	int rc = move_section(fs, s, d, report, &r, err, errlen);
+	int rc = move_section(fs, s, d, &mo, err, errlen);
 	pthread_mutex_lock(&fs->ctl.lock);
 	fs->ctl.moving = false;
 	pthread_mutex_unlock(&fs->ctl.lock);
@@ -188,12 +242,14 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 	char tail;
 	if (!strcmp(req, "status")) {
 		rc = status(fs, out, ctx);
-	} else if (sscanf(req, "move %lu %lu%c", &s, &d, &tail) == 2) {
+	} else if (sscanf(req, "move %lu %lu%c", &s, &d, &tail) == 2 ||
+		   sscanf(req, "evacuate %lu %lu%c", &s, &d, &tail) == 2) {
 		if (s >= fs->info.sections || !diskset_present(fs->ds, d)) {
 			snprintf(err, sizeof(err), "no section %lu or no disk %lu", s, d);
 			rc = -EINVAL;
 		} else {
-			rc = move(fs, (uint32_t)s, (uint32_t)d, out, ctx, err, sizeof(err));
+			rc = move(fs, (uint32_t)s, (uint32_t)d, req[0] == 'e', out, ctx, err,
+				  sizeof(err));
 		}
 	} else if (!strncmp(req, "add ", 4)) {
 		bool force = !strncmp(req + 4, "-f ", 3);

@@ -438,9 +438,33 @@ int section_take_changes(struct fs *fs, struct gate_chunk **out, size_t *n, bool
  * why in err.  move_recover, at a read-write mount: finishes or rolls
  * back the move a crash interrupted. */
 typedef void (*move_report_fn)(void *ctx, const struct move_progress *p);
-int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn report, void *ctx,
+/* A chunk an evacuating move could not read: its bytes below `bytes` (the
+ * durable length its record now has) read as EIO. */
+struct move_lost {
+	uint64_t ino, chunk, bytes;
+	int err; /* why it could not be read */
+};
+struct move_opts {
+	/* The source disk is failing (`lsmfs-disk remove --evacuate`): a
+	 * chunk file that cannot be read is lost rather than fatal, a
+	 * directory that cannot be listed is listed from the store, an old
+	 * copy that cannot be removed stays. */
+	bool evacuate;
+	move_report_fn report;
+	/* Evacuating: the chunks lost, once the section has switched. */
+	void (*lost)(void *ctx, const struct move_lost *l, size_t n);
+	void *ctx;
+};
+int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move_opts *o,
 		 char *err, size_t errlen);
-int move_recover(struct fs *fs);
+/* leaving: a disk on its way out (or UINT32_MAX), whose leftover copy
+ * may stay when it cannot be removed. */
+int move_recover(struct fs *fs, uint32_t leaving);
+
+/* ipath.c: the paths (malloc'd, into paths[n]) of inodes inos[n], from
+ * the store's directory entries; an inode no path reaches gets a
+ * description instead.  For messages: it scans every directory entry. */
+int ipath_find(struct fs *fs, const uint64_t *inos, size_t n, char **paths);
 
 /* members.c: the disk set changing while open (SCHEMA.md, "Adding and
  * removing disks").  members_add: path becomes a disk (empty, but for

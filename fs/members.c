@@ -477,7 +477,7 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 			       "be moved first, with the filesystem unmounted", d, ds->meta_dir);
 	struct section_move m;
 	int rc = section_move_get(fs->st, &m);
-	if (rc == 1 && (rc = move_recover(fs)) == 0)
+	if (rc == 1 && (rc = move_recover(fs, d)) == 0)
 		rc = section_move_get(fs->st, &m);
 	if (rc)
 		return set_err(err, errlen, rc < 0 ? rc : -EBUSY, "a section move is still recorded "

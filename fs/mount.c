@@ -278,7 +278,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	}
 	/* A section move a crash cut short: finished or rolled back before
 	 * anything else looks at chunk files. */
-	if (!opt->read_only && (rc = move_recover(fs))) {
+	if (!opt->read_only && (rc = move_recover(fs, UINT32_MAX))) {
 		snprintf(err, errlen, "%s: finishing a section move a crash interrupted: %s",
 			 ds->meta_dir, strerror(-rc));
 		goto fail;

@@ -18,6 +18,14 @@
  * A crash leaves the intent: the next read-write mount (move_recover)
  * removes the target's copy when the map still says `from`, and the old
  * copy when it says `to`.  One move at a time (fs->move_lock).
+ *
+ * Evacuating (a failing source disk, `lsmfs-disk remove --evacuate`): a
+ * chunk file that cannot be read is not copied and does not stop the
+ * move.  Its record gets a durable length (at least the bytes it held) in
+ * the switch's batch, so that its bytes read as EIO and fsck.lsmfs reports
+ * them (LSMFS-0504, `-y` makes them a hole), and the caller hears of it.
+ * A section directory that cannot be listed is listed from the store's
+ * chunk records instead; an old copy that cannot be removed is left.
  */
 #include "fs_int.h"
 
@@ -51,7 +59,27 @@ struct mover {
 	size_t errlen;
 	uint64_t last_report_ns;
 	bool frozen; /* no progress reports then: a slow reader must not hold the freeze */
+	bool evacuate;
+	struct move_lost *lost; /* evacuating: the chunks that could not be read */
+	size_t nlost, caplost;
 };
+
+static struct move_lost *lost_find(struct mover *mv, uint64_t ino, uint64_t chunk)
+{
+	for (size_t i = 0; i < mv->nlost; i++)
+		if (mv->lost[i].ino == ino && mv->lost[i].chunk == chunk)
+			return &mv->lost[i];
+	return NULL;
+}
+
+/* A chunk read again (or gone) is no longer lost. */
+static void lost_drop(struct mover *mv, const char *name)
+{
+	uint64_t ino, chunk;
+	struct move_lost *l;
+	if (mv->nlost && section_chunk_parse(name, &ino, &chunk) && (l = lost_find(mv, ino, chunk)))
+		*l = mv->lost[--mv->nlost];
+}
 
 static uint64_t now_ns(void)
 {
@@ -97,10 +125,13 @@ static void file_err(struct mover *mv, uint32_t d, const char *what, const char 
 	set_err(mv, "disk %u: %s %s/%s: %s", d, what, dir, name, strerror(err));
 }
 
-/* Copy [from, to) of in to out at the same offsets. */
-static int copy_range(struct mover *mv, int in, int out, off_t from, off_t to)
+/* Copy [from, to) of in to out at the same offsets; *reading says a
+ * failure was the source's (only known for plain copies: copy_file_range
+ * does not say, and evacuating copies plainly). */
+static int copy_range(struct mover *mv, int in, int out, off_t from, off_t to, bool *reading)
 {
-	bool plain = false;
+	bool plain = mv->evacuate;
+	*reading = false;
 	while (from < to) {
 		if (__atomic_load_n(&mv->fs->move_cancel, __ATOMIC_ACQUIRE))
 			return -ECANCELED;
@@ -118,6 +149,7 @@ static int copy_range(struct mover *mv, int in, int out, off_t from, off_t to)
 			if (want > COPY_BUF)
 				want = COPY_BUF;
 			n = pread(in, mv->buf, want, from);
+			*reading = n < 0;
 			if (n > 0) {
 				ssize_t w = 0;
 				while (w < n) {
@@ -143,35 +175,91 @@ static int copy_range(struct mover *mv, int in, int out, off_t from, off_t to)
 	return 0;
 }
 
+/* Open the source's copy of chunk file name: through the section's
+ * directory, or, when that could not be opened (evacuating), by path. */
+static int open_source(struct mover *mv, const char *name)
+{
+	int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
+	if (mv->src_dir >= 0)
+		return openat(mv->src_dir, name, flags);
+	char rel[SECTION_NAME_MAX + 64], dir[SECTION_NAME_MAX];
+	section_dir_name(mv->m.section, dir);
+	snprintf(rel, sizeof(rel), "%s/%s", dir, name);
+	return openat(mv->fs->sections_fd[mv->m.from], rel, flags);
+}
+
+/*
+ * Evacuating: the source's copy of chunk file name cannot be read (err).
+ * What the target has of it goes, and the chunk is listed as lost with
+ * size bytes (0: not known, the whole chunk).  0, or the target's error.
+ */
+static int unreadable(struct mover *mv, const char *name, uint64_t size, int err)
+{
+	uint64_t ino, chunk;
+	if (unlinkat(mv->dst_dir, name, 0) != 0 && errno != ENOENT) {
+		int rc = -errno;
+		file_err(mv, mv->m.to, "removing", name, -rc);
+		return rc;
+	}
+	char dir[LSMFS_META_PATH_MAX + 128];
+	dir_path(mv->fs, mv->m.from, mv->m.section, dir, sizeof(dir));
+	fs_logf(mv->fs, "disk %u: reading %s/%s: %s (evacuating: the chunk is lost)", mv->m.from,
+		dir, name, strerror(err));
+	if (!section_chunk_parse(name, &ino, &chunk))
+		return 0; /* names come from the listing: cannot happen */
+	struct move_lost *l = lost_find(mv, ino, chunk);
+	if (!l) {
+		if (mv->nlost == mv->caplost) {
+			size_t nc = mv->caplost ? mv->caplost * 2 : 16;
+			struct move_lost *g = realloc(mv->lost, nc * sizeof(*g));
+			if (!g) {
+				set_err(mv, "out of memory listing the chunks that cannot be read");
+				return -ENOMEM;
+			}
+			mv->lost = g;
+			mv->caplost = nc;
+		}
+		l = &mv->lost[mv->nlost++];
+	}
+	*l = (struct move_lost){.ino = ino, .chunk = chunk, .err = err,
+				.bytes = size ? size : mv->fs->info.chunk_size};
+	return 0;
+}
+
 /*
  * Copy chunk file name from the source directory to the target, holes kept,
  * durably with sync (else its writeback is started, and sync_copies makes
  * it durable).  1 when the source is gone (the target's copy is removed too),
- * 0 when copied, or a negative errno (the message in mv->err names the
- * file and says which side failed).
+ * 0 when copied (or, evacuating, found unreadable), or a negative errno (the
+ * message in mv->err names the file and says which side failed).
  */
 static int copy_chunk(struct mover *mv, const char *name, bool sync)
 {
 	struct fs *fs = mv->fs;
-	int in = openat(mv->src_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int in = open_source(mv, name);
 	if (in < 0 && errno == ENOENT) {
 		if (unlinkat(mv->dst_dir, name, 0) != 0 && errno != ENOENT) {
 			int rc = -errno;
 			file_err(mv, mv->m.to, "removing", name, -rc);
 			return rc;
 		}
+		lost_drop(mv, name);
 		return 1;
 	}
 	if (in < 0) {
 		int rc = -errno;
+		if (mv->evacuate)
+			return unreadable(mv, name, 0, -rc);
 		file_err(mv, mv->m.from, "opening", name, -rc);
 		return rc;
 	}
 	int rc = 0;
 	struct stat st;
 	int out = -1;
+	bool reading = true;
 	if (fstat(in, &st) != 0) {
 		rc = -errno;
+		st.st_size = 0;
 		goto src_fail;
 	}
 	out = openat(mv->dst_dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -193,8 +281,11 @@ static int copy_chunk(struct mover *mv, const char *name, bool sync)
 			rc = -errno;
 			goto src_fail;
 		}
-		if ((rc = copy_range(mv, in, out, data, hole)))
+		if ((rc = copy_range(mv, in, out, data, hole, &reading))) {
+			if (mv->evacuate && rc != -ECANCELED)
+				goto src_fail; /* plain copies: the side is known */
 			goto either_fail;
+		}
 		pos = hole;
 	}
 	if (ftruncate(out, st.st_size) != 0 || (sync && fdatasync(out) != 0)) {
@@ -208,8 +299,18 @@ static int copy_chunk(struct mover *mv, const char *name, bool sync)
 	close(out);
 	close(in);
 	mv->p.files_done++;
+	lost_drop(mv, name);
 	return 0;
 src_fail:
+	if (!reading)
+		goto dst_fail;
+	if (mv->evacuate) {
+		if (out >= 0)
+			close(out);
+		close(in);
+		mv->p.files_done++;
+		return unreadable(mv, name, (uint64_t)st.st_size, -rc);
+	}
 	file_err(mv, mv->m.from, "reading", name, -rc);
 	goto out;
 dst_fail:
@@ -226,6 +327,17 @@ out:
 		close(out);
 	close(in);
 	return rc;
+}
+
+/* The next entry of dir; NULL at the end, or on an error, into *rc (a
+ * listing cut short by an error must never pass for a whole one). */
+static struct dirent *next_entry(DIR *dir, int *rc)
+{
+	errno = 0;
+	struct dirent *de = readdir(dir);
+	if (!de && errno)
+		*rc = -errno;
+	return de;
 }
 
 /* Remove every chunk file of the section's directory on disk d, fsync it,
@@ -247,7 +359,7 @@ static int wipe_copy(struct fs *fs, uint32_t d, uint32_t s)
 	int rc = 0;
 	uint64_t left = 0;
 	struct dirent *de;
-	while ((de = readdir(dir))) {
+	while (!rc && (de = next_entry(dir, &rc))) {
 		uint64_t ino, chunk;
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -325,10 +437,6 @@ static int catch_up(struct mover *mv, bool *busy, size_t *copied)
 }
 
 /* The chunk files of the source directory: names and the sum of sizes. */
-struct listing;
-static int sync_copies(struct mover *mv, const struct listing *l);
-
-/* The chunk files of the source directory: names and the sum of sizes. */
 struct listing {
 	char **names;
 	size_t n, cap;
@@ -340,6 +448,23 @@ static void listing_free(struct listing *l)
 	for (size_t i = 0; i < l->n; i++)
 		free(l->names[i]);
 	free(l->names);
+}
+
+static int listing_add(struct listing *l, const char *name, uint64_t bytes)
+{
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 256;
+		char **g = realloc(l->names, nc * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		l->names = g;
+		l->cap = nc;
+	}
+	if (!(l->names[l->n] = strdup(name)))
+		return -ENOMEM;
+	l->n++;
+	l->bytes += bytes;
+	return 0;
 }
 
 static int list_source(struct mover *mv, struct listing *l)
@@ -354,33 +479,56 @@ static int list_source(struct mover *mv, struct listing *l)
 	rewinddir(dir);
 	int rc = 0;
 	struct dirent *de;
-	while ((de = readdir(dir))) {
+	while (!rc && (de = next_entry(dir, &rc))) {
 		uint64_t ino, chunk;
 		if (!section_chunk_parse(de->d_name, &ino, &chunk) ||
 		    chunk_section(ino, chunk, mv->fs->info.sections) != mv->m.section)
 			continue; /* not ours to move: left for fsck with the directory */
 		struct stat st;
-		if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-		    !S_ISREG(st.st_mode))
-			continue;
-		if (l->n == l->cap) {
-			size_t nc = l->cap ? l->cap * 2 : 256;
-			char **g = realloc(l->names, nc * sizeof(*g));
-			if (!g) {
-				rc = -ENOMEM;
+		if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (errno == ENOENT)
+				continue; /* removed meanwhile: a change, caught up */
+			if (!mv->evacuate) {
+				rc = -errno;
+				file_err(mv, mv->m.from, "reading", de->d_name, -rc);
 				break;
 			}
-			l->names = g;
-			l->cap = nc;
+			st = (struct stat){.st_mode = S_IFREG}; /* copy_chunk finds out */
 		}
-		if (!(l->names[l->n] = strdup(de->d_name))) {
-			rc = -ENOMEM;
-			break;
-		}
-		l->n++;
-		l->bytes += (uint64_t)st.st_size;
+		if (S_ISREG(st.st_mode))
+			rc = listing_add(l, de->d_name, (uint64_t)st.st_size);
 	}
 	closedir(dir);
+	return rc;
+}
+
+/* Evacuating, the source directory cannot be listed: every chunk record of
+ * the section names a file to try. */
+static int list_records(struct mover *mv, struct listing *l)
+{
+	uint8_t lo[KEY_MAX], hi[KEY_MAX];
+	lo[0] = KEY_CHUNK;
+	hi[0] = KEY_CHUNK + 1;
+	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
+	struct store_iter *it;
+	int rc = store_iter_new(mv->fs->st, &io, &it);
+	if (rc)
+		return rc;
+	for (store_iter_seek_first(it); store_iter_valid(it) && !rc; store_iter_next(it)) {
+		size_t kl;
+		const uint8_t *k = store_iter_key(it, &kl);
+		if (kl != 17)
+			continue; /* damage: fsck.lsmfs reports it */
+		uint64_t ino = sc_get_be64(k + 1), chunk = sc_get_be64(k + 9);
+		if (chunk_section(ino, chunk, mv->fs->info.sections) != mv->m.section)
+			continue;
+		char rel[96];
+		section_chunk_name(ino, chunk, mv->m.section, rel, sizeof(rel));
+		rc = listing_add(l, strchr(rel, '/') + 1, 0);
+	}
+	if (!rc)
+		rc = store_iter_status(it);
+	store_iter_free(it);
 	return rc;
 }
 
@@ -428,13 +576,49 @@ static int open_section_dir(struct fs *fs, uint32_t d, uint32_t s, bool create)
 	return fd < 0 ? -errno : fd;
 }
 
-int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn report, void *ctx,
+/* The switch: `P` s = to, in one synced write; evacuating, with the
+ * records of the chunks that could not be read, each given a durable
+ * length (at least the bytes it held) so that they read as EIO.  A lost
+ * chunk without record held nothing acknowledged (a crash's leftover) and
+ * leaves the list. */
+static int switch_map(struct mover *mv)
+{
+	struct fs *fs = mv->fs;
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	uint8_t k[KEY_MAX], v[SECTION_VAL_LEN > CHUNK_VAL_LEN ? SECTION_VAL_LEN : CHUNK_VAL_LEN];
+	section_value_encode(mv->m.to, v);
+	int rc = store_batch_put(b, k, key_section(k, mv->m.section), v, SECTION_VAL_LEN);
+	for (size_t i = 0; i < mv->nlost && !rc;) {
+		struct move_lost *l = &mv->lost[i];
+		uint64_t durable = 0;
+		int r = chunk_record_get(fs, l->ino, l->chunk, &durable);
+		if (r <= 0) {
+			if ((rc = r))
+				break;
+			*l = mv->lost[--mv->nlost];
+			continue;
+		}
+		if (durable > l->bytes)
+			l->bytes = durable;
+		chunk_value_encode(l->bytes, v);
+		rc = store_batch_put(b, k, key_chunk(k, l->ino, l->chunk), v, CHUNK_VAL_LEN);
+		i++;
+	}
+	if (!rc)
+		rc = store_write(fs->st, b, STORE_WRITE_SYNC);
+	store_batch_free(b);
+	return rc;
+}
+
+int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move_opts *o,
 		 char *err, size_t errlen)
 {
 	if (err && errlen)
 		err[0] = '\0';
-	struct mover mv = {.fs = fs, .report = report, .ctx = ctx, .err = err, .errlen = errlen,
-			   .src_dir = -1, .dst_dir = -1};
+	struct mover mv = {.fs = fs, .report = o->report, .ctx = o->ctx, .err = err,
+			   .errlen = errlen, .src_dir = -1, .dst_dir = -1, .evacuate = o->evacuate};
 	if (section >= fs->info.sections || !diskset_present(fs->ds, to)) {
 		set_err(&mv, "no section %u or no disk %u", section, to);
 		return -EINVAL;
@@ -461,7 +645,7 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 	struct section_move pending;
 	int rc = section_move_get(fs->st, &pending);
 	if (rc == 1)
-		rc = move_recover(fs);
+		rc = move_recover(fs, o->evacuate ? section_disk_of(fs, section) : UINT32_MAX);
 	if (rc < 0 || (rc == 0 && section_move_get(fs->st, &pending) != 0)) {
 		set_err(&mv, "an earlier move left a copy that cannot be removed yet (%s); see the "
 			"daemon's log", rc < 0 ? strerror(-rc) : "still recorded");
@@ -498,7 +682,9 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 	}
 	section_track(fs, section);
 	tracking = true;
-	if ((mv.src_dir = open_section_dir(fs, from, section, true)) < 0) {
+	if ((mv.src_dir = open_section_dir(fs, from, section, false)) == -ENOENT)
+		mv.src_dir = open_section_dir(fs, from, section, true);
+	if (mv.src_dir < 0 && !mv.evacuate) {
 		rc = mv.src_dir;
 		set_err(&mv, "disk %u: opening section %u: %s", from, section, strerror(-rc));
 		goto rollback;
@@ -509,7 +695,19 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 			fs->ds->paths[to], section, strerror(-rc));
 		goto rollback;
 	}
-	if ((rc = list_source(&mv, &l))) {
+	rc = mv.src_dir >= 0 ? list_source(&mv, &l) : mv.src_dir;
+	if (rc && mv.evacuate && rc != -ENOMEM) {
+		char dir[LSMFS_META_PATH_MAX + 128];
+		dir_path(fs, from, section, dir, sizeof(dir));
+		fs_logf(fs, "disk %u: listing %s: %s (evacuating: each chunk record of the section "
+			"is tried)", from, dir, strerror(-rc));
+		if (err)
+			err[0] = '\0';
+		listing_free(&l);
+		l = (struct listing){0};
+		rc = list_records(&mv, &l);
+	}
+	if (rc) {
 		set_err(&mv, "disk %u: listing section %u: %s", from, section, strerror(-rc));
 		goto rollback;
 	}
@@ -565,10 +763,7 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 			strerror(-rc));
 		goto rollback;
 	}
-	uint8_t k[KEY_MAX], v[SECTION_VAL_LEN];
-	size_t kl = key_section(k, section);
-	section_value_encode(to, v);
-	if ((rc = store_put(fs->st, k, kl, v, sizeof(v), STORE_WRITE_SYNC))) {
+	if ((rc = switch_map(&mv))) {
 		/* The write may still have reached the commit log (a failed
 		 * sync is no proof it did not): which disk holds the section
 		 * is known only when the store is read again.  Both copies
@@ -589,16 +784,23 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, move_report_fn re
 	tracking = false;
 	section_thaw(fs);
 	frozen = mv.frozen = false;
-	/* The old copy: nobody reads it any more (every fd on it is stale). */
-	if ((rc = wipe_copy(fs, from, section))) {
+	if (mv.nlost && o->lost)
+		o->lost(o->ctx, mv.lost, mv.nlost);
+	/* The old copy: nobody reads it any more (every fd on it is stale).
+	 * A failing disk's may stay: the disk is on its way out. */
+	int w = wipe_copy(fs, from, section);
+	if (w && !mv.evacuate) {
 		fs_logf(fs, "section %u moved to disk %u; removing its old copy on disk %u: %s (the "
-			"next mount tries again)", section, to, from, strerror(-rc));
-		rc = 0;
-	} else if ((rc = clear_intent(fs))) {
-		fs_logf(fs, "section %u moved to disk %u; clearing the record of the move: %s", section,
-			to, strerror(-rc));
-		rc = 0;
+			"next mount tries again)", section, to, from, strerror(-w));
+	} else {
+		if (w)
+			fs_logf(fs, "section %u moved to disk %u; its old copy on disk %u stays "
+				"(evacuating: %s)", section, to, from, strerror(-w));
+		if ((w = clear_intent(fs)))
+			fs_logf(fs, "section %u moved to disk %u; clearing the record of the move: %s",
+				section, to, strerror(-w));
 	}
+	rc = 0;
 	say(&mv, true);
 	goto out;
 rollback:
@@ -621,13 +823,14 @@ out:
 		close(mv.dst_dir);
 	listing_free(&l);
 	free(mv.buf);
+	free(mv.lost);
 	pthread_mutex_unlock(&fs->move_lock);
 	if (rc && err && !err[0])
 		snprintf(err, errlen, "moving section %u to disk %u: %s", section, to, strerror(-rc));
 	return rc;
 }
 
-int move_recover(struct fs *fs)
+int move_recover(struct fs *fs, uint32_t leaving)
 {
 	struct section_move m;
 	int rc = section_move_get(fs->st, &m);
@@ -648,6 +851,12 @@ int move_recover(struct fs *fs)
 	bool done = d == m.to;
 	uint32_t stale = done ? m.from : m.to;
 	rc = wipe_copy(fs, stale, m.section);
+	if (rc && stale == leaving) {
+		fs_logf(fs, "a move of section %u from disk %u to disk %u was under way; its %s copy "
+			"on disk %u stays (that disk is leaving: %s)", m.section, m.from, m.to,
+			done ? "old" : "partial", stale, strerror(-rc));
+		rc = 0;
+	}
 	if (!rc)
 		rc = clear_intent(fs);
 	if (rc) {

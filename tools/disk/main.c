@@ -6,7 +6,7 @@
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT rebalance [--dry-run] [--weight INDEX=W ...]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT move SECTION DISK-INDEX
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT add NEWDISK [-f] [--weight W] [--no-balance]
- *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT remove DISK [--dry-run]
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT remove DISK [--dry-run] [--evacuate]
  *
  * With a daemon mounted on the disks, the daemon does the moves (its
  * control socket, fs/SCHEMA.md "Control requests"); without one, this
@@ -16,6 +16,7 @@
  * again goes on from there.
  */
 #include "disk.h"
+#include "jsonread.h"
 #include "sizes.h"
 
 #include <errno.h>
@@ -63,6 +64,10 @@ static void usage(FILE *f)
 		"      --weight W     add: the new disk weighs W in the rebalance after it\n"
 		"  -f, --force        add: take NEWDISK even when it is not empty\n"
 		"      --no-balance   add: only add the disk, move nothing\n"
+		"      --evacuate     remove: the disk is failing: what cannot be read is\n"
+		"                     listed by path (\"unreadable: PATH: bytes A..B ...\"),\n"
+		"                     not copied (it reads as EIO until fsck.lsmfs -y makes\n"
+		"                     it a hole), and stops nothing\n"
 		"  -h, --help         this text\n"
 		"  -V, --version      the version\n"
 		"\n"
@@ -128,6 +133,9 @@ struct progress {
 	struct timespec move_start;
 	uint64_t last_bytes;
 	uint64_t files;
+	bool evacuate;             /* remove --evacuate: a failing disk */
+	uint64_t lost;             /* chunks it could not read, listed */
+	size_t failed;             /* sections it could not move */
 };
 
 static double since(const struct timespec *t)
@@ -137,9 +145,41 @@ static double since(const struct timespec *t)
 	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
 }
 
+/* `lost {json}`: a chunk an evacuation could not read, listed on stdout
+ * by path (fs/SCHEMA.md, "Control requests"). */
+static void lost_line(struct progress *p, const char *text)
+{
+	struct jv *j;
+	char err[128];
+	if (p->tty)
+		fputc('\n', stderr);
+	p->lost++;
+	if (jv_parse(text, strlen(text), &j, err, sizeof(err))) {
+		printf("unreadable: %s\n", text); /* as the daemon said it */
+		return;
+	}
+	uint64_t ino = 0, chunk = 0, off = 0, bytes = 0;
+	jv_u64(jv_get(j, "ino"), &ino);
+	jv_u64(jv_get(j, "chunk"), &chunk);
+	jv_u64(jv_get(j, "offset"), &off);
+	jv_u64(jv_get(j, "bytes"), &bytes);
+	const struct jv *path = jv_get(j, "path"), *file = jv_get(j, "file"),
+			*why = jv_get(j, "error");
+	printf("unreadable: %s: bytes %" PRIu64 "..%" PRIu64 " (inode %" PRIu64 ", chunk %" PRIu64
+	       "): %s: %s\n", path && path->type == JV_STRING ? path->str : "?", off, off + bytes,
+	       ino, chunk, file && file->type == JV_STRING ? file->str : "?",
+	       why && why->type == JV_STRING ? why->str : "?");
+	fflush(stdout);
+	jv_free(j);
+}
+
 static void progress_line(void *ctx, const char *text)
 {
 	struct progress *p = ctx;
+	if (!strncmp(text, "lost ", 5)) {
+		lost_line(p, text + 5);
+		return;
+	}
 	uint64_t bytes = 0, files = 0;
 	const char *b = strstr(text, "\"bytes_done\":"), *f = strstr(text, "\"files_done\":");
 	if (strncmp(text, "progress ", 9) || !b || !f)
@@ -167,7 +207,7 @@ static void progress_line(void *ctx, const char *text)
 static int do_move(struct session *s, const struct move *m, struct progress *p)
 {
 	char req[64], err[1200];
-	snprintf(req, sizeof(req), "move %u %u", m->section, m->to);
+	snprintf(req, sizeof(req), "%s %u %u", p->evacuate ? "evacuate" : "move", m->section, m->to);
 	clock_gettime(CLOCK_MONOTONIC, &p->move_start);
 	p->last_bytes = 0;
 	p->files = 0;
@@ -187,23 +227,29 @@ static int do_move(struct session *s, const struct move *m, struct progress *p)
 	return 0;
 }
 
-static int run_moves(struct session *s, const struct plan *pl)
+/* The plan's moves in order; the first failure stops them, except when
+ * evacuating (every section that can be moved is), and SIGINT stops them
+ * after the move under way. */
+static int run_moves(struct session *s, const struct plan *pl, struct progress *p)
 {
-	struct progress p = {.tty = isatty(2), .count = pl->n, .plan_bytes = pl->bytes};
-	clock_gettime(CLOCK_MONOTONIC, &p.start);
+	p->tty = isatty(2);
+	p->count = pl->n;
+	p->plan_bytes = pl->bytes;
+	clock_gettime(CLOCK_MONOTONIC, &p->start);
 	for (size_t i = 0; i < pl->n; i++) {
 		if (stop_asked) {
 			fprintf(stderr, PROG ": stopped: %zu of %zu section moves left; run the command "
 				"again to go on\n", pl->n - i, pl->n);
 			return EXIT_STOPPED;
 		}
-		p.index = i;
-		int rc = do_move(s, &pl->moves[i], &p);
-		if (rc)
+		p->index = i;
+		int rc = do_move(s, &pl->moves[i], p);
+		if (rc && !p->evacuate)
 			return rc;
-		p.before += pl->moves[i].bytes;
+		p->failed += rc != 0;
+		p->before += pl->moves[i].bytes;
 	}
-	return EXIT_DONE;
+	return p->failed ? EXIT_FAILED : EXIT_DONE;
 }
 
 /* The daemon's "disk N" line after an add. */
@@ -253,7 +299,7 @@ static void default_weights(const struct status *st, double *weight, const bool 
 /* Plan (drain UINT32_MAX: rebalance; else only empty disk `drain`),
  * check the room, then print the plan (dry) or carry it out. */
 static int plan_and_move(struct session *s, const struct status *st, const double *weight,
-			 uint32_t drain, bool dry)
+			 uint32_t drain, bool dry, struct progress *p)
 {
 	struct plan pl;
 	bool even = drain == UINT32_MAX;
@@ -306,7 +352,7 @@ static int plan_and_move(struct session *s, const struct status *st, const doubl
 		plan_free(&pl);
 		return EXIT_DONE;
 	}
-	rc = pl.n ? run_moves(s, &pl) : EXIT_DONE;
+	rc = pl.n ? run_moves(s, &pl, p) : EXIT_DONE;
 	if (!pl.n && even)
 		printf("balanced: nothing to move\n");
 	plan_free(&pl);
@@ -334,7 +380,8 @@ static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 			status_free(&st);
 			return EXIT_USAGE;
 		}
-	int rc = plan_and_move(s, &st, weight, UINT32_MAX, dry);
+	struct progress p = {0};
+	int rc = plan_and_move(s, &st, weight, UINT32_MAX, dry, &p);
 	status_free(&st);
 	return rc;
 }
@@ -382,7 +429,8 @@ static int cmd_add(struct session *s, const char *disk, bool force, double w, bo
 		given[got.index] = true;
 	}
 	default_weights(&st, weight, given);
-	rc = plan_and_move(s, &st, weight, UINT32_MAX, false);
+	struct progress p = {0};
+	rc = plan_and_move(s, &st, weight, UINT32_MAX, false, &p);
 	status_free(&st);
 	if (rc == EXIT_FAILED)
 		fprintf(stderr, PROG ": the disk is added; the rebalance onto it did not finish (run "
@@ -410,7 +458,7 @@ static int find_disk(const struct status *st, const char *disk)
 /* `remove DISK`: every section off it (refused up front when the others
  * lack the room), the store too when it holds it (offline), then the
  * daemon (or fs_control) detaches it. */
-static int cmd_remove(struct session *s, const char *disk, bool dry)
+static int cmd_remove(struct session *s, const char *disk, bool dry, bool evacuate)
 {
 	struct status st;
 	char err[1200];
@@ -460,7 +508,16 @@ static int cmd_remove(struct session *s, const char *disk, bool dry)
 	default_weights(&st, weight, given);
 	if (dry && st.store_disk == idx)
 		printf("the metadata store would move off disk %u too\n", idx);
-	rc = plan_and_move(s, &st, weight, idx, dry);
+	struct progress p = {.evacuate = evacuate};
+	rc = plan_and_move(s, &st, weight, idx, dry, &p);
+	if (p.lost)
+		fprintf(stderr, PROG ": %" PRIu64 " chunk%s of disk %u could not be read (listed "
+			"above): %s read as EIO until fsck.lsmfs -y makes %s a hole\n", p.lost,
+			p.lost == 1 ? "" : "s", idx, p.lost == 1 ? "its bytes" : "their bytes",
+			p.lost == 1 ? "it" : "each");
+	if (p.failed)
+		fprintf(stderr, PROG ": %zu section%s could not be moved off disk %u (said above): "
+			"it stays a disk\n", p.failed, p.failed == 1 ? "" : "s", idx);
 	if (rc || dry)
 		goto out;
 	if (stop_asked) {
@@ -528,18 +585,19 @@ static int number(const char *text, double *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_WEIGHT, OPT_NO_BALANCE };
+	enum { OPT_JSON = 256, OPT_WEIGHT, OPT_NO_BALANCE, OPT_EVACUATE };
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, OPT_JSON},
 		{"dry-run", no_argument, NULL, 'n'},
 		{"weight", required_argument, NULL, OPT_WEIGHT},
 		{"force", no_argument, NULL, 'f'},
 		{"no-balance", no_argument, NULL, OPT_NO_BALANCE},
+		{"evacuate", no_argument, NULL, OPT_EVACUATE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
-	bool json = false, dry = false, force = false, no_balance = false;
+	bool json = false, dry = false, force = false, no_balance = false, evacuate = false;
 	char *weights[LSMFS_MAX_DISKS];
 	int nw = 0, c;
 	while ((c = getopt_long(argc, argv, "+nfhV", longopts, NULL)) != -1) {
@@ -555,6 +613,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NO_BALANCE:
 			no_balance = true;
+			break;
+		case OPT_EVACUATE:
+			evacuate = true;
 			break;
 		case OPT_WEIGHT:
 			if (nw == LSMFS_MAX_DISKS) {
@@ -586,6 +647,8 @@ int main(int argc, char **argv)
 			force = true;
 		} else if (!strcmp(argv[i], "--no-balance")) {
 			no_balance = true;
+		} else if (!strcmp(argv[i], "--evacuate")) {
+			evacuate = true;
 		} else if (!strcmp(argv[i], "--weight") && i + 1 < argc && nw < LSMFS_MAX_DISKS) {
 			weights[nw++] = argv[++i];
 		} else if (!strncmp(argv[i], "--weight=", 9) && nw < LSMFS_MAX_DISKS) {
@@ -613,7 +676,7 @@ int main(int argc, char **argv)
 	double add_weight = -1;
 	bool bad = !known || npos != want || (json && !is_status) ||
 		   (dry && !is_rebal && !is_remove) || (nw && !is_rebal && !is_add) ||
-		   ((force || no_balance) && !is_add) ||
+		   ((force || no_balance) && !is_add) || (evacuate && !is_remove) ||
 		   (is_add && (nw > 1 || (nw == 1 && number(weights[0], &add_weight))));
 	if (bad) {
 		if (!known)
@@ -638,7 +701,7 @@ int main(int argc, char **argv)
 	else if (is_add)
 		rc = cmd_add(&s, pos[2], force, add_weight, !no_balance);
 	else if (is_remove)
-		rc = cmd_remove(&s, pos[2], dry);
+		rc = cmd_remove(&s, pos[2], dry, evacuate);
 	else if ((rc = cmd_move(&s, pos[2], pos[3])) == EXIT_USAGE)
 		fprintf(stderr, PROG ": move takes a section number and a disk index\n");
 	session_close(&s);
