@@ -174,16 +174,22 @@ static void lost(void *arg, const struct move_lost *l, size_t n)
 	char **paths = calloc(n, sizeof(*paths));
 	for (size_t i = 0; inos && i < n; i++)
 		inos[i] = l[i].ino;
-	if (!inos || !paths || ipath_find(fs, inos, n, paths))
-		fs_logf(fs, "evacuating: out of memory naming the lost chunks' files (inodes given)");
-	char root[LSMFS_META_PATH_MAX + 64];
+	int rc = !inos || !paths ? -ENOMEM : ipath_find(fs, inos, n, paths);
+	if (rc)
+		fs_logf(fs, "evacuating: naming the files of the lost chunks: %s (their inodes are "
+			"given)", strerror(-rc));
+	char root[LSMFS_META_PATH_MAX + 64], kept[LSMFS_META_PATH_MAX + 64];
 	section_disk_dir(fs->ds->paths[r->from], root, sizeof(root));
+	section_evacuated_dir(fs->ds->paths[r->from], kept, sizeof(kept));
 	for (size_t i = 0; i < n; i++) {
 		char ino[32], file[LSMFS_META_PATH_MAX + 160], rel[96];
 		snprintf(ino, sizeof(ino), "inode %" PRIu64, l[i].ino);
 		const char *path = paths && paths[i] ? paths[i] : ino;
 		section_chunk_name(l[i].ino, l[i].chunk, r->section, rel, sizeof(rel));
-		snprintf(file, sizeof(file), "%s/%s", root, rel);
+		if (l[i].kept)
+			snprintf(file, sizeof(file), "%s/%s", kept, strchr(rel, '/') + 1);
+		else
+			snprintf(file, sizeof(file), "%s/%s", root, rel);
 		uint64_t off = l[i].chunk * fs->info.chunk_size;
 		/* The kernel's cache may still hold the bytes: reads must
 		 * fail now as they will after it lets go of them. */

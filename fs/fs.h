@@ -44,6 +44,7 @@
 #define LSMFS_LOCK_FILE "lock"           /* <disk>/.lsmfs/lock (flock) */
 #define LSMFS_META_DIR "meta"            /* default store: <disk0>/.lsmfs/meta */
 #define LSMFS_SECTIONS_DIR "sections"    /* <disk>/.lsmfs/sections/<s>/ */
+#define LSMFS_EVACUATED_DIR "evacuated"  /* <disk>/.lsmfs/evacuated/: kept by an evacuation */
 #define LSMFS_META_MARK "lsmfs-meta"     /* file in a --meta directory */
 
 /* One disk's superblock, decoded (SCHEMA.md, "Superblock"). */
@@ -264,6 +265,9 @@ void section_chunk_name(uint64_t ino, uint64_t chunk, uint32_t section, char *ou
 void section_dir_name(uint32_t section, char out[SECTION_NAME_MAX]);
 /* <disk>/.lsmfs/sections */
 void section_disk_dir(const char *disk, char *out, size_t cap);
+/* <disk>/.lsmfs/evacuated: what an evacuation of the disk kept there
+ * (SCHEMA.md "Evacuating"); no tool looks inside. */
+void section_evacuated_dir(const char *disk, char *out, size_t cap);
 /* 1 and the section when name is a section directory's name exactly as
  * section_dir_name writes it, below sections; else 0. */
 int section_dir_parse(const char *name, uint32_t sections, uint32_t *section);

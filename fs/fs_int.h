@@ -442,7 +442,8 @@ typedef void (*move_report_fn)(void *ctx, const struct move_progress *p);
  * durable length its record now has) read as EIO. */
 struct move_lost {
 	uint64_t ino, chunk, bytes;
-	int err; /* why it could not be read */
+	int err;   /* why it could not be read */
+	bool kept; /* its file is in the failing disk's .lsmfs/evacuated/ */
 };
 struct move_opts {
 	/* The source disk is failing (`lsmfs-disk remove --evacuate`): a

@@ -64,7 +64,7 @@ static int scan(struct fs *fs, const uint8_t *lo, size_t ll, const uint8_t *hi, 
 }
 
 /* Name directory dir (its parent from its inode record, its name from the
- * parent's entries) into *out. */
+ * parent's entries) into *out, which holds dir and no name. */
 static int name_dir(struct fs *fs, uint64_t dir, struct named *out)
 {
 	uint8_t k[KEY_MAX];
@@ -79,7 +79,6 @@ static int name_dir(struct fs *fs, uint64_t dir, struct named *out)
 	free(v);
 	if (rc)
 		return rc;
-	*out = (struct named){.ino = dir};
 	uint8_t lo[KEY_MAX], hi[KEY_MAX];
 	size_t ll = key_dirent_prefix(lo, r.parent), hl = key_dirent_prefix(hi, r.parent + 1);
 	return scan(fs, lo, ll, hi, hl, out, 1);
@@ -116,8 +115,11 @@ static char *build(struct fs *fs, const struct named *w, struct named **dirs, si
 				return NULL;
 			*dirs = g;
 			struct named *d = &g[(*ndirs)++];
-			if (name_dir(fs, up, d))
-				*d = (struct named){.ino = up};
+			*d = (struct named){.ino = up};
+			if (name_dir(fs, up, d)) {
+				free(d->name); /* a scan cut short: no name */
+				d->name = NULL;
+			}
 			cur = d;
 		}
 	}

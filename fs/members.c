@@ -475,6 +475,14 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 	if (ds->sb.meta_dir[0] == 0 && ds->sb.meta_disk == d)
 		return set_err(err, errlen, -EBUSY, "disk %u holds the metadata store (%s): it must "
 			       "be moved first, with the filesystem unmounted", d, ds->meta_dir);
+	for (uint32_t s = 0; s < fs->info.sections; s++)
+		held += section_disk_of(fs, s) == d;
+	if (held)
+		return set_err(err, errlen, -EBUSY, "disk %u still holds %u section%s: move them "
+			       "first (lsmfs-disk remove does)", d, held, held == 1 ? "" : "s");
+	/* Only now, for a disk that is leaving: a leftover of its own that
+	 * cannot be removed is put aside (move.c) and no longer holds the
+	 * detach up. */
 	struct section_move m;
 	int rc = section_move_get(fs->st, &m);
 	if (rc == 1 && (rc = move_recover(fs, d)) == 0)
@@ -482,11 +490,6 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 	if (rc)
 		return set_err(err, errlen, rc < 0 ? rc : -EBUSY, "a section move is still recorded "
 			       "(%s): see the daemon's log", rc < 0 ? strerror(-rc) : "its old copy");
-	for (uint32_t s = 0; s < fs->info.sections; s++)
-		held += section_disk_of(fs, s) == d;
-	if (held)
-		return set_err(err, errlen, -EBUSY, "disk %u still holds %u section%s: move them "
-			       "first (lsmfs-disk remove does)", d, held, held == 1 ? "" : "s");
 
 	/* 1. Every other member's superblock, without d: the commit. */
 	struct lsmfs_super old = ds->sb;

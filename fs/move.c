@@ -188,6 +188,20 @@ static int open_source(struct mover *mv, const char *name)
 	return openat(mv->fs->sections_fd[mv->m.from], rel, flags);
 }
 
+/* An error of the medium (or of the filesystem or server behind it), which
+ * an evacuation takes as the chunk lost; any other (no fds, no memory) is
+ * this process's, and fails the move as always. */
+static bool media_error(int err)
+{
+	switch (err) {
+	case EIO: case EUCLEAN: case EBADMSG: case ENODATA: case ESTALE: case ENOTCONN:
+	case EREMOTEIO: case ETIMEDOUT: case EHOSTDOWN: case EHOSTUNREACH:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /*
  * Evacuating: the source's copy of chunk file name cannot be read (err).
  * What the target has of it goes, and the chunk is listed as lost with
@@ -244,11 +258,18 @@ static int copy_chunk(struct mover *mv, const char *name, bool sync)
 			return rc;
 		}
 		lost_drop(mv, name);
+		/* Evacuating, a file whose record says it held bytes (a
+		 * damaged directory, or a list from the records) is lost,
+		 * and said so. */
+		uint64_t ino, chunk, durable = 0;
+		if (mv->evacuate && section_chunk_parse(name, &ino, &chunk) &&
+		    chunk_record_get(fs, ino, chunk, &durable) == 1 && durable)
+			return unreadable(mv, name, durable, ENOENT);
 		return 1;
 	}
 	if (in < 0) {
 		int rc = -errno;
-		if (mv->evacuate)
+		if (mv->evacuate && media_error(-rc))
 			return unreadable(mv, name, 0, -rc);
 		file_err(mv, mv->m.from, "opening", name, -rc);
 		return rc;
@@ -269,6 +290,7 @@ static int copy_chunk(struct mover *mv, const char *name, bool sync)
 	}
 	off_t pos = 0;
 	while (pos < st.st_size) {
+		reading = true;
 		off_t data = lseek(in, pos, SEEK_DATA);
 		if (data < 0 && errno == ENXIO)
 			break; /* a hole to the end */
@@ -304,7 +326,7 @@ static int copy_chunk(struct mover *mv, const char *name, bool sync)
 src_fail:
 	if (!reading)
 		goto dst_fail;
-	if (mv->evacuate) {
+	if (mv->evacuate && media_error(-rc)) {
 		if (out >= 0)
 			close(out);
 		close(in);
@@ -327,6 +349,62 @@ out:
 		close(out);
 	close(in);
 	return rc;
+}
+
+/* <disk d>/.lsmfs/evacuated, made if it is not there: an fd, or -errno. */
+static int evacuated_open(struct fs *fs, uint32_t d)
+{
+	char path[LSMFS_META_PATH_MAX + 64];
+	section_evacuated_dir(fs->ds->paths[d], path, sizeof(path));
+	if (mkdir(path, 0700) != 0 && errno != EEXIST)
+		return -errno;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Evacuating, after the switch: the files of the chunks that could not be
+ * read go to the failing disk's .lsmfs/evacuated/ (one rename each), kept
+ * for whoever tries to recover them and out of fsck's way; a file that
+ * cannot be moved is removed with the old copy. */
+static void keep_lost(struct mover *mv)
+{
+	int fd = evacuated_open(mv->fs, mv->m.from);
+	char dir[SECTION_NAME_MAX];
+	section_dir_name(mv->m.section, dir);
+	for (size_t i = 0; fd >= 0 && i < mv->nlost; i++) {
+		char rel[96];
+		section_chunk_name(mv->lost[i].ino, mv->lost[i].chunk, mv->m.section, rel, sizeof(rel));
+		mv->lost[i].kept = renameat(mv->fs->sections_fd[mv->m.from], rel, fd,
+					    strchr(rel, '/') + 1) == 0;
+	}
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+}
+
+/* Evacuating: the old copy of section s on the failing disk d could not
+ * be removed (err): the directory goes to .lsmfs/evacuated/<s> (one
+ * rename), out of fsck's way; if even that fails, it stays, logged. */
+static void put_aside(struct fs *fs, uint32_t d, uint32_t s, int err)
+{
+	char name[SECTION_NAME_MAX];
+	section_dir_name(s, name);
+	int fd = evacuated_open(fs, d);
+	int rc = fd < 0 ? fd : renameat(fs->sections_fd[d], name, fd, name) ? -errno : 0;
+	if (!rc) {
+		(void)fsync(fd);
+		(void)fsync(fs->sections_fd[d]);
+		fs_logf(fs, "disk %u (leaving): the old copy of section %u could not be removed (%s); "
+			"it is in %s/%s/%s/%s", d, s, strerror(-err), fs->ds->paths[d], LSMFS_DIR,
+			LSMFS_EVACUATED_DIR, name);
+	} else {
+		fs_logf(fs, "disk %u (leaving): the old copy of section %u could not be removed (%s) "
+			"nor put aside (%s): fsck.lsmfs reports its files while the disk is a member",
+			d, s, strerror(-err), strerror(-rc));
+	}
+	if (fd >= 0)
+		close(fd);
 }
 
 /* The next entry of dir; NULL at the end, or on an error, into *rc (a
@@ -581,9 +659,10 @@ static int open_section_dir(struct fs *fs, uint32_t d, uint32_t s, bool create)
  * length (at least the bytes it held) so that they read as EIO.  A lost
  * chunk without record held nothing acknowledged (a crash's leftover) and
  * leaves the list. */
-static int switch_map(struct mover *mv)
+static int switch_map(struct mover *mv, bool *tried)
 {
 	struct fs *fs = mv->fs;
+	*tried = false;
 	struct store_batch *b = store_batch_new();
 	if (!b)
 		return -ENOMEM;
@@ -606,8 +685,10 @@ static int switch_map(struct mover *mv)
 		rc = store_batch_put(b, k, key_chunk(k, l->ino, l->chunk), v, CHUNK_VAL_LEN);
 		i++;
 	}
-	if (!rc)
+	if (!rc) {
+		*tried = true;
 		rc = store_write(fs->st, b, STORE_WRITE_SYNC);
+	}
 	store_batch_free(b);
 	return rc;
 }
@@ -684,7 +765,7 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move
 	tracking = true;
 	if ((mv.src_dir = open_section_dir(fs, from, section, false)) == -ENOENT)
 		mv.src_dir = open_section_dir(fs, from, section, true);
-	if (mv.src_dir < 0 && !mv.evacuate) {
+	if (mv.src_dir < 0 && !(mv.evacuate && media_error(-mv.src_dir))) {
 		rc = mv.src_dir;
 		set_err(&mv, "disk %u: opening section %u: %s", from, section, strerror(-rc));
 		goto rollback;
@@ -696,7 +777,7 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move
 		goto rollback;
 	}
 	rc = mv.src_dir >= 0 ? list_source(&mv, &l) : mv.src_dir;
-	if (rc && mv.evacuate && rc != -ENOMEM) {
+	if (rc && mv.evacuate && media_error(-rc)) {
 		char dir[LSMFS_META_PATH_MAX + 128];
 		dir_path(fs, from, section, dir, sizeof(dir));
 		fs_logf(fs, "disk %u: listing %s: %s (evacuating: each chunk record of the section "
@@ -763,7 +844,13 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move
 			strerror(-rc));
 		goto rollback;
 	}
-	if ((rc = switch_map(&mv))) {
+	bool tried;
+	if ((rc = switch_map(&mv, &tried)) && !tried) {
+		set_err(&mv, "%s: switching section %u to disk %u: %s", fs->ds->meta_dir, section, to,
+			strerror(-rc));
+		goto rollback;
+	}
+	if (rc) {
 		/* The write may still have reached the commit log (a failed
 		 * sync is no proof it did not): which disk holds the section
 		 * is known only when the store is read again.  Both copies
@@ -784,18 +871,19 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move
 	tracking = false;
 	section_thaw(fs);
 	frozen = mv.frozen = false;
+	if (mv.nlost)
+		keep_lost(&mv);
 	if (mv.nlost && o->lost)
 		o->lost(o->ctx, mv.lost, mv.nlost);
 	/* The old copy: nobody reads it any more (every fd on it is stale).
-	 * A failing disk's may stay: the disk is on its way out. */
+	 * A failing disk's that cannot be removed is put aside. */
 	int w = wipe_copy(fs, from, section);
 	if (w && !mv.evacuate) {
 		fs_logf(fs, "section %u moved to disk %u; removing its old copy on disk %u: %s (the "
 			"next mount tries again)", section, to, from, strerror(-w));
 	} else {
 		if (w)
-			fs_logf(fs, "section %u moved to disk %u; its old copy on disk %u stays "
-				"(evacuating: %s)", section, to, from, strerror(-w));
+			put_aside(fs, from, section, w);
 		if ((w = clear_intent(fs)))
 			fs_logf(fs, "section %u moved to disk %u; clearing the record of the move: %s",
 				section, to, strerror(-w));
@@ -852,9 +940,7 @@ int move_recover(struct fs *fs, uint32_t leaving)
 	uint32_t stale = done ? m.from : m.to;
 	rc = wipe_copy(fs, stale, m.section);
 	if (rc && stale == leaving) {
-		fs_logf(fs, "a move of section %u from disk %u to disk %u was under way; its %s copy "
-			"on disk %u stays (that disk is leaving: %s)", m.section, m.from, m.to,
-			done ? "old" : "partial", stale, strerror(-rc));
+		put_aside(fs, stale, m.section, rc);
 		rc = 0;
 	}
 	if (!rc)

@@ -39,6 +39,11 @@ void section_disk_dir(const char *disk, char *out, size_t cap)
 	snprintf(out, cap, "%s/%s/%s", disk, LSMFS_DIR, LSMFS_SECTIONS_DIR);
 }
 
+void section_evacuated_dir(const char *disk, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s/%s", disk, LSMFS_DIR, LSMFS_EVACUATED_DIR);
+}
+
 /* A decimal number written as section_dir_name / section_chunk_name write
  * it: digits only, no leading zero (but "0"), no sign, no overflow. */
 static const char *parse_decimal(const char *s, uint64_t max, uint64_t *v)

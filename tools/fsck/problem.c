@@ -101,11 +101,12 @@ static const struct problem table[] = {
 	 "map it to the one disk holding its directory (mkfs's s mod disks when none or several)"},
 	{PR_DISK_RECORD, "disk %d (%D): the store's disk record %s (its UUID is %U); rewrite it",
 	 PR_SEV_MINOR, true, "write the disk record from the superblocks and the path given now"},
-	/* Only a chunk whose record says fsync made bytes durable: without a
-	 * length a missing file is a hole the schema allows. */
+	/* Only a chunk whose record has a length (bytes fsync made durable,
+	 * or an evacuation could not read): without one a missing file is a
+	 * hole the schema allows. */
 	{PR_CHUNK_MISSING,
-	 "inode %i (%p) chunk %c: %f is missing: %n bytes fsync made durable are lost (reads "
-	 "fail with EIO)", PR_SEV_ERROR, false,
+	 "inode %i (%p) chunk %c: %f is missing: the %n bytes its record holds durable are lost "
+	 "(reads fail with EIO)", PR_SEV_ERROR, false,
 	 "remove the chunk record (the lost bytes read as a hole)"},
 	{PR_CHUNK_TOO_LONG, "%f: %n bytes, longer than a chunk (%N)", PR_SEV_MINOR, true,
 	 "cut the file to the chunk size (bytes past it are never read)"},
