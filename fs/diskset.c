@@ -215,11 +215,12 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 		return rc;
 	}
 	int rc = 0;
+	bool shared = flags & DISKSET_LOCK_SHARED;
 	/* A daemon that is closing (its mount already gone, the store still
 	 * flushing) says so in the lock file: wait for it, within bounds,
 	 * so that "umount; mount" works as it does for other filesystems. */
-	for (int waited_ms = 0;; waited_ms += 20) {
-		rc = flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : -errno;
+	for (int waited_ms = 0, empty_ms = 0;; waited_ms += 20) {
+		rc = flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0 ? 0 : -errno;
 		if (rc != -EWOULDBLOCK || !(flags & DISKSET_LOCK_WAIT) ||
 		    waited_ms >= DISKSET_LOCK_WAIT_MS)
 			break;
@@ -227,8 +228,10 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 		ssize_t n = pread(fd, state, sizeof(state) - 1, 0);
 		state[n > 0 ? n : 0] = 0;
 		/* Empty: its holder is between clearing the pid and letting go
-		 * (diskset_close), or between locking and writing it. */
-		if (state[0] && !strstr(state, "\n" DISKSET_CLOSING "\n"))
+		 * (diskset_close), or between locking and writing it; for
+		 * longer, read-only mounts hold it (they write nothing). */
+		empty_ms = state[0] ? 0 : empty_ms + 20;
+		if ((state[0] && !strstr(state, "\n" DISKSET_CLOSING "\n")) || empty_ms > 2000)
 			break;
 		struct timespec ts = {0, 20 * 1000 * 1000};
 		nanosleep(&ts, NULL);
@@ -239,14 +242,23 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 			ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
 			pid[n > 0 ? n : 0] = 0;
 			pid[strcspn(pid, "\n")] = 0;
-			set_err(err, errlen, "%s: in use by process %s (lock %s)",
-				disk, *pid ? pid : "(unknown)", path);
+			if (*pid)
+				set_err(err, errlen, "%s: in use by process %s (lock %s)", disk, pid,
+					path);
+			else
+				set_err(err, errlen, "%s: in use (mounted read-only, or a tool is "
+					"reading it; lock %s)", disk, path);
 			rc = -EBUSY;
 		} else {
 			set_err(err, errlen, "%s: flock: %s", path, strerror(-rc));
 		}
 		close(fd);
 		return rc;
+	}
+	if (shared) { /* the file is the exclusive holder's to write */
+		ds->shared = true;
+		ds->lock_fds[i] = fd;
+		return 0;
 	}
 	char pid[32];
 	int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
@@ -550,7 +562,7 @@ void diskset_mark(struct lsmfs_diskset *ds, const char *state)
 	char line[64];
 	int len = snprintf(line, sizeof(line), "%ld\n%s%s", (long)getpid(), state ? state : "",
 			   state ? "\n" : "");
-	for (uint32_t i = 0; i < ds->ndisks; i++) {
+	for (uint32_t i = 0; i < ds->ndisks && !ds->shared; i++) {
 		if (ds->lock_fds[i] < 0)
 			continue;
 		/* only a courtesy to whoever reads it: a failure changes nothing */
@@ -569,7 +581,7 @@ void diskset_close(struct lsmfs_diskset *ds)
 			/* Still under our lock: clear the pid so the file never
 			 * names a process that has let go.  A failure only
 			 * leaves a stale pid, which the next locker replaces. */
-			if (ftruncate(ds->lock_fds[i], 0) != 0)
+			if (!ds->shared && ftruncate(ds->lock_fds[i], 0) != 0)
 				errno = 0;
 			close(ds->lock_fds[i]);
 		}

@@ -127,6 +127,9 @@ struct lsmfs_diskset {
 	 * crash came between the writes of a change to the disk set);
 	 * diskset_write_supers brings it up to date. */
 	uint64_t stale;
+	/* DISKSET_LOCK_SHARED: the locks are shared (a read-only mount):
+	 * nothing is written into the lock files. */
+	bool shared;
 };
 /* Disk d is a member and present: a non-empty slot below ndisks.  Safe
  * against a daemon adding or removing a disk meanwhile (the path is
@@ -154,6 +157,11 @@ bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d);
 /* fsck: accept two disks carrying the same superblock when exactly one disk
  * index is claimed by none and no superblock is damaged; see clash. */
 #define DISKSET_CLASH 8u
+/* With DISKSET_LOCK: shared locks (a read-only mount).  Any number of
+ * readers hold the disks together; a writer (a read-write mount, fsck
+ * repairing, lsmfs-disk offline), whose exclusive lock they keep out, is
+ * refused: a reader's map of the sections must not change under it. */
+#define DISKSET_LOCK_SHARED 16u
 
 /*
  * Open the disks named in spec ("DISK[:DISK...]", any order).  Refuses,

@@ -394,8 +394,11 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 	struct logger lg = {0};
 	char err[1024] = "";
 	struct lsmfs_diskset *ds = NULL;
-	int rc = diskset_open(c->disks, c->read_only ? 0 : DISKSET_LOCK | DISKSET_LOCK_WAIT, &ds, err,
-			      sizeof(err));
+	/* Read-only: shared locks, so that nothing changes the disks under
+	 * it (lsmfs-disk offline, fsck repairing, a read-write mount). */
+	int rc = diskset_open(c->disks,
+			      DISKSET_LOCK | DISKSET_LOCK_WAIT | (c->read_only ? DISKSET_LOCK_SHARED : 0),
+			      &ds, err, sizeof(err));
 	if (rc)
 		return fail(fd, "%s", err);
 	struct fs_options fo = {

@@ -14,7 +14,8 @@
 #     points of rebalances: after the next mount (or lsmfs-disk run), every
 #     checksum equal and fsck clean; fsck -n before that recovery is clean
 #     too, and says a move is under way;
-#   - refusals: a non-root caller online, bad usage (16).
+#   - refusals: a non-root caller online, bad usage (16), an offline move
+#     (and fsck -y) while the disks are mounted read-only.
 NAME=test_disk
 # shellcheck source=tests/disk/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -104,6 +105,19 @@ if id nobody >/dev/null 2>&1; then
 	grep -q "only root" <<<"$out" || fail "non-root online: no reason given: $out"
 fi
 umount_wait "$DISKS"
+
+# ---- a read-only mount keeps writers off the disks ----
+# Its map of the sections must not change under it: an offline move would
+# leave it reading holes where the files are.
+"$LSMFS" "$DISKS" "$M" -o ro || fail "read-only mount"
+out=$("$DISK" "$DISKS" move 0 1 2>&1); rc=$?
+[[ $rc == 8 ]] && grep -q "in use" <<<"$out" || fail "offline move under a read-only mount: exit $rc: $out"
+t0=$(date +%s)
+out=$("$FSCK" -y "$DISKS" 2>&1); rc=$?
+[[ $rc == 8 ]] && grep -q "in use" <<<"$out" || fail "fsck -y under a read-only mount: exit $rc: $out"
+(($(date +%s) - t0 < 10)) || fail "fsck -y under a read-only mount waited $(($(date +%s) - t0)) s to be refused"
+check_sums "read-only mount"
+umount_wait "$DISKS" || fail "unmount of the read-only mount"
 
 # ---- SIGKILL at random points ----
 # kill_daemon: a rebalance running online; the daemon dies at a random
