@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Bytes allocated to the chunk files of every section (by the map's disk),
@@ -382,8 +383,13 @@ static void *acceptor(void *arg)
 		if (pf[1].revents)
 			break;
 		int fd = accept4(fs->ctl.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			/* Out of fds or memory: the connection stays queued
+			 * (poll says ready again at once); wait, never spin. */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
 			continue;
+		}
 		struct conn *c = malloc(sizeof(*c));
 		pthread_t t;
 		pthread_attr_t attr;
@@ -435,17 +441,19 @@ int control_start(struct fs *fs)
 	 * nobody's now. */
 	(void)unlink(sa.sun_path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	mode_t old = umask(0177);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 8) != 0) {
+	/* 0600 after bind (no process-wide umask change: other threads make
+	 * files meanwhile).  Until then it has the umask's mode, which lets
+	 * no other user connect under any usual umask; and every request is
+	 * checked with SO_PEERCRED anyway. */
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    chmod(sa.sun_path, 0600) != 0 || listen(fd, 8) != 0) {
 		rc = -errno;
-		umask(old);
 		if (fd >= 0)
 			close(fd);
 		if (dfd >= 0)
 			close(dfd);
 		return rc;
 	}
-	umask(old);
 	if (dfd >= 0)
 		close(dfd);
 	if (pipe2(fs->ctl.stop_pipe, O_CLOEXEC) != 0) {
