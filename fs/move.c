@@ -37,6 +37,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/falloc.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -175,6 +179,39 @@ static int copy_range(struct mover *mv, int in, int out, off_t from, off_t to, b
 	return 0;
 }
 
+/*
+ * The space fallocate reserved in in (unwritten extents, which SEEK_DATA
+ * skips as holes) reserved alike in out, so that a write a preallocation
+ * promised room for finds it after the move too.  Where the source cannot
+ * say (no FIEMAP: tmpfs, FUSE) nothing is done; only space is at stake,
+ * never bytes.  0, or out's fallocate error.
+ */
+static int keep_unwritten(int in, int out)
+{
+	enum { EXTENTS = 32 };
+	uint64_t buf[(sizeof(struct fiemap) + EXTENTS * sizeof(struct fiemap_extent)) / 8 + 1];
+	struct fiemap *fm = (struct fiemap *)buf;
+	uint64_t start = 0;
+	for (;;) {
+		memset(buf, 0, sizeof(buf));
+		fm->fm_start = start;
+		fm->fm_length = FIEMAP_MAX_OFFSET - start;
+		fm->fm_extent_count = EXTENTS;
+		if (ioctl(in, FS_IOC_FIEMAP, fm) != 0 || !fm->fm_mapped_extents)
+			return 0;
+		for (uint32_t i = 0; i < fm->fm_mapped_extents; i++) {
+			const struct fiemap_extent *e = &fm->fm_extents[i];
+			if ((e->fe_flags & FIEMAP_EXTENT_UNWRITTEN) &&
+			    fallocate(out, FALLOC_FL_KEEP_SIZE, (off_t)e->fe_logical,
+				      (off_t)e->fe_length) != 0)
+				return -errno;
+			start = e->fe_logical + e->fe_length;
+			if (e->fe_flags & FIEMAP_EXTENT_LAST)
+				return 0;
+		}
+	}
+}
+
 /* Open the source's copy of chunk file name: through the section's
  * directory, or, when that could not be opened (evacuating), by path. */
 static int open_source(struct mover *mv, const char *name)
@@ -241,7 +278,7 @@ static int unreadable(struct mover *mv, const char *name, uint64_t size, int err
 }
 
 /*
- * Copy chunk file name from the source directory to the target, holes kept,
+ * Copy chunk file name from the source directory to the target, holes and preallocated space kept,
  * durably with sync (else its writeback is started, and sync_copies makes
  * it durable).  1 when the source is gone (the target's copy is removed too),
  * 0 when copied (or, evacuating, found unreadable), or a negative errno (the
@@ -310,8 +347,9 @@ static int copy_chunk(struct mover *mv, const char *name, bool sync)
 		}
 		pos = hole;
 	}
-	if (ftruncate(out, st.st_size) != 0 || (sync && fdatasync(out) != 0)) {
-		rc = -errno;
+	if (ftruncate(out, st.st_size) != 0 || (rc = keep_unwritten(in, out)) ||
+	    (sync && fdatasync(out) != 0)) {
+		rc = rc ? rc : -errno;
 		goto dst_fail;
 	}
 	if (sync)

@@ -36,8 +36,13 @@ printf 'middle' | dd of="$M/sparse" bs=1 seek=2500000 conv=notrunc status=none
 head -c 200000 /dev/urandom > "$M/linked"
 ln "$M/linked" "$M/a/linked.too"
 head -c 8000000 /dev/urandom > "$M/static" # for the reader
+fallocate -l 2000000 "$M/prealloc" # space reserved, nothing written
+PINO=$(stat -c %i "$M/prealloc")
 sums > "$T/sums"
 umount_wait "$DISKS" || { echo "unmount failed" >&2; exit 1; }
+# 512-byte blocks allocated to the preallocated file's chunk files.
+prealloc_blocks() { find "$D0" "$D1" -name "$PINO.*" -printf '%b\n' | awk '{s += $1} END {print s + 0}'; }
+pblocks=$(prealloc_blocks)
 
 # ---- usage ----
 "$DISK" >/dev/null 2>&1; [[ $? == 16 ]] || fail "no arguments: want exit 16"
@@ -63,6 +68,9 @@ total=$((h0 + h1))
 ((h1 * 4 >= total * 3 - 4 * 1500000 && h1 * 4 <= total * 3 + 4 * 1500000)) ||
 	fail "offline rebalance: disk 1 holds $h1 of $total bytes, not about 3/4"
 fsck_clean "$DISKS" "offline rebalance"
+# What fallocate reserved stays reserved where its sections went.
+[[ $(prealloc_blocks) -ge $pblocks ]] ||
+	fail "offline rebalance: the preallocated file holds $(prealloc_blocks) blocks, had $pblocks"
 out=$("$DISK" "$DISKS" rebalance --weight 0=1 --weight 1=3 2>&1)
 grep -q "nothing to move" <<<"$out" || fail "second rebalance still moves: $out"
 "$LSMFS" "$DISKS" "$M" || fail "mount after the offline rebalance"
