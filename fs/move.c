@@ -400,20 +400,31 @@ static int evacuated_open(struct fs *fs, uint32_t d)
 	return fd < 0 ? -errno : fd;
 }
 
-/* Evacuating, after the switch: the files of the chunks that could not be
- * read go to the failing disk's .lsmfs/evacuated/ (one rename each), kept
- * for whoever tries to recover them and out of fsck's way; a file that
- * cannot be moved is removed with the old copy. */
+/* Evacuating, before the switch: each file of a chunk that could not be
+ * read gets a second name, synced, in the failing disk's
+ * .lsmfs/evacuated/ (a hard link: the section keeps its own until its old
+ * copy goes, whenever that is, crash or not), kept for whoever tries to
+ * recover it and out of fsck's way.  A file that cannot be linked goes
+ * with the old copy. */
 static void keep_lost(struct mover *mv)
 {
-	int fd = evacuated_open(mv->fs, mv->m.from);
-	char dir[SECTION_NAME_MAX];
-	section_dir_name(mv->m.section, dir);
+	bool any = false;
+	for (size_t i = 0; i < mv->nlost && !any; i++)
+		any = !mv->lost[i].kept;
+	int fd = any ? evacuated_open(mv->fs, mv->m.from) : -1;
 	for (size_t i = 0; fd >= 0 && i < mv->nlost; i++) {
+		if (mv->lost[i].kept)
+			continue;
 		char rel[96];
 		section_chunk_name(mv->lost[i].ino, mv->lost[i].chunk, mv->m.section, rel, sizeof(rel));
-		mv->lost[i].kept = renameat(mv->fs->sections_fd[mv->m.from], rel, fd,
-					    strchr(rel, '/') + 1) == 0;
+		const char *base = strchr(rel, '/') + 1;
+		int from = mv->fs->sections_fd[mv->m.from];
+		if (linkat(from, rel, fd, base, 0) != 0 && errno == EEXIST)
+			(void)(unlinkat(fd, base, 0) == 0 && linkat(from, rel, fd, base, 0) == 0);
+		struct stat a, b;
+		mv->lost[i].kept = fstatat(from, rel, &a, AT_SYMLINK_NOFOLLOW) == 0 &&
+				   fstatat(fd, base, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+				   a.st_ino == b.st_ino && a.st_dev == b.st_dev;
 	}
 	if (fd >= 0) {
 		(void)fsync(fd);
@@ -858,12 +869,14 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move
 		if (copied <= FREEZE_BELOW && !busy)
 			break;
 	}
+	keep_lost(&mv); /* metadata on a failing disk: before the freeze */
 	section_freeze(fs, section);
 	frozen = mv.frozen = true;
 	bool busy;
 	size_t copied;
 	if ((rc = catch_up(&mv, &busy, &copied)))
 		goto rollback;
+	keep_lost(&mv); /* any found lost only now (rare) */
 	/* What may have changed while it copied: an unmount, a remount
 	 * read-only, a disk replaced under its path. */
 	if (__atomic_load_n(&fs->move_cancel, __ATOMIC_ACQUIRE) || !fs_writable(fs) ||
@@ -909,8 +922,6 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move
 	tracking = false;
 	section_thaw(fs);
 	frozen = mv.frozen = false;
-	if (mv.nlost)
-		keep_lost(&mv);
 	if (mv.nlost && o->lost)
 		o->lost(o->ctx, mv.lost, mv.nlost);
 	/* The old copy: nobody reads it any more (every fd on it is stale).
