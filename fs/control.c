@@ -188,7 +188,7 @@ static void lost(void *arg, const struct move_lost *l, size_t n)
 		const char *path = paths && paths[i] ? paths[i] : ino;
 		section_chunk_name(l[i].ino, l[i].chunk, r->section, rel, sizeof(rel));
 		if (l[i].kept)
-			snprintf(file, sizeof(file), "%s/%s", kept, strchr(rel, '/') + 1);
+			snprintf(file, sizeof(file), "%s/%s", kept, l[i].name);
 		else
 			snprintf(file, sizeof(file), "%s/%s", root, rel);
 		uint64_t off = l[i].chunk * fs->info.chunk_size;

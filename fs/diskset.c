@@ -208,18 +208,26 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 {
 	char path[PATH_MAX + 64];
 	snprintf(path, sizeof(path), "%s/" LSMFS_DIR "/" LSMFS_LOCK_FILE, disk);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	bool shared = flags & DISKSET_LOCK_SHARED;
+	/* A reader writes nothing: a disk it cannot write (a read-only or
+	 * failing backing filesystem, no lock file) is read unlocked, as
+	 * it was before readers locked at all; no writer can lock it
+	 * either. */
+	int fd = shared ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (!shared || (fd < 0 && errno == ENOENT)) /* never mounted read-write yet */
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 && shared && (errno == EROFS || errno == EACCES))
+		return 0;
 	if (fd < 0) {
 		int rc = -errno;
 		set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
 	int rc = 0;
-	bool shared = flags & DISKSET_LOCK_SHARED;
 	/* A daemon that is closing (its mount already gone, the store still
 	 * flushing) says so in the lock file: wait for it, within bounds,
 	 * so that "umount; mount" works as it does for other filesystems. */
-	for (int waited_ms = 0, empty_ms = 0;; waited_ms += 20) {
+	for (int waited_ms = 0;; waited_ms += 20) {
 		rc = flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0 ? 0 : -errno;
 		if (rc != -EWOULDBLOCK || !(flags & DISKSET_LOCK_WAIT) ||
 		    waited_ms >= DISKSET_LOCK_WAIT_MS)
@@ -228,10 +236,16 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 		ssize_t n = pread(fd, state, sizeof(state) - 1, 0);
 		state[n > 0 ? n : 0] = 0;
 		/* Empty: its holder is between clearing the pid and letting go
-		 * (diskset_close), or between locking and writing it; for
-		 * longer, read-only mounts hold it (they write nothing). */
-		empty_ms = state[0] ? 0 : empty_ms + 20;
-		if ((state[0] && !strstr(state, "\n" DISKSET_CLOSING "\n")) || empty_ms > 2000)
+		 * (diskset_close), or between locking and writing it; or it
+		 * is held by read-only mounts, which write nothing: a shared
+		 * lock we can take says so (no writer is letting go), and
+		 * waiting would not help. */
+		if (!state[0] && !shared && flock(fd, LOCK_SH | LOCK_NB) == 0) {
+			(void)flock(fd, LOCK_UN); /* the holder may have just let go: */
+			rc = flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : -errno;
+			break;
+		}
+		if (state[0] && !strstr(state, "\n" DISKSET_CLOSING "\n"))
 			break;
 		struct timespec ts = {0, 20 * 1000 * 1000};
 		nanosleep(&ts, NULL);
@@ -242,12 +256,15 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 			ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
 			pid[n > 0 ? n : 0] = 0;
 			pid[strcspn(pid, "\n")] = 0;
-			if (*pid)
+			/* Only readers hold it when a shared lock is ours to
+			 * take: the pid is one a killed writer left. */
+			bool readers = !shared && flock(fd, LOCK_SH | LOCK_NB) == 0;
+			if (*pid && !readers)
 				set_err(err, errlen, "%s: in use by process %s (lock %s)", disk, pid,
 					path);
 			else
-				set_err(err, errlen, "%s: in use (mounted read-only, or a tool is "
-					"reading it; lock %s)", disk, path);
+				set_err(err, errlen, "%s: in use (mounted read-only; lock %s)", disk,
+					path);
 			rc = -EBUSY;
 		} else {
 			set_err(err, errlen, "%s: flock: %s", path, strerror(-rc));

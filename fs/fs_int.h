@@ -444,6 +444,7 @@ struct move_lost {
 	uint64_t ino, chunk, bytes;
 	int err;   /* why it could not be read */
 	bool kept; /* its file is in the failing disk's .lsmfs/evacuated/ */
+	char name[48]; /* ... under this name */
 };
 struct move_opts {
 	/* The source disk is failing (`lsmfs-disk remove --evacuate`): a

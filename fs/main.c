@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
@@ -316,6 +317,13 @@ static long lock_holder(const char *spec, char *state, size_t cap)
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return 0;
+	/* A lock nobody holds exclusively (a shared lock we can take): no
+	 * read-write daemon, whatever pid a killed one left in the file. */
+	if (flock(fileno(f), LOCK_SH | LOCK_NB) == 0) {
+		(void)flock(fileno(f), LOCK_UN);
+		fclose(f);
+		return 0;
+	}
 	long pid = 0;
 	char line[64] = "";
 	if (fscanf(f, "%ld\n", &pid) != 1)
@@ -356,7 +364,9 @@ static int remount(const struct cmdline *c)
 	char state[64];
 	long pid = lock_holder(c->disks, state, sizeof(state));
 	if (pid <= 0) {
-		fprintf(stderr, "lsmfs: %s: no daemon holds the disks %s\n", mnt, c->disks);
+		fprintf(stderr, "lsmfs: %s: no read-write daemon holds the disks %s (one mounted "
+			"read-only from the start stays so: unmount it and mount it again)\n", mnt,
+			c->disks);
 		return 1;
 	}
 	if (mount(NULL, mnt, NULL, flags, NULL) != 0) {

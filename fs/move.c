@@ -76,13 +76,17 @@ static struct move_lost *lost_find(struct mover *mv, uint64_t ino, uint64_t chun
 	return NULL;
 }
 
+static void unkeep(struct mover *mv, struct move_lost *l);
+
 /* A chunk read again (or gone) is no longer lost. */
 static void lost_drop(struct mover *mv, const char *name)
 {
 	uint64_t ino, chunk;
 	struct move_lost *l;
-	if (mv->nlost && section_chunk_parse(name, &ino, &chunk) && (l = lost_find(mv, ino, chunk)))
+	if (mv->nlost && section_chunk_parse(name, &ino, &chunk) && (l = lost_find(mv, ino, chunk))) {
+		unkeep(mv, l);
 		*l = mv->lost[--mv->nlost];
+	}
 }
 
 static uint64_t now_ns(void)
@@ -204,10 +208,11 @@ static int keep_unwritten(int in, int out)
 			if ((e->fe_flags & FIEMAP_EXTENT_UNWRITTEN) &&
 			    fallocate(out, FALLOC_FL_KEEP_SIZE, (off_t)e->fe_logical,
 				      (off_t)e->fe_length) != 0)
-				return -errno;
-			start = e->fe_logical + e->fe_length;
-			if (e->fe_flags & FIEMAP_EXTENT_LAST)
+				return errno == EOPNOTSUPP ? 0 : -errno; /* a target without it */
+			uint64_t next = e->fe_logical + e->fe_length;
+			if ((e->fe_flags & FIEMAP_EXTENT_LAST) || next <= start)
 				return 0;
+			start = next;
 		}
 	}
 }
@@ -394,42 +399,85 @@ static int evacuated_open(struct fs *fs, uint32_t d)
 {
 	char path[LSMFS_META_PATH_MAX + 64];
 	section_evacuated_dir(fs->ds->paths[d], path, sizeof(path));
-	if (mkdir(path, 0700) != 0 && errno != EEXIST)
+	if (mkdir(path, 0700) == 0) {
+		char top[LSMFS_META_PATH_MAX + 64];
+		snprintf(top, sizeof(top), "%s/%s", fs->ds->paths[d], LSMFS_DIR);
+		int rc = lsmfs_fsync_dir(top);
+		if (rc)
+			return rc;
+	} else if (errno != EEXIST) {
 		return -errno;
+	}
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+/* Whether name in directory fd and rel under the sections directory of
+ * disk d are the same file. */
+static bool same_file(int fd, const char *name, struct fs *fs, uint32_t d, const char *rel)
+{
+	struct stat a, b;
+	return fstatat(fd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       fstatat(fs->sections_fd[d], rel, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       a.st_ino == b.st_ino && a.st_dev == b.st_dev;
 }
 
 /* Evacuating, before the switch: each file of a chunk that could not be
  * read gets a second name, synced, in the failing disk's
  * .lsmfs/evacuated/ (a hard link: the section keeps its own until its old
  * copy goes, whenever that is, crash or not), kept for whoever tries to
- * recover it and out of fsck's way.  A file that cannot be linked goes
- * with the old copy. */
+ * recover it and out of fsck's way: <ino>.<chunk>, or <ino>.<chunk>.<n>
+ * when an earlier evacuation kept another file under that name.  A file
+ * that cannot be linked goes with the old copy. */
 static void keep_lost(struct mover *mv)
 {
 	bool any = false;
 	for (size_t i = 0; i < mv->nlost && !any; i++)
 		any = !mv->lost[i].kept;
 	int fd = any ? evacuated_open(mv->fs, mv->m.from) : -1;
+	bool made = false;
 	for (size_t i = 0; fd >= 0 && i < mv->nlost; i++) {
-		if (mv->lost[i].kept)
+		struct move_lost *l = &mv->lost[i];
+		if (l->kept)
 			continue;
 		char rel[96];
-		section_chunk_name(mv->lost[i].ino, mv->lost[i].chunk, mv->m.section, rel, sizeof(rel));
-		const char *base = strchr(rel, '/') + 1;
-		int from = mv->fs->sections_fd[mv->m.from];
-		if (linkat(from, rel, fd, base, 0) != 0 && errno == EEXIST)
-			(void)(unlinkat(fd, base, 0) == 0 && linkat(from, rel, fd, base, 0) == 0);
-		struct stat a, b;
-		mv->lost[i].kept = fstatat(from, rel, &a, AT_SYMLINK_NOFOLLOW) == 0 &&
-				   fstatat(fd, base, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-				   a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+		section_chunk_name(l->ino, l->chunk, mv->m.section, rel, sizeof(rel));
+		for (int n = 0; n < 10 && !l->kept; n++) {
+			if (n)
+				snprintf(l->name, sizeof(l->name), "%s.%d", strchr(rel, '/') + 1, n);
+			else
+				snprintf(l->name, sizeof(l->name), "%s", strchr(rel, '/') + 1);
+			if (linkat(mv->fs->sections_fd[mv->m.from], rel, fd, l->name, 0) == 0)
+				l->kept = made = true;
+			else if (errno != EEXIST)
+				break;
+			else /* ours already (an earlier round), or another's: kept */
+				l->kept = same_file(fd, l->name, mv->fs, mv->m.from, rel);
+		}
 	}
-	if (fd >= 0) {
-		(void)fsync(fd);
+	if (made && fsync(fd) != 0)
+		for (size_t i = 0; i < mv->nlost; i++)
+			mv->lost[i].kept = false; /* not durable: said so */
+	if (fd >= 0)
 		close(fd);
-	}
+}
+
+/* A chunk no longer lost (read after all, or gone), or a move rolled
+ * back: the second name keep_lost gave its file goes, if it is still
+ * that file's. */
+static void unkeep(struct mover *mv, struct move_lost *l)
+{
+	if (!l->kept)
+		return;
+	char path[LSMFS_META_PATH_MAX + 64], rel[96];
+	section_evacuated_dir(mv->fs->ds->paths[mv->m.from], path, sizeof(path));
+	section_chunk_name(l->ino, l->chunk, mv->m.section, rel, sizeof(rel));
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && same_file(fd, l->name, mv->fs, mv->m.from, rel))
+		(void)unlinkat(fd, l->name, 0);
+	if (fd >= 0)
+		close(fd);
+	l->kept = false;
 }
 
 /* Evacuating: the old copy of section s on the failing disk d could not
@@ -941,6 +989,8 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move
 	say(&mv, true);
 	goto out;
 rollback:
+	for (size_t i = 0; i < mv.nlost; i++)
+		unkeep(&mv, &mv.lost[i]);
 	if (tracking)
 		section_untrack(fs);
 	if (frozen)

@@ -126,6 +126,13 @@ out=$("$FSCK" -y "$DISKS" 2>&1); rc=$?
 (($(date +%s) - t0 < 10)) || fail "fsck -y under a read-only mount waited $(($(date +%s) - t0)) s to be refused"
 check_sums "read-only mount"
 umount_wait "$DISKS" || fail "unmount of the read-only mount"
+# The same for disks never mounted read-write (no lock file yet).
+mkdir -p "$T/fresh" "$T/mnt2"
+"$MKFS" -q "$T/fresh" && "$LSMFS" "$T/fresh" "$M" -o ro || fail "read-only mount of a new filesystem"
+out=$("$LSMFS" "$T/fresh" "$T/mnt2" 2>&1); rc=$?
+[[ $rc != 0 ]] && grep -q "in use" <<<"$out" || fail "read-write mount beside a read-only one: exit $rc: $out"
+grep -q " $T/mnt2 " /proc/self/mountinfo && fusermount3 -u "$T/mnt2"
+umount_wait "$T/fresh" || fail "unmount of the new read-only mount"
 
 # ---- SIGKILL at random points ----
 # kill_daemon: a rebalance running online; the daemon dies at a random
