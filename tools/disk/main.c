@@ -146,6 +146,18 @@ static double since(const struct timespec *t)
 	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
 }
 
+/* s on stdout, control bytes as \xNN: a hostile name keeps to its line. */
+static void put_name(const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f || c == '\\')
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+}
+
 /* `lost {json}`: a chunk an evacuation could not read, listed on stdout
  * by path (fs/SCHEMA.md, "Control requests"). */
 static void lost_line(struct progress *p, const char *text)
@@ -166,10 +178,12 @@ static void lost_line(struct progress *p, const char *text)
 	jv_u64(jv_get(j, "bytes"), &bytes);
 	const struct jv *path = jv_get(j, "path"), *file = jv_get(j, "file"),
 			*why = jv_get(j, "error");
-	printf("unreadable: %s: bytes %" PRIu64 "..%" PRIu64 " (inode %" PRIu64 ", chunk %" PRIu64
-	       "): %s: %s\n", path && path->type == JV_STRING ? path->str : "?", off, off + bytes,
-	       ino, chunk, file && file->type == JV_STRING ? file->str : "?",
-	       why && why->type == JV_STRING ? why->str : "?");
+	fputs("unreadable: ", stdout);
+	put_name(path && path->type == JV_STRING ? path->str : "?");
+	printf(": bytes %" PRIu64 "..%" PRIu64 " (inode %" PRIu64 ", chunk %" PRIu64 "): ", off,
+	       off + bytes, ino, chunk);
+	put_name(file && file->type == JV_STRING ? file->str : "?");
+	printf(": %s\n", why && why->type == JV_STRING ? why->str : "?");
 	fflush(stdout);
 	jv_free(j);
 }
