@@ -227,7 +227,7 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 	/* A daemon that is closing (its mount already gone, the store still
 	 * flushing) says so in the lock file: wait for it, within bounds,
 	 * so that "umount; mount" works as it does for other filesystems. */
-	for (int waited_ms = 0;; waited_ms += 20) {
+	for (int waited_ms = 0, busy_ms = 0;; waited_ms += 20) {
 		rc = flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0 ? 0 : -errno;
 		if (rc != -EWOULDBLOCK || !(flags & DISKSET_LOCK_WAIT) ||
 		    waited_ms >= DISKSET_LOCK_WAIT_MS)
@@ -245,7 +245,12 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 			rc = flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : -errno;
 			break;
 		}
-		if (state[0] && !strstr(state, "\n" DISKSET_CLOSING "\n"))
+		/* A pid without `closing`: a daemon serving, or one whose
+		 * mount the kernel has just let go of and which is about to
+		 * say `closing` (fuse_session_loop returns after umount(2)
+		 * does): a grace of 2 s before it counts as in use. */
+		busy_ms = state[0] && !strstr(state, "\n" DISKSET_CLOSING "\n") ? busy_ms + 20 : 0;
+		if (busy_ms > 2000)
 			break;
 		struct timespec ts = {0, 20 * 1000 * 1000};
 		nanosleep(&ts, NULL);

@@ -149,7 +149,9 @@ bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d);
 #define DISKSET_TOLERANT 2u
 /* With DISKSET_LOCK: a disk held by a daemon that is closing (it wrote
  * DISKSET_CLOSING in the lock file, diskset_mark) is waited for,
- * up to DISKSET_LOCK_WAIT_MS, instead of refused. */
+ * up to DISKSET_LOCK_WAIT_MS, instead of refused; one whose holder has
+ * not said so is refused after 2 s (the moment between umount(2) and
+ * the daemon's mark). */
 #define DISKSET_LOCK_WAIT 4u
 #define DISKSET_LOCK_WAIT_MS 60000
 #define DISKSET_CLOSING "closing"
