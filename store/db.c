@@ -452,6 +452,8 @@ static int recover(struct store *st)
 	}
 	rc = check_live_tables(st, names, count);
 	env_free_names(names, count);
+	if (rc == 0 && st->mirror)
+		rc = db_copies_check_tables(st);
 	if (rc) {
 		free(logs);
 		return rc;
@@ -527,6 +529,39 @@ out:
 	return rc;
 }
 
+/* The mirror env's hooks (env_mirror.c). */
+static int copy_failed(void *ctx, size_t copy, int err, const char *what)
+{
+	struct store *st = ctx;
+	return st->opt.copy_failed ? st->opt.copy_failed(st->opt.copy_ctx, copy, err, what) : 0;
+}
+
+static void copy_log(void *ctx, const char *msg)
+{
+	db_report(ctx, "%s", msg);
+}
+
+size_t store_copy_count(struct store *st)
+{
+	return st->mirror ? env_mirror_count(st->mirror) : 1;
+}
+
+int store_copy_info(struct store *st, size_t copy, struct store_copy_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (copy >= store_copy_count(st))
+		return -EINVAL;
+	if (!st->mirror) {
+		out->dir = st->dir;
+		out->live = true;
+		return 0;
+	}
+	out->dir = env_mirror_dir(st->mirror, copy);
+	out->live = env_mirror_live(st->mirror, copy);
+	env_mirror_counts(st->mirror, copy, &out->healed, &out->read_errors);
+	return 0;
+}
+
 static void store_free(struct store *st)
 {
 	if (st->log)
@@ -543,6 +578,7 @@ static void store_free(struct store *st)
 		block_cache_free(st->cache);
 	if (st->lock)
 		st->env->ops->unlock(st->lock);
+	env_mirror_free(st->mirror);
 	store_batch_free(st->group);
 	pthread_mutex_destroy(&st->mu);
 	pthread_mutex_destroy(&st->errmu);
@@ -570,6 +606,7 @@ int store_open(const char *dir, const struct store_options *opt,
 	if (!st)
 		return -ENOMEM;
 	st->opt = *opt;
+	st->opt.copies = NULL; /* the caller's array: not kept */
 	st->env = opt->env ? opt->env : store_env_posix();
 	st->dir = strdup(dir);
 	pthread_mutex_init(&st->mu, NULL);
@@ -586,6 +623,23 @@ int store_open(const char *dir, const struct store_options *opt,
 		return -ENOMEM;
 	}
 	int rc;
+	if (opt->ncopies) {
+		const char *dirs[STORE_MAX_COPIES];
+		if (opt->ncopies >= STORE_MAX_COPIES || !opt->copies) {
+			store_free(st);
+			return -EINVAL;
+		}
+		dirs[0] = dir;
+		for (size_t i = 0; i < opt->ncopies; i++)
+			dirs[i + 1] = opt->copies[i];
+		struct env_mirror_hooks h = { .failed = copy_failed, .log = copy_log, .ctx = st };
+		rc = env_mirror_new(st->env, dirs, opt->ncopies + 1, &h, &st->mirror);
+		if (rc) {
+			store_free(st);
+			return rc;
+		}
+		st->env = st->mirror;
+	}
 	if (!opt->read_only && opt->create_if_missing) {
 		rc = st->env->ops->mkdir(st->env, dir);
 		if (rc && rc != -EEXIST) {
@@ -624,7 +678,11 @@ int store_open(const char *dir, const struct store_options *opt,
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&st->mu);
-	rc = recover(st);
+	rc = st->mirror ? db_copies_reconcile(st) : 0;
+	if (rc == 0)
+		rc = recover(st);
+	if (rc == 0 && st->mirror)
+		db_copies_opened(st);
 	pthread_mutex_unlock(&st->mu);
 	if (rc == 0 && !opt->read_only) {
 		if (pthread_create(&st->bg_thread, NULL, db_bg_main, st))

@@ -56,6 +56,7 @@ struct store {
 	char *dir;
 	struct store_options opt;
 	struct store_env *env;
+	struct store_env *mirror; /* == env when the store has copies, else NULL */
 	struct env_lock *lock;
 
 	pthread_mutex_t mu;
@@ -153,6 +154,14 @@ struct db_offline {
 int db_offline_open(struct db_offline *t, const char *dir, const struct store_options *opt,
 		    bool writable, store_report_fn report, void *ctx);
 void db_offline_close(struct db_offline *t);
+
+/* db_copies.c (FORMAT.md "Copies"); only with copies, at open. */
+/* Bring the copies to one state before recovery reads them. */
+int db_copies_reconcile(struct store *st);
+/* Every live table whole in every copy (after the MANIFEST is read). */
+int db_copies_check_tables(struct store *st);
+/* Recovery is done: stale copies are now up to date. */
+void db_copies_opened(struct store *st);
 
 /* db_compact.c */
 void *db_bg_main(void *arg);

@@ -17,6 +17,7 @@
 #ifndef LSMFS_STORE_ENV_H
 #define LSMFS_STORE_ENV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,13 @@ struct store_env_ops {
 	/* Read up to len bytes at off; *got < len only at end of file. */
 	int (*pread)(struct env_rfile *f, void *buf, size_t len, uint64_t off,
 		     size_t *got);
+	/* Optional (NULL: pread, then check): read as pread does and pass the
+	 * bytes to check(ctx, buf, got), which says 0 or -EUCLEAN.  An env
+	 * that keeps copies (env_mirror.c) answers a read error or a failed
+	 * check from another copy, and heals the bad one. */
+	int (*pread_checked)(struct env_rfile *f, void *buf, size_t len, uint64_t off,
+			     size_t *got, int (*check)(void *ctx, const void *buf, size_t got),
+			     void *ctx);
 	void (*close_readable)(struct env_rfile *f);
 
 	int (*file_size)(struct store_env *env, const char *path, uint64_t *size);
@@ -88,8 +96,49 @@ void env_free_names(char **names, size_t count);
 /* Write a whole small file durably: write tmp, sync, rename over path, sync dir. */
 int env_write_file_atomic(struct store_env *env, const char *dir,
 			  const char *name, const void *data, size_t len);
+/* pread through ops->pread_checked, or pread and then check. */
+int env_pread_checked(struct store_env *env, struct env_rfile *f, void *buf, size_t len,
+		      uint64_t off, size_t *got,
+		      int (*check)(void *ctx, const void *buf, size_t got), void *ctx);
+/* Copy the file from to the path to, atomically and durably: written as
+ * "to.heal", synced, renamed over to, the directory synced. */
+int env_copy_file(struct store_env *env, const char *from, const char *to);
 /* Read a whole (small) file into a malloc'd buffer. */
 int env_read_file(struct store_env *env, const char *path, uint8_t **data,
 		  size_t *len);
+
+/* ---- Copies (env_mirror.c; FORMAT.md "Copies") ----
+ * An env that keeps the directory dirs[0] whole in each of dirs[0..n-1]
+ * over the env inner: writes go to every live copy, reads to the first
+ * that answers well (see the file's comment). */
+struct env_mirror_hooks {
+	/* Copy i was dropped (err, what: why).  Called before the operation
+	 * that found it returns, serialised; a non-zero return fails that
+	 * operation (the copy stays dropped).  May do blocking I/O; must not
+	 * call the store. */
+	int (*failed)(void *ctx, size_t copy, int err, const char *what);
+	void (*log)(void *ctx, const char *msg); /* drops and heals, one line each */
+	void *ctx;
+};
+int env_mirror_new(struct store_env *inner, const char *const *dirs, size_t n,
+		   const struct env_mirror_hooks *hooks, struct store_env **out);
+void env_mirror_free(struct store_env *env);
+bool env_is_mirror(const struct store_env *env);
+size_t env_mirror_count(struct store_env *env);
+struct store_env *env_mirror_inner(struct store_env *env);
+const char *env_mirror_dir(struct store_env *env, size_t i);
+bool env_mirror_live(struct store_env *env, size_t i);
+/* path (under dirs[0]) in copy i; malloc'd, NULL when out of memory. */
+char *env_mirror_path(struct store_env *env, size_t i, const char *path);
+/* Drop copy i (as a failed write would): 0, or err when it is the last. */
+int env_mirror_drop(struct store_env *env, size_t i, int err, const char *what);
+/* Rewrite path in copy bad from copy good (env_copy_file). */
+int env_mirror_heal(struct store_env *env, size_t good, size_t bad, const char *path);
+/* Read path from copy first (before the env is shared: a read-only open
+ * of copies that differ). */
+int env_mirror_prefer(struct store_env *env, const char *path, size_t copy);
+/* Copies in mask (stale) are written to but never read. */
+void env_mirror_set_noread(struct store_env *env, unsigned mask);
+void env_mirror_counts(struct store_env *env, size_t i, uint64_t *healed, uint64_t *read_errors);
 
 #endif

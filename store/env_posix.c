@@ -147,6 +147,11 @@ static int posix_sync(struct env_wfile *f)
 		if (errno != EINTR)
 			return neg_errno();
 	}
+	/* A file removed while open takes its synced bytes with it at the
+	 * last close: what was "made durable" is in no directory. */
+	struct stat sb;
+	if (fstat(f->fd, &sb) == 0 && sb.st_nlink == 0)
+		return -ENOENT;
 	return 0;
 }
 
@@ -527,5 +532,71 @@ int env_read_file(struct store_env *env, const char *path, uint8_t **data,
 out:
 	free(buf);
 	env->ops->close_readable(f);
+	return rc;
+}
+
+int env_pread_checked(struct store_env *env, struct env_rfile *f, void *buf, size_t len,
+		      uint64_t off, size_t *got,
+		      int (*check)(void *ctx, const void *buf, size_t got), void *ctx)
+{
+	if (env->ops->pread_checked)
+		return env->ops->pread_checked(f, buf, len, off, got, check, ctx);
+	int rc = env->ops->pread(f, buf, len, off, got);
+	return rc ? rc : check(ctx, buf, *got);
+}
+
+int env_copy_file(struct store_env *env, const char *from, const char *to)
+{
+	enum { CHUNK = 1 << 20 };
+	char *tmp = NULL, *dir = NULL;
+	struct env_rfile *in = NULL;
+	struct env_wfile *out = NULL;
+	uint8_t *buf = malloc(CHUNK);
+	int rc = buf ? 0 : -ENOMEM;
+	if (rc == 0 && asprintf(&tmp, "%s.heal", to) < 0) {
+		tmp = NULL;
+		rc = -ENOMEM;
+	}
+	if (rc == 0 && !(dir = strdup(to)))
+		rc = -ENOMEM;
+	if (rc)
+		goto out;
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir)
+		*slash = 0;
+	else
+		strcpy(dir, slash ? "/" : ".");
+	if ((rc = env->ops->open_readable(env, from, &in)))
+		goto out;
+	if ((rc = env->ops->open_writable(env, tmp, &out)))
+		goto out;
+	for (uint64_t off = 0;;) {
+		size_t got = 0;
+		if ((rc = env->ops->pread(in, buf, CHUNK, off, &got)))
+			break;
+		if (got && (rc = env->ops->append(out, buf, got)))
+			break;
+		off += got;
+		if (got < CHUNK)
+			break;
+	}
+	if (rc == 0)
+		rc = env->ops->sync(out);
+	int c = env->ops->close_writable(out);
+	out = NULL;
+	if (rc == 0)
+		rc = c;
+	if (rc == 0)
+		rc = env->ops->rename(env, tmp, to);
+	if (rc == 0)
+		rc = env->ops->sync_dir(env, dir);
+	else
+		(void)env->ops->unlink(env, tmp); /* best effort: a leftover .heal goes at open */
+out:
+	if (in)
+		env->ops->close_readable(in);
+	free(buf);
+	free(tmp);
+	free(dir);
 	return rc;
 }

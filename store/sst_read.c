@@ -107,6 +107,18 @@ static bool handle_within(const struct block_handle *h, uint64_t end)
 	       h->offset <= end - h->size - BLOCK_TRAILER_SIZE;
 }
 
+/* A stored block is whole: all of it read, its checksum right (the check
+ * a copy of the store is judged by, env_pread_checked). */
+static int raw_check(void *ctx, const void *buf, size_t got)
+{
+	const struct block_handle *h = ctx;
+	const uint8_t *p = buf;
+	if (got != (size_t)h->size + BLOCK_TRAILER_SIZE ||
+	    get_le32(p + h->size + 1) != checksum32(p, (size_t)h->size + 1))
+		return -EUCLEAN;
+	return 0;
+}
+
 /*
  * Read the stored block h (payload + trailer) into dst and check it.  On
  * success *type is its compression type.
@@ -117,8 +129,9 @@ static int read_raw(struct sst_reader *r, const char *what,
 {
 	size_t n = (size_t)h->size + BLOCK_TRAILER_SIZE;
 	size_t got = 0;
-	int rc = r->env->ops->pread(r->file, dst, n, h->offset, &got);
-	if (rc) {
+	int rc = env_pread_checked(r->env, r->file, dst, n, h->offset, &got, raw_check,
+				   (void *)h);
+	if (rc && rc != -EUCLEAN) {
 		give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": read failed: %s",
 				   r->path, what, h->offset, strerror(-rc)));
 		return rc;
@@ -129,7 +142,7 @@ static int read_raw(struct sst_reader *r, const char *what,
 				   r->path, what, h->offset, got, n));
 		return -EUCLEAN;
 	}
-	if (get_le32(dst + h->size + 1) != checksum32(dst, (size_t)h->size + 1)) {
+	if (rc) {
 		give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": checksum mismatch",
 				   r->path, what, h->offset));
 		return -EUCLEAN;
@@ -370,25 +383,14 @@ static int check_index(struct sst_reader *r, char **msg)
 	return rc;
 }
 
-static int read_footer(struct sst_reader *r, char **msg)
+/* What is wrong with the footer f (got bytes read), or NULL; fills r's
+ * handles. */
+static const char *footer_problem(struct sst_reader *r, const uint8_t *f, size_t got)
 {
-	if (r->size < SST_FOOTER_SIZE) {
-		give_msg(msg, msgf("%s: %" PRIu64 " bytes: too short for a table",
-				   r->path, r->size));
-		return -EUCLEAN;
-	}
 	uint64_t foot = r->size - SST_FOOTER_SIZE;
-	uint8_t f[SST_FOOTER_SIZE];
-	size_t got = 0;
-	int rc = r->env->ops->pread(r->file, f, sizeof(f), foot, &got);
-	if (rc) {
-		give_msg(msg, msgf("%s: footer at offset %" PRIu64 ": read failed: %s",
-				   r->path, foot, strerror(-rc)));
-		return rc;
-	}
 	const char *why = NULL;
 	const uint8_t *p = f, *limit = f + 40;
-	if (got != sizeof(f))
+	if (got != SST_FOOTER_SIZE)
 		why = "short read (file truncated?)";
 	else if (get_le32(f + 44) != SST_MAGIC)
 		why = "bad magic number";
@@ -410,6 +412,31 @@ static int read_footer(struct sst_reader *r, char **msg)
 	if (!why && r->filter_handle.size &&
 	    !handle_within(&r->filter_handle, r->index_handle.offset))
 		why = "filter handle out of range";
+	return why;
+}
+
+static int footer_check(void *ctx, const void *buf, size_t got)
+{
+	return footer_problem(ctx, buf, got) ? -EUCLEAN : 0;
+}
+
+static int read_footer(struct sst_reader *r, char **msg)
+{
+	if (r->size < SST_FOOTER_SIZE) {
+		give_msg(msg, msgf("%s: %" PRIu64 " bytes: too short for a table",
+				   r->path, r->size));
+		return -EUCLEAN;
+	}
+	uint64_t foot = r->size - SST_FOOTER_SIZE;
+	uint8_t f[SST_FOOTER_SIZE];
+	size_t got = 0;
+	int rc = env_pread_checked(r->env, r->file, f, sizeof(f), foot, &got, footer_check, r);
+	if (rc && rc != -EUCLEAN) {
+		give_msg(msg, msgf("%s: footer at offset %" PRIu64 ": read failed: %s",
+				   r->path, foot, strerror(-rc)));
+		return rc;
+	}
+	const char *why = footer_problem(r, f, got);
 	if (why) {
 		give_msg(msg, msgf("%s: footer at offset %" PRIu64 ": %s", r->path,
 				   foot, why));

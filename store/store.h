@@ -43,6 +43,7 @@ struct store_snapshot;
 struct store_env; /* file I/O layer; NULL means the real filesystem */
 
 #define STORE_MAX_LEVELS 7
+#define STORE_MAX_COPIES 8 /* directories one store may be kept in */
 
 enum store_compression {
 	STORE_COMPRESSION_NONE = 0,
@@ -73,6 +74,23 @@ struct store_options {
 	 * Default 0: none. */
 	uint64_t reserve_bytes;
 	struct store_env *env;      /* default NULL: real files */
+	/*
+	 * Copies (FORMAT.md "Copies"): the store is kept whole in dir (copy
+	 * 0) and in each of these ncopies directories (copy 1, 2, ...; at
+	 * most STORE_MAX_COPIES in all).  A write is durable once every
+	 * live copy has it; reads are answered by any, and a damaged or
+	 * missing table in one copy is read from another and rewritten.  A
+	 * copy that fails where the others work is dropped and
+	 * copy_failed() called (before anything it lacks is acknowledged; a
+	 * non-zero return fails that write).  copies_stale: bit i for a copy
+	 * known to be behind (its disk was away): never read, brought up to
+	 * date at a read-write open.  Default: none.
+	 */
+	const char *const *copies;
+	size_t ncopies;
+	unsigned copies_stale;
+	int (*copy_failed)(void *ctx, size_t copy, int err, const char *what);
+	void *copy_ctx;
 	/* Reports (a torn log tail that was cut, background errors, corruption),
 	 * one line each without a newline.  NULL: reports are dropped.  It may
 	 * be called with the store's locks held: it must not call the store. */
@@ -224,6 +242,17 @@ struct store_stats {
 void store_get_stats(struct store *st, struct store_stats *out);
 /* Write amplification: (wal + flush + compaction + manifest) / user bytes. */
 double store_stats_write_amp(const struct store_stats *s);
+
+/* A store's copies (store_options.copies): how many, and each one's state. */
+struct store_copy_info {
+	const char *dir;        /* valid while the store is open */
+	bool live;              /* false: dropped (written no more) */
+	uint64_t healed;        /* files rewritten from another copy */
+	uint64_t read_errors;   /* reads answered by another copy instead */
+};
+size_t store_copy_count(struct store *st);
+/* 0, or -EINVAL for a copy past the count. */
+int store_copy_info(struct store *st, size_t copy, struct store_copy_info *out);
 
 /* Copy the last error message into buf (empty if none). */
 void store_errmsg(struct store *st, char *buf, size_t len);

@@ -24,8 +24,11 @@
  * (and the few writes after it), so recovery of a half-done recovery is
  * tested too.
  *
- * Variants: "mixed" (15% SYNC writes + store_sync calls) and "sync"
- * (options.sync: every acked write is durable).
+ * Variants: "mixed" (15% SYNC writes + store_sync calls), "sync"
+ * (options.sync: every acked write is durable) and "copies" (as mixed,
+ * the store kept in two directories, FORMAT.md "Copies": after the cut
+ * each copy alone, read-only, must hold every durable write, and then
+ * both together).
  *
  * Environment: LSMFS_SEED, LSMFS_POWERCUT_POINTS, LSMFS_POWERCUT_OPS,
  * LSMFS_POWERCUT_CUT (+ LSMFS_POWERCUT_CUT2): replay one cut point,
@@ -53,12 +56,17 @@ struct variant {
 	unsigned sync_write_pct;
 	unsigned store_sync_permille;
 	uint64_t points; /* cut points in the normal run */
+	bool copies;     /* the store kept in DIR and COPY */
 };
 
 static const struct variant variants[] = {
-	{ "mixed", false, 15, 40, 1000 },
-	{ "sync", true, 0, 10, 500 },
+	{ "mixed", false, 15, 40, 1000, false },
+	{ "sync", true, 0, 10, 500, false },
+	{ "copies", false, 15, 40, 600, true },
 };
+
+#define COPY "/db-copy"
+static const char *const copy_dirs[1] = { COPY };
 
 static void configure(struct tu_wl_config *cfg, const struct variant *v,
 		      uint64_t seed, struct fault_env *fe, struct tu_log *log)
@@ -81,6 +89,10 @@ static void configure(struct tu_wl_config *cfg, const struct variant *v,
 	cfg->opt.block_size = 1024;
 	cfg->opt.l0_compaction_trigger = 2;
 	cfg->opt.env = fault_env_env(fe);
+	if (v->copies) {
+		cfg->opt.copies = copy_dirs;
+		cfg->opt.ncopies = 1;
+	}
 	cfg->opt.log = tu_log_fn;
 	cfg->opt.log_ctx = log;
 }
@@ -163,6 +175,33 @@ static void run_one(const struct variant *v, uint64_t seed, uint64_t nops,
 		tu_dm_power_cut(wl.dm);
 	}
 
+	if (v->copies) {
+		/* Either copy alone has every acknowledged write. */
+		for (int c = 0; c < 2; c++) {
+			struct store_options o = cfg.opt;
+			o.copies = NULL;
+			o.ncopies = 0;
+			o.read_only = true;
+			tu_log_clear(&log);
+			rc = store_open(c ? COPY : DIR, &o, &st);
+			if (rc == -ENOENT) {
+				/* Cut before the store was made: nothing may be
+				 * acknowledged; an empty store stands for it. */
+				o.read_only = false;
+				rc = store_open("/empty", &o, &st);
+			}
+			ck_assert_msg(rc == 0, "powercut %s seed=%" PRIu64 " cut=%" PRIu64
+				      ": copy %d alone: open: %d", v->name, seed, after, c, rc);
+			char err[512];
+			rc = tu_dm_verify(wl.dm, st, false, err, sizeof(err));
+			if (rc)
+				tu_log_dump(&log, "  store log: ");
+			ck_assert_msg(rc == 0, "powercut %s seed=%" PRIu64 " cut=%" PRIu64
+				      " (replay: LSMFS_SEED=<base> LSMFS_POWERCUT_CUT=%" PRIu64
+				      "): copy %d alone: %s", v->name, seed, after, after, c, err);
+			(void)store_close(st);
+		}
+	}
 	tu_log_clear(&log);
 	rc = store_open(DIR, &cfg.opt, &st);
 	if (rc)
@@ -321,7 +360,7 @@ static Suite *powercut_suite(void)
 	TCase *tc = tcase_create("powercut");
 	tcase_set_timeout(tc, tu_soak() ? 36000 : 1200);
 	tcase_add_test(tc, test_reopen_any_order);
-	tcase_add_loop_test(tc, test_powercut, 0, 2);
+	tcase_add_loop_test(tc, test_powercut, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }
