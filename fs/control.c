@@ -75,10 +75,12 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 		   ",\"online\":%s,\"generation\":%" PRIu64 ",\"store\":",
 		u, n, fs->info.chunk_size, fs->se ? "true" : "false", fs->ds->sb.generation);
 	json_put_str(&o, fs->ds->meta_dir);
-	if (fs->ds->sb.meta_dir[0])
-		json_put(&o, ",\"store_disk\":null");
+	uint32_t sd = fs->ds->sb.meta[fs->ds->meta_primary].disk;
+	if (sd == LSMFS_META_ON_DIR)
+		json_put(&o, ",\"store_disk\":null,");
 	else
-		json_put(&o, ",\"store_disk\":%" PRIu32, fs->ds->sb.meta_disk);
+		json_put(&o, ",\"store_disk\":%" PRIu32 ",", sd);
+	copies_json(fs, &o);
 	json_put(&o, ",\"disks\":[");
 	bool first = true;
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
@@ -272,6 +274,17 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 			snprintf(line, sizeof(line), "disk %" PRIu32, k);
 			(void)out(ctx, line); /* the asker may have gone: the disk stays */
 		}
+	} else if (sscanf(req, "copy-add %lu%c", &d, &tail) == 1) {
+		uint32_t c;
+		rc = d < LSMFS_MAX_DISKS ? copies_add(fs, (uint32_t)d, &c, err, sizeof(err)) : -EINVAL;
+		if (!rc) {
+			char line[64];
+			snprintf(line, sizeof(line), "copy %" PRIu32, c);
+			(void)out(ctx, line);
+		}
+	} else if (sscanf(req, "copy-remove %lu%c", &d, &tail) == 1) {
+		rc = d < LSMFS_MAX_META_COPIES ? copies_remove(fs, (uint32_t)d, err, sizeof(err))
+					       : -EINVAL;
 	} else if (sscanf(req, "detach %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_DISKS ? members_detach(fs, (uint32_t)d, err, sizeof(err)) : -EINVAL;
 		if (!rc && fs->se)
@@ -380,8 +393,19 @@ static void *acceptor(void *arg)
 				continue;
 			break;
 		}
-		if (pf[1].revents)
-			break;
+		if (pf[1].revents) {
+			char b = 'x';
+			if (read(fs->ctl.stop_pipe[0], &b, 1) != 1 || b != 'r')
+				break;
+			/* control_rehome: the new socket replaces the old. */
+			pthread_mutex_lock(&fs->ctl.lock);
+			int old = fs->ctl.listen_fd;
+			fs->ctl.listen_fd = fs->ctl.next_fd;
+			fs->ctl.next_fd = -1;
+			pthread_mutex_unlock(&fs->ctl.lock);
+			close(old);
+			continue;
+		}
 		int fd = accept4(fs->ctl.listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
 			/* Out of fds or memory: the connection stays queued
@@ -430,11 +454,12 @@ int fs_control_address(const char *store_dir, struct sockaddr_un *sa, int *dirfd
 	return 0;
 }
 
-int control_start(struct fs *fs)
+/* A listening socket at <dir>/control, mode 0600; -errno. */
+static int bind_in(const char *dir, char *bound, size_t cap)
 {
 	struct sockaddr_un sa;
 	int dfd;
-	int rc = fs_control_address(fs->ds->meta_dir, &sa, &dfd);
+	int rc = fs_control_address(dir, &sa, &dfd);
 	if (rc)
 		return rc;
 	/* A socket a killed daemon left: we hold the disks' locks, so it is
@@ -450,24 +475,55 @@ int control_start(struct fs *fs)
 		rc = -errno;
 		if (fd >= 0)
 			close(fd);
-		if (dfd >= 0)
-			close(dfd);
-		return rc;
+		fd = rc;
 	}
 	if (dfd >= 0)
 		close(dfd);
+	snprintf(bound, cap, "%s", dir);
+	return fd;
+}
+
+int control_start(struct fs *fs)
+{
+	fs->ctl.next_fd = -1;
+	int fd = bind_in(fs->ds->meta_dir, fs->ctl.path, sizeof(fs->ctl.path));
+	if (fd < 0)
+		return fd;
 	if (pipe2(fs->ctl.stop_pipe, O_CLOEXEC) != 0) {
-		rc = -errno;
+		int rc = -errno;
 		close(fd);
 		return rc;
 	}
 	fs->ctl.listen_fd = fd;
+	int rc;
 	if ((rc = pthread_create(&fs->ctl.thread, NULL, acceptor, fs)) != 0) {
 		control_stop(fs);
 		return -rc;
 	}
 	fs->ctl.running = true;
 	return 0;
+}
+
+void control_rehome(struct fs *fs)
+{
+	if (!fs->ctl.running)
+		return;
+	char home[sizeof(fs->ds->meta_dir)], bound[sizeof(fs->ctl.path)];
+	copies_home(fs, home, sizeof(home));
+	int fd = bind_in(home, bound, sizeof(bound));
+	if (fd < 0) {
+		fs_logf(fs, "%s: cannot bind the control socket there (%s): lsmfs-disk cannot reach "
+			"this daemon until it is mounted again", home, strerror(-fd));
+		return;
+	}
+	pthread_mutex_lock(&fs->ctl.lock);
+	if (fs->ctl.next_fd >= 0)
+		close(fs->ctl.next_fd);
+	fs->ctl.next_fd = fd;
+	memcpy(fs->ctl.path, bound, sizeof(bound));
+	pthread_mutex_unlock(&fs->ctl.lock);
+	if (write(fs->ctl.stop_pipe[1], "r", 1) != 1)
+		(void)0; /* a pipe with room: cannot fail */
 }
 
 void control_stop(struct fs *fs)
@@ -484,10 +540,13 @@ void control_stop(struct fs *fs)
 	while (fs->ctl.active)
 		pthread_cond_wait(&fs->ctl.cv, &fs->ctl.lock);
 	pthread_mutex_unlock(&fs->ctl.lock);
+	if (fs->ctl.next_fd >= 0)
+		close(fs->ctl.next_fd);
+	fs->ctl.next_fd = -1;
 	if (fs->ctl.listen_fd >= 0) {
 		struct sockaddr_un sa;
 		int dfd;
-		if (fs_control_address(fs->ds->meta_dir, &sa, &dfd) == 0)
+		if (fs_control_address(fs->ctl.path, &sa, &dfd) == 0)
 			(void)unlink(sa.sun_path);
 		if (dfd >= 0)
 			close(dfd);

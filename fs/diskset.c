@@ -15,6 +15,7 @@
  * No shared state; a diskset belongs to its opener.
  */
 #include "fs.h"
+#include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -131,8 +132,8 @@ static int check_agrees(const char *name, const struct lsmfs_super *a,
 		*stale = true;
 	} else if (a->disk_count != ref->disk_count)
 		what = "disk count";
-	else if (strcmp(a->meta_dir, ref->meta_dir) != 0 || a->meta_disk != ref->meta_disk)
-		what = "metadata directory";
+	else if (!super_copies_equal(a, ref))
+		what = "metadata store's copies";
 	else if (memcmp(a->disk_uuids, ref->disk_uuids, 16u * a->disk_count) != 0)
 		what = "list of disk UUIDs";
 	if (what) {
@@ -144,44 +145,63 @@ static int check_agrees(const char *name, const struct lsmfs_super *a,
 	return 0;
 }
 
+bool super_copies_equal(const struct lsmfs_super *a, const struct lsmfs_super *b)
+{
+	if (a->meta_count != b->meta_count)
+		return false;
+	for (uint32_t i = 0; i < a->meta_count; i++)
+		if (a->meta[i].disk != b->meta[i].disk || strcmp(a->meta[i].dir, b->meta[i].dir) != 0)
+			return false;
+	return true;
+}
+
 bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d)
 {
 	static const uint8_t zero[16];
 	return d >= sb->disk_count || memcmp(sb->disk_uuids[d], zero, 16) == 0;
 }
 
-/* The metadata store must exist and, when it lives outside the disks,
- * carry this filesystem's mark: a stale --meta path must not lead the
- * daemon into another filesystem's store. */
-static int resolve_meta(struct lsmfs_diskset *ds, char *err, size_t errlen)
+/* Copy i of the store: its directory, which must exist and, when it lives
+ * outside the disks, carry this filesystem's mark (a stale --meta path
+ * must not lead the daemon into another filesystem's store).  0, or the
+ * reason in err. */
+static int check_copy(struct lsmfs_diskset *ds, uint32_t i, char *err, size_t errlen)
 {
 	const struct lsmfs_super *sb = &ds->sb;
+	const struct lsmfs_meta_copy *c = &sb->meta[i];
+	char *path = ds->meta_paths[i];
+	size_t cap = sizeof(ds->meta_paths[i]);
 	char want[37];
 	lsmfs_uuid_format(sb->fs_uuid, want);
 	int n;
-	if (sb->meta_dir[0] == 0)
-		n = snprintf(ds->meta_dir, sizeof(ds->meta_dir),
-			     "%s/" LSMFS_DIR "/" LSMFS_META_DIR, ds->paths[sb->meta_disk]);
-	else
-		n = snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s",
-			     sb->meta_dir);
-	if (n < 0 || (size_t)n >= sizeof(ds->meta_dir)) {
-		set_err(err, errlen, "%s: path of the metadata store too long",
-			ds->paths[sb->meta_disk]);
+	if (c->disk != LSMFS_META_ON_DIR) {
+		if (!ds->paths[c->disk]) {
+			set_err(err, errlen, "copy %u of the metadata store: its disk %u is missing",
+				i, c->disk);
+			path[0] = 0;
+			return -ENOENT;
+		}
+		n = snprintf(path, cap, "%s/" LSMFS_DIR "/" LSMFS_META_DIR, ds->paths[c->disk]);
+	} else {
+		size_t l = strnlen(c->dir, sizeof(c->dir)); /* < LSMFS_META_PATH_MAX < cap */
+		memcpy(path, c->dir, l);
+		path[l] = 0;
+		n = (int)l;
+	}
+	if (n < 0 || (size_t)n >= cap) {
+		set_err(err, errlen, "copy %u of the metadata store: path too long", i);
+		path[0] = 0;
 		return -ENAMETOOLONG;
 	}
-
 	struct stat st;
-	if (stat(ds->meta_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "%s: metadata store of filesystem %s is "
-			"missing", ds->meta_dir, want);
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		set_err(err, errlen, "%s: metadata store of filesystem %s is missing", path, want);
 		return -ENOENT;
 	}
-	if (sb->meta_dir[0] == 0)
+	if (c->disk != LSMFS_META_ON_DIR)
 		return 0;
-
-	char mark[sizeof(ds->meta_dir) + sizeof(LSMFS_META_MARK) + 1];
-	snprintf(mark, sizeof(mark), "%s/" LSMFS_META_MARK, ds->meta_dir);
+	char mark[sizeof(ds->meta_paths[i]) + sizeof(LSMFS_META_MARK) + 1];
+	snprintf(mark, sizeof(mark), "%s/" LSMFS_META_MARK, path);
 	FILE *f = fopen(mark, "re");
 	if (!f) {
 		int rc = -errno;
@@ -197,8 +217,77 @@ static int resolve_meta(struct lsmfs_diskset *ds, char *err, size_t errlen)
 	if (!got || lsmfs_uuid_parse(line, uuid) != 0 ||
 	    memcmp(uuid, sb->fs_uuid, 16) != 0) {
 		set_err(err, errlen, "%s: holds the metadata of another "
-			"filesystem ('%s', not %s)", ds->meta_dir, line, want);
+			"filesystem ('%s', not %s)", path, line, want);
 		return -EXDEV;
+	}
+	return 0;
+}
+
+/* Every copy of the store: which are there (meta_absent), and the one
+ * the store is opened by (meta_dir): the first there that is not stale.
+ * Without one, the reason for the first copy that is not stale. */
+static int resolve_meta(struct lsmfs_diskset *ds, char *err, size_t errlen)
+{
+	const struct lsmfs_super *sb = &ds->sb;
+	int first = 0;
+	char why[sizeof(ds->meta_paths[0]) + 256] = "";
+	ds->meta_absent = 0;
+	ds->meta_primary = UINT32_MAX;
+	for (uint32_t i = 0; i < sb->meta_count; i++) {
+		char e[sizeof(why)];
+		int rc = check_copy(ds, i, e, sizeof(e));
+		if (rc) {
+			ds->meta_absent |= 1u << i;
+			if (!first && !(sb->meta[i].flags & LSMFS_META_STALE)) {
+				first = rc;
+				snprintf(why, sizeof(why), "%s", e);
+			}
+			continue;
+		}
+		if (ds->meta_primary == UINT32_MAX && !(sb->meta[i].flags & LSMFS_META_STALE))
+			ds->meta_primary = i;
+	}
+	if (ds->meta_primary == UINT32_MAX) {
+		set_err(err, errlen, "%s%s", why,
+			sb->meta_count > 1 ? " (and no other copy of the store that is up to "
+					     "date is there)" : "");
+		return first ? first : -ENOENT;
+	}
+	snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s", ds->meta_paths[ds->meta_primary]);
+	return 0;
+}
+
+const char *diskset_store_options(const struct lsmfs_diskset *ds, struct store_options *so,
+				  const char **dirs)
+{
+	uint32_t which[LSMFS_MAX_META_COPIES], n = 0;
+	unsigned stale = 0;
+	if (diskset_store_copies(ds, dirs, which, &n, &stale))
+		return ds->meta_dir;
+	so->copies = n > 1 ? dirs + 1 : NULL;
+	so->ncopies = n - 1;
+	so->copies_stale = stale;
+	return dirs[0];
+}
+
+int diskset_store_copies(const struct lsmfs_diskset *ds, const char **dirs, uint32_t *which,
+			 uint32_t *n, unsigned *stale)
+{
+	const struct lsmfs_super *sb = &ds->sb;
+	*n = 0;
+	*stale = 0;
+	if (ds->meta_primary >= sb->meta_count)
+		return -ENOENT;
+	dirs[0] = ds->meta_paths[ds->meta_primary];
+	which[0] = ds->meta_primary;
+	*n = 1;
+	for (uint32_t i = 0; i < sb->meta_count; i++) {
+		if (i == ds->meta_primary || (ds->meta_absent & (1u << i)))
+			continue;
+		if (sb->meta[i].flags & LSMFS_META_STALE)
+			*stale |= 1u << *n;
+		dirs[*n] = ds->meta_paths[i];
+		which[(*n)++] = i;
 	}
 	return 0;
 }
@@ -375,9 +464,13 @@ static int place_clash(struct lsmfs_diskset *ds, struct given *given, uint32_t r
 	ds->paths[missing] = given[second].path;
 	given[second].path = NULL;
 	uint32_t a = ds->clash_index, b = missing;
-	uint32_t md = sb->meta_disk;
-	if (sb->meta_dir[0] == 0 && (a == md || b == md)) {
-		uint32_t other = a == md ? b : a;
+	bool copy_a = false, copy_b = false;
+	for (uint32_t c = 0; c < sb->meta_count; c++) {
+		copy_a |= sb->meta[c].disk == a;
+		copy_b |= sb->meta[c].disk == b;
+	}
+	if (copy_a != copy_b) {
+		uint32_t md = copy_a ? a : b, other = copy_a ? b : a;
 		if (!has_meta_store(ds->paths[md]) && has_meta_store(ds->paths[other]))
 			diskset_swap(ds, md, other);
 	}
@@ -553,6 +646,7 @@ int diskset_open(const char *spec, unsigned flags,
 		}
 	memcpy(ds->sb.disk_uuid, ds->sb.disk_uuids[ds->sb.disk_index], 16);
 
+	copies_load(ds);
 	rc = resolve_meta(ds, err, errlen);
 	if (rc)
 		goto out;

@@ -14,10 +14,12 @@
  * in its own thread, so a disk whose stat() hangs (a dead NFS server)
  * holds up nothing else.
  *
- * The metadata store's directory is watched the same way: when it goes
- * (it may live on a disk of its own, mkfs --meta), every write would be
- * lost, so the filesystem turns read-only (EROFS, as ext4 with
- * errors=remount-ro), logged once; what the store holds still reads.
+ * The metadata store's directories (one per copy) are watched the same
+ * way.  A copy whose directory goes is dropped (store_copy_drop: marked
+ * stale, the filesystem goes on degraded with the others, copies.c); when
+ * the last one goes, every write would be lost, so the filesystem turns
+ * read-only (EROFS, as ext4 with errors=remount-ro), logged once; what
+ * the store holds still reads.
  *
  * fs->disk_lost[d] and fs->meta_lost are read and written with atomics;
  * the thread's state is guarded by fs->watch_lock.
@@ -72,19 +74,29 @@ static void check_disk(struct fs *fs, uint32_t d)
 		"files now fail with EIO until a remount", d, path, why);
 }
 
-/* Is the store's directory still the one opened at mount? */
+/* Is each copy of the store's directory still the one opened at mount? */
 static void check_meta(struct fs *fs)
 {
-	if (fs->meta_fd < 0 || __atomic_load_n(&fs->meta_lost, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&fs->meta_lost, __ATOMIC_ACQUIRE))
 		return;
-	const char *why = moved(fs->meta_fd, fs->ds->meta_dir);
-	if (!why)
+	for (uint32_t k = 0; k < fs->store_ncopies; k++) {
+		struct store_copy_info ci;
+		if (fs->meta_fd[k] < 0 || store_copy_info(fs->st, k, &ci) || !ci.live)
+			continue;
+		const char *why = moved(fs->meta_fd[k], ci.dir);
+		if (!why)
+			continue;
+		char what[256];
+		snprintf(what, sizeof(what), "the directory is no longer the one mounted (%s)", why);
+		if (fs->store_ncopies > 1 && store_copy_drop(fs->st, k, -ENODEV, what) == 0)
+			continue; /* logged by copies_failed */
+		__atomic_store_n(&fs->meta_lost, 1, __ATOMIC_RELEASE);
+		fs_logf(fs, "%s: the metadata store's directory is no longer the one this "
+			"filesystem was mounted with (%s: unmounted, or something mounted over it?); "
+			"the filesystem is read-only until a remount, and writes since the last sync "
+			"may be lost", ci.dir, why);
 		return;
-	__atomic_store_n(&fs->meta_lost, 1, __ATOMIC_RELEASE);
-	fs_logf(fs, "%s: the metadata store's directory is no longer the one this filesystem was "
-		"mounted with (%s: unmounted, or something mounted over it?); the filesystem is "
-		"read-only until a remount, and writes since the last sync may be lost",
-		fs->ds->meta_dir, why);
+	}
 }
 
 static void *watcher(void *arg)
@@ -113,7 +125,11 @@ static void *watcher(void *arg)
 
 int diskwatch_start(struct fs *fs)
 {
-	fs->meta_fd = open(fs->ds->meta_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (uint32_t k = 0; k < fs->store_ncopies; k++) {
+		struct store_copy_info ci;
+		if (store_copy_info(fs->st, k, &ci) == 0)
+			fs->meta_fd[k] = open(ci.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
 	pthread_mutex_init(&fs->watch_lock, NULL);
 	pthread_cond_init(&fs->watch_cv, NULL);
 	fs->watch_initialized = true;
@@ -139,7 +155,9 @@ void diskwatch_stop(struct fs *fs)
 		pthread_cond_destroy(&fs->watch_cv);
 		fs->watch_initialized = false;
 	}
-	if (fs->meta_fd >= 0)
-		close(fs->meta_fd);
-	fs->meta_fd = -1;
+	for (int k = 0; k < LSMFS_MAX_META_COPIES; k++) {
+		if (fs->meta_fd[k] >= 0)
+			close(fs->meta_fd[k]);
+		fs->meta_fd[k] = -1;
+	}
 }

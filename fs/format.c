@@ -225,6 +225,8 @@ int fs_format(const char *store_dir, const struct fs_format_params *p,
 	opt.error_if_exists = true;
 	opt.log = keep_log;
 	opt.log_ctx = &sink;
+	opt.copies = p->nstore_copies ? p->store_copies : NULL;
+	opt.ncopies = p->nstore_copies;
 	struct store *st = NULL;
 	struct store_batch *b = NULL;
 

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #define LSMFS_VERSION 1              /* on-disk format version (store) */
-#define LSMFS_SUPER_VERSION 2        /* superblock version written (1 is read) */
+#define LSMFS_SUPER_VERSION 3        /* superblock version written (1 and 2 are read) */
 #define LSMFS_MAX_DISKS 64
 #define LSMFS_LABEL_MAX 16           /* bytes, like ext4's volume label */
 #define LSMFS_META_PATH_MAX 1024
@@ -47,6 +47,18 @@
 #define LSMFS_EVACUATED_DIR "evacuated"  /* <disk>/.lsmfs/evacuated/: kept by an evacuation */
 #define LSMFS_META_MARK "lsmfs-meta"     /* file in a --meta directory */
 
+/* One copy of the metadata store (SCHEMA.md "Store copies"). */
+#define LSMFS_MAX_META_COPIES 4
+#define LSMFS_META_ON_DIR UINT32_MAX /* a directory of its own (mkfs --meta) */
+#define LSMFS_META_STALE 1u          /* behind the others: never read */
+struct lsmfs_meta_copy {
+	uint32_t disk;                   /* in <disk>/.lsmfs/meta, or LSMFS_META_ON_DIR */
+	/* LSMFS_META_STALE: not in the superblock but in the copy states
+	 * (<disk>/.lsmfs/copies, fs/copies.c), set by diskset_open. */
+	uint32_t flags;
+	char dir[LSMFS_META_PATH_MAX];   /* LSMFS_META_ON_DIR: absolute path; else "" */
+};
+
 /* One disk's superblock, decoded (SCHEMA.md, "Superblock"). */
 struct lsmfs_super {
 	uint32_t version;
@@ -59,11 +71,10 @@ struct lsmfs_super {
 	uint32_t inline_max;             /* bytes */
 	uint64_t created;                /* seconds since the epoch */
 	char label[LSMFS_LABEL_MAX + 1]; /* NUL-terminated */
-	/* "" when the store lives in <disk 0>/.lsmfs/meta, else an absolute
-	 * directory (mkfs --meta). */
-	char meta_dir[LSMFS_META_PATH_MAX];
-	/* Which disk holds the store when meta_dir is "" (version 1: 0). */
-	uint32_t meta_disk;
+	/* Where the metadata store is kept: meta_count copies, each whole
+	 * (SCHEMA.md "Store copies"); version 1 and 2: one. */
+	uint32_t meta_count;
+	struct lsmfs_meta_copy meta[LSMFS_MAX_META_COPIES];
 	/* The disk set's generation: raised by every change of the disk list
 	 * or the store's disk (SCHEMA.md, "Adding and removing disks"); the
 	 * highest among a filesystem's disks is the truth. */
@@ -78,7 +89,7 @@ struct lsmfs_super {
 
 /* Encode into buf (cap bytes); *len is the encoded size.  -ENOSPC if cap is
  * too small (LSMFS_SUPER_MAX is always enough). */
-#define LSMFS_SUPER_MAX 4096
+#define LSMFS_SUPER_MAX 8192
 int super_encode(const struct lsmfs_super *sb, uint8_t *buf, size_t cap,
 		 size_t *len);
 /* Decode and verify magic, version and checksum.  -EUCLEAN on damage, with
@@ -108,7 +119,18 @@ struct lsmfs_diskset {
 	/* The reference superblock (the highest generation given), as the
 	 * first disk present's. */
 	struct lsmfs_super sb;
-	char meta_dir[LSMFS_META_PATH_MAX + 64]; /* resolved store directory */
+	/* The store's copies (sb.meta), resolved: each one's directory, and
+	 * bit i of meta_absent when copy i is not there (its disk missing,
+	 * its directory gone, or another filesystem's).  meta_dir: the copy
+	 * the store is opened by, meta_primary: its index, the first copy
+	 * there that is not stale. */
+	char meta_paths[LSMFS_MAX_META_COPIES][LSMFS_META_PATH_MAX + 64];
+	uint32_t meta_absent;
+	uint32_t meta_primary;
+	/* The copy states' epoch (copies.c): sb.meta[].flags came from the
+	 * files of this epoch. */
+	uint64_t copies_epoch;
+	char meta_dir[LSMFS_META_PATH_MAX + 64];
 	int lock_fds[LSMFS_MAX_DISKS];   /* -1 when not locked */
 	/* DISKSET_TOLERANT: bit i set when disk i's superblock is damaged
 	 * (or gone); sb then holds what it must say, rebuilt from the other
@@ -139,6 +161,29 @@ static inline bool diskset_present(const struct lsmfs_diskset *ds, uint32_t d)
 	return d < __atomic_load_n(&ds->ndisks, __ATOMIC_ACQUIRE) && d < LSMFS_MAX_DISKS &&
 	       __atomic_load_n(&ds->paths[d], __ATOMIC_ACQUIRE) != NULL;
 }
+/* The copy states file (<disk>/.lsmfs/copies, copies.c): load sets
+ * ds->sb.meta[].flags (LSMFS_META_STALE) and ds->copies_epoch from the
+ * disks given; write puts ds->sb.meta[].flags on every disk present with
+ * the next epoch (0 when at least one disk took it; the first failure
+ * named in err). */
+void copies_load(struct lsmfs_diskset *ds);
+int copies_write(struct lsmfs_diskset *ds, char *err, size_t errlen);
+/* A disk leaving the filesystem: its copy states file goes. */
+void copies_forget(const char *disk);
+/* The same copies of the store, in the same places. */
+bool super_copies_equal(const struct lsmfs_super *a, const struct lsmfs_super *b);
+/* The store's copies to open, for store_options (store_open(dirs[0]),
+ * copies = dirs + 1): the primary first, then every other copy there, in
+ * order; which[k]: the superblock's copy index of dirs[k]; stale: bit k
+ * for a copy marked stale.  dirs[] point into ds.  -ENOENT: none there. */
+int diskset_store_copies(const struct lsmfs_diskset *ds, const char **dirs, uint32_t *which,
+			 uint32_t *n, unsigned *stale);
+/* The same for a tool opening the store (fsck, lsmfs-inspect): so's
+ * copies set; returns the directory to open.  A copy that fails is
+ * dropped for that open only (no copy_failed). */
+struct store_options;
+const char *diskset_store_options(const struct lsmfs_diskset *ds, struct store_options *so,
+				  const char **dirs);
 /* Slot d of sb's disk list is empty (or past its count). */
 bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d);
 
@@ -216,6 +261,10 @@ struct fs_format_params {
 	uint8_t disk_uuids[LSMFS_MAX_DISKS][16];
 	const char *label;
 	uint64_t created;
+	/* Further copies of the store (SCHEMA.md "Store copies"), made
+	 * along with store_dir's, every one whole. */
+	const char *store_copies[LSMFS_MAX_META_COPIES - 1];
+	uint32_t nstore_copies;
 };
 
 /*
@@ -252,13 +301,7 @@ int fs_offline_close(struct fs *fs);
 int fs_control(struct fs *fs, const char *request, int (*out)(void *ctx, const char *line),
 	       void *ctx);
 
-/* Move the metadata store, kept on disk ds->sb.meta_disk, to disk `to`
- * (fs/SCHEMA.md, "Adding and removing disks"): copied whole and synced,
- * then every superblock names its new disk (the first write commits),
- * then the old copy goes.  Offline only: the store must be closed and
- * the disks locked.  log (may be NULL) hears what could not be tidied. */
-int fs_meta_relocate(struct lsmfs_diskset *ds, uint32_t to, void (*log)(void *, const char *),
-		     void *log_ctx, char *err, size_t errlen);
+
 
 /* ---- Sections (section.c; SCHEMA.md "Sharding", "Moving a section") ----
  * The one place that names section directories and chunk files, reads the

@@ -154,6 +154,8 @@ struct fs {
 		pthread_mutex_t lock;
 		pthread_cond_t cv;
 		int listen_fd, stop_pipe[2];
+		int next_fd;              /* control_rehome: the socket to take (lock) */
+		char path[LSMFS_META_PATH_MAX + 80]; /* where listen_fd is bound (lock) */
 		pthread_t thread;
 		bool running, moving;
 		int active;               /* connections being served */
@@ -219,9 +221,19 @@ struct fs {
 	uint64_t *unsynced; /* UNSYNCED_MAX entries */
 	size_t nunsynced;
 
+	/* copies.c: the store's copies (SCHEMA.md "Store copies").  Store
+	 * copy k (store_options numbering) is the superblock's copy
+	 * store_which[k]; copies_lock serialises the copy states file. */
+	uint32_t store_which[LSMFS_MAX_META_COPIES];
+	uint32_t store_ncopies;
+	pthread_mutex_t copies_lock;
+	bool copies_lock_init;
+	bool copies_degraded;     /* atomics: a copy is missing or failed */
+
 	/* diskwatch.c: per disk, 1 once it is no longer the disk opened. */
 	unsigned char *disk_lost;
-	int meta_fd;              /* the store's directory, as opened at mount; -1: none */
+	int meta_fd[LSMFS_MAX_META_COPIES]; /* each store copy's directory (store
+				   * numbering), as opened at mount; -1: none */
 	bool meta_lost;           /* atomics: the store's disk went: no more writes */
 	pthread_t watch_thread;
 	pthread_mutex_t watch_lock;
@@ -276,6 +288,33 @@ struct json_out {
 void json_put(struct json_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* s as a JSON string, quoted and escaped. */
 void json_put_str(struct json_out *o, const char *s);
+
+/* members.c: remove the files of a flat directory, then the directory
+ * (0 when it is gone, or was). */
+int fs_remove_flat(const char *dir);
+
+/* copies.c (SCHEMA.md "Store copies") */
+/* Before the store opens: copies missing marked stale (a disk's copy
+ * whose directory went is made again, to be filled), and so's copies
+ * set (dirs: LSMFS_MAX_META_COPIES entries, dirs[0] the one to open). */
+int copies_prepare(struct fs *fs, struct store_options *so, const char **dirs, char *err,
+		   size_t errlen);
+/* After it opened read-write: the stale copies it brought up to date
+ * are marked so. */
+void copies_opened(struct fs *fs);
+/* store_options.copy_failed: the copy marked stale on the disks. */
+int copies_failed(void *ctx, size_t k, int err, const char *what);
+bool copies_degraded(struct fs *fs);
+/* "copies":[...],"degraded":bool, for status and the statistics. */
+void copies_json(struct fs *fs, struct json_out *o);
+/* A new copy of the store on disk d (control request copy-add), filled
+ * while in use; *copy: its number. */
+int copies_add(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size_t errlen);
+/* Copy c removed (copy-remove): refused for the last up-to-date copy. */
+int copies_remove(struct fs *fs, uint32_t c, char *err, size_t errlen);
+/* The directory the daemon keeps its socket and statistics in (the
+ * store's primary copy; it changes when that copy is removed). */
+void copies_home(struct fs *fs, char *out, size_t cap);
 
 /* stats.c */
 int stats_init(struct fs *fs);
@@ -485,6 +524,9 @@ void members_free(struct fs *fs);
  * mounted read-write (fs_control in fs.h answers each request). */
 int control_start(struct fs *fs);
 void control_stop(struct fs *fs);
+/* The store's primary copy changed (copies.c): the socket is bound in
+ * the new one and the old one closed. */
+void control_rehome(struct fs *fs);
 
 /* chunk.c: chunk files and records; under the inode's lock. */
 enum chunk_access {

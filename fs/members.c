@@ -416,8 +416,7 @@ int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, ch
 
 /* ---- detaching a disk ---- */
 
-/* Remove the regular files of a flat directory, then the directory. */
-static int remove_flat(const char *dir)
+int fs_remove_flat(const char *dir)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -447,11 +446,12 @@ static void retire(struct fs *fs, uint32_t d, const char *path, const struct lsm
 	if (rc)
 		fs_logf(fs, "disk %u detached; %s", d, why);
 	snprintf(p, sizeof(p), "%s/%s/%s", path, LSMFS_DIR, LSMFS_META_DIR);
-	if (strcmp(p, fs->ds->meta_dir) && (rc = remove_flat(p)))
+	if (strcmp(p, fs->ds->meta_dir) && (rc = fs_remove_flat(p)))
 		fs_logf(fs, "disk %u detached; an old copy of the metadata store in %s: %s", d, p,
 			strerror(-rc));
 	snprintf(p, sizeof(p), "%s/%s/%s", path, LSMFS_DIR, LSMFS_LOCK_FILE);
 	(void)unlink(p); /* ours, and no one else's to take now */
+	copies_forget(path);
 	struct lsmfs_super sb = *old;
 	sb.disk_index = d;
 	memcpy(sb.disk_uuid, old->disk_uuids[d], 16);
@@ -472,9 +472,11 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 	uint32_t held = 0;
 	if (!(diskset_members(ds) & ~(1ull << d)))
 		return set_err(err, errlen, -EBUSY, "disk %u is the filesystem's last disk", d);
-	if (ds->sb.meta_dir[0] == 0 && ds->sb.meta_disk == d)
-		return set_err(err, errlen, -EBUSY, "disk %u holds the metadata store (%s): it must "
-			       "be moved first, with the filesystem unmounted", d, ds->meta_dir);
+	for (uint32_t c = 0; c < ds->sb.meta_count; c++)
+		if (ds->sb.meta[c].disk == d)
+			return set_err(err, errlen, -EBUSY, "disk %u holds a copy of the metadata store "
+				       "(%s): it must be moved first, with the filesystem unmounted", d,
+				       ds->meta_paths[c]);
 	for (uint32_t s = 0; s < fs->info.sections; s++)
 		held += section_disk_of(fs, s) == d;
 	if (held)
@@ -564,153 +566,4 @@ void members_free(struct fs *fs)
 	free(fs->gone);
 	fs->gone = NULL;
 	fs->ngone = 0;
-}
-
-/* ---- moving the store (offline) ---- */
-
-static int copy_file(int sfd, int dfd, const char *name, char *err, size_t errlen)
-{
-	int in = openat(sfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (in < 0)
-		return set_err(err, errlen, -errno, "%s: %s", name, strerror(errno));
-	int out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	int rc = 0;
-	if (out < 0) {
-		rc = set_err(err, errlen, -errno, "%s (new copy): %s", name, strerror(errno));
-		close(in);
-		return rc;
-	}
-	static char buf[1 << 16];
-	for (;;) {
-		ssize_t n = read(in, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = set_err(err, errlen, -errno, "%s: read: %s", name, strerror(errno));
-			break;
-		}
-		if (n == 0)
-			break;
-		for (ssize_t done = 0; done < n;) {
-			ssize_t w = write(out, buf + done, (size_t)(n - done));
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0) {
-				rc = set_err(err, errlen, -errno, "%s (new copy): write: %s", name,
-					     strerror(errno));
-				break;
-			}
-			done += w;
-		}
-		if (rc)
-			break;
-	}
-	if (!rc && fsync(out) != 0)
-		rc = set_err(err, errlen, -errno, "%s (new copy): fsync: %s", name, strerror(errno));
-	close(in);
-	if (close(out) != 0 && !rc)
-		rc = set_err(err, errlen, -errno, "%s (new copy): %s", name, strerror(errno));
-	return rc;
-}
-
-/* Copy the flat directory src to dst (new), every file and dst synced. */
-static int copy_store(const char *src, const char *dst, char *err, size_t errlen)
-{
-	if (mkdir(dst, 0700) != 0)
-		return set_err(err, errlen, -errno, "%s: %s", dst, strerror(errno));
-	int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = sfd < 0 ? NULL : fdopendir(sfd);
-	int rc = 0;
-	if (!d || dfd < 0) {
-		rc = set_err(err, errlen, -errno, "%s: %s", d ? dst : src, strerror(errno));
-	} else {
-		struct dirent *e;
-		while (!rc && (e = readdir(d))) {
-			struct stat st;
-			/* Regular files only: the control socket is the
-			 * daemon's, LOCK the store's own. */
-			if (fstatat(sfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-			    !S_ISREG(st.st_mode) || !strcmp(e->d_name, "LOCK"))
-				continue;
-			rc = copy_file(sfd, dfd, e->d_name, err, errlen);
-		}
-		if (!rc && fsync(dfd) != 0)
-			rc = set_err(err, errlen, -errno, "%s: fsync: %s", dst, strerror(errno));
-	}
-	if (d)
-		closedir(d);
-	else if (sfd >= 0)
-		close(sfd);
-	if (dfd >= 0)
-		close(dfd);
-	return rc;
-}
-
-int fs_meta_relocate(struct lsmfs_diskset *ds, uint32_t to, void (*log)(void *, const char *),
-		     void *log_ctx, char *err, size_t errlen)
-{
-	if (ds->sb.meta_dir[0])
-		return set_err(err, errlen, -EINVAL, "the metadata store is in %s, on no disk",
-			       ds->sb.meta_dir);
-	if (!diskset_present(ds, to) || to == ds->sb.meta_disk)
-		return set_err(err, errlen, -EINVAL, "no disk %u to move the store to", to);
-	char dst[PATH_MAX + 64], tmp[PATH_MAX + 80], top[PATH_MAX + 32];
-	snprintf(top, sizeof(top), "%s/%s", ds->paths[to], LSMFS_DIR);
-	snprintf(dst, sizeof(dst), "%s/%s", top, LSMFS_META_DIR);
-	snprintf(tmp, sizeof(tmp), "%s.new", dst);
-	if (strlen(dst) >= sizeof(ds->meta_dir))
-		return set_err(err, errlen, -ENAMETOOLONG, "%s: path too long for the store", dst);
-	/* Leftovers of a move cut short before its commit. */
-	int rc = remove_flat(tmp);
-	if (!rc)
-		rc = remove_flat(dst);
-	if (rc)
-		return set_err(err, errlen, rc, "%s: an old copy of the store cannot be removed: %s",
-			       dst, strerror(-rc));
-	/* 1. A whole, synced copy under its final name. */
-	if ((rc = copy_store(ds->meta_dir, tmp, err, errlen)))
-		goto undo;
-	if (rename(tmp, dst) != 0 || lsmfs_fsync_dir(top) != 0) {
-		rc = set_err(err, errlen, -errno, "%s: %s", dst, strerror(errno));
-		goto undo;
-	}
-	/* 2. The superblocks name it: the first write commits. */
-	struct lsmfs_super old = ds->sb;
-	char src[sizeof(ds->meta_dir)];
-	snprintf(src, sizeof(src), "%s", ds->meta_dir);
-	ds->sb.meta_disk = to;
-	ds->sb.generation++;
-	uint64_t before = ds->stale;
-	bool none;
-	rc = write_supers(ds, diskset_members(ds), &none, err, errlen);
-	if (rc && none) {
-		/* None written, as far as we know; a failed fsync after the
-		 * rename may still have left one naming the copy: the copy
-		 * stays (a later move removes it first). */
-		ds->sb = old;
-		ds->stale = before;
-		(void)remove_flat(tmp);
-		return rc;
-	}
-	memcpy(ds->meta_dir, dst, strlen(dst) + 1); /* fits: checked above */
-	if (rc && log) {
-		char line[3 * PATH_MAX];
-		snprintf(line, sizeof(line), "store moved to %s, but %s: that superblock is "
-			 "rewritten at the next mount", dst, err);
-		log(log_ctx, line);
-	}
-	/* 3. The old copy goes. */
-	rc = remove_flat(src);
-	if (rc && log) {
-		char line[3 * PATH_MAX];
-		snprintf(line, sizeof(line), "store moved to %s; the old copy %s stays (%s)", dst,
-			 src, strerror(-rc));
-		log(log_ctx, line);
-	}
-	return 0;
-undo:
-	(void)remove_flat(tmp);
-	(void)remove_flat(dst);
-	return rc;
 }

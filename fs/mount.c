@@ -214,7 +214,8 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	fs->ds = ds;
 	fs->opt = *opt;
 	fs->rdonly_pipe[0] = fs->rdonly_pipe[1] = -1;
-	fs->meta_fd = -1;
+	for (int i = 0; i < LSMFS_MAX_META_COPIES; i++)
+		fs->meta_fd[i] = -1;
 	fs->log = log;
 	fs->log_ctx = log_ctx;
 	pthread_mutex_init(&fs->ns_lock, NULL);
@@ -225,7 +226,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	pthread_mutex_init(&fs->move_lock, NULL);
 	pthread_mutex_init(&fs->ctl.lock, NULL);
 	pthread_cond_init(&fs->ctl.cv, NULL);
-	fs->ctl.listen_fd = fs->ctl.stop_pipe[0] = fs->ctl.stop_pipe[1] = -1;
+	fs->ctl.listen_fd = fs->ctl.stop_pipe[0] = fs->ctl.stop_pipe[1] = fs->ctl.next_fd = -1;
 	for (int i = 0; i < ILOCKS; i++)
 		pthread_mutex_init(&fs->ilock[i], NULL);
 	if (order_init(fs)) {
@@ -249,13 +250,18 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	so.log = store_log;
 	so.log_ctx = fs;
 	so.reserve_bytes = FS_STORE_RESERVE;
-	int rc = store_open(ds->meta_dir, &so, &fs->st);
+	const char *dirs[LSMFS_MAX_META_COPIES];
+	int rc = copies_prepare(fs, &so, dirs, err, errlen);
+	if (rc)
+		goto fail;
+	rc = store_open(dirs[0], &so, &fs->st);
 	if (rc) {
 		snprintf(err, errlen, "%s: cannot open the metadata store: %s", ds->meta_dir,
 			 strerror(-rc));
 		fs->st = NULL;
 		goto fail;
 	}
+	copies_opened(fs);
 	if ((rc = load_info(fs, err, errlen)) || (rc = load_sections(fs, err, errlen)) ||
 	    (rc = gate_init(fs)) || (rc = open_disks(fs, err, errlen)))
 		goto fail;

@@ -100,8 +100,12 @@ static int build_json(struct fs *fs, bool mounted, char **json, size_t *len)
 	}
 	struct store_stats ss;
 	store_get_stats(fs->st, &ss);
+	char home[sizeof(fs->ds->meta_dir)];
+	copies_home(fs, home, sizeof(home));
 	json_put(&o, "],\"store\":{\"dir\":");
-	json_put_str(&o, fs->ds->meta_dir);
+	json_put_str(&o, home);
+	json_put(&o, ",");
+	copies_json(fs, &o);
 	json_put(&o, ",");
 	put_totals(&o, "since_mount", ss.user_bytes_written, ss.wal_bytes_written,
 		   ss.flush_bytes_written, ss.compaction_bytes_written, ss.manifest_bytes_written);
@@ -148,9 +152,11 @@ static uint64_t counters_sum(struct fs *fs)
  * failure *failed names the path that failed. */
 static int write_file(struct fs *fs, const char *json, size_t len, char *failed, size_t cap)
 {
+	char home[sizeof(fs->ds->meta_dir)];
+	copies_home(fs, home, sizeof(home));
 	char tmp[sizeof(fs->ds->meta_dir) + 32], dst[sizeof(fs->ds->meta_dir) + 32];
-	snprintf(tmp, sizeof(tmp), "%s/" STATS_FILE_NEW, fs->ds->meta_dir);
-	snprintf(dst, sizeof(dst), "%s/" FS_STATS_FILE, fs->ds->meta_dir);
+	snprintf(tmp, sizeof(tmp), "%s/" STATS_FILE_NEW, home);
+	snprintf(dst, sizeof(dst), "%s/" FS_STATS_FILE, home);
 	snprintf(failed, cap, "%s", tmp);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)

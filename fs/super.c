@@ -43,8 +43,10 @@
 #define OFF_LABEL 80
 #define OFF_GEN 96         /* version 2 on */
 #define OFF_FLAGS 104
-#define OFF_META_DISK 108
-#define OFF_META_LEN 112   /* 96 in version 1 */
+#define OFF_META_DISK 108  /* version 2 */
+#define OFF_META_LEN 112   /* 96 in version 1; version 1 and 2 */
+#define OFF_COPIES 108     /* version 3 on: the store's copies */
+#define COPY_HEAD 6        /* le32 disk, le16 path length */
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -59,16 +61,33 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Bytes the copy list takes in a version 3 superblock; 0 when a copy is
+ * out of range. */
+static size_t copies_len(const struct lsmfs_super *sb)
+{
+	if (sb->meta_count == 0 || sb->meta_count > LSMFS_MAX_META_COPIES)
+		return 0;
+	size_t n = 4;
+	for (uint32_t i = 0; i < sb->meta_count; i++) {
+		const struct lsmfs_meta_copy *c = &sb->meta[i];
+		size_t ml = strnlen(c->dir, sizeof(c->dir));
+		if (ml >= sizeof(c->dir) || (c->disk == LSMFS_META_ON_DIR) != (ml > 0) ||
+		    (c->disk != LSMFS_META_ON_DIR && c->disk >= sb->disk_count))
+			return 0;
+		n += COPY_HEAD + ml;
+	}
+	return n;
+}
+
 int super_encode(const struct lsmfs_super *sb, uint8_t *buf, size_t cap,
 		 size_t *len)
 {
-	size_t mlen = strnlen(sb->meta_dir, sizeof(sb->meta_dir));
 	size_t llen = strnlen(sb->label, LSMFS_LABEL_MAX);
+	size_t clen = copies_len(sb);
 	if (sb->disk_count == 0 || sb->disk_count > LSMFS_MAX_DISKS ||
-	    mlen >= sizeof(sb->meta_dir) || sb->disk_index >= sb->disk_count ||
-	    sb->meta_disk >= sb->disk_count)
+	    sb->disk_index >= sb->disk_count || !clen)
 		return -EINVAL;
-	size_t total = SUPER_FIXED + mlen + 16u * sb->disk_count + SUPER_CSUM_LEN;
+	size_t total = OFF_COPIES + clen + 16u * sb->disk_count + SUPER_CSUM_LEN;
 	if (total > cap)
 		return -ENOSPC;
 
@@ -87,14 +106,67 @@ int super_encode(const struct lsmfs_super *sb, uint8_t *buf, size_t cap,
 	memcpy(buf + OFF_LABEL, sb->label, llen); /* rest stays NUL */
 	sc_put_le64(buf + OFF_GEN, sb->generation);
 	sc_put_le32(buf + OFF_FLAGS, sb->flags);
-	sc_put_le32(buf + OFF_META_DISK, sb->meta_disk);
-	buf[OFF_META_LEN] = (uint8_t)mlen;
-	buf[OFF_META_LEN + 1] = (uint8_t)(mlen >> 8);
-	memcpy(buf + SUPER_FIXED, sb->meta_dir, mlen);
-	memcpy(buf + SUPER_FIXED + mlen, sb->disk_uuids, 16u * sb->disk_count);
+	uint8_t *p = buf + OFF_COPIES;
+	sc_put_le32(p, sb->meta_count);
+	p += 4;
+	for (uint32_t i = 0; i < sb->meta_count; i++) {
+		const struct lsmfs_meta_copy *c = &sb->meta[i];
+		size_t ml = strlen(c->dir);
+		sc_put_le32(p, c->disk);
+		p[4] = (uint8_t)ml;
+		p[5] = (uint8_t)(ml >> 8);
+		memcpy(p + COPY_HEAD, c->dir, ml);
+		p += COPY_HEAD + ml;
+	}
+	memcpy(p, sb->disk_uuids, 16u * sb->disk_count);
 	sc_put_le64(buf + total - SUPER_CSUM_LEN,
 		    XXH3_64bits(buf, total - SUPER_CSUM_LEN));
 	*len = total;
+	return 0;
+}
+
+/* A metadata directory path at off: absolute, no NUL. */
+static bool meta_path_ok(const uint8_t *p, size_t ml)
+{
+	return ml == 0 || (p[0] == '/' && !memchr(p, 0, ml));
+}
+
+/* Version 3's copy list, from OFF_COPIES; *end: where the disk list starts. */
+static int decode_copies(const uint8_t *buf, size_t total, struct lsmfs_super *sb, size_t *end,
+			 char *err, size_t errlen)
+{
+	size_t off = OFF_COPIES, limit = total - SUPER_CSUM_LEN;
+	if (off + 4 > limit) {
+		set_err(err, errlen, "offset %d: superblock truncated in the copy list", OFF_COPIES);
+		return -EUCLEAN;
+	}
+	sb->meta_count = sc_get_le32(buf + off);
+	if (sb->meta_count == 0 || sb->meta_count > LSMFS_MAX_META_COPIES) {
+		set_err(err, errlen, "offset %d: store copy count %u out of range 1..%d", OFF_COPIES,
+			sb->meta_count, LSMFS_MAX_META_COPIES);
+		return -EUCLEAN;
+	}
+	off += 4;
+	for (uint32_t i = 0; i < sb->meta_count; i++) {
+		struct lsmfs_meta_copy *c = &sb->meta[i];
+		if (off + COPY_HEAD > limit) {
+			set_err(err, errlen, "offset %zu: superblock truncated in store copy %u", off, i);
+			return -EUCLEAN;
+		}
+		c->disk = sc_get_le32(buf + off);
+		size_t ml = (size_t)buf[off + 4] | (size_t)buf[off + 5] << 8;
+		if (ml >= LSMFS_META_PATH_MAX || off + COPY_HEAD + ml > limit ||
+		    (c->disk == LSMFS_META_ON_DIR) != (ml > 0) ||
+		    !meta_path_ok(buf + off + COPY_HEAD, ml)) {
+			set_err(err, errlen, "offset %zu: store copy %u: bad directory (length %zu)",
+				off + 4, i, ml);
+			return -EUCLEAN;
+		}
+		memcpy(c->dir, buf + off + COPY_HEAD, ml);
+		c->dir[ml] = 0;
+		off += COPY_HEAD + ml;
+	}
+	*end = off;
 	return 0;
 }
 
@@ -115,12 +187,12 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 		return -EUCLEAN;
 	}
 	uint32_t version = sc_get_le32(buf + OFF_VERSION);
-	if (version != 1 && version != LSMFS_SUPER_VERSION) {
+	if (version < 1 || version > LSMFS_SUPER_VERSION) {
 		set_err(err, errlen, "offset %d: unsupported format version %u",
 			OFF_VERSION, version);
 		return -EUCLEAN;
 	}
-	size_t fixed = version == 1 ? SUPER_FIXED_V1 : SUPER_FIXED;
+	size_t fixed = version == 1 ? SUPER_FIXED_V1 : version == 2 ? SUPER_FIXED : OFF_COPIES + 4;
 	size_t off_mlen = fixed - 2;
 	if (len < fixed + SUPER_CSUM_LEN) {
 		set_err(err, errlen, "offset %zu: superblock truncated (%zu bytes)",
@@ -156,7 +228,6 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 	if (version >= 2) {
 		sb->generation = sc_get_le64(buf + OFF_GEN);
 		sb->flags = sc_get_le32(buf + OFF_FLAGS);
-		sb->meta_disk = sc_get_le32(buf + OFF_META_DISK);
 	}
 
 	if (sb->disk_count == 0 || sb->disk_count > LSMFS_MAX_DISKS) {
@@ -183,35 +254,62 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 		set_err(err, errlen, "offset %d: unknown flags %#x", OFF_FLAGS, sb->flags);
 		return -EUCLEAN;
 	}
-	if (sb->meta_disk >= sb->disk_count) {
-		set_err(err, errlen, "offset %d: metadata disk %u not below the disk count %u",
-			OFF_META_DISK, sb->meta_disk, sb->disk_count);
+	size_t list; /* where the disk list starts */
+	if (version >= 3) {
+		int rc = decode_copies(buf, total, sb, &list, err, errlen);
+		if (rc)
+			return rc;
+	} else {
+		/* One copy: on the store disk (version 1: disk 0), or in a
+		 * directory of its own. */
+		struct lsmfs_meta_copy *c = &sb->meta[0];
+		sb->meta_count = 1;
+		c->disk = version >= 2 ? sc_get_le32(buf + OFF_META_DISK) : 0;
+		size_t mlen = (size_t)buf[off_mlen] | (size_t)buf[off_mlen + 1] << 8;
+		if (mlen >= LSMFS_META_PATH_MAX ||
+		    fixed + mlen + 16u * sb->disk_count + SUPER_CSUM_LEN != total) {
+			set_err(err, errlen, "offset %zu: metadata path length %zu does not "
+				"fit the superblock length %u", off_mlen, mlen, total);
+			return -EUCLEAN;
+		}
+		if (!meta_path_ok(buf + fixed, mlen)) {
+			set_err(err, errlen, "offset %zu: metadata path is not an absolute "
+				"path", fixed);
+			return -EUCLEAN;
+		}
+		memcpy(c->dir, buf + fixed, mlen);
+		c->dir[mlen] = 0;
+		if (mlen)
+			c->disk = LSMFS_META_ON_DIR;
+		list = fixed + mlen;
+	}
+	if (list + 16u * sb->disk_count + SUPER_CSUM_LEN != total) {
+		set_err(err, errlen, "offset %zu: the disk list (%u disks) does not fit the "
+			"superblock length %u", list, sb->disk_count, total);
 		return -EUCLEAN;
 	}
-	size_t mlen = (size_t)buf[off_mlen] | (size_t)buf[off_mlen + 1] << 8;
-	if (mlen >= LSMFS_META_PATH_MAX ||
-	    fixed + mlen + 16u * sb->disk_count + SUPER_CSUM_LEN != total) {
-		set_err(err, errlen, "offset %zu: metadata path length %zu does not "
-			"fit the superblock length %u", off_mlen, mlen, total);
-		return -EUCLEAN;
+	memcpy(sb->disk_uuids, buf + list, 16u * sb->disk_count);
+	for (uint32_t i = 0; i < sb->meta_count; i++) {
+		const struct lsmfs_meta_copy *c = &sb->meta[i];
+		if (c->disk == LSMFS_META_ON_DIR)
+			continue;
+		if (c->disk >= sb->disk_count || super_slot_empty(sb, c->disk)) {
+			set_err(err, errlen, "offset %d: the store's copy %u is on disk %u, %s",
+				version >= 3 ? OFF_COPIES : OFF_META_DISK, i, c->disk,
+				c->disk >= sb->disk_count ? "past the disk count"
+							  : "an empty slot in the disk list");
+			return -EUCLEAN;
+		}
+		for (uint32_t j = 0; j < i; j++)
+			if (sb->meta[j].disk == c->disk) {
+				set_err(err, errlen, "offset %d: store copies %u and %u are both on "
+					"disk %u", OFF_COPIES, j, i, c->disk);
+				return -EUCLEAN;
+			}
 	}
-	if (mlen && (buf[fixed] != '/' || memchr(buf + fixed, 0, mlen))) {
-		set_err(err, errlen, "offset %zu: metadata path is not an absolute "
-			"path", fixed);
-		return -EUCLEAN;
-	}
-	memcpy(sb->meta_dir, buf + fixed, mlen);
-	sb->meta_dir[mlen] = 0;
-	memcpy(sb->disk_uuids, buf + fixed + mlen, 16u * sb->disk_count);
-	static const uint8_t zero[16];
-	if (!mlen && !memcmp(sb->disk_uuids[sb->meta_disk], zero, 16)) {
-		set_err(err, errlen, "offset %d: the store's disk (%u) has an empty slot in the "
-			"disk list", OFF_META_DISK, sb->meta_disk);
-		return -EUCLEAN;
-	}
-	if (!memcmp(sb->disk_uuids[sb->disk_index], zero, 16)) {
+	if (super_slot_empty(sb, sb->disk_index)) {
 		set_err(err, errlen, "offset %zu: this disk's slot (%u) in the disk list is empty",
-			fixed + mlen + 16u * sb->disk_index, sb->disk_index);
+			list + 16u * sb->disk_index, sb->disk_index);
 		return -EUCLEAN;
 	}
 	return 0;

@@ -47,7 +47,11 @@ struct options {
 	uint32_t sections;
 	uint64_t chunk_size;
 	uint32_t inline_max;
-	const char *meta;            /* --meta DIR as given, or NULL */
+	/* --meta DIR[,DIR...] as given, split (NULL: on the disks) */
+	const char *meta[LSMFS_MAX_META_COPIES];
+	uint32_t nmeta;
+	char *meta_arg;              /* the split copy of --meta's argument */
+	uint32_t copies;             /* --meta-copies, or 0: the default */
 	bool force;
 	bool quiet;
 	uint32_t ndisks;
@@ -82,8 +86,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: " PROG " [-L LABEL] [-U UUID] [--sections N] "
 		"[--chunk-size BYTES]\n"
-		"                  [--inline-max BYTES] [--meta DIR] [-f] [-q] "
-		"DISK [DISK...]\n"
+		"                  [--inline-max BYTES] [--meta-copies K] [--meta DIR[,DIR...]]\n"
+		"                  [-f] [-q] DISK [DISK...]\n"
 		"\n"
 		"Make an lsmfs filesystem spanning the given disks (directories, "
 		"normally\nmount points).\n"
@@ -96,8 +100,13 @@ static void usage(FILE *out)
 		"      --inline-max B    largest file kept in the metadata store, at "
 		"most 64K\n"
 		"                        and below the chunk size (default %u)\n"
-		"      --meta DIR        keep the metadata store in DIR (default "
-		"DISK0/.lsmfs/meta)\n"
+		"      --meta-copies K   keep K whole copies of the metadata store, "
+		"on disks\n"
+		"                        0..K-1 (default 2 with two disks or more, "
+		"else 1; at most %d)\n"
+		"      --meta DIR[,DIR...]  keep the metadata store in these "
+		"directories instead\n"
+		"                        (one copy in each; default DISK/.lsmfs/meta)\n"
 		"  -f, --force           format disks that are not empty or hold an "
 		"lsmfs\n"
 		"  -q, --quiet           print nothing but errors\n"
@@ -109,7 +118,7 @@ static void usage(FILE *out)
 		"Exit status: 0 on success; 1 on any error (bad usage, a refused "
 		"disk or\nargument, or an I/O failure).\n",
 		LSMFS_LABEL_MAX, LSMFS_MAX_SECTIONS, LSMFS_DEFAULT_SECTIONS,
-		LSMFS_DEFAULT_INLINE_MAX);
+		LSMFS_DEFAULT_INLINE_MAX, LSMFS_MAX_META_COPIES);
 }
 
 /* Decimal bytes with an optional K/M/G suffix. */
@@ -159,7 +168,7 @@ static int parse_count(const char *s, uint64_t *out)
 	return 0;
 }
 
-enum { OPT_SECTIONS = 256, OPT_CHUNK, OPT_INLINE, OPT_META };
+enum { OPT_SECTIONS = 256, OPT_CHUNK, OPT_INLINE, OPT_META, OPT_COPIES };
 
 /* 0 to go on, 1 to exit with an error, -1 to exit 0 (help, version). */
 static int parse_args(int argc, char **argv, struct options *o)
@@ -171,6 +180,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "chunk-size", required_argument, NULL, OPT_CHUNK },
 		{ "inline-max", required_argument, NULL, OPT_INLINE },
 		{ "meta", required_argument, NULL, OPT_META },
+		{ "meta-copies", required_argument, NULL, OPT_COPIES },
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -227,9 +237,36 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return 1;
 			}
 			break;
-		case OPT_META:
-			o->meta = optarg;
+		case OPT_META: {
+			free(o->meta_arg);
+			o->meta_arg = strdup(optarg);
+			o->nmeta = 0;
+			char *save = NULL;
+			for (char *t = o->meta_arg ? strtok_r(o->meta_arg, ",", &save) : NULL; t;
+			     t = strtok_r(NULL, ",", &save)) {
+				if (o->nmeta == LSMFS_MAX_META_COPIES) {
+					fail("--meta '%s': more than %d directories", optarg,
+					     LSMFS_MAX_META_COPIES);
+					return 1;
+				}
+				o->meta[o->nmeta++] = t;
+			}
+			if (!o->nmeta) {
+				fail("--meta '%s': no directory", optarg);
+				return 1;
+			}
 			break;
+		}
+		case OPT_COPIES: {
+			uint64_t k;
+			if (parse_count(optarg, &k) != 0 || k < 1 || k > LSMFS_MAX_META_COPIES) {
+				fail("--meta-copies '%s': must be a number from 1 to %d", optarg,
+				     LSMFS_MAX_META_COPIES);
+				return 1;
+			}
+			o->copies = (uint32_t)k;
+			break;
+		}
 		case 'f':
 			o->force = true;
 			break;
@@ -278,6 +315,20 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fail("sections %llu: fewer than the %u disks (a disk would hold "
 		     "no data)", (unsigned long long)sections, o->ndisks);
 		return 1;
+	}
+	if (o->nmeta) {
+		if (o->copies && o->copies != o->nmeta) {
+			fail("--meta-copies %u: --meta names %u director%s (one copy in each)",
+			     o->copies, o->nmeta, o->nmeta == 1 ? "y" : "ies");
+			return 1;
+		}
+		o->copies = o->nmeta;
+	} else if (o->copies > o->ndisks) {
+		fail("--meta-copies %u: only %u disk%s given (each copy on a disk of its own)",
+		     o->copies, o->ndisks, o->ndisks == 1 ? "" : "s");
+		return 1;
+	} else if (!o->copies) {
+		o->copies = o->ndisks >= 2 ? 2 : 1;
 	}
 	o->sections = (uint32_t)sections;
 	o->chunk_size = chunk;
@@ -497,14 +548,14 @@ static int read_mark(const char *dir, uint8_t uuid[16])
 }
 
 /* Step 1 for --meta DIR: empty or absent, or (with -f) an old store. */
-static int inspect_meta(const struct options *o, char *abs, size_t cap,
+static int inspect_meta(const struct options *o, const char *given, char *abs, size_t cap,
 			bool *clear)
 {
 	*clear = false;
-	if (absolute_meta(o->meta, abs, cap) != 0)
+	if (absolute_meta(given, abs, cap) != 0)
 		return -1;
 	if (strlen(abs) >= LSMFS_META_PATH_MAX) {
-		fail("--meta %s: path longer than %d bytes", o->meta,
+		fail("--meta %s: path longer than %d bytes", given,
 		     LSMFS_META_PATH_MAX - 1);
 		return -1;
 	}
@@ -512,7 +563,7 @@ static int inspect_meta(const struct options *o, char *abs, size_t cap,
 	if (stat(abs, &st) != 0)
 		return 0; /* made in step 3 */
 	if (!S_ISDIR(st.st_mode)) {
-		fail("--meta %s: not a directory", o->meta);
+		fail("--meta %s: not a directory", given);
 		return -1;
 	}
 	uint8_t uuid[16];
@@ -521,7 +572,7 @@ static int inspect_meta(const struct options *o, char *abs, size_t cap,
 		lsmfs_uuid_format(uuid, u);
 		if (!o->force) {
 			fail("%s: already holds an lsmfs metadata store (UUID %s); "
-			     "use -f to overwrite", o->meta, u);
+			     "use -f to overwrite", given, u);
 			return -1;
 		}
 		*clear = true;
@@ -529,14 +580,14 @@ static int inspect_meta(const struct options *o, char *abs, size_t cap,
 	}
 	int n, rc = count_entries(abs, NULL, &n);
 	if (rc) {
-		fail("%s: %s", o->meta, strerror(-rc));
+		fail("%s: %s", given, strerror(-rc));
 		return -1;
 	}
 	/* Even -f does not help: the store's files would land among files
 	 * we do not own, and we never delete what is not ours. */
 	if (n) {
 		fail("%s: directory is not empty and holds no lsmfs metadata "
-		     "store; --meta needs an empty directory", o->meta);
+		     "store; --meta needs an empty directory", given);
 		return -1;
 	}
 	return 0;
@@ -589,20 +640,21 @@ static int make_meta(const char *dir, const uint8_t fs_uuid[16])
 
 /* Step 2: everything the old filesystem left, now that nothing refused. */
 static int remove_old(const struct options *o, const struct disk *disks,
-		      const char *meta_abs, bool clear_meta)
+		      char (*meta_abs)[PATH_MAX], const bool *clear_meta)
 {
 	for (uint32_t i = 0; i < o->ndisks; i++) {
 		const struct disk *dk = &disks[i];
 		/* The old store may live outside the disks (--meta); clear it
 		 * only if its mark proves it is that filesystem's. */
 		uint8_t uuid[16];
-		if (dk->old_super && dk->old.meta_dir[0] &&
-		    read_mark(dk->old.meta_dir, uuid) == 0 &&
-		    !memcmp(uuid, dk->old.fs_uuid, 16)) {
-			int rc = clear_dir(dk->old.meta_dir);
+		for (uint32_t c = 0; dk->old_super && c < dk->old.meta_count; c++) {
+			const char *md = dk->old.meta[c].dir;
+			if (!md[0] || read_mark(md, uuid) != 0 || memcmp(uuid, dk->old.fs_uuid, 16))
+				continue;
+			int rc = clear_dir(md);
 			if (rc) {
-				fail("%s: cannot remove the old metadata store: %s",
-				     dk->old.meta_dir, strerror(-rc));
+				fail("%s: cannot remove the old metadata store: %s", md,
+				     strerror(-rc));
 				return -1;
 			}
 		}
@@ -614,11 +666,13 @@ static int remove_old(const struct options *o, const struct disk *disks,
 			return -1;
 		}
 	}
-	if (clear_meta) {
-		int rc = clear_dir(meta_abs);
+	for (uint32_t c = 0; c < o->nmeta; c++) {
+		if (!clear_meta[c])
+			continue;
+		int rc = clear_dir(meta_abs[c]);
 		if (rc) {
 			fail("%s: cannot remove the old metadata store: %s",
-			     meta_abs, strerror(-rc));
+			     meta_abs[c], strerror(-rc));
 			return -1;
 		}
 	}
@@ -636,7 +690,7 @@ static void format_size(uint64_t bytes, char *out, size_t cap)
 }
 
 static void print_plan(const struct options *o, const struct disk *disks,
-		       const struct fs_format_params *p, const char *store_dir)
+		       const struct fs_format_params *p, char (*store_dirs)[PATH_MAX + 64])
 {
 	char size[32], uuid[37];
 	format_size(o->chunk_size, size, sizeof(size));
@@ -648,7 +702,11 @@ static void print_plan(const struct options *o, const struct disk *disks,
 	printf("Filesystem UUID: %s\n", uuid);
 	if (o->label && *o->label)
 		printf("Label: %s\n", o->label);
-	printf("Metadata store: %s\n", store_dir);
+	if (o->copies == 1)
+		printf("Metadata store: %s\n", store_dirs[0]);
+	else
+		for (uint32_t c = 0; c < o->copies; c++)
+			printf("Metadata store, copy %u of %u: %s\n", c + 1, o->copies, store_dirs[c]);
 	for (uint32_t i = 0; i < o->ndisks; i++) {
 		uint32_t mine = o->sections / o->ndisks +
 				(i < o->sections % o->ndisks ? 1 : 0);
@@ -661,7 +719,7 @@ static void print_plan(const struct options *o, const struct disk *disks,
 
 /* Steps 3 and 4. */
 static int make_fs(const struct options *o, struct disk *disks,
-		   const char *meta_abs)
+		   char (*meta_abs)[PATH_MAX])
 {
 	struct fs_format_params p;
 	memset(&p, 0, sizeof(p));
@@ -685,28 +743,37 @@ static int make_fs(const struct options *o, struct disk *disks,
 	p.label = o->label ? o->label : "";
 	p.created = (uint64_t)time(NULL);
 
-	char store_dir[PATH_MAX + 64];
-	if (meta_abs)
-		snprintf(store_dir, sizeof(store_dir), "%s", meta_abs);
-	else
-		snprintf(store_dir, sizeof(store_dir), "%s/" LSMFS_DIR "/"
-			 LSMFS_META_DIR, disks[0].real);
+	/* Copy c on disk c (SCHEMA.md "Store copies"), or in the c-th
+	 * --meta directory. */
+	char store_dir[LSMFS_MAX_META_COPIES][PATH_MAX + 64];
+	for (uint32_t c = 0; c < o->copies; c++) {
+		if (o->nmeta)
+			snprintf(store_dir[c], sizeof(store_dir[c]), "%s", meta_abs[c]);
+		else
+			snprintf(store_dir[c], sizeof(store_dir[c]), "%s/" LSMFS_DIR "/"
+				 LSMFS_META_DIR, disks[c].real);
+		if (c)
+			p.store_copies[p.nstore_copies++] = store_dir[c];
+	}
 	if (!o->quiet)
 		print_plan(o, disks, &p, store_dir);
 
-	/* .lsmfs/ on disk 0 must exist before the store can be made in it;
-	 * fs_format makes the others' along with their sections. */
-	char dir[PATH_MAX + 64];
-	snprintf(dir, sizeof(dir), "%s/" LSMFS_DIR, disks[0].real);
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-		fail("%s: cannot create: %s", dir, strerror(errno));
-		return -1;
+	/* .lsmfs/ on the store's disks must exist before the store can be
+	 * made in it; fs_format makes the others' along with their sections. */
+	for (uint32_t c = 0; c < (o->nmeta ? 1 : o->copies); c++) {
+		char dir[PATH_MAX + 64];
+		snprintf(dir, sizeof(dir), "%s/" LSMFS_DIR, disks[c].real);
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+			fail("%s: cannot create: %s", dir, strerror(errno));
+			return -1;
+		}
 	}
-	if (meta_abs && make_meta(meta_abs, p.fs_uuid) != 0)
-		return -1;
+	for (uint32_t c = 0; c < o->nmeta; c++)
+		if (make_meta(meta_abs[c], p.fs_uuid) != 0)
+			return -1;
 
 	char err[1024];
-	rc = fs_format(store_dir, &p, err, sizeof(err));
+	rc = fs_format(store_dir[0], &p, err, sizeof(err));
 	if (rc) {
 		fail("%s", err);
 		return -1;
@@ -727,7 +794,11 @@ static int make_fs(const struct options *o, struct disk *disks,
 	sb.inline_max = o->inline_max;
 	sb.created = p.created;
 	snprintf(sb.label, sizeof(sb.label), "%s", p.label);
-	snprintf(sb.meta_dir, sizeof(sb.meta_dir), "%s", meta_abs ? meta_abs : "");
+	sb.meta_count = o->copies;
+	for (uint32_t c = 0; c < o->copies; c++) {
+		sb.meta[c].disk = o->nmeta ? LSMFS_META_ON_DIR : c;
+		snprintf(sb.meta[c].dir, sizeof(sb.meta[c].dir), "%s", o->nmeta ? meta_abs[c] : "");
+	}
 	memcpy(sb.disk_uuids, p.disk_uuids, 16u * o->ndisks);
 	for (uint32_t i = 0; i < o->ndisks; i++) {
 		sb.disk_index = i;
@@ -754,8 +825,8 @@ int main(int argc, char **argv)
 
 	struct disk disks[LSMFS_MAX_DISKS];
 	memset(disks, 0, sizeof(disks));
-	char meta_abs[PATH_MAX];
-	bool clear_meta = false;
+	char meta_abs[LSMFS_MAX_META_COPIES][PATH_MAX];
+	bool clear_meta[LSMFS_MAX_META_COPIES] = { false };
 	int status = 1;
 	uint32_t n = 0;
 	for (; n < o.ndisks; n++) {
@@ -770,16 +841,24 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < n; i++)
 		if (inspect_disk(&o, &disks[i]) != 0)
 			goto out;
-	if (o.meta && inspect_meta(&o, meta_abs, sizeof(meta_abs),
-				   &clear_meta) != 0)
-		goto out;
+	for (uint32_t c = 0; c < o.nmeta; c++) {
+		if (inspect_meta(&o, o.meta[c], meta_abs[c], sizeof(meta_abs[c]), &clear_meta[c]))
+			goto out;
+		for (uint32_t e = 0; e < c; e++)
+			if (!strcmp(meta_abs[e], meta_abs[c])) {
+				fail("--meta %s: given twice (each copy needs a directory of its own)",
+				     o.meta[c]);
+				goto out;
+			}
+	}
 	if (o.force && remove_old(&o, disks, meta_abs, clear_meta) != 0)
 		goto out;
-	if (make_fs(&o, disks, o.meta ? meta_abs : NULL) != 0)
+	if (make_fs(&o, disks, meta_abs) != 0)
 		goto out;
 	status = 0;
 out:
 	for (uint32_t i = 0; i < n; i++)
 		free(disks[i].real);
+	free(o.meta_arg);
 	return status;
 }

@@ -452,7 +452,7 @@ static int recover(struct store *st)
 	}
 	rc = check_live_tables(st, names, count);
 	env_free_names(names, count);
-	if (rc == 0 && st->mirror)
+	if (rc == 0 && st->opt.ncopies)
 		rc = db_copies_check_tables(st);
 	if (rc) {
 		free(logs);
@@ -562,6 +562,13 @@ int store_copy_info(struct store *st, size_t copy, struct store_copy_info *out)
 	return 0;
 }
 
+int store_copy_drop(struct store *st, size_t copy, int err, const char *why)
+{
+	if (!st->mirror || copy >= env_mirror_count(st->mirror))
+		return err;
+	return env_mirror_drop(st->mirror, copy, err, why);
+}
+
 static void store_free(struct store *st)
 {
 	if (st->log)
@@ -623,9 +630,10 @@ int store_open(const char *dir, const struct store_options *opt,
 		return -ENOMEM;
 	}
 	int rc;
-	if (opt->ncopies) {
+	{
+		/* Always through the mirror, so that a copy can join later. */
 		const char *dirs[STORE_MAX_COPIES];
-		if (opt->ncopies >= STORE_MAX_COPIES || !opt->copies) {
+		if (opt->ncopies >= STORE_MAX_COPIES || (opt->ncopies && !opt->copies)) {
 			store_free(st);
 			return -EINVAL;
 		}
@@ -678,10 +686,10 @@ int store_open(const char *dir, const struct store_options *opt,
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&st->mu);
-	rc = st->mirror ? db_copies_reconcile(st) : 0;
+	rc = opt->ncopies ? db_copies_reconcile(st) : 0;
 	if (rc == 0)
 		rc = recover(st);
-	if (rc == 0 && st->mirror)
+	if (rc == 0)
 		db_copies_opened(st);
 	pthread_mutex_unlock(&st->mu);
 	if (rc == 0 && !opt->read_only) {

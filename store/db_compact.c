@@ -472,6 +472,10 @@ static int background_work(struct store *st)
 {
 	if (st->imm)
 		return compact_memtable(st, true); /* records its error */
+	if (st->manifest_roll == 1) {
+		db_copies_roll_manifest(st);
+		return 0; /* its status goes to the asker */
+	}
 	struct manual_compaction *m = st->manual;
 	struct compaction *c;
 	if (m) {
@@ -518,7 +522,8 @@ static int background_work(struct store *st)
 
 static bool has_work(struct store *st)
 {
-	return st->imm || st->manual || version_set_needs_compaction(st->vs);
+	return st->imm || st->manual || st->manifest_roll == 1 ||
+	       version_set_needs_compaction(st->vs);
 }
 
 void *db_bg_main(void *arg)

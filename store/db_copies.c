@@ -347,3 +347,125 @@ void db_copies_opened(struct store *st)
 	if (!st->opt.read_only)
 		env_mirror_set_noread(st->env, 0);
 }
+
+void db_copies_roll_manifest(struct store *st)
+{
+	int rc = version_set_new_manifest(st->vs, &st->mu);
+	if (rc)
+		db_report(st, "%s: starting a new MANIFEST for a joining copy: %s", st->dir,
+			  strerror(-rc));
+	st->manifest_roll_status = rc;
+	st->manifest_roll = 2;
+	db_delete_obsolete_files(st);
+}
+
+/* Copy every live table copy k lacks (or has at another size) into it,
+ * from a copy that may be read.  The version is pinned: none of its
+ * tables is deleted meanwhile. */
+static int fill_tables(struct store *st, size_t k)
+{
+	struct store_env *inner = env_mirror_inner(st->env);
+	pthread_mutex_lock(&st->mu);
+	struct version *v = version_set_current(st->vs);
+	version_ref(v);
+	pthread_mutex_unlock(&st->mu);
+	int rc = 0;
+	for (int l = 0; l < STORE_MAX_LEVELS && rc == 0; l++) {
+		for (size_t f = 0; f < v->nfiles[l] && rc == 0; f++) {
+			const struct file_meta *fm = v->files[l][f];
+			char path[4096];
+			snprintf(path, sizeof(path), "%s/%06" PRIu64 ".sst", st->dir, fm->number);
+			char *to = env_mirror_path(st->env, k, path);
+			uint64_t have = 0;
+			if (!to) {
+				rc = -ENOMEM;
+				break;
+			}
+			if (inner->ops->file_size(inner, to, &have) == 0 && have == fm->size) {
+				free(to);
+				continue; /* written after it joined */
+			}
+			rc = -EIO;
+			for (size_t i = 0; i < env_mirror_count(st->env) && rc; i++) {
+				if (i == k || !env_mirror_live(st->env, i) ||
+				    (st->opt.copies_stale & (1u << i)))
+					continue;
+				char *from = env_mirror_path(st->env, i, path);
+				rc = from ? env_copy_file(inner, from, to) : -ENOMEM;
+				free(from);
+			}
+			if (rc)
+				db_report(st, "%s: copying into the new copy: %s", to, strerror(-rc));
+			free(to);
+		}
+	}
+	pthread_mutex_lock(&st->mu);
+	version_unref(v);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int store_copy_add(struct store *st, const char *dir, size_t *copy)
+{
+	if (st->opt.read_only)
+		return -EROFS;
+	size_t k;
+	int rc = env_mirror_join(st->env, dir, &k);
+	if (rc) {
+		db_report(st, "%s: cannot start a copy of the store there: %s", dir, strerror(-rc));
+		return rc;
+	}
+	/* 1. A commit log started after it joined: every write from now on
+	 *    is in it (with the memtable's older writes flushed to a table,
+	 *    written after it joined too). */
+	pthread_mutex_lock(&st->mu);
+	st->roll_log = true;
+	pthread_mutex_unlock(&st->mu);
+	rc = store_flush(st);
+	pthread_mutex_lock(&st->mu);
+	st->roll_log = false;
+	/* 2. A MANIFEST started after it joined, and CURRENT naming it. */
+	if (rc == 0) {
+		while (st->manifest_roll == 1 && !st->bg_error && !st->shutting_down)
+			pthread_cond_wait(&st->bg_cv, &st->mu);
+		st->manifest_roll = 1;
+		pthread_cond_broadcast(&st->work_cv);
+		while (st->manifest_roll == 1 && !st->bg_error && !st->shutting_down)
+			pthread_cond_wait(&st->bg_cv, &st->mu);
+		rc = st->manifest_roll == 2 ? st->manifest_roll_status
+					    : st->bg_error ? st->bg_error : -ECANCELED;
+		st->manifest_roll = 0;
+	}
+	pthread_mutex_unlock(&st->mu);
+	/* 3. Every table of the current version, whole. */
+	if (rc == 0)
+		rc = fill_tables(st, k);
+	if (rc == 0) {
+		char *p = env_mirror_path(st->env, k, st->dir);
+		struct store_env *inner = env_mirror_inner(st->env);
+		rc = p ? inner->ops->sync_dir(inner, p) : -ENOMEM;
+		free(p);
+	}
+	if (rc) {
+		env_mirror_retire(st->env, k);
+		db_report(st, "%s: the new copy of the store is given up: %s", dir, strerror(-rc));
+		return rc;
+	}
+	env_mirror_joined(st->env, k);
+	db_report(st, "%s: a new copy of the store, up to date", dir);
+	*copy = k;
+	return 0;
+}
+
+int store_copy_remove(struct store *st, size_t copy)
+{
+	if (copy >= env_mirror_count(st->env))
+		return -EINVAL;
+	size_t live = 0;
+	for (size_t i = 0; i < env_mirror_count(st->env); i++)
+		live += i != copy && env_mirror_live(st->env, i);
+	if (!live)
+		return -EBUSY; /* the last one */
+	env_mirror_retire(st->env, copy);
+	return 0;
+}

@@ -97,6 +97,12 @@ struct store {
 	unsigned bg_backoff_ms; /* (mu) */
 	uint64_t bg_attempts;   /* units of background work done (mu) */
 	struct manual_compaction *manual; /* (mu) */
+	/* db_copies.c asks for a new MANIFEST (1); the background thread
+	 * writes it and leaves its status here (2 + status: done). (mu) */
+	int manifest_roll;
+	int manifest_roll_status;
+	bool roll_log;          /* a forced flush of an empty memtable still
+				 * starts a new commit log (mu) */
 	uint64_t *pending_outputs; /* files being written (mu) */
 	size_t npending, cap_pending;
 
@@ -162,6 +168,9 @@ int db_copies_reconcile(struct store *st);
 int db_copies_check_tables(struct store *st);
 /* Recovery is done: stale copies are now up to date. */
 void db_copies_opened(struct store *st);
+/* The background thread's part of a copy joining: a new MANIFEST.  mu
+ * held. */
+void db_copies_roll_manifest(struct store *st);
 
 /* db_compact.c */
 void *db_bg_main(void *arg);

@@ -197,6 +197,21 @@ static int make_room_for_write(struct store *st, bool force, bool reserve)
 			allow_delay = false;
 		} else if (!force && usage <= st->opt.write_buffer_size) {
 			return 0;
+		} else if (force && !st->imm && memtable_count(st->mem) == 0 && st->roll_log) {
+			/* Nothing to flush, but a copy joining needs a log
+			 * started after it joined: the empty memtable's
+			 * writes go to the new one. */
+			struct wal_writer *old = st->log;
+			st->log = NULL;
+			int rc = open_log(st, false);
+			if (rc) {
+				st->log = old;
+				return rc;
+			}
+			int crc = old ? wal_writer_close(old) : 0;
+			st->mem_log_number = st->log_number;
+			st->roll_log = false;
+			return crc;
 		} else if (force && !st->imm && memtable_count(st->mem) == 0) {
 			return 0; /* nothing to flush */
 		} else if (st->imm) {

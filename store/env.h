@@ -137,6 +137,13 @@ int env_mirror_heal(struct store_env *env, size_t good, size_t bad, const char *
 /* Read path from copy first (before the env is shared: a read-only open
  * of copies that differ). */
 int env_mirror_prefer(struct store_env *env, const char *path, size_t copy);
+/* A new copy in dir (made if missing, its LOCK taken): from now on every
+ * file created is written there too, but it is never read, and what it
+ * lacks is no failure, until env_mirror_joined.  *k: its index. */
+int env_mirror_join(struct store_env *env, const char *dir, size_t *k);
+void env_mirror_joined(struct store_env *env, size_t k);
+/* Stop writing copy k, without calling failed(): it is being removed. */
+void env_mirror_retire(struct store_env *env, size_t k);
 /* Copies in mask (stale) are written to but never read. */
 void env_mirror_set_noread(struct store_env *env, unsigned mask);
 void env_mirror_counts(struct store_env *env, size_t i, uint64_t *healed, uint64_t *read_errors);

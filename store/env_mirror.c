@@ -50,11 +50,15 @@
 struct mirror {
 	struct store_env env; /* first: the store's handle is &m->env */
 	struct store_env *inner;
-	size_t n;
+	atomic_size_t n;    /* grows when a copy joins (its slot filled first) */
 	char *dirs[STORE_MAX_COPIES];
 	size_t dlen0; /* strlen(dirs[0]): the prefix the store uses */
 	atomic_uint failed; /* bit i: copy i dropped */
 	atomic_uint noread; /* bit i: copy i stale, written but never read */
+	atomic_uint joining; /* bit i: copy i joining: what it lacks (ENOENT) is
+			      * no failure, and files open before it joined
+			      * are not written to it */
+	struct env_lock *join_lock[STORE_MAX_COPIES]; /* a joined copy's LOCK */
 	atomic_uint_least64_t healed[STORE_MAX_COPIES];
 	atomic_uint_least64_t read_errors[STORE_MAX_COPIES];
 	pthread_mutex_t mu;
@@ -195,14 +199,17 @@ static int drop(struct mirror *m, size_t i, int err, const char *what)
  * that error (copies that failed otherwise are dropped all the same).
  * Else the failed copies are dropped and the operation succeeds.
  */
-static int settle(struct mirror *m, const int *rcs, unsigned mask, const char *path,
+static int settle(struct mirror *m, int *rcs, unsigned mask, const char *path,
 		  const char *op)
 {
 	int first = 0, soft = 0;
 	bool any_ok = false;
+	unsigned joining = atomic_load(&m->joining);
 	for (size_t i = 0; i < m->n; i++) {
 		if (!(mask & (1u << i)))
 			continue;
+		if (rcs[i] == -ENOENT && (joining & (1u << i)))
+			rcs[i] = 0; /* not there yet: copied in before it joins */
 		if (rcs[i] == 0)
 			any_ok = true;
 		else if (!first)
@@ -817,8 +824,11 @@ void env_mirror_free(struct store_env *env)
 	if (!env)
 		return;
 	struct mirror *m = M(env);
-	for (size_t i = 0; i < m->n; i++)
+	for (size_t i = 0; i < m->n; i++) {
 		free(m->dirs[i]);
+		if (m->join_lock[i])
+			m->inner->ops->unlock(m->join_lock[i]);
+	}
 	for (size_t k = 0; k < m->nprefer; k++)
 		free(m->prefer[k].path);
 	free(m->prefer);
@@ -895,4 +905,57 @@ int env_mirror_prefer(struct store_env *env, const char *path, size_t copy)
 void env_mirror_set_noread(struct store_env *env, unsigned mask)
 {
 	atomic_store(&M(env)->noread, mask);
+}
+
+int env_mirror_join(struct store_env *env, const char *dir, size_t *k)
+{
+	struct mirror *m = M(env);
+	pthread_mutex_lock(&m->mu);
+	size_t i = m->n;
+	int rc = i < STORE_MAX_COPIES ? 0 : -ENOSPC;
+	char *d = NULL, *lockpath = NULL;
+	if (rc == 0 && (!(d = strdup(dir)) || asprintf(&lockpath, "%s/LOCK", dir) < 0)) {
+		lockpath = NULL;
+		rc = -ENOMEM;
+	}
+	if (rc == 0) {
+		rc = m->inner->ops->mkdir(m->inner, d);
+		if (rc == -EEXIST)
+			rc = 0;
+	}
+	if (rc == 0)
+		rc = m->inner->ops->lock(m->inner, lockpath, &m->join_lock[i]);
+	if (rc == 0)
+		rc = m->inner->ops->sync_dir(m->inner, d);
+	if (rc) {
+		if (m->join_lock[i])
+			m->inner->ops->unlock(m->join_lock[i]);
+		m->join_lock[i] = NULL;
+		free(d);
+	} else {
+		m->dirs[i] = d;
+		atomic_fetch_and(&m->failed, ~(1u << i));
+		atomic_fetch_or(&m->noread, 1u << i);
+		atomic_fetch_or(&m->joining, 1u << i);
+		atomic_store(&m->n, i + 1); /* published last */
+		*k = i;
+	}
+	free(lockpath);
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+void env_mirror_joined(struct store_env *env, size_t k)
+{
+	struct mirror *m = M(env);
+	atomic_fetch_and(&m->joining, ~(1u << k));
+	atomic_fetch_and(&m->noread, ~(1u << k));
+}
+
+void env_mirror_retire(struct store_env *env, size_t k)
+{
+	struct mirror *m = M(env);
+	pthread_mutex_lock(&m->mu);
+	atomic_fetch_or(&m->failed, 1u << k);
+	pthread_mutex_unlock(&m->mu);
 }

@@ -254,6 +254,22 @@ size_t store_copy_count(struct store *st);
 /* 0, or -EINVAL for a copy past the count. */
 int store_copy_info(struct store *st, size_t copy, struct store_copy_info *out);
 
+/*
+ * A new copy of the store in dir (an empty directory, made if missing),
+ * while the store is in use: every file written from now on goes there
+ * too; then a new commit log and MANIFEST are started and every table
+ * is copied in; *copy is its number once it is whole (FORMAT.md
+ * "Copies").  Until then it is never read.  Writers wait for the flush
+ * only.  On failure the copy is given up (not written any more).
+ */
+int store_copy_add(struct store *st, const char *dir, size_t *copy);
+/* Stop writing copy k (it is being removed): -EBUSY for the last live
+ * one.  Its files stay; the caller removes them. */
+int store_copy_remove(struct store *st, size_t copy);
+/* Stop using copy k (its directory went, say): as a failed write would,
+ * through copy_failed.  0, or err when it is the last live copy (kept). */
+int store_copy_drop(struct store *st, size_t copy, int err, const char *why);
+
 /* Copy the last error message into buf (empty if none). */
 void store_errmsg(struct store *st, char *buf, size_t len);
 

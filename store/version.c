@@ -786,6 +786,19 @@ static int write_current(struct version_set *vs, uint64_t number)
 	return env_write_file_atomic(vs->env, vs->dir, "CURRENT", line, (size_t)n);
 }
 
+int version_set_new_manifest(struct version_set *vs, pthread_mutex_t *mu)
+{
+	if (vs->manifest) {
+		(void)wal_writer_close(vs->manifest); /* every edit in it is synced */
+		vs->manifest = NULL;
+	}
+	struct version_edit e;
+	version_edit_init(&e);
+	int rc = version_set_log_and_apply(vs, &e, mu);
+	version_edit_free(&e);
+	return rc;
+}
+
 int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 			      pthread_mutex_t *mu)
 {

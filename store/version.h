@@ -137,6 +137,10 @@ int version_set_create(struct version_set *vs);
 int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 			      pthread_mutex_t *mu);
 
+/* Start a new MANIFEST (a snapshot of the current state) and point
+ * CURRENT at it: every directory the env writes then holds the whole
+ * MANIFEST (a copy joining, db_copies.c).  mu as for log_and_apply. */
+int version_set_new_manifest(struct version_set *vs, pthread_mutex_t *mu);
 struct version *version_set_current(struct version_set *vs);
 /* Lifetime totals as of the last edit recovered or written (zeros for a
  * MANIFEST that never recorded any). */

@@ -138,8 +138,13 @@ out=$("$DISK" "$M" add "$D3" 2>&1); rc=$?
 [[ $rc == 0 ]] || fail "online add: exit $rc: $out"
 out=$("$DISK" "$M" status --json 2>&1)
 grep -q "\"path\":\"$D3\"" <<<"$out" || fail "online add: disk 3 not in the status: $out"
-out=$("$DISK" "$M" remove 0 2>&1); rc=$?
-[[ $rc == 8 ]] && grep -q "metadata store" <<<"$out" || fail "online remove of the store's disk: exit $rc: $out"
+# The small disk's part above left one copy of the store (no room for a
+# second): a second copy, made while in use; then disk 1 goes.
+out=$("$DISK" "$M" copy add "$D2" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "online copy add: exit $rc: $out"
+out=$("$DISK" "$M" status 2>&1)
+grep -q "metadata store: 2 copies" <<<"$out" && ! grep -q DEGRADED <<<"$out" ||
+	fail "online copy add: status: $out"
 out=$("$DISK" "$M" remove "$D1" 2>&1); rc=$?
 [[ $rc == 0 ]] || fail "online remove: exit $rc: $out"
 df "$M" > /dev/null || fail "statfs after the online remove"
@@ -157,10 +162,17 @@ out=$("$LSMFS" "$D0:$D1:$D2:$D3" "$M" 2>&1); rc=$?
 [[ $rc != 0 ]] && grep -q "retired" <<<"$out" || fail "mount with the removed disk: exit $rc: $out"
 mounted && fusermount3 -u "$M"
 
-# ---- the store's disk, offline ----
-out=$("$DISK" "$L" remove 0 2>&1); rc=$?
-[[ $rc == 0 ]] && grep -q "moved the metadata store" <<<"$out" || fail "offline remove of the store's disk: exit $rc: $out"
+# ---- the store's disk (copy 0, the one the daemon serves from), online ----
+"$LSMFS" "$L" "$M" || fail "mount for the store's disk"
+out=$("$DISK" "$M" remove 0 2>&1); rc=$?
+[[ $rc == 0 ]] && grep -q "a new copy of the metadata store on disk 3" <<<"$out" &&
+	grep -q "removed copy 0" <<<"$out" || fail "online remove of the store's disk: exit $rc: $out"
+out=$("$DISK" "$M" status 2>&1); rc=$?
+[[ $rc == 0 ]] && grep -q "metadata store: 2 copies" <<<"$out" ||
+	fail "status after the store's disk went (the control socket moved): exit $rc: $out"
+check_sums "store's disk removed online"
 L=$D2:$D3
+umount_wait "$L" || fail "unmount after the store's disk went"
 [[ ! -e $D0/.lsmfs/meta ]] || fail "the old store stayed on disk 0"
 fsck_clean "$L" "store moved"
 "$LSMFS" "$L" "$M" || fail "mount after the store moved"

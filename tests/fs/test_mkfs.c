@@ -172,13 +172,14 @@ START_TEST(one_disk_defaults)
 	read_super(f.disks[0], &sb);
 	ck_assert_uint_eq(sb.version, LSMFS_SUPER_VERSION);
 	ck_assert_uint_eq(sb.generation, 0);
-	ck_assert_uint_eq(sb.meta_disk, 0);
+	ck_assert_uint_eq(sb.meta_count, 1); /* one disk: one copy */
+	ck_assert_uint_eq(sb.meta[0].disk, 0);
 	ck_assert_uint_eq(sb.disk_index, 0);
 	ck_assert_uint_eq(sb.disk_count, 1);
 	ck_assert_uint_eq(sb.sections, 1024);
 	ck_assert_uint_eq(sb.chunk_size, 4u << 20);
 	ck_assert_uint_eq(sb.inline_max, 4096);
-	ck_assert_str_eq(sb.meta_dir, "");
+	ck_assert_str_eq(sb.meta[0].dir, "");
 	ck_assert_str_eq(sb.label, "");
 	ck_assert_mem_eq(sb.disk_uuid, sb.disk_uuids[0], 16);
 	ck_assert_uint_eq(sb.fs_uuid[6] >> 4, 4); /* version 4 UUID */
@@ -190,6 +191,61 @@ START_TEST(one_disk_defaults)
 	char meta[1024];
 	snprintf(meta, sizeof(meta), "%s/.lsmfs/meta", f.disks[0]);
 	check_store(meta, 1, 1024);
+	fst_cleanup(&f);
+}
+END_TEST
+
+/* --meta-copies and --meta DIR,DIR: where the copies go, and what is
+ * refused. */
+START_TEST(meta_copies)
+{
+	struct fst f;
+	ck_assert_int_eq(fst_init(&f, "mkfsc", 3), 0);
+	char out[OUT_CAP];
+	ck_assert_int_eq(mkfs(out, "-q", "--meta-copies", "3", f.disks[0], f.disks[1], f.disks[2],
+			      NULL), 0);
+	struct lsmfs_super sb;
+	read_super(f.disks[2], &sb);
+	ck_assert_uint_eq(sb.meta_count, 3);
+	for (int c = 0; c < 3; c++) {
+		char meta[1024];
+		snprintf(meta, sizeof(meta), "%s/.lsmfs/meta", f.disks[c]);
+		check_store(meta, 3, 1024);
+	}
+	ck_assert_int_eq(mkfs(out, "-q", "-f", "--meta-copies", "1", f.disks[0], f.disks[1],
+			      NULL), 0);
+	read_super(f.disks[1], &sb);
+	ck_assert_uint_eq(sb.meta_count, 1);
+	ck_assert(!exists("%s/.lsmfs/meta", f.disks[1]));
+	/* Refused: more copies than disks, none, past the most, a count
+	 * that disagrees with --meta, one directory twice. */
+	ck_assert_int_eq(mkfs(out, "-q", "-f", "--meta-copies", "3", f.disks[0], f.disks[1],
+			      NULL), 1);
+	ck_assert_ptr_nonnull(strstr(out, "only 2 disks given"));
+	ck_assert_int_eq(mkfs(out, "-q", "-f", "--meta-copies", "0", f.disks[0], NULL), 1);
+	ck_assert_int_eq(mkfs(out, "-q", "-f", "--meta-copies", "5", f.disks[0], NULL), 1);
+	ck_assert_ptr_nonnull(strstr(out, "from 1 to 4"));
+	char m1[1024], m2[1024], both[2100];
+	snprintf(m1, sizeof(m1), "%s/m1", f.root);
+	snprintf(m2, sizeof(m2), "%s/m2", f.root);
+	snprintf(both, sizeof(both), "%s,%s", m1, m2);
+	ck_assert_int_eq(mkfs(out, "-q", "-f", "--meta-copies", "1", "--meta", both, f.disks[0],
+			      NULL), 1);
+	ck_assert_ptr_nonnull(strstr(out, "names 2 directories"));
+	snprintf(both, sizeof(both), "%s,%s", m1, m1);
+	ck_assert_int_eq(mkfs(out, "-q", "-f", "--meta", both, f.disks[0], NULL), 1);
+	ck_assert_ptr_nonnull(strstr(out, "given twice"));
+	/* Two directories: a copy in each, none on the disks. */
+	snprintf(both, sizeof(both), "%s,%s", m1, m2);
+	ck_assert_int_eq(mkfs(out, "-q", "-f", "--meta", both, f.disks[0], f.disks[1], NULL), 0);
+	read_super(f.disks[0], &sb);
+	ck_assert_uint_eq(sb.meta_count, 2);
+	ck_assert_uint_eq(sb.meta[0].disk, LSMFS_META_ON_DIR);
+	ck_assert_uint_eq(sb.meta[1].disk, LSMFS_META_ON_DIR);
+	check_store(m1, 2, 1024);
+	check_store(m2, 2, 1024);
+	ck_assert(exists("%s/lsmfs-meta", m2));
+	ck_assert(!exists("%s/.lsmfs/meta", f.disks[0]));
 	fst_cleanup(&f);
 }
 END_TEST
@@ -233,10 +289,19 @@ START_TEST(three_disks_uuid_label_order)
 		for (uint32_t i = 0; i < 3; i++)
 			ck_assert(exists("%s/.lsmfs/sections/%u", f.disks[i], s) ==
 				  (s % 3 == i));
-	ck_assert(!exists("%s/.lsmfs/meta", f.disks[1]));
+	/* Two copies of the store by default, on disks 0 and 1. */
+	ck_assert_ptr_nonnull(strstr(out, "Metadata store, copy 2 of 2: "));
+	for (uint32_t i = 0; i < 3; i++) {
+		ck_assert_uint_eq(sb[i].meta_count, 2);
+		ck_assert_uint_eq(sb[i].meta[0].disk, 0);
+		ck_assert_uint_eq(sb[i].meta[1].disk, 1);
+	}
+	ck_assert(!exists("%s/.lsmfs/meta", f.disks[2]));
 	char meta[1024];
-	snprintf(meta, sizeof(meta), "%s/.lsmfs/meta", f.disks[0]);
-	check_store(meta, 3, 100);
+	for (int c = 0; c < 2; c++) {
+		snprintf(meta, sizeof(meta), "%s/.lsmfs/meta", f.disks[c]);
+		check_store(meta, 3, 100);
+	}
 
 	/* Any order in, sorted by index out. */
 	char spec[1024], err[512];
@@ -275,7 +340,9 @@ START_TEST(meta_elsewhere)
 
 	struct lsmfs_super sb;
 	read_super(f.disks[1], &sb);
-	ck_assert_str_eq(sb.meta_dir, want);
+	ck_assert_uint_eq(sb.meta_count, 1);
+	ck_assert_uint_eq(sb.meta[0].disk, LSMFS_META_ON_DIR);
+	ck_assert_str_eq(sb.meta[0].dir, want);
 	ck_assert(!exists("%s/.lsmfs/meta", f.disks[0]));
 	ck_assert(exists("%s/CURRENT", meta));
 	check_store(meta, 2, 1024);
@@ -482,7 +549,10 @@ START_TEST(codec_ranges)
 	sb.inline_max = 100;
 	sb.created = 1234567890123ull;
 	memcpy(sb.label, "sixteen-bytes-ok", 16);
-	strcpy(sb.meta_dir, "/srv/meta");
+	sb.meta_count = 2;
+	sb.meta[0].disk = LSMFS_META_ON_DIR;
+	strcpy(sb.meta[0].dir, "/srv/meta");
+	sb.meta[1].disk = 1;
 	for (int i = 0; i < 16; i++) {
 		sb.fs_uuid[i] = (uint8_t)i;
 		sb.disk_uuids[0][i] = (uint8_t)(i + 1);
@@ -490,51 +560,79 @@ START_TEST(codec_ranges)
 	}
 	memcpy(sb.disk_uuid, sb.disk_uuids[1], 16);
 	sb.generation = 0x123456789aull;
-	sb.meta_disk = 1;
 	uint8_t buf[LSMFS_SUPER_MAX];
 	size_t len;
 	char err[256];
 	ck_assert_int_eq(super_encode(&sb, buf, sizeof(buf), &len), 0);
-	ck_assert_uint_eq(len, 114 + 9 + 32 + 8);
+	/* fixed part, copy count, two copies (6 + 9, 6 + 0), two UUIDs, checksum */
+	ck_assert_uint_eq(len, 108 + 4 + 15 + 6 + 32 + 8);
 	ck_assert_int_eq(super_encode(&sb, buf, len - 1, &len), -ENOSPC);
 	ck_assert_int_eq(super_encode(&sb, buf, sizeof(buf), &len), 0);
 	ck_assert_int_eq(super_decode(buf, len, &back, err, sizeof(err)), 0);
 	ck_assert_str_eq(back.label, "sixteen-bytes-ok");
-	ck_assert_str_eq(back.meta_dir, "/srv/meta");
+	ck_assert_uint_eq(back.meta_count, 2);
+	ck_assert_uint_eq(back.meta[0].disk, LSMFS_META_ON_DIR);
+	ck_assert_str_eq(back.meta[0].dir, "/srv/meta");
+	ck_assert_uint_eq(back.meta[1].disk, 1);
+	ck_assert_str_eq(back.meta[1].dir, "");
 	ck_assert_uint_eq(back.created, 1234567890123ull);
 	ck_assert_mem_eq(back.disk_uuids, sb.disk_uuids, 32);
 	ck_assert_uint_eq(back.generation, 0x123456789aull);
-	ck_assert_uint_eq(back.meta_disk, 1);
 	ck_assert_uint_eq(back.flags, 0);
 	ck_assert_int_eq(super_decode(buf, len - 1, &back, err, sizeof(err)),
 			 -EUCLEAN);
 
-	/* Version 1 (no generation, flags or store disk) is read forever:
-	 * the same fields from offset 96 on, 16 bytes earlier. */
-	uint8_t v1[LSMFS_SUPER_MAX];
-	size_t v1len = len - 16;
-	memcpy(v1, buf, 96);
-	memcpy(v1 + 96, buf + 112, len - 112 - 8);
-	sc_put_le32(v1 + 8, 1);
-	sc_put_le32(v1 + 12, (uint32_t)v1len);
-	sc_put_le64(v1 + v1len - 8, XXH3_64bits(v1, v1len - 8));
-	ck_assert_int_eq(super_decode(v1, v1len, &back, err, sizeof(err)), 0);
-	ck_assert_uint_eq(back.version, 1);
-	ck_assert_uint_eq(back.generation, 0);
-	ck_assert_uint_eq(back.meta_disk, 0);
-	ck_assert_str_eq(back.meta_dir, "/srv/meta");
-	ck_assert_mem_eq(back.disk_uuids, sb.disk_uuids, 32);
-	/* A disk whose own slot is empty, or with unknown flags, is refused. */
+	/* Versions 1 and 2 (one copy; version 1 without generation, flags or
+	 * store disk) are read forever: written here by hand. */
+	for (uint32_t version = 1; version <= 2; version++) {
+		uint8_t old[LSMFS_SUPER_MAX];
+		size_t fixed = version == 1 ? 98 : 114, ml = strlen("/srv/meta");
+		size_t olen = fixed + ml + 32 + 8;
+		memset(old, 0, sizeof(old));
+		memcpy(old, buf, 96);
+		sc_put_le32(old + 8, version);
+		sc_put_le32(old + 12, (uint32_t)olen);
+		if (version == 2) {
+			sc_put_le64(old + 96, 7);
+			sc_put_le32(old + 108, 1); /* store disk, ignored with a path */
+		}
+		old[fixed - 2] = (uint8_t)ml;
+		memcpy(old + fixed, "/srv/meta", ml);
+		memcpy(old + fixed + ml, sb.disk_uuids, 32);
+		sc_put_le64(old + olen - 8, XXH3_64bits(old, olen - 8));
+		ck_assert_int_eq(super_decode(old, olen, &back, err, sizeof(err)), 0);
+		ck_assert_uint_eq(back.version, version);
+		ck_assert_uint_eq(back.generation, version == 1 ? 0 : 7);
+		ck_assert_uint_eq(back.meta_count, 1);
+		ck_assert_uint_eq(back.meta[0].disk, LSMFS_META_ON_DIR);
+		ck_assert_str_eq(back.meta[0].dir, "/srv/meta");
+		ck_assert_mem_eq(back.disk_uuids, sb.disk_uuids, 32);
+		/* Without a path: the store on the store disk (version 1: 0). */
+		olen -= ml;
+		old[fixed - 2] = 0;
+		sc_put_le32(old + 12, (uint32_t)olen);
+		memcpy(old + fixed, sb.disk_uuids, 32);
+		sc_put_le64(old + olen - 8, XXH3_64bits(old, olen - 8));
+		ck_assert_int_eq(super_decode(old, olen, &back, err, sizeof(err)), 0);
+		ck_assert_uint_eq(back.meta[0].disk, version == 1 ? 0 : 1);
+		ck_assert_str_eq(back.meta[0].dir, "");
+	}
+	/* A disk whose own slot is empty, a copy on an empty slot or two
+	 * copies on one disk, or unknown flags, are refused. */
 	struct lsmfs_super e = sb;
 	memset(e.disk_uuids[1], 0, 16);
 	ck_assert_int_eq(super_encode(&e, buf, sizeof(buf), &len), 0);
 	ck_assert_int_eq(super_decode(buf, len, &back, err, sizeof(err)), -EUCLEAN);
-	ck_assert_ptr_nonnull(strstr(err, "slot (1) in the disk list is empty"));
+	ck_assert_ptr_nonnull(strstr(err, "empty slot in the disk list"));
 	e = sb;
-	e.meta_dir[0] = 0; /* the store on disk 1, whose slot is empty */
-	memset(e.disk_uuids[1], 0, 16);
-	e.disk_index = 0;
-	memcpy(e.disk_uuid, e.disk_uuids[0], 16);
+	e.meta[0].disk = 1; /* two copies on disk 1 */
+	e.meta[0].dir[0] = 0;
+	ck_assert_int_eq(super_encode(&e, buf, sizeof(buf), &len), 0);
+	ck_assert_int_eq(super_decode(buf, len, &back, err, sizeof(err)), -EUCLEAN);
+	ck_assert_ptr_nonnull(strstr(err, "both on disk 1"));
+	e = sb;
+	e.meta[1].disk = 0;
+	memset(e.disk_uuids[0], 0, 16); /* the copy on disk 0, whose slot is empty */
 	ck_assert_int_eq(super_encode(&e, buf, sizeof(buf), &len), 0);
 	ck_assert_int_eq(super_decode(buf, len, &back, err, sizeof(err)), -EUCLEAN);
 	ck_assert_ptr_nonnull(strstr(err, "offset 108"));
@@ -684,6 +782,7 @@ static Suite *mkfs_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, one_disk_defaults);
 	tcase_add_test(tc, three_disks_uuid_label_order);
+	tcase_add_test(tc, meta_copies);
 	tcase_add_test(tc, meta_elsewhere);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, damaged_superblock);

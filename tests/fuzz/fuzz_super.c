@@ -42,9 +42,17 @@ static void decode(const uint8_t *data, size_t size)
 	fuzz_check(sb.chunk_size >= 4096 && !(sb.chunk_size & (sb.chunk_size - 1)),
 		   "chunk size %llu", (unsigned long long)sb.chunk_size);
 	fuzz_check(memchr(sb.label, 0, sizeof(sb.label)) != NULL, "label not terminated");
-	size_t mlen = strnlen(sb.meta_dir, sizeof(sb.meta_dir));
-	fuzz_check(mlen < sizeof(sb.meta_dir), "metadata path not terminated");
-	fuzz_check(mlen == 0 || sb.meta_dir[0] == '/', "relative metadata path");
+	fuzz_check(sb.meta_count >= 1 && sb.meta_count <= LSMFS_MAX_META_COPIES, "%u store copies",
+		   sb.meta_count);
+	for (uint32_t c = 0; c < sb.meta_count; c++) {
+		size_t mlen = strnlen(sb.meta[c].dir, sizeof(sb.meta[c].dir));
+		fuzz_check(mlen < sizeof(sb.meta[c].dir), "metadata path not terminated");
+		fuzz_check(mlen == 0 || sb.meta[c].dir[0] == '/', "relative metadata path");
+		fuzz_check((mlen > 0) == (sb.meta[c].disk == LSMFS_META_ON_DIR),
+			   "a copy both on a disk and in a directory");
+		fuzz_check(sb.meta[c].disk == LSMFS_META_ON_DIR || sb.meta[c].disk < sb.disk_count,
+			   "a copy on disk %u of %u", sb.meta[c].disk, sb.disk_count);
+	}
 
 	uint8_t *buf = malloc(LSMFS_SUPER_MAX);
 	fuzz_check(buf != NULL, "malloc");
@@ -53,14 +61,13 @@ static void decode(const uint8_t *data, size_t size)
 	fuzz_check(rc == 0, "a decoded superblock does not encode: %d", rc);
 	rc = super_decode(buf, len, &again, err, sizeof(err));
 	fuzz_check(rc == 0, "a re-encoded superblock does not decode: %s", err);
-	/* Version 1 is read, version 2 written: the fields carry over. */
+	/* Versions 1 and 2 are read, version 3 written: the fields carry over. */
 	fuzz_check(again.version == LSMFS_SUPER_VERSION && again.disk_index == sb.disk_index &&
 			   again.generation == sb.generation && again.flags == sb.flags &&
-			   again.meta_disk == sb.meta_disk &&
+			   super_copies_equal(&again, &sb) &&
 			   again.disk_count == sb.disk_count && again.sections == sb.sections &&
 			   again.chunk_size == sb.chunk_size && again.inline_max == sb.inline_max &&
 			   again.created == sb.created && !strcmp(again.label, sb.label) &&
-			   !strcmp(again.meta_dir, sb.meta_dir) &&
 			   !memcmp(again.fs_uuid, sb.fs_uuid, 16) &&
 			   !memcmp(again.disk_uuid, sb.disk_uuid, 16) &&
 			   !memcmp(again.disk_uuids, sb.disk_uuids, 16u * sb.disk_count),

@@ -20,6 +20,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,6 +378,88 @@ START_TEST(test_copy_dropped)
 }
 END_TEST
 
+struct writer_arg {
+	struct store *st;
+	volatile bool stop;
+	int written;
+};
+
+static void *writer_main(void *p)
+{
+	struct writer_arg *w = p;
+	while (!w->stop && w->written < 200000) {
+		char k[32], v[64];
+		snprintf(k, sizeof(k), "w%08d", w->written);
+		snprintf(v, sizeof(v), "value-%08d-padding-padding-padding", w->written);
+		if (store_put(w->st, k, strlen(k), v, strlen(v), (w->written % 50) ? 0 : STORE_WRITE_SYNC))
+			break;
+		w->written++;
+	}
+	return NULL;
+}
+
+/* A copy added while the store is written to, then the first removed:
+ * the new copy alone has everything. */
+START_TEST(test_copy_added_online)
+{
+	struct fixture f;
+	fx_init(&f);
+	struct store_options one = f.o;
+	one.copies = NULL;
+	one.ncopies = 0;
+	struct store *st;
+	ck_assert_int_eq(store_open(f.a, &one, &st), 0);
+	put_keys(st, 0, NKEYS, "one");
+	ck_assert_int_eq(store_flush(st), 0);
+	struct writer_arg w = { .st = st };
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, writer_main, &w), 0);
+	while (w.written < 2000)
+		usleep(1000);
+	size_t k = 0;
+	int rc = store_copy_add(st, f.b, &k);
+	if (rc)
+		tu_log_dump(&f.log, "  log: ");
+	ck_assert_int_eq(rc, 0);
+	ck_assert_uint_eq(k, 1);
+	ck_assert_uint_eq(store_copy_count(st), 2);
+	int at_add = w.written;
+	while (w.written < at_add + 2000)
+		usleep(1000);
+	if (_i)
+		ck_assert_int_eq(store_copy_remove(st, 0), 0);
+	ck_assert_int_eq(store_copy_remove(st, _i ? 1 : 1), _i ? -EBUSY : 0);
+	int at_remove = w.written;
+	while (w.written < at_remove + 1000)
+		usleep(1000);
+	w.stop = true;
+	pthread_join(t, NULL);
+	ck_assert_int_eq(store_close(st), 0);
+	ck_assert_int_eq(f.failed_calls, 0);
+	/* _i: b alone has everything; else a alone does (b was removed). */
+	const char *dir = _i ? f.b : f.a;
+	struct store_options o = f.o;
+	o.copies = NULL;
+	o.ncopies = 0;
+	o.read_only = true;
+	ck_assert_int_eq(store_open(dir, &o, &st), 0);
+	check_keys(st, 0, NKEYS, "one");
+	for (int i = 0; i < w.written; i++) {
+		char key[32], v[64];
+		snprintf(key, sizeof(key), "w%08d", i);
+		snprintf(v, sizeof(v), "value-%08d-padding-padding-padding", i);
+		void *got = NULL;
+		size_t len = 0;
+		ck_assert_msg(store_get(st, NULL, key, strlen(key), &got, &len) == 0, "%s: %s missing",
+			      dir, key);
+		ck_assert(len == strlen(v) && !memcmp(got, v, len));
+		free(got);
+	}
+	ck_assert_int_eq(store_close(st), 0);
+	fx_free(&f);
+}
+END_TEST
+
 static Suite *copies_suite(void)
 {
 	Suite *s = suite_create("copies");
@@ -388,6 +471,7 @@ static Suite *copies_suite(void)
 	tcase_add_loop_test(tc, test_wiped_copy_filled, 0, 2);
 	tcase_add_loop_test(tc, test_stale_copy, 0, 2);
 	tcase_add_loop_test(tc, test_copy_dropped, 0, 2);
+	tcase_add_loop_test(tc, test_copy_added_online, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

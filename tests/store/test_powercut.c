@@ -68,6 +68,18 @@ static const struct variant variants[] = {
 #define COPY "/db-copy"
 static const char *const copy_dirs[1] = { COPY };
 
+/* A copy dropped (copy_failed): the daemon records that on its disks
+ * before the write goes on; after the cut that write fails as every
+ * other does, so the write that found the copy failing is not
+ * acknowledged (the process is dead). */
+static int copy_failed(void *ctx, size_t copy, int err, const char *what)
+{
+	(void)copy;
+	(void)err;
+	(void)what;
+	return fault_env_struck(ctx) ? -EIO : 0;
+}
+
 static void configure(struct tu_wl_config *cfg, const struct variant *v,
 		      uint64_t seed, struct fault_env *fe, struct tu_log *log)
 {
@@ -92,6 +104,8 @@ static void configure(struct tu_wl_config *cfg, const struct variant *v,
 	if (v->copies) {
 		cfg->opt.copies = copy_dirs;
 		cfg->opt.ncopies = 1;
+		cfg->opt.copy_failed = copy_failed;
+		cfg->opt.copy_ctx = fe;
 	}
 	cfg->opt.log = tu_log_fn;
 	cfg->opt.log_ctx = log;

@@ -26,6 +26,9 @@ struct session {
 	struct lsmfs_diskset *ds;   /* offline: the disks, locked */
 	struct fs *fs;              /* offline: the filesystem, opened here */
 	char where[1200];           /* the store's directory, for messages */
+	char target[1200];          /* as given: where to look for the daemon again
+				     * when its socket moved (copy remove) */
+	bool mounted;               /* target is a mount point */
 };
 
 /* Connect to the daemon that has target (a mount point, or DISK[:DISK...])
@@ -39,9 +42,7 @@ void session_close(struct session *s);
 int session_ask(struct session *s, const char *req, void (*line)(void *ctx, const char *text),
 		void *ctx, char *err, size_t errlen);
 
-/* Offline only: close the filesystem, move the metadata store to disk
- * `to` (fs_meta_relocate), open it again.  -EBUSY online. */
-int session_move_store(struct session *s, uint32_t to, char *err, size_t errlen);
+
 
 struct disk_info {
 	uint32_t index;
@@ -64,7 +65,14 @@ struct status {
 	uint64_t move_done, move_total;
 	char move_state[16];
 	char *json;                 /* as the daemon wrote it */
-	uint32_t store_disk;        /* the disk holding the store; UINT32_MAX: none */
+	uint64_t store_disks;       /* bit d: disk d holds a copy of the store */
+	bool degraded;              /* a copy of the store is missing or failed */
+	uint32_t ncopies;           /* the store's copies, by number */
+	struct {
+		int64_t disk;       /* -1: a directory of its own */
+		char path[1100];
+		char state[16];     /* in-sync, stale, missing, failed */
+	} copy[LSMFS_MAX_META_COPIES];
 };
 int status_read(struct session *s, struct status *st, char *err, size_t errlen);
 void status_free(struct status *st);

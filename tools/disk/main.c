@@ -52,8 +52,12 @@ static void usage(FILE *f)
 		"  add NEWDISK        make the directory NEWDISK a disk of the filesystem,\n"
 		"                     then rebalance onto it\n"
 		"  remove DISK        move every section off DISK (an index or a path), and\n"
-		"                     the metadata store when it holds it (unmounted only),\n"
+		"                     its copy of the metadata store to a disk without one,\n"
 		"                     then detach it: it keeps only a retired superblock\n"
+		"  copy add DISK      a new copy of the metadata store on DISK, filled while\n"
+		"                     in use (restores the copy count after a copy failed)\n"
+		"  copy remove N      remove copy N of the metadata store (not the last)\n"
+		"  copy move N DISK   copy add DISK, then copy remove N\n"
 		"\n"
 		"Options:\n"
 		"      --json         status: one JSON object, as the daemon reports it\n"
@@ -107,6 +111,14 @@ static int cmd_status(struct session *s, bool json)
 		size_format(d->bytes, held, sizeof(held));
 		printf("%-5u %-36s %10s %10s %8" PRIu64 " %10s  %s%s\n", d->index, d->uuid, cap, used,
 		       d->sections, held, d->path, d->usable ? "" : " (replaced or gone: unusable)");
+	}
+	printf("metadata store: %u cop%s%s\n", st.ncopies, st.ncopies == 1 ? "y" : "ies",
+	       st.degraded ? ", DEGRADED (restore the count: " PROG " ... copy add DISK)" : "");
+	for (uint32_t c = 0; c < st.ncopies; c++) {
+		char where[32] = "";
+		if (st.copy[c].disk >= 0)
+			snprintf(where, sizeof(where), "disk %" PRId64 ", ", st.copy[c].disk);
+		printf("  copy %u: %s%s: %s\n", c, where, st.copy[c].path, st.copy[c].state);
 	}
 	if (st.moving) {
 		char done[32], total[32];
@@ -470,6 +482,127 @@ static int find_disk(const struct status *st, const char *disk)
 	return found;
 }
 
+/* The disk index DISK names (an index or a path); -1 and a message when
+ * none. */
+static int disk_named(const struct status *st, const char *disk)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(disk, &end, 10);
+	if (*disk && !*end && !errno && n < LSMFS_MAX_DISKS && status_disk(st, (uint32_t)n) >= 0)
+		return (int)n;
+	char *real = realpath(disk, NULL);
+	for (uint32_t i = 0; real && i < st->ndisks; i++)
+		if (!strcmp(st->disk[i].path, real)) {
+			free(real);
+			return (int)st->disk[i].index;
+		}
+	free(real);
+	fprintf(stderr, PROG ": %s: not a disk of this filesystem\n", disk);
+	return -1;
+}
+
+static int copy_add(struct session *s, uint32_t d)
+{
+	char req[32], err[1200];
+	snprintf(req, sizeof(req), "copy-add %u", d);
+	if (session_ask(s, req, NULL, NULL, err, sizeof(err))) {
+		fprintf(stderr, PROG ": a copy of the metadata store on disk %u: %s\n", d, err);
+		return EXIT_FAILED;
+	}
+	printf("a new copy of the metadata store on disk %u, up to date\n", d);
+	return EXIT_DONE;
+}
+
+static int copy_remove(struct session *s, uint32_t c)
+{
+	char req[32], err[1200];
+	snprintf(req, sizeof(req), "copy-remove %u", c);
+	if (session_ask(s, req, NULL, NULL, err, sizeof(err))) {
+		fprintf(stderr, PROG ": removing copy %u of the metadata store: %s\n", c, err);
+		return EXIT_FAILED;
+	}
+	printf("removed copy %u of the metadata store\n", c);
+	return EXIT_DONE;
+}
+
+/* remove: disk idx's copy of the store goes to the usable disk with the
+ * most room that holds none; when there is none, the copy count drops. */
+static int move_copy_off(struct session *s, const struct status *st, uint32_t idx)
+{
+	uint32_t c = UINT32_MAX;
+	for (uint32_t i = 0; i < st->ncopies; i++)
+		if (st->copy[i].disk == (int64_t)idx)
+			c = i;
+	if (c == UINT32_MAX)
+		return EXIT_DONE;
+	/* The disks without a copy, the most room first; the daemon refuses
+	 * one without room for the store. */
+	uint64_t tried = 1ull << idx;
+	for (;;) {
+		uint32_t to = UINT32_MAX;
+		uint64_t best = 0;
+		for (uint32_t i = 0; i < st->ndisks; i++) {
+			uint32_t di = st->disk[i].index;
+			if (!(tried & (1ull << di)) && st->disk[i].usable &&
+			    !(st->store_disks & (1ull << di)) &&
+			    (to == UINT32_MAX || st->disk[i].available > best)) {
+				to = di;
+				best = st->disk[i].available;
+			}
+		}
+		if (to == UINT32_MAX) {
+			printf("no other disk without a copy of the metadata store has room for one: "
+			       "it keeps %u cop%s\n", st->ncopies - 1, st->ncopies - 1 == 1 ? "y" : "ies");
+			break;
+		}
+		tried |= 1ull << to;
+		char req[32], err[1200];
+		snprintf(req, sizeof(req), "copy-add %u", to);
+		int rc = session_ask(s, req, NULL, NULL, err, sizeof(err));
+		if (rc == 0) {
+			printf("a new copy of the metadata store on disk %u, up to date\n", to);
+			break;
+		}
+		if (rc != -ENOSPC) {
+			fprintf(stderr, PROG ": a copy of the metadata store on disk %u: %s\n", to, err);
+			return EXIT_FAILED;
+		}
+		printf("not on disk %u: %s\n", to, err);
+	}
+	return copy_remove(s, c);
+}
+
+static int cmd_copy(struct session *s, char **pos, int npos)
+{
+	struct status st;
+	char err[1200];
+	if (status_read(s, &st, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
+		return EXIT_FAILED;
+	}
+	const char *what = pos[2];
+	int rc = EXIT_USAGE;
+	char *end = NULL;
+	unsigned long n = npos > 3 ? strtoul(pos[3], &end, 10) : 0;
+	bool number_ok = npos > 3 && *pos[3] && end && !*end && n < LSMFS_MAX_META_COPIES;
+	if (!strcmp(what, "add") && npos == 4) {
+		int d = disk_named(&st, pos[3]);
+		rc = d < 0 ? EXIT_FAILED : copy_add(s, (uint32_t)d);
+	} else if (!strcmp(what, "remove") && npos == 4 && number_ok) {
+		rc = copy_remove(s, (uint32_t)n);
+	} else if (!strcmp(what, "move") && npos == 5 && number_ok) {
+		int d = disk_named(&st, pos[4]);
+		rc = d < 0 ? EXIT_FAILED : copy_add(s, (uint32_t)d);
+		if (rc == EXIT_DONE)
+			rc = copy_remove(s, (uint32_t)n);
+	} else {
+		fprintf(stderr, PROG ": copy add DISK | copy remove N | copy move N DISK\n");
+	}
+	status_free(&st);
+	return rc;
+}
+
 /* `remove DISK`: every section off it (refused up front when the others
  * lack the room), the store too when it holds it (offline), then the
  * daemon (or fs_control) detaches it. */
@@ -511,18 +644,13 @@ static int cmd_remove(struct session *s, const char *disk, bool dry, bool evacua
 			"moved\n", idx, d->path, need, have);
 		goto out;
 	}
-	if (st.store_disk == idx && st.online) {
-		fprintf(stderr, PROG ": disk %u (%s) holds the metadata store, which moves only with "
-			"the filesystem unmounted: unmount it and run " PROG " DISK:DISK... remove %u\n",
-			idx, d->path, idx);
-		goto out;
-	}
+	bool holds_store = st.store_disks & (1ull << idx);
 	double weight[LSMFS_MAX_DISKS] = {0};
 	bool given[LSMFS_MAX_DISKS] = {0};
 	given[idx] = true;
 	default_weights(&st, weight, given);
-	if (dry && st.store_disk == idx)
-		printf("the metadata store would move off disk %u too\n", idx);
+	if (dry && holds_store)
+		printf("the copy of the metadata store would move off disk %u too\n", idx);
 	struct progress p = {.evacuate = evacuate};
 	rc = plan_and_move(s, &st, weight, idx, dry, &p);
 	if (p.lost)
@@ -540,24 +668,8 @@ static int cmd_remove(struct session *s, const char *disk, bool dry, bool evacua
 		rc = EXIT_STOPPED;
 		goto out;
 	}
-	if (st.store_disk == idx) {
-		/* To the other disk with the most room. */
-		uint32_t to = UINT32_MAX;
-		uint64_t best = 0;
-		for (uint32_t i = 0; i < st.ndisks; i++)
-			if (st.disk[i].index != idx && st.disk[i].usable &&
-			    (to == UINT32_MAX || st.disk[i].available > best)) {
-				to = st.disk[i].index;
-				best = st.disk[i].available;
-			}
-		if (to == UINT32_MAX || session_move_store(s, to, err, sizeof(err))) {
-			fprintf(stderr, PROG ": moving the metadata store off disk %u: %s\n", idx,
-				to == UINT32_MAX ? "no other usable disk" : err);
-			rc = EXIT_FAILED;
-			goto out;
-		}
-		printf("moved the metadata store to disk %u (now %s)\n", to, s->where);
-	}
+	if (holds_store && (rc = move_copy_off(s, &st, idx)) != EXIT_DONE)
+		goto out;
 	char req[32];
 	snprintf(req, sizeof(req), "detach %u", idx);
 	if (session_ask(s, req, NULL, NULL, err, sizeof(err))) {
@@ -651,7 +763,7 @@ int main(int argc, char **argv)
 		}
 	}
 	/* Options may also follow the command (as btrfs takes them). */
-	char *pos[4];
+	char *pos[5];
 	int npos = 0;
 	for (int i = optind; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
@@ -671,7 +783,7 @@ int main(int argc, char **argv)
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, PROG ": unknown option %s\n", argv[i]);
 			return EXIT_USAGE;
-		} else if (npos < 4) {
+		} else if (npos < 5) {
 			pos[npos++] = argv[i];
 		} else {
 			usage(stderr);
@@ -686,8 +798,9 @@ int main(int argc, char **argv)
 	bool is_status = !strcmp(cmd, "status") || !strcmp(cmd, "list");
 	bool is_rebal = !strcmp(cmd, "rebalance"), is_move = !strcmp(cmd, "move");
 	bool is_add = !strcmp(cmd, "add"), is_remove = !strcmp(cmd, "remove");
-	bool known = is_status || is_rebal || is_move || is_add || is_remove;
-	int want = is_move ? 4 : is_add || is_remove ? 3 : 2;
+	bool is_copy = !strcmp(cmd, "copy");
+	bool known = is_status || is_rebal || is_move || is_add || is_remove || is_copy;
+	int want = is_copy ? (npos >= 4 ? npos : 4) : is_move ? 4 : is_add || is_remove ? 3 : 2;
 	double add_weight = -1;
 	bool bad = !known || npos != want || (json && !is_status) ||
 		   (dry && !is_rebal && !is_remove) || (nw && !is_rebal && !is_add) ||
@@ -717,6 +830,8 @@ int main(int argc, char **argv)
 		rc = cmd_add(&s, pos[2], force, add_weight, !no_balance);
 	else if (is_remove)
 		rc = cmd_remove(&s, pos[2], dry, evacuate);
+	else if (is_copy)
+		rc = cmd_copy(&s, pos, npos);
 	else if ((rc = cmd_move(&s, pos[2], pos[3])) == EXIT_USAGE)
 		fprintf(stderr, PROG ": move takes a section number and a disk index\n");
 	session_close(&s);

@@ -77,6 +77,20 @@ static int store_of_mount(const char *mnt, char *out, size_t cap)
 	return rc;
 }
 
+/* Where the daemon serving target keeps its socket now. */
+static int daemon_home(struct session *s, char *out, size_t cap)
+{
+	if (s->mounted)
+		return store_of_mount(s->target, out, cap);
+	char err[1200];
+	struct lsmfs_diskset *ds;
+	if (diskset_open(s->target, 0, &ds, err, sizeof(err)))
+		return -1;
+	snprintf(out, cap, "%s", ds->meta_dir);
+	diskset_close(ds);
+	return 0;
+}
+
 static void log_stderr(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -102,12 +116,14 @@ int session_open(struct session *s, const char *target, bool writable)
 {
 	memset(s, 0, sizeof(*s));
 	s->sock = -1;
+	snprintf(s->target, sizeof(s->target), "%s", target);
 	struct statfs sf;
 	struct stat st;
 	char dir[1100];
 	if (!strchr(target, ':') && statfs(target, &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC &&
 	    stat(target, &st) == 0 && st.st_ino == 1) {
 		/* A mount point (the root of a FUSE mount). */
+		s->mounted = true;
 		int rc = store_of_mount(target, dir, sizeof(dir));
 		if (rc)
 			return rc;
@@ -150,31 +166,6 @@ int session_open(struct session *s, const char *target, bool writable)
 	return 0;
 }
 
-int session_move_store(struct session *s, uint32_t to, char *err, size_t errlen)
-{
-	if (!s->fs) {
-		snprintf(err, errlen, "the metadata store moves only with the filesystem unmounted");
-		return -EBUSY;
-	}
-	int rc = fs_offline_close(s->fs);
-	s->fs = NULL;
-	if (rc) {
-		snprintf(err, errlen, "%s: the metadata store did not close cleanly: %s", s->where,
-			 strerror(-rc));
-		return rc;
-	}
-	rc = fs_meta_relocate(s->ds, to, log_stderr, NULL, err, errlen);
-	char why[1200];
-	int r2 = fs_offline_open(s->ds, false, log_stderr, NULL, &s->fs, why, sizeof(why));
-	if (r2) {
-		s->fs = NULL;
-		if (!rc)
-			snprintf(err, errlen, "%s", why);
-		return rc ? rc : r2;
-	}
-	snprintf(s->where, sizeof(s->where), "%s", s->ds->meta_dir);
-	return rc;
-}
 
 void session_close(struct session *s)
 {
@@ -240,6 +231,14 @@ int session_ask(struct session *s, const char *req, void (*line)(void *ctx, cons
 		/* One request per connection: the daemon closes after it. */
 		if (s->sock < 0) {
 			int fd = connect_dir(s->where);
+			char dir[sizeof(s->where)];
+			if ((fd == -ENOENT || fd == -ECONNREFUSED) && daemon_home(s, dir, sizeof(dir)) == 0 &&
+			    strcmp(dir, s->where)) {
+				/* The copy of the store the daemon kept its
+				 * socket in was removed: it serves from another. */
+				snprintf(s->where, sizeof(s->where), "%s", dir);
+				fd = connect_dir(s->where);
+			}
 			if (fd < 0) {
 				snprintf(err, errlen, "%s/%s: %s", s->where, FS_CONTROL_SOCKET,
 					 strerror(-fd));

@@ -111,9 +111,25 @@ int status_read(struct session *s, struct status *st, char *err, size_t errlen)
 	    !on || on->type != JV_BOOL)
 		goto out;
 	st->online = on->b;
-	uint64_t sd;
-	st->store_disk = u64_of(j, "store_disk", &sd) == 0 && sd < LSMFS_MAX_DISKS ? (uint32_t)sd
-										 : UINT32_MAX;
+	const struct jv *copies = jv_get(j, "copies");
+	st->store_disks = 0;
+	st->ncopies = 0;
+	for (const struct jv *c = copies && copies->type == JV_ARRAY ? copies->kids : NULL;
+	     c && st->ncopies < LSMFS_MAX_META_COPIES; c = c->next) {
+		uint64_t sd;
+		int i = (int)st->ncopies++;
+		st->copy[i].disk = -1;
+		if (u64_of(c, "disk", &sd) == 0 && sd < LSMFS_MAX_DISKS) {
+			st->store_disks |= 1ull << sd;
+			st->copy[i].disk = (int64_t)sd;
+		}
+		if (str_of(c, "path", st->copy[i].path, sizeof(st->copy[i].path)))
+			st->copy[i].path[0] = 0;
+		if (str_of(c, "state", st->copy[i].state, sizeof(st->copy[i].state)))
+			snprintf(st->copy[i].state, sizeof(st->copy[i].state), "?");
+	}
+	const struct jv *dg = jv_get(j, "degraded");
+	st->degraded = dg && dg->type == JV_BOOL && dg->b;
 	st->sections = (uint32_t)n;
 	st->chunk_size = cs;
 	uint64_t *map = malloc(n * sizeof(*map));

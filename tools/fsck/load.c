@@ -425,7 +425,8 @@ int fsck_load(struct fsck *f)
 	so.create_if_missing = false;
 	so.log = store_log;
 	so.log_ctx = f;
-	int rc = store_open(f->ds->meta_dir, &so, &f->st);
+	const char *dirs[LSMFS_MAX_META_COPIES];
+	int rc = store_open(diskset_store_options(f->ds, &so, dirs), &so, &f->st);
 	if (rc) {
 		problem_fix(f, PR_STORE_UNREADABLE,
 			    &(struct problem_ctx){.str = "the metadata store does not open", .err = rc});

@@ -72,7 +72,9 @@ static void view_open(struct fsck *f, struct store_view *v)
 	so.create_if_missing = false;
 	v->sections = f->ds->sb.sections;
 	v->section_disk = malloc((v->sections ? v->sections : 1) * sizeof(uint32_t));
-	if (!v->section_disk || store_open(f->ds->meta_dir, &so, &v->st))
+	const char *dirs[LSMFS_MAX_META_COPIES];
+	const char *dir = diskset_store_options(f->ds, &so, dirs);
+	if (!v->section_disk || store_open(dir, &so, &v->st))
 		v->st = NULL;
 	for (uint32_t s = 0; v->section_disk && s < v->sections; s++)
 		v->section_disk[s] = UINT32_MAX;
@@ -132,14 +134,18 @@ static struct evidence look(struct fsck *f, struct store_view *sv, const char *d
 		e.path_as = true;
 	if (record_path(sv, other, rec, sizeof(rec)) && strcmp(rec, disk) == 0)
 		e.path_other = true;
-	uint32_t md = f->ds->sb.meta_disk;
-	if (f->ds->sb.meta_dir[0] == 0 && (as == md || other == md)) {
+	bool copy_as = false, copy_other = false;
+	for (uint32_t c = 0; c < f->ds->sb.meta_count; c++) {
+		copy_as |= f->ds->sb.meta[c].disk == as;
+		copy_other |= f->ds->sb.meta[c].disk == other;
+	}
+	if (copy_as != copy_other) {
 		bool meta = has_meta_store(disk);
-		e.meta_as = meta && as == md;
-		e.meta_other = meta && other == md;
-		/* No store where the store's disk must hold it contradicts
-		 * being that disk. */
-		if (!meta && as == md)
+		e.meta_as = meta && copy_as;
+		e.meta_other = meta && copy_other;
+		/* No store where a copy of it must be contradicts being that
+		 * disk. */
+		if (!meta && copy_as)
 			e.meta_other = true;
 	}
 	return e;

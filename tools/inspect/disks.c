@@ -33,8 +33,16 @@ static void super_json(struct json *j, const struct lsmfs_super *sb)
 	json_u64(j, "created", sb->created);
 	insp_format_time(created, sizeof(created), (int64_t)sb->created, -1);
 	json_str(j, "created_utc", created);
-	json_str(j, "meta_dir", sb->meta_dir);
-	json_u64(j, "meta_disk", sb->meta_disk);
+	json_arr(j, "meta_copies"); /* where the store's copies are */
+	for (uint32_t c = 0; c < sb->meta_count; c++) {
+		json_obj(j, NULL);
+		if (sb->meta[c].disk == LSMFS_META_ON_DIR)
+			json_str(j, "dir", sb->meta[c].dir);
+		else
+			json_u64(j, "disk", sb->meta[c].disk);
+		json_close_obj(j);
+	}
+	json_close_arr(j);
 	json_u64(j, "generation", sb->generation);
 	json_u64(j, "retired", !!(sb->flags & SUPER_RETIRED));
 	json_arr(j, "disk_uuids"); /* all zero: a removed disk's slot */
@@ -54,25 +62,59 @@ static void super_text(FILE *out, const struct lsmfs_super *sb)
 	uint32_t members = 0; /* slots in use */
 	for (uint32_t d = 0; d < sb->disk_count; d++)
 		members += !super_slot_empty(sb, d);
-	char meta[64];
-	snprintf(meta, sizeof(meta), "on disk %u (.lsmfs/meta)", sb->meta_disk);
+	char meta[LSMFS_MAX_META_COPIES * (LSMFS_META_PATH_MAX + 32)] = "";
+	size_t ml = 0;
+	for (uint32_t c = 0; c < sb->meta_count; c++) {
+		if (sb->meta[c].disk == LSMFS_META_ON_DIR)
+			ml += (size_t)snprintf(meta + ml, sizeof(meta) - ml, "%s%s", c ? ", " : "",
+					       sb->meta[c].dir);
+		else
+			ml += (size_t)snprintf(meta + ml, sizeof(meta) - ml, "%son disk %u", c ? ", " : "",
+					       sb->meta[c].disk);
+	}
 	fprintf(out,
 		"  filesystem UUID %s, label \"%s\", format version %u, created %s\n"
 		"  disk UUID %s, disk %u of %u%s, disk set generation %" PRIu64 "%s\n"
 		"  sections %u, chunk size %" PRIu64 ", inline limit %u\n"
-		"  metadata store %s\n",
+		"  metadata store: %u cop%s: %s\n",
 		fs, sb->label, sb->version, created, du, sb->disk_index, sb->disk_count,
 		members == sb->disk_count ? "" : " (some slots empty: disks removed)", sb->generation, sb->flags & SUPER_RETIRED ? ", RETIRED (removed from the filesystem)" : "",
-		sb->sections, sb->chunk_size, sb->inline_max, sb->meta_dir[0] ? sb->meta_dir : meta);
+		sb->sections, sb->chunk_size, sb->inline_max, sb->meta_count,
+		sb->meta_count == 1 ? "y" : "ies", meta);
+}
+
+/* Each copy of the store: where, and whether it is up to date (the copy
+ * states, fs/SCHEMA.md "Store copies"). */
+static const char *copy_state(const struct lsmfs_diskset *ds, uint32_t c)
+{
+	if (ds->meta_absent & (1u << c))
+		return "missing";
+	return ds->sb.meta[c].flags & LSMFS_META_STALE ? "stale" : "in-sync";
 }
 
 int insp_super(struct insp *in)
 {
 	struct json j;
+	const struct lsmfs_diskset *ds = in->ds;
 	if (in->json) {
 		json_begin(&j, in->out);
-		json_str(&j, "store", in->ds->meta_dir);
+		json_str(&j, "store", ds->meta_dir);
+		json_arr(&j, "copies");
+		for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
+			json_obj(&j, NULL);
+			json_u64(&j, "copy", c);
+			json_str(&j, "path", ds->meta_paths[c]);
+			json_str(&j, "state", copy_state(ds, c));
+			json_close_obj(&j);
+		}
+		json_close_arr(&j);
+		json_u64(&j, "copies_epoch", ds->copies_epoch);
 		json_arr(&j, "disks");
+	} else {
+		for (uint32_t c = 0; c < ds->sb.meta_count; c++)
+			fprintf(in->out, "metadata store copy %u of %u: %s: %s%s\n", c + 1,
+				ds->sb.meta_count, ds->meta_paths[c][0] ? ds->meta_paths[c] : "(its disk "
+				"is missing)", copy_state(ds, c), c == ds->meta_primary ? " (read)" : "");
 	}
 	for (uint32_t d = 0; d < in->ds->ndisks; d++) {
 		if (!diskset_present(in->ds, d))

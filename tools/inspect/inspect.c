@@ -98,7 +98,8 @@ static int open_all(struct insp *in, const char *spec)
 	so.read_only = true;
 	so.create_if_missing = false;
 	so.log = insp_store_log;
-	rc = store_open(in->ds->meta_dir, &so, &in->st);
+	const char *dirs[LSMFS_MAX_META_COPIES];
+	rc = store_open(diskset_store_options(in->ds, &so, dirs), &so, &in->st);
 	if (rc) {
 		fprintf(stderr, INSPECT_PROG ": %s: the metadata store does not open: %s\n",
 			in->ds->meta_dir, strerror(-rc));
