@@ -284,12 +284,14 @@ int copies_prepare(struct fs *fs, struct store_options *so, const char **dirs, c
 				ds->sb.meta_count);
 	if (n < ds->sb.meta_count)
 		__atomic_store_n(&fs->copies_degraded, true, __ATOMIC_RELEASE);
+	if (n > 1 && rw) {
+		so->copy_failed = copies_failed;
+		so->copy_ctx = fs;
+	}
 	if (n > 1) {
 		so->copies = dirs + 1;
 		so->ncopies = n - 1;
 		so->copies_stale = stale;
-		so->copy_failed = copies_failed;
-		so->copy_ctx = fs;
 	}
 	return 0;
 }
@@ -611,5 +613,109 @@ int copies_remove(struct fs *fs, uint32_t c, char *err, size_t errlen)
 	int rc = fs_writable(fs) ? remove_locked(fs, c, err, errlen)
 				 : set_err(err, errlen, -EROFS, "mounted read-only");
 	pthread_mutex_unlock(&fs->move_lock);
+	return rc;
+}
+
+/* ---- offline (fsck) ---- */
+
+bool copies_store_file(const char *name)
+{
+	size_t n = strlen(name);
+	return !strcmp(name, "CURRENT") || !strncmp(name, "MANIFEST-", 9) ||
+	       (n > 4 && (!strcmp(name + n - 4, ".log") || !strcmp(name + n - 4, ".sst")));
+}
+
+static int copy_one(int sfd, int dfd, const char *name)
+{
+	int in = openat(sfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (in < 0)
+		return -errno;
+	int out = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (out < 0) {
+		int rc = -errno;
+		close(in);
+		return rc;
+	}
+	static __thread char buf[1 << 16];
+	int rc = 0;
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		for (ssize_t done = 0; done < n;) {
+			ssize_t w = write(out, buf + done, (size_t)(n - done));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				rc = w < 0 ? -errno : -EIO;
+				break;
+			}
+			done += w;
+		}
+		if (rc)
+			break;
+	}
+	if (!rc && fsync(out) != 0)
+		rc = -errno;
+	close(in);
+	if (close(out) != 0 && !rc)
+		rc = -errno;
+	return rc;
+}
+
+int copies_rewrite_offline(struct lsmfs_diskset *ds, uint32_t from, uint32_t to, char *err,
+			   size_t errlen)
+{
+	const char *src = ds->meta_paths[from], *dst = ds->meta_paths[to];
+	uint32_t before = ds->sb.meta[to].flags;
+	ds->sb.meta[to].flags |= LSMFS_META_STALE;
+	int rc = copies_write(ds, err, errlen);
+	if (rc)
+		return rc;
+	int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
+	struct dirent *e;
+	if (sfd < 0 || !d) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", sfd < 0 ? src : dst, strerror(-rc));
+		goto out;
+	}
+	/* The old files go first: none of them may be taken for the new. */
+	while ((e = readdir(d)))
+		if (copies_store_file(e->d_name) && unlinkat(dfd, e->d_name, 0) != 0 && !rc) {
+			rc = -errno;
+			snprintf(err, errlen, "%s/%s: %s", dst, e->d_name, strerror(-rc));
+		}
+	closedir(d);
+	d = rc ? NULL : fdopendir(dup(sfd));
+	while (d && !rc && (e = readdir(d))) {
+		if (!copies_store_file(e->d_name))
+			continue;
+		rc = copy_one(sfd, dfd, e->d_name);
+		if (rc)
+			snprintf(err, errlen, "%s/%s: %s", dst, e->d_name, strerror(-rc));
+	}
+	if (d)
+		closedir(d);
+	if (!rc && fsync(dfd) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: fsync: %s", dst, strerror(-rc));
+	}
+	if (!rc) {
+		ds->sb.meta[to].flags = before & ~LSMFS_META_STALE;
+		rc = copies_write(ds, err, errlen);
+	}
+out:
+	if (sfd >= 0)
+		close(sfd);
+	if (dfd >= 0)
+		close(dfd);
 	return rc;
 }

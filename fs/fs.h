@@ -170,6 +170,14 @@ void copies_load(struct lsmfs_diskset *ds);
 int copies_write(struct lsmfs_diskset *ds, char *err, size_t errlen);
 /* A disk leaving the filesystem: its copy states file goes. */
 void copies_forget(const char *disk);
+/* Offline (the store closed, the disks locked: fsck): copy `to` made a
+ * whole copy of copy `from`: marked stale, its store files replaced by
+ * from's (each synced), marked up to date. */
+int copies_rewrite_offline(struct lsmfs_diskset *ds, uint32_t from, uint32_t to, char *err,
+			   size_t errlen);
+/* Is name a file of the store proper (what copies must agree on):
+ * CURRENT, MANIFEST-*, *.log, *.sst; not LOCK, the socket, statistics. */
+bool copies_store_file(const char *name);
 /* The same copies of the store, in the same places. */
 bool super_copies_equal(const struct lsmfs_super *a, const struct lsmfs_super *b);
 /* The store's copies to open, for store_options (store_open(dirs[0]),

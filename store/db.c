@@ -640,7 +640,8 @@ int store_open(const char *dir, const struct store_options *opt,
 		dirs[0] = dir;
 		for (size_t i = 0; i < opt->ncopies; i++)
 			dirs[i + 1] = opt->copies[i];
-		struct env_mirror_hooks h = { .failed = copy_failed, .log = copy_log, .ctx = st };
+		struct env_mirror_hooks h = { .failed = copy_failed, .log = copy_log, .ctx = st,
+					      .read_only = opt->read_only };
 		rc = env_mirror_new(st->env, dirs, opt->ncopies + 1, &h, &st->mirror);
 		if (rc) {
 			store_free(st);

@@ -119,6 +119,7 @@ struct env_mirror_hooks {
 	int (*failed)(void *ctx, size_t copy, int err, const char *what);
 	void (*log)(void *ctx, const char *msg); /* drops and heals, one line each */
 	void *ctx;
+	bool read_only; /* nothing is healed: a bad copy is only read around */
 };
 int env_mirror_new(struct store_env *inner, const char *const *dirs, size_t n,
 		   const struct env_mirror_hooks *hooks, struct store_env **out);

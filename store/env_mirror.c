@@ -412,7 +412,7 @@ static void copy_failed_read(struct env_rfile *r, size_t bad, size_t good, int e
 		pthread_mutex_unlock(&m->mu);
 		return;
 	}
-	if (!is_table(r->path)) {
+	if (!is_table(r->path) || m->hooks.read_only) {
 		logf_(m, "%s/%s: %s; read from %s", m->dirs[bad], name, why, m->dirs[good]);
 	} else {
 		int rc = heal_locked(m, good, bad, r->path);

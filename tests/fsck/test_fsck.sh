@@ -204,9 +204,17 @@ damage_super_other_disk0() { cp d2/.lsmfs/super d1/.lsmfs/super; } # disk 0 says
 damage_super_whole_copy() { # disk 1 replaced by a copy of disk 0: nothing can be disk 1
 	rm -rf d2/.lsmfs && cp -a d1/.lsmfs d2/.lsmfs
 }
-damage_store_table() { # bytes flipped inside the largest table
+damage_store_table() { # bytes flipped inside the largest table of copy 0
 	local t; t=$(ls -S d1/$META/*.sst | head -1)
 	printf '\xff\xff\xff\xff' | dd of="$t" bs=1 seek=100 conv=notrunc status=none
+}
+damage_store_table_both() { # the same in both copies of the store: salvage
+	local t; t=$(ls -S d1/$META/*.sst | head -1)
+	printf '\xff\xff\xff\xff' | dd of="$t" bs=1 seek=100 conv=notrunc status=none
+	printf '\xff\xff\xff\xff' | dd of="d2/$META/$(basename "$t")" bs=1 seek=100 conv=notrunc status=none
+}
+damage_store_copy_gone() { # copy 1 of the store removed from its disk
+	rm -rf d2/$META
 }
 
 check chunk_missing 0504
@@ -230,7 +238,9 @@ check dir_twice 0306
 check dir_twice_first 0306
 check entry_type 0305
 check entry_hash 0304
-check store_table 010
+check store_table 0105
+check store_table_both 0101
+check store_copy_gone 0108
 check dangling 0302
 check dir_parent 0307
 check xattr_flag 020B
@@ -270,7 +280,9 @@ repair dangling 0302 ''
 repair dir_parent 0307 ''
 repair xattr_flag 020B ''
 repair unattached_dir 0308 'a/b/big' moved
-repair store_table 0101 @named
+repair store_table 0105 ''
+repair store_table_both 0101 @named
+repair store_copy_gone 0108 ''
 repair stray_name 0509 ''
 repair inode_gone 020C ''
 repair section_unmapped 0501 ''

@@ -7,6 +7,7 @@
 #include "fsck.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -56,13 +57,137 @@ static void quiet_line(void *ctx, const char *line)
 	(void)line;
 }
 
+/* The first table the copies in a and b both hold with other bytes, into
+ * what; false when they agree.  Tables are immutable: equal wherever both
+ * have one.  Commit logs and MANIFESTs may differ in a tail a crash left
+ * unsynced (store_verify judges each copy's), and a table only one copy
+ * has is one a crash cut short (a live one missing is damage, which
+ * store_verify reports). */
+static bool copies_differ(const char *a, const char *b, char *what, size_t cap)
+{
+	/* The live tables (a daemon closing may still be writing one that
+	 * is not, in one copy before the other). */
+	struct store_options so;
+	store_options_init(&so);
+	so.read_only = true;
+	struct store_table_info *t = NULL;
+	size_t n = 0;
+	if (store_list_tables(a, &so, &t, &n, NULL))
+		return false; /* store_verify says why */
+	bool differ = false;
+	for (size_t i = 0; i < n && !differ; i++) {
+		char pa[PATH_MAX + 300], pb[PATH_MAX + 300];
+		snprintf(pa, sizeof(pa), "%s/%06" PRIu64 ".sst", a, t[i].number);
+		snprintf(pb, sizeof(pb), "%s/%06" PRIu64 ".sst", b, t[i].number);
+		int fa = open(pa, O_RDONLY | O_CLOEXEC), fb = open(pb, O_RDONLY | O_CLOEXEC);
+		bool same = true;
+		static char ba[1 << 16], bb[1 << 16];
+		while (fa >= 0 && fb >= 0) {
+			ssize_t na = read(fa, ba, sizeof(ba)), nb = read(fb, bb, sizeof(bb));
+			same = na == nb && na >= 0 && !memcmp(ba, bb, (size_t)(na > 0 ? na : 0));
+			if (!same || na <= 0)
+				break;
+		}
+		if (fa >= 0)
+			close(fa);
+		if (fb >= 0)
+			close(fb);
+		if (!same) {
+			snprintf(what, cap, "table %06" PRIu64 ".sst has other bytes", t[i].number);
+			differ = true;
+		}
+	}
+	store_tables_free(t, n);
+	return differ;
+}
+
+/* A store kept in several copies (fs/SCHEMA.md "Store copies"): each is
+ * verified on its own.  A damaged, stale or disagreeing copy is
+ * rewritten from a whole one; only when no copy is whole does the
+ * primary go through salvage (and the others are rewritten from it then,
+ * at the next run).  0 when a whole copy was found (*done). */
+static int check_copies(struct fsck *f, bool *done)
+{
+	struct lsmfs_diskset *ds = f->ds;
+	*done = false;
+	if (ds->sb.meta_count < 2)
+		return 0;
+	struct store_options so;
+	store_options_init(&so);
+	so.read_only = true;
+	bool whole[LSMFS_MAX_META_COPIES] = {false};
+	struct lines lines[LSMFS_MAX_META_COPIES];
+	memset(lines, 0, sizeof(lines));
+	uint32_t ref = UINT32_MAX;
+	for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
+		if (ds->meta_absent & (1u << c))
+			continue;
+		int rc = store_verify(ds->meta_paths[c], &so, store_line, &lines[c]);
+		whole[c] = rc == 0;
+		bool stale = ds->sb.meta[c].flags & LSMFS_META_STALE;
+		if (whole[c] && !stale && (ref == UINT32_MAX || c == ds->meta_primary))
+			ref = c;
+	}
+	if (ref != UINT32_MAX) {
+		*done = true;
+		for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
+			if (c == ref)
+				continue;
+			char what[PATH_MAX + 64] = "";
+			struct problem_ctx pc = {.num = c, .num2 = ref, .file = ds->meta_paths[c],
+						 .path = ds->meta_paths[ref], .str = lines[c].buf};
+			if (ds->meta_absent & (1u << c)) {
+				/* Its disk is here but the copy is not: made again.
+				 * (A disk that is missing is diskset_open's to say.) */
+				if (!ds->meta_paths[c][0] || !problem_fix(f, PR_STORE_COPY_MISSING, &pc))
+					continue;
+				char err[PATH_MAX + 200] = "";
+				int r = mkdir(ds->meta_paths[c], 0700) == 0 || errno == EEXIST ? 0 : -errno;
+				if (r)
+					snprintf(err, sizeof(err), "%s: %s", ds->meta_paths[c], strerror(-r));
+				else
+					r = copies_rewrite_offline(ds, ref, c, err, sizeof(err));
+				if (r)
+					fprintf(stderr, "fsck.lsmfs: making copy %u again: %s\n", c, err);
+				else
+					ds->meta_absent &= ~(1u << c);
+				fsck_repaired(f, r);
+				continue;
+			}
+			enum fsck_code code = !whole[c] ? PR_STORE_COPY_DAMAGED
+					      : (ds->sb.meta[c].flags & LSMFS_META_STALE) ? PR_STORE_COPY_STALE
+					      : copies_differ(ds->meta_paths[ref], ds->meta_paths[c], what,
+							      sizeof(what)) ? PR_STORE_COPY_DIFFERS
+									    : 0;
+			if (code == PR_STORE_COPY_DIFFERS)
+				pc.str = what;
+			if (!code || !problem_fix(f, code, &pc))
+				continue;
+			char err[PATH_MAX + 200];
+			int r = copies_rewrite_offline(ds, ref, c, err, sizeof(err));
+			if (r)
+				fprintf(stderr, "fsck.lsmfs: rewriting copy %u: %s\n", c, err);
+			fsck_repaired(f, r);
+		}
+		if (f->verbose && lines[ref].buf)
+			fputs(lines[ref].buf, stdout);
+	}
+	for (uint32_t c = 0; c < LSMFS_MAX_META_COPIES; c++)
+		free(lines[c].buf);
+	return 0;
+}
+
 int fsck_pass1_store(struct fsck *f)
 {
+	bool done;
+	int rc = check_copies(f, &done);
+	if (rc || done)
+		return rc;
 	struct store_options so;
 	store_options_init(&so);
 	so.read_only = true;
 	struct lines l = {0};
-	int rc = store_verify(f->ds->meta_dir, &so, store_line, &l);
+	rc = store_verify(f->ds->meta_dir, &so, store_line, &l);
 	if (rc == -EUCLEAN) {
 		if (problem_fix(f, PR_STORE_DAMAGED, &(struct problem_ctx){.str = l.buf})) {
 			/* Every entry that reads is kept; each range lost is

@@ -30,6 +30,26 @@ static const struct problem table[] = {
 	{PR_STORE_STILL_DAMAGED,
 	 "%M: still damaged after salvage (a damaged commit log is not salvaged)", PR_SEV_FATAL,
 	 false, NULL},
+	{PR_STORE_COPY_DAMAGED,
+	 "copy %n of the metadata store (%f) is damaged, copy %N (%p) is whole:\n%s    Rewrite "
+	 "copy %n from copy %N", PR_SEV_ERROR, true,
+	 "mark the copy stale, replace its files with the whole copy's (each synced), mark it "
+	 "up to date"},
+	{PR_STORE_COPY_DIFFERS,
+	 "copy %n of the metadata store (%f) differs from copy %N (%p): %s; rewrite copy %n from "
+	 "copy %N", PR_SEV_ERROR, true,
+	 "mark the copy stale, replace its files with the other copy's (each synced), mark it "
+	 "up to date"},
+	{PR_STORE_COPY_STALE,
+	 "copy %n of the metadata store (%f) is stale (its disk was away, or a write to it "
+	 "failed); rewrite it from copy %N (%p)", PR_SEV_MINOR, true,
+	 "replace its files with the up-to-date copy's (each synced), mark it up to date (a "
+	 "read-write mount does the same)"},
+	{PR_STORE_COPY_MISSING,
+	 "copy %n of the metadata store (%f) is missing; make it again from copy %N (%p)",
+	 PR_SEV_ERROR, true,
+	 "make the directory, copy the up-to-date copy's files into it (each synced), mark it "
+	 "up to date"},
 	/* pass 2: inodes */
 	{PR_INODE_BAD_RECORD, "inode %i: the record does not decode; %s", PR_SEV_ERROR, false,
 	 "a new record of the type the inode's keys show (owned by root, private), or, with "
