@@ -22,7 +22,8 @@
  * before a write that a dropped copy lacks is acknowledged; it marks the
  * copy stale on the disks, so that the next mount never takes it for
  * current.  fs->copies_lock serialises those writes; it is never held
- * across a store call.
+ * across a store call that may fail a copy (the store calls
+ * copies_failed with its mirror's lock held: that order, never the other).
  */
 #include "fs_int.h"
 
@@ -203,12 +204,15 @@ static uint32_t sb_copy(const struct fs *fs, size_t k)
 int copies_failed(void *ctx, size_t k, int err, const char *what)
 {
 	struct fs *fs = ctx;
-	uint32_t c = sb_copy(fs, k);
-	if (c == UINT32_MAX)
-		return -EINVAL;
 	struct lsmfs_diskset *ds = fs->ds;
 	char e[PATH_MAX + 128] = "";
 	pthread_mutex_lock(&fs->copies_lock);
+	uint32_t c = sb_copy(fs, k);
+	if (c == UINT32_MAX) {
+		/* Being removed (copies_remove marked it stale first). */
+		pthread_mutex_unlock(&fs->copies_lock);
+		return 0;
+	}
 	uint32_t before = ds->sb.meta[c].flags;
 	ds->sb.meta[c].flags |= LSMFS_META_STALE;
 	int rc = copies_write(ds, e, sizeof(e));
@@ -370,6 +374,22 @@ void copies_json(struct fs *fs, struct json_out *o)
 
 /* ---- adding and removing copies (online, or offline through fs_control) ---- */
 
+/* Is a copy missing, stale or dropped?  copies_lock held. */
+static bool degraded_now(struct fs *fs)
+{
+	struct lsmfs_diskset *ds = fs->ds;
+	for (uint32_t c = 0; c < ds->sb.meta_count; c++)
+		if ((ds->meta_absent & (1u << c)) || (ds->sb.meta[c].flags & LSMFS_META_STALE))
+			return true;
+	for (uint32_t k = 0; k < fs->store_ncopies; k++) {
+		struct store_copy_info ci;
+		if (fs->store_which[k] != UINT32_MAX && store_copy_info(fs->st, k, &ci) == 0 &&
+		    !ci.live)
+			return true;
+	}
+	return false;
+}
+
 void copies_home(struct fs *fs, char *out, size_t cap)
 {
 	if (fs->copies_lock_init)
@@ -460,6 +480,13 @@ static int add_locked(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size
 	/* 1. The superblocks name it; the copy states do not, so it is stale
 	 *    (filled at the next mount) until 3. */
 	pthread_mutex_lock(&fs->copies_lock);
+	/* The copy states file must exist for "a copy it does not name is
+	 * stale" to hold (without one, every copy is current: mkfs). */
+	char e0[PATH_MAX + 128] = "";
+	if (!ds->copies_epoch && (rc = copies_write(ds, e0, sizeof(e0)))) {
+		pthread_mutex_unlock(&fs->copies_lock);
+		return set_err(err, errlen, rc, "%s", e0);
+	}
 	struct lsmfs_super old = ds->sb;
 	uint32_t m = ds->sb.meta_count;
 	ds->sb.meta[m].disk = d;
@@ -495,9 +522,7 @@ static int add_locked(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size
 	rc = copies_write(ds, e, sizeof(e));
 	if (rc)
 		ds->sb.meta[m].flags = LSMFS_META_STALE;
-	bool degraded = false;
-	for (uint32_t c = 0; c < ds->sb.meta_count; c++)
-		degraded |= !!(ds->meta_absent & (1u << c)) || !!(ds->sb.meta[c].flags & LSMFS_META_STALE);
+	bool degraded = degraded_now(fs);
 	pthread_mutex_unlock(&fs->copies_lock);
 	if (rc)
 		return set_err(err, errlen, rc, "copy %u is whole but cannot be marked so: %s", m, e);
@@ -550,9 +575,12 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 		pthread_mutex_unlock(&fs->copies_lock);
 		return set_err(err, errlen, rc, "marking copy %u stale: %s", c, e);
 	}
-	/* 2. Written no more. */
+	pthread_mutex_unlock(&fs->copies_lock);
+	/* 2. Written no more.  (Outside copies_lock: a copy failing meanwhile
+	 * calls copies_failed, which takes it, from inside the store.) */
 	if (k != SIZE_MAX)
 		(void)store_copy_remove(fs->st, k); /* others live: cannot fail */
+	pthread_mutex_lock(&fs->copies_lock);
 	/* 3. Out of the superblocks. */
 	struct lsmfs_super old = ds->sb;
 	char oldpaths[LSMFS_MAX_META_COPIES][sizeof(ds->meta_paths[0])];
@@ -593,6 +621,7 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 		snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s", ds->meta_paths[ds->meta_primary]);
 	}
 	(void)copies_write(ds, e, sizeof(e)); /* its entry goes; nothing depends on it */
+	__atomic_store_n(&fs->copies_degraded, degraded_now(fs), __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->copies_lock);
 	if (moved_home)
 		control_rehome(fs);

@@ -122,9 +122,11 @@ static int check_copies(struct fsck *f, bool *done)
 	for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
 		if (ds->meta_absent & (1u << c))
 			continue;
+		bool stale = ds->sb.meta[c].flags & LSMFS_META_STALE;
+		if (stale)
+			continue; /* behind by design (a crash cut its filling short): not judged */
 		int rc = store_verify(ds->meta_paths[c], &so, store_line, &lines[c]);
 		whole[c] = rc == 0;
-		bool stale = ds->sb.meta[c].flags & LSMFS_META_STALE;
 		if (whole[c] && !stale && (ref == UINT32_MAX || c == ds->meta_primary))
 			ref = c;
 	}
@@ -154,8 +156,8 @@ static int check_copies(struct fsck *f, bool *done)
 				fsck_repaired(f, r);
 				continue;
 			}
-			enum fsck_code code = !whole[c] ? PR_STORE_COPY_DAMAGED
-					      : (ds->sb.meta[c].flags & LSMFS_META_STALE) ? PR_STORE_COPY_STALE
+			enum fsck_code code = (ds->sb.meta[c].flags & LSMFS_META_STALE) ? PR_STORE_COPY_STALE
+					      : !whole[c] ? PR_STORE_COPY_DAMAGED
 					      : copies_differ(ds->meta_paths[ref], ds->meta_paths[c], what,
 							      sizeof(what)) ? PR_STORE_COPY_DIFFERS
 									    : 0;

@@ -1,0 +1,179 @@
+#!/bin/bash
+# test_copies.sh BUILD_DIR: the metadata store kept in several copies
+# (fs/SCHEMA.md "Store copies").
+#
+#   - mkfs with three disks keeps two copies (disks 0 and 1), identical;
+#   - under an appending+fsyncing writer, a random writer and a reader, one
+#     copy's files are removed: no error to them, no byte lost, the copy is
+#     dropped and the filesystem says DEGRADED (status, statistics, log);
+#     `lsmfs-disk copy add` restores the count online, `copy remove` drops
+#     the failed one; fsck clean after;
+#   - a flipped byte in copy 0's table and in copy 0's commit log: every
+#     file reads right, the log says what was rewritten, fsck clean after;
+#   - a copy away (its directory gone) while the other moves on is marked
+#     stale: mounted again with it back, it is brought up to date, never
+#     read as current; mounted with only the stale copy, the mount is
+#     refused;
+#   - SIGKILL of the daemon during `copy add`: the next mount finds every
+#     file, fsck clean.
+NAME=test_copies
+# shellcheck source=tests/disk/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+# Mount LIST in the foreground, its log (stderr) into LOG; 1 when it does
+# not come up.
+mount_fg() { # LIST LOG
+	"$LSMFS" -f "$1" "$M" 2> "$2" &
+	local pid=$!
+	for _ in $(seq 200); do
+		mounted && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+D0=$T/d0 D1=$T/d1 D2=$T/d2
+mkdir -p "$D0" "$D1" "$D2" "$M"
+"$MKFS" -q --sections 32 --chunk-size 65536 "$D0" "$D1" "$D2" || { echo "mkfs failed" >&2; exit 1; }
+L=$D0:$D1:$D2
+for c in 0 1; do [[ -f ${T}/d$c/.lsmfs/meta/CURRENT ]] || fail "mkfs: no copy of the store on disk $c"; done
+[[ ! -e $D2/.lsmfs/meta ]] || fail "mkfs: a third copy on disk 2"
+mount_fg "$L" "$T/daemon.log" || { echo "mount failed" >&2; exit 1; }
+mkdir -p "$M/a/b"
+for i in $(seq 40); do head -c $((i * 3000)) /dev/urandom > "$M/a/f$i"; done
+head -c 3000000 /dev/urandom > "$M/static"
+sums > "$T/sums"
+
+# ---- a copy's files removed under load ----
+rm -f "$T/stop"
+"$CHURN" append "$M/appended" "$T/stop" > "$T/append.out" 2>&1 & P1=$!
+"$CHURN" randwrite "$M/random" "$T/stop" > "$T/random.out" 2>&1 & P2=$!
+"$CHURN" read "$M/static" "$T/stop" > "$T/read.out" 2>&1 & P3=$!
+sleep 0.5
+rm -rf "$D1/.lsmfs/meta/"*
+for _ in $(seq 100); do
+	out=$("$DISK" "$M" status 2>&1)
+	grep -q DEGRADED <<<"$out" && break
+	sleep 0.1
+done
+grep -q DEGRADED <<<"$out" && grep -q "copy 1: disk 1, .*: failed" <<<"$out" ||
+	fail "copy files removed: not said degraded: $out"
+for _ in $(seq 60); do
+	grep -q '"degraded":true' "$D0/.lsmfs/meta/stats.json" 2>/dev/null && break
+	sleep 0.1
+done
+grep -q '"degraded":true' "$D0/.lsmfs/meta/stats.json" ||
+	fail "copy files removed: the statistics do not say degraded"
+out=$("$DISK" "$M" copy add 2 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "copy add under load: exit $rc: $out"
+out=$("$DISK" "$M" copy remove 1 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "copy remove of the failed copy: exit $rc: $out"
+out=$("$DISK" "$M" status 2>&1)
+grep -q "metadata store: 2 copies" <<<"$out" && ! grep -q DEGRADED <<<"$out" &&
+	grep -q "copy 1: disk 2, .*: in-sync" <<<"$out" || fail "after copy add and remove: $out"
+touch "$T/stop"
+for p in $P1 $P2 $P3; do wait "$p" || fail "churn $p: $(cat "$T"/*.out)"; done
+say "a copy lost under load: $(cat "$T/append.out" "$T/random.out" | tr '\n' ' ')"
+rm -f "$M/appended" "$M/random"
+check_sums "a copy lost under load"
+umount_wait "$L" || fail "unmount after the copy was lost"
+grep -q "metadata store copy 1 .* failed .*DEGRADED" "$T/daemon.log" ||
+	fail "the daemon's log does not say the copy failed: $(tail -5 "$T/daemon.log")"
+[[ ! -e $D1/.lsmfs/meta ]] || fail "the removed copy's directory stayed"
+fsck_clean "$L" "a copy lost under load"
+cmp -s <(cd "$D0/.lsmfs/meta" && ls *.sst CURRENT MANIFEST-* | xargs sha256sum) \
+	<(cd "$D2/.lsmfs/meta" && ls *.sst CURRENT MANIFEST-* | xargs sha256sum) ||
+	fail "the copies on disks 0 and 2 differ after a clean unmount"
+
+# ---- a flipped byte in copy 0's table and in its commit log ----
+mount_fg "$L" "$T/daemon.log" || fail "mount for the log"
+for i in $(seq 41 60); do head -c 700 /dev/urandom > "$M/a/f$i"; done
+sync -f "$M/a/f60" # the store's commit log synced: its records are durable
+sums > "$T/sums"
+# A crash keeps them in the commit log (a clean unmount would flush it).
+pid=$(daemon_pid "$L")
+kill -9 "$pid"
+fusermount3 -u -z "$M" 2>/dev/null
+for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+log=$(ls -S "$D0/.lsmfs/meta/"*.log | head -1)
+sst=$(ls -S "$D0/.lsmfs/meta/"*.sst | head -1)
+[[ $(stat -c %s "$log") -gt 200 ]] || fail "no commit log with records to damage: $(ls -l "$D0/.lsmfs/meta")"
+printf '\xff\xff' | dd of="$log" bs=1 seek=40 conv=notrunc status=none
+printf '\xff\xff\xff\xff' | dd of="$sst" bs=1 seek=100 conv=notrunc status=none
+mount_fg "$L" "$T/daemon.log" || fail "mount with a damaged copy"
+check_sums "damaged copy 0"
+umount_wait "$L" || fail "unmount after the damage"
+grep -q "$(basename "$log"): .*rewritten from" "$T/daemon.log" ||
+	fail "the damaged commit log is not said rewritten: $(cat "$T/daemon.log")"
+grep -q "$(basename "$sst"): .*checksum; read from .*rewritten from" "$T/daemon.log" ||
+	fail "the damaged table is not said healed: $(cat "$T/daemon.log")"
+fsck_clean "$L" "damaged copy 0 healed"
+
+# ---- a copy away while the other moves on (--meta directories) ----
+P=$T/p
+mkdir -p "$P/d0" "$P/d1" "$P/m1" "$P/m2"
+"$MKFS" -q --sections 8 --meta "$P/m1,$P/m2" "$P/d0" "$P/d1" || fail "mkfs --meta m1,m2"
+PL=$P/d0:$P/d1
+"$LSMFS" "$PL" "$M" || fail "mount m1+m2"
+echo one > "$M/one"
+umount_wait "$PL"
+mv "$P/m2" "$P/m2.away"
+mount_fg "$PL" "$T/daemon.log" || fail "mount without m2 (degraded)"
+grep -q "DEGRADED" "$T/daemon.log" || fail "mount without m2: not said degraded: $(cat "$T/daemon.log")"
+echo two > "$M/two"
+umount_wait "$PL"
+out=$("$DISK" "$PL" status 2>&1)
+grep -q "copy 1: $P/m2: missing" <<<"$out" || fail "status without m2: $out"
+# Only the stale copy there: refused.
+mv "$P/m1" "$P/m1.away"
+mv "$P/m2.away" "$P/m2"
+out=$("$LSMFS" "$PL" "$M" 2>&1); rc=$?
+mounted && { fusermount3 -u "$M"; fail "mounted with only the stale copy"; }
+grep -q "no other copy of the store that is up to date" <<<"$out" ||
+	fail "only the stale copy: refused without saying why: $out"
+mv "$P/m1.away" "$P/m1"
+mount_fg "$PL" "$T/daemon.log" || fail "mount with m2 back"
+[[ $(cat "$M/two" 2>/dev/null) == two ]] || fail "m2 back: the write made without it is gone"
+umount_wait "$PL"
+grep -q "copy 1 ($P/m2) was stale: brought up to date" "$T/daemon.log" ||
+	fail "m2 back: not said brought up to date: $(cat "$T/daemon.log")"
+# Now m2 alone has everything.
+mv "$P/m1" "$P/m1.away"
+mount_fg "$PL" "$T/daemon.log" || fail "mount with m2 alone"
+[[ $(cat "$M/two" 2>/dev/null) == two && $(cat "$M/one" 2>/dev/null) == one ]] ||
+	fail "m2 alone, brought up to date: files missing"
+umount_wait "$PL"
+mv "$P/m1.away" "$P/m1"
+out=$("$FSCK" -n "$PL" 2>&1)
+grep -q "LSMFS-0107 copy 0 " <<<"$out" || fail "m1 away for a mount: fsck does not call it stale: $out"
+"$LSMFS" "$PL" "$M" || fail "mount with m1 back"
+umount_wait "$PL"
+fsck_clean "$PL" "a copy away and back"
+
+# ---- SIGKILL of the daemon during copy add ----
+"$LSMFS" "$L" "$M" || fail "mount for the kills"
+sums > "$T/sums"
+umount_wait "$L"
+seed=${LSMFS_SEED:-$$}
+RANDOM=$seed
+say "SIGKILL during copy add: seed $seed"
+for i in 1 2 3 4 5 6; do
+	# Which disk has no copy: add one there, then remove it again.
+	free=""
+	for d in 0 1 2; do [[ -d $T/d$d/.lsmfs/meta ]] || free=$d; done
+	[[ -n $free ]] || { fail "kill $i: every disk holds a copy"; break; }
+	delay=$(printf '0.%03d' $((RANDOM % 120)))
+	kill_during daemon "$L" "$delay" copy add "$free" || { fail "kill $i: mount"; break; }
+	"$LSMFS" "$L" "$M" || { fail "kill $i: mount after the kill"; break; }
+	check_sums "kill $i"
+	out=$("$DISK" "$M" status 2>&1)
+	n=$(grep -c "^  copy " <<<"$out")
+	if ((n == 3)); then
+		c=$(grep "^  copy .*disk $free," <<<"$out" | sed 's/^  copy \([0-9]\).*/\1/')
+		"$DISK" "$M" copy remove "$c" > /dev/null 2>&1 || fail "kill $i: copy remove $c: $out"
+	fi
+	umount_wait "$L" || fail "kill $i: unmount"
+	fsck_clean "$L" "kill $i (copy add, ${delay}s)"
+done
+finish
