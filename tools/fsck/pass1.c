@@ -141,7 +141,12 @@ static int check_copies(struct fsck *f, bool *done)
 			if (ds->meta_absent & (1u << c)) {
 				/* Its disk is here but the copy is not: made again.
 				 * (A disk that is missing is diskset_open's to say.) */
-				if (!ds->meta_paths[c][0] || !problem_fix(f, PR_STORE_COPY_MISSING, &pc))
+				/* One marked stale is a copy whose filling a crash cut
+				 * short (its directory not made yet): stale, as the
+				 * others of its kind. */
+				enum fsck_code mc = (ds->sb.meta[c].flags & LSMFS_META_STALE)
+							    ? PR_STORE_COPY_STALE : PR_STORE_COPY_MISSING;
+				if (!ds->meta_paths[c][0] || !problem_fix(f, mc, &pc))
 					continue;
 				char err[PATH_MAX + 200] = "";
 				int r = mkdir(ds->meta_paths[c], 0700) == 0 || errno == EEXIST ? 0 : -errno;
