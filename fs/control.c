@@ -74,8 +74,11 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 	json_put(&o, "{\"version\":1,\"fs_uuid\":\"%s\",\"sections\":%" PRIu32 ",\"chunk_size\":%" PRIu64
 		   ",\"online\":%s,\"generation\":%" PRIu64 ",\"store\":",
 		u, n, fs->info.chunk_size, fs->se ? "true" : "false", fs->ds->sb.generation);
-	json_put_str(&o, fs->ds->meta_dir);
-	uint32_t sd = fs->ds->sb.meta[fs->ds->meta_primary].disk;
+	char home[sizeof(fs->ds->meta_dir)];
+	copies_home(fs, home, sizeof(home));
+	json_put_str(&o, home);
+	uint32_t mp = fs->ds->meta_primary;
+	uint32_t sd = mp < fs->ds->sb.meta_count ? fs->ds->sb.meta[mp].disk : LSMFS_META_ON_DIR;
 	if (sd == LSMFS_META_ON_DIR)
 		json_put(&o, ",\"store_disk\":null,");
 	else

@@ -288,7 +288,8 @@ int copies_prepare(struct fs *fs, struct store_options *so, const char **dirs, c
 				ds->sb.meta_count);
 	if (n < ds->sb.meta_count)
 		__atomic_store_n(&fs->copies_degraded, true, __ATOMIC_RELEASE);
-	if (n > 1 && rw) {
+	if (rw) {
+		/* Also with one copy: one added later may fail. */
 		so->copy_failed = copies_failed;
 		so->copy_ctx = fs;
 	}
@@ -457,7 +458,7 @@ static int add_locked(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size
 		if (ds->sb.meta[c].disk == d)
 			return set_err(err, errlen, -EEXIST, "disk %u holds copy %u of the store already",
 				       d, c);
-	if (fs->store_ncopies >= STORE_MAX_COPIES)
+	if (store_copy_count(fs->st) >= STORE_MAX_COPIES)
 		return set_err(err, errlen, -ENOSPC, "too many copies added since the mount: "
 			       "remount first");
 	char path[sizeof(ds->meta_paths[0])];
@@ -511,9 +512,15 @@ static int add_locked(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size
 			err);
 		return rc;
 	}
-	/* 3. Up to date. */
-	fs->meta_fd[k] = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* 3. Up to date (unless it failed since). */
 	pthread_mutex_lock(&fs->copies_lock);
+	struct store_copy_info ci;
+	if (k >= STORE_MAX_COPIES || store_copy_info(fs->st, k, &ci) || !ci.live) {
+		pthread_mutex_unlock(&fs->copies_lock);
+		return set_err(err, errlen, -EIO, "%s: the new copy failed while it was filled (it "
+			       "stays listed, stale)", path);
+	}
+	fs->meta_fd[k] = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	fs->store_which[k] = m;
 	__atomic_store_n(&fs->store_ncopies, (uint32_t)k + 1, __ATOMIC_RELEASE);
 	ds->meta_absent &= ~(1u << m);
@@ -549,6 +556,7 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 		return set_err(err, errlen, -ENOENT, "no copy %u of the store", c);
 	/* Its store number, and whether another whole copy stays. */
 	size_t k = SIZE_MAX, others = 0;
+	pthread_mutex_lock(&fs->copies_lock);
 	for (size_t i = 0; i < fs->store_ncopies; i++) {
 		struct store_copy_info ci;
 		if (store_copy_info(fs->st, i, &ci) || !ci.live)
@@ -559,11 +567,12 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 			 !(ds->sb.meta[fs->store_which[i]].flags & LSMFS_META_STALE))
 			others++;
 	}
-	if (!others)
+	if (!others) {
+		pthread_mutex_unlock(&fs->copies_lock);
 		return set_err(err, errlen, -EBUSY, "copy %u is the store's last up-to-date copy", c);
+	}
 	char path[sizeof(ds->meta_paths[0])];
 	snprintf(path, sizeof(path), "%s", ds->meta_paths[c]);
-	pthread_mutex_lock(&fs->copies_lock);
 	/* 1. Stale first: from the moment it is written no more, a crash must
 	 *    not find it taken for current. */
 	uint32_t before = ds->sb.meta[c].flags;
@@ -578,9 +587,15 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 	pthread_mutex_unlock(&fs->copies_lock);
 	/* 2. Written no more.  (Outside copies_lock: a copy failing meanwhile
 	 * calls copies_failed, which takes it, from inside the store.) */
-	if (k != SIZE_MAX)
-		(void)store_copy_remove(fs->st, k); /* others live: cannot fail */
+	rc = k != SIZE_MAX ? store_copy_remove(fs->st, k) : 0;
 	pthread_mutex_lock(&fs->copies_lock);
+	if (rc) {
+		/* The others failed meanwhile: it stays, and stays written. */
+		ds->sb.meta[c].flags = before;
+		(void)copies_write(ds, e, sizeof(e));
+		pthread_mutex_unlock(&fs->copies_lock);
+		return set_err(err, errlen, rc, "copy %u is now the store's last up-to-date copy", c);
+	}
 	/* 3. Out of the superblocks. */
 	struct lsmfs_super old = ds->sb;
 	char oldpaths[LSMFS_MAX_META_COPIES][sizeof(ds->meta_paths[0])];
@@ -618,7 +633,15 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 		for (uint32_t i = 0; i < ds->sb.meta_count && ds->meta_primary == UINT32_MAX; i++)
 			if (!(ds->meta_absent & (1u << i)) && !(ds->sb.meta[i].flags & LSMFS_META_STALE))
 				ds->meta_primary = i;
-		snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s", ds->meta_paths[ds->meta_primary]);
+		if (ds->meta_primary == UINT32_MAX) {
+			/* None current left to serve from (they failed meanwhile):
+			 * the socket and statistics stay where they are. */
+			moved_home = false;
+			ds->meta_primary = 0;
+		} else {
+			snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s",
+				 ds->meta_paths[ds->meta_primary]);
+		}
 	}
 	(void)copies_write(ds, e, sizeof(e)); /* its entry goes; nothing depends on it */
 	__atomic_store_n(&fs->copies_degraded, degraded_now(fs), __ATOMIC_RELEASE);
@@ -709,10 +732,10 @@ int copies_rewrite_offline(struct lsmfs_diskset *ds, uint32_t from, uint32_t to,
 		return rc;
 	int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = dfd < 0 ? NULL : fdopendir(dup(dfd));
+	DIR *d = sfd < 0 || dfd < 0 ? NULL : fdopendir(dup(dfd));
 	struct dirent *e;
-	if (sfd < 0 || !d) {
-		rc = -errno;
+	if (!d) {
+		rc = errno ? -errno : -EIO;
 		snprintf(err, errlen, "%s: %s", sfd < 0 ? src : dst, strerror(-rc));
 		goto out;
 	}
@@ -740,6 +763,8 @@ int copies_rewrite_offline(struct lsmfs_diskset *ds, uint32_t from, uint32_t to,
 	if (!rc) {
 		ds->sb.meta[to].flags = before & ~LSMFS_META_STALE;
 		rc = copies_write(ds, err, errlen);
+		if (rc)
+			ds->sb.meta[to].flags |= LSMFS_META_STALE; /* as the disks still say */
 	}
 out:
 	if (sfd >= 0)

@@ -155,7 +155,7 @@ void diskwatch_stop(struct fs *fs)
 		pthread_cond_destroy(&fs->watch_cv);
 		fs->watch_initialized = false;
 	}
-	for (int k = 0; k < LSMFS_MAX_META_COPIES; k++) {
+	for (int k = 0; k < STORE_MAX_COPIES; k++) {
 		if (fs->meta_fd[k] >= 0)
 			close(fs->meta_fd[k]);
 		fs->meta_fd[k] = -1;

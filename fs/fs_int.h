@@ -224,7 +224,7 @@ struct fs {
 	/* copies.c: the store's copies (SCHEMA.md "Store copies").  Store
 	 * copy k (store_options numbering) is the superblock's copy
 	 * store_which[k]; copies_lock serialises the copy states file. */
-	uint32_t store_which[LSMFS_MAX_META_COPIES];
+	uint32_t store_which[STORE_MAX_COPIES]; /* UINT32_MAX: none (removed, or an add that failed) */
 	uint32_t store_ncopies;
 	pthread_mutex_t copies_lock;
 	bool copies_lock_init;
@@ -232,7 +232,7 @@ struct fs {
 
 	/* diskwatch.c: per disk, 1 once it is no longer the disk opened. */
 	unsigned char *disk_lost;
-	int meta_fd[LSMFS_MAX_META_COPIES]; /* each store copy's directory (store
+	int meta_fd[STORE_MAX_COPIES]; /* each store copy's directory (store
 				   * numbering), as opened at mount; -1: none */
 	bool meta_lost;           /* atomics: the store's disk went: no more writes */
 	pthread_t watch_thread;

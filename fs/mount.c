@@ -214,8 +214,10 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	fs->ds = ds;
 	fs->opt = *opt;
 	fs->rdonly_pipe[0] = fs->rdonly_pipe[1] = -1;
-	for (int i = 0; i < LSMFS_MAX_META_COPIES; i++)
+	for (int i = 0; i < STORE_MAX_COPIES; i++) {
 		fs->meta_fd[i] = -1;
+		fs->store_which[i] = UINT32_MAX;
+	}
 	fs->log = log;
 	fs->log_ctx = log_ctx;
 	pthread_mutex_init(&fs->ns_lock, NULL);

@@ -286,9 +286,12 @@ int db_copies_reconcile(struct store *st)
 			uint64_t number;
 			enum file_kind kind = db_parse_file_name(name, &number);
 			bool heal_left = l > 5 && strcmp(name + l - 5, ".heal") == 0;
-			if (!st->opt.read_only && (heal_left || (!in_source && kind != FK_OTHER))) {
-				/* A heal cut short, or what only stale copies
-				 * hold: garbage that must never be read. */
+			if (!st->opt.read_only &&
+			    (heal_left || (!in_source && kind != FK_OTHER && kind != FK_SST))) {
+				/* A heal cut short, or a log or MANIFEST only
+				 * stale copies hold: never to be read (a table
+				 * stays: immutable, and maybe the last whole
+				 * one, db_copies_check_tables). */
 				char p[4096];
 				snprintf(p, sizeof(p), "%s/%s", st->dir, name);
 				(void)st->env->ops->unlink(st->env, p); /* retried next open */
@@ -331,6 +334,12 @@ int db_copies_check_tables(struct store *st)
 				if (right && good == SIZE_MAX && source(st, i))
 					good = i;
 			}
+			/* None current has it right: a stale copy's table of
+			 * that number and size is the same table (numbers are
+			 * never reused; its blocks' checksums judge it). */
+			for (size_t i = 0; i < n && good == SIZE_MAX && any; i++)
+				if (env_mirror_live(st->env, i) && !differs[i])
+					good = i;
 			if (!any || good == SIZE_MAX)
 				continue; /* all agree, or none is right: the table's open says */
 			int rc = align(st, name, good, differs, "missing, or not the size the MANIFEST gives");
@@ -451,6 +460,10 @@ int store_copy_add(struct store *st, const char *dir, size_t *copy)
 		db_report(st, "%s: the new copy of the store is given up: %s", dir, strerror(-rc));
 		return rc;
 	}
+	if (!env_mirror_live(st->env, k)) {
+		db_report(st, "%s: the new copy of the store failed while it was filled", dir);
+		return -EIO;
+	}
 	env_mirror_joined(st->env, k);
 	db_report(st, "%s: a new copy of the store, up to date", dir);
 	*copy = k;
@@ -461,11 +474,5 @@ int store_copy_remove(struct store *st, size_t copy)
 {
 	if (copy >= env_mirror_count(st->env))
 		return -EINVAL;
-	size_t live = 0;
-	for (size_t i = 0; i < env_mirror_count(st->env); i++)
-		live += i != copy && env_mirror_live(st->env, i);
-	if (!live)
-		return -EBUSY; /* the last one */
-	env_mirror_retire(st->env, copy);
-	return 0;
+	return env_mirror_retire_unless_last(st->env, copy);
 }

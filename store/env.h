@@ -145,6 +145,8 @@ int env_mirror_join(struct store_env *env, const char *dir, size_t *k);
 void env_mirror_joined(struct store_env *env, size_t k);
 /* Stop writing copy k, without calling failed(): it is being removed. */
 void env_mirror_retire(struct store_env *env, size_t k);
+/* The same, atomically refused (-EBUSY) when k is the last current copy. */
+int env_mirror_retire_unless_last(struct store_env *env, size_t k);
 /* Copies in mask (stale) are written to but never read. */
 void env_mirror_set_noread(struct store_env *env, unsigned mask);
 void env_mirror_counts(struct store_env *env, size_t i, uint64_t *healed, uint64_t *read_errors);

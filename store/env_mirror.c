@@ -55,9 +55,11 @@ struct mirror {
 	size_t dlen0; /* strlen(dirs[0]): the prefix the store uses */
 	atomic_uint failed; /* bit i: copy i dropped */
 	atomic_uint noread; /* bit i: copy i stale, written but never read */
-	atomic_uint joining; /* bit i: copy i joining: what it lacks (ENOENT) is
-			      * no failure, and files open before it joined
+	atomic_uint joining; /* bit i: copy i joining: a name it lacks (ENOENT)
+			      * is no failure, and files open before it joined
 			      * are not written to it */
+	unsigned unrecorded; /* dropped, but failed() failed: every write fails
+			      * until it is recorded (mu) */
 	struct env_lock *join_lock[STORE_MAX_COPIES]; /* a joined copy's LOCK */
 	atomic_uint_least64_t healed[STORE_MAX_COPIES];
 	atomic_uint_least64_t read_errors[STORE_MAX_COPIES];
@@ -103,6 +105,14 @@ static struct mirror *M(struct store_env *env)
 static bool live(const struct mirror *m, size_t i)
 {
 	return !(atomic_load(&m->failed) & (1u << i));
+}
+
+/* Is copy i one the store may rely on: live, current (not stale), not
+ * joining?  Only these count as survivors. */
+static bool trusted(const struct mirror *m, size_t i)
+{
+	return !((atomic_load(&m->failed) | atomic_load(&m->noread) | atomic_load(&m->joining)) &
+		 (1u << i));
 }
 
 /* May copy i be read from? */
@@ -166,21 +176,43 @@ static bool copy_error(int err)
 static int drop_locked(struct mirror *m, size_t i, int err, const char *what)
 {
 	if (!live(m, i))
-		return 0;
+		return m->unrecorded & (1u << i) ? err : 0;
 	unsigned left = 0;
 	for (size_t j = 0; j < m->n; j++)
-		left += live(m, j) && j != i;
+		left += trusted(m, j) && j != i;
 	if (!left)
-		return err; /* the last copy: its error is the store's */
+		return err; /* the last current copy: its error is the store's */
 	atomic_fetch_or(&m->failed, 1u << i);
 	logf_(m, "%s: %s: %s; this copy of the store is dropped, %u left", m->dirs[i],
 	      what, strerror(-err), left);
 	int rc = 0;
 	if (m->hooks.failed)
 		rc = m->hooks.failed(m->hooks.ctx, i, err, what);
-	if (rc)
-		logf_(m, "%s: recording the dropped copy: %s", m->dirs[i], strerror(-rc));
+	if (rc) {
+		m->unrecorded |= 1u << i;
+		logf_(m, "%s: recording the dropped copy: %s; writes fail until it is recorded",
+		      m->dirs[i], strerror(-rc));
+	}
 	return rc ? err : 0;
+}
+
+/* Before a write: every drop recorded (failed() tried again).  0, or the
+ * error that keeps a write from being acknowledged. */
+static int recorded(struct mirror *m)
+{
+	if (!__atomic_load_n(&m->unrecorded, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&m->mu);
+	int rc = 0;
+	for (size_t i = 0; i < m->n && !rc; i++) {
+		if (!(m->unrecorded & (1u << i)))
+			continue;
+		rc = m->hooks.failed ? m->hooks.failed(m->hooks.ctx, i, -EIO, "dropped earlier") : 0;
+		if (!rc)
+			m->unrecorded &= ~(1u << i);
+	}
+	pthread_mutex_unlock(&m->mu);
+	return rc ? -EIO : 0;
 }
 
 /* Drop copy i (its error err in `what`).  0 when the others go on; else
@@ -205,12 +237,18 @@ static int settle(struct mirror *m, int *rcs, unsigned mask, const char *path,
 	int first = 0, soft = 0;
 	bool any_ok = false;
 	unsigned joining = atomic_load(&m->joining);
+	/* A name a joining copy lacks is one it gets when it is filled; a
+	 * write or sync failing in it is a failure like any. */
+	bool names = strcmp(op, "write") && strcmp(op, "sync") && strcmp(op, "create") &&
+		     strcmp(op, "lock");
+	if (!mask)
+		return -EIO; /* no live copy: nothing can be done */
 	for (size_t i = 0; i < m->n; i++) {
 		if (!(mask & (1u << i)))
 			continue;
-		if (rcs[i] == -ENOENT && (joining & (1u << i)))
+		if (names && rcs[i] == -ENOENT && (joining & (1u << i)))
 			rcs[i] = 0; /* not there yet: copied in before it joins */
-		if (rcs[i] == 0)
+		if (rcs[i] == 0 && trusted(m, i))
 			any_ok = true;
 		else if (!first)
 			first = rcs[i];
@@ -258,6 +296,11 @@ static int mirror_open_writable(struct store_env *env, const char *path, struct 
 	}
 	w->m = m;
 	int rcs[STORE_MAX_COPIES] = { 0 };
+	int rr = recorded(m);
+	if (rr) {
+		wfile_free(w);
+		return rr;
+	}
 	unsigned mask = live_mask(m);
 	for (size_t i = 0; i < m->n; i++) {
 		if (!(mask & (1u << i)))
@@ -290,6 +333,9 @@ static int each_w(struct env_wfile *w, enum wop op, const void *d, size_t n)
 	const struct store_env_ops *o = m->inner->ops;
 	int rcs[STORE_MAX_COPIES] = { 0 };
 	unsigned mask = 0;
+	int rr = recorded(m);
+	if (rr)
+		return rr;
 	for (size_t i = 0; i < m->n; i++) {
 		if (!w->f[i] || !live(m, i))
 			continue;
@@ -592,6 +638,9 @@ static int each_n(struct store_env *env, enum nop op, const char *path, uint64_t
 	struct mirror *m = M(env);
 	const struct store_env_ops *o = m->inner->ops;
 	int rcs[STORE_MAX_COPIES] = { 0 };
+	int rr = op == N_SYNC_DIR || op == N_MKDIR ? recorded(m) : 0;
+	if (rr)
+		return rr;
 	unsigned mask = live_mask(m);
 	for (size_t i = 0; i < m->n; i++) {
 		if (!(mask & (1u << i)))
@@ -611,7 +660,7 @@ static int each_n(struct store_env *env, enum nop op, const char *path, uint64_t
 		free(p);
 	}
 	int benign = op == N_UNLINK ? -ENOENT : op == N_MKDIR ? -EEXIST : 1;
-	bool all_benign = true;
+	bool all_benign = mask != 0;
 	for (size_t i = 0; i < m->n; i++) {
 		if (!(mask & (1u << i)))
 			continue;
@@ -765,6 +814,7 @@ static void mirror_unlock(struct env_lock *l)
 	free(l);
 }
 
+static const struct store_env_ops mirror_ops_nopre;
 static const struct store_env_ops mirror_ops = {
 	.open_writable = mirror_open_writable,
 	.append = mirror_append,
@@ -788,6 +838,29 @@ static const struct store_env_ops mirror_ops = {
 	.unlock = mirror_unlock,
 };
 
+/* The same for an inner env that cannot preallocate (env.h: no reserve). */
+static const struct store_env_ops mirror_ops_nopre = {
+	.open_writable = mirror_open_writable,
+	.append = mirror_append,
+	.flush = mirror_flush,
+	.sync = mirror_sync,
+	.close_writable = mirror_close_writable,
+	.open_readable = mirror_open_readable,
+	.pread = mirror_pread,
+	.pread_checked = mirror_pread_checked,
+	.close_readable = mirror_close_readable,
+	.file_size = mirror_file_size,
+	.exists = mirror_exists,
+	.rename = mirror_rename,
+	.unlink = mirror_unlink,
+	.truncate = mirror_truncate,
+	.mkdir = mirror_mkdir,
+	.list_dir = mirror_list_dir,
+	.sync_dir = mirror_sync_dir,
+	.lock = mirror_lock,
+	.unlock = mirror_unlock,
+};
+
 /* ---- the mirror itself ---- */
 
 int env_mirror_new(struct store_env *inner, const char *const *dirs, size_t n,
@@ -798,7 +871,7 @@ int env_mirror_new(struct store_env *inner, const char *const *dirs, size_t n,
 	struct mirror *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->env.ops = &mirror_ops;
+	m->env.ops = inner->ops->preallocate ? &mirror_ops : &mirror_ops_nopre;
 	m->inner = inner;
 	m->n = n;
 	if (hooks)
@@ -838,7 +911,7 @@ void env_mirror_free(struct store_env *env)
 
 bool env_is_mirror(const struct store_env *env)
 {
-	return env && env->ops == &mirror_ops;
+	return env && (env->ops == &mirror_ops || env->ops == &mirror_ops_nopre);
 }
 
 size_t env_mirror_count(struct store_env *env)
@@ -958,4 +1031,17 @@ void env_mirror_retire(struct store_env *env, size_t k)
 	pthread_mutex_lock(&m->mu);
 	atomic_fetch_or(&m->failed, 1u << k);
 	pthread_mutex_unlock(&m->mu);
+}
+
+int env_mirror_retire_unless_last(struct store_env *env, size_t k)
+{
+	struct mirror *m = M(env);
+	pthread_mutex_lock(&m->mu);
+	unsigned left = 0;
+	for (size_t j = 0; j < m->n; j++)
+		left += trusted(m, j) && j != k;
+	if (left)
+		atomic_fetch_or(&m->failed, 1u << k);
+	pthread_mutex_unlock(&m->mu);
+	return left ? 0 : -EBUSY;
 }

@@ -52,6 +52,18 @@ head -c 5000 /dev/urandom > "$T/ownerless.bytes"
 
 be64() { printf '%016x' "$1"; }
 be32() { printf '%08x' "$1"; }
+# Unmount $M mounted on the disks in directory $1, and wait for the daemon
+# to be gone (it writes the store's last files after the kernel let go).
+umount_gone() { # DIR
+	local pid; pid=$(head -n1 "$1/d1/.lsmfs/lock" 2>/dev/null)
+	fusermount3 -u "$M"
+	for _ in $(seq 200); do
+		if ! grep -q " $M " /proc/self/mountinfo && { [[ -z $pid ]] || ! kill -0 "$pid" 2>/dev/null; }; then
+			break
+		fi
+		sleep 0.05
+	done
+}
 hash_disks() { (cd "$1" && find . -print0 | sort -z | xargs -0 -n 64 sh -c 'for f; do if [ -f "$f" ]; then sha256sum "$f"; else echo "d $f"; fi; done' sh) | sha256sum; }
 
 out=$("$FSCK" -n "$T/p/d1:$T/p/d2" 2>&1); rc=$?
@@ -96,8 +108,7 @@ repair() {
 	[[ $rc == 0 ]] || fail "$name: second fsck -n exit $rc, want 0: $out"
 	"$LSMFS" "$C/d1:$C/d2" "$M" || { fail "$name: mount after repair failed"; return; }
 	manifest "$M" > "$T/after"
-	fusermount3 -u "$M"
-	for _ in $(seq 50); do grep -q " $M " /proc/self/mountinfo || break; sleep 0.1; done
+	umount_gone "$C"
 	local missing=
 	if [[ $touched == @named ]]; then
 		# Salvage loses what the damage covered: every file must be

@@ -148,6 +148,15 @@ static int check_copies(struct fsck *f, bool *done)
 							    ? PR_STORE_COPY_STALE : PR_STORE_COPY_MISSING;
 				if (!ds->meta_paths[c][0] || !problem_fix(f, mc, &pc))
 					continue;
+				if (ds->sb.meta[c].disk == LSMFS_META_ON_DIR) {
+					/* A directory of its own may be a mount point not
+					 * mounted, or hold another's files: never filled. */
+					fprintf(stderr, "fsck.lsmfs: %s is not there, or not this "
+						"filesystem's (not mounted?): copy %u is not made again "
+						"there\n", ds->meta_paths[c], c);
+					fsck_repaired(f, -ENOENT);
+					continue;
+				}
 				char err[PATH_MAX + 200] = "";
 				int r = mkdir(ds->meta_paths[c], 0700) == 0 || errno == EEXIST ? 0 : -errno;
 				if (r)
