@@ -541,11 +541,11 @@ static int add_locked(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size
 
 int copies_add(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size_t errlen)
 {
-	if (pthread_mutex_trylock(&fs->move_lock) != 0)
-		return set_err(err, errlen, -EBUSY, "a section is moving");
-	int rc = fs_writable(fs) ? add_locked(fs, d, copy, err, errlen)
-				 : set_err(err, errlen, -EROFS, "mounted read-only");
-	pthread_mutex_unlock(&fs->move_lock);
+	int rc = members_change_begin(fs, err, errlen);
+	if (rc)
+		return rc;
+	rc = add_locked(fs, d, copy, err, errlen);
+	members_change_end(fs);
 	return rc;
 }
 
@@ -660,11 +660,11 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 
 int copies_remove(struct fs *fs, uint32_t c, char *err, size_t errlen)
 {
-	if (pthread_mutex_trylock(&fs->move_lock) != 0)
-		return set_err(err, errlen, -EBUSY, "a section is moving");
-	int rc = fs_writable(fs) ? remove_locked(fs, c, err, errlen)
-				 : set_err(err, errlen, -EROFS, "mounted read-only");
-	pthread_mutex_unlock(&fs->move_lock);
+	int rc = members_change_begin(fs, err, errlen);
+	if (rc)
+		return rc;
+	rc = remove_locked(fs, c, err, errlen);
+	members_change_end(fs);
 	return rc;
 }
 

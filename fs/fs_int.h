@@ -289,6 +289,11 @@ void json_put(struct json_out *o, const char *fmt, ...) __attribute__((format(pr
 /* s as a JSON string, quoted and escaped. */
 void json_put_str(struct json_out *o, const char *s);
 
+/* members.c: one change to the disks or the store's copies at a time,
+ * and none while a section moves or mounted read-only: begin takes
+ * fs->move_lock (EBUSY, EROFS with the reason in err), end releases it. */
+int members_change_begin(struct fs *fs, char *err, size_t errlen);
+void members_change_end(struct fs *fs);
 /* members.c: remove the files of a flat directory, then the directory
  * (0 when it is gone, or was). */
 int fs_remove_flat(const char *dir);

@@ -403,14 +403,30 @@ fail:
 	return rc;
 }
 
-int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, char *err,
-		size_t errlen)
+int members_change_begin(struct fs *fs, char *err, size_t errlen)
 {
 	if (pthread_mutex_trylock(&fs->move_lock) != 0)
 		return set_err(err, errlen, -EBUSY, "a section is moving");
-	int rc = fs_writable(fs) ? add_locked(fs, path, force, index, err, errlen)
-				 : set_err(err, errlen, -EROFS, "mounted read-only");
+	if (!fs_writable(fs)) {
+		pthread_mutex_unlock(&fs->move_lock);
+		return set_err(err, errlen, -EROFS, "mounted read-only");
+	}
+	return 0;
+}
+
+void members_change_end(struct fs *fs)
+{
 	pthread_mutex_unlock(&fs->move_lock);
+}
+
+int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, char *err,
+		size_t errlen)
+{
+	int rc = members_change_begin(fs, err, errlen);
+	if (rc)
+		return rc;
+	rc = add_locked(fs, path, force, index, err, errlen);
+	members_change_end(fs);
 	return rc;
 }
 
@@ -548,11 +564,11 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 
 int members_detach(struct fs *fs, uint32_t d, char *err, size_t errlen)
 {
-	if (pthread_mutex_trylock(&fs->move_lock) != 0)
-		return set_err(err, errlen, -EBUSY, "a section is moving");
-	int rc = fs_writable(fs) ? detach_locked(fs, d, err, errlen)
-				 : set_err(err, errlen, -EROFS, "mounted read-only");
-	pthread_mutex_unlock(&fs->move_lock);
+	int rc = members_change_begin(fs, err, errlen);
+	if (rc)
+		return rc;
+	rc = detach_locked(fs, d, err, errlen);
+	members_change_end(fs);
 	return rc;
 }
 

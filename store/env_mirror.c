@@ -49,6 +49,7 @@
 
 struct mirror {
 	struct store_env env; /* first: the store's handle is &m->env */
+	struct store_env_ops ops; /* mirror_ops, less what the inner env lacks */
 	struct store_env *inner;
 	atomic_size_t n;    /* grows when a copy joins (its slot filled first) */
 	char *dirs[STORE_MAX_COPIES];
@@ -814,7 +815,6 @@ static void mirror_unlock(struct env_lock *l)
 	free(l);
 }
 
-static const struct store_env_ops mirror_ops_nopre;
 static const struct store_env_ops mirror_ops = {
 	.open_writable = mirror_open_writable,
 	.append = mirror_append,
@@ -838,28 +838,7 @@ static const struct store_env_ops mirror_ops = {
 	.unlock = mirror_unlock,
 };
 
-/* The same for an inner env that cannot preallocate (env.h: no reserve). */
-static const struct store_env_ops mirror_ops_nopre = {
-	.open_writable = mirror_open_writable,
-	.append = mirror_append,
-	.flush = mirror_flush,
-	.sync = mirror_sync,
-	.close_writable = mirror_close_writable,
-	.open_readable = mirror_open_readable,
-	.pread = mirror_pread,
-	.pread_checked = mirror_pread_checked,
-	.close_readable = mirror_close_readable,
-	.file_size = mirror_file_size,
-	.exists = mirror_exists,
-	.rename = mirror_rename,
-	.unlink = mirror_unlink,
-	.truncate = mirror_truncate,
-	.mkdir = mirror_mkdir,
-	.list_dir = mirror_list_dir,
-	.sync_dir = mirror_sync_dir,
-	.lock = mirror_lock,
-	.unlock = mirror_unlock,
-};
+
 
 /* ---- the mirror itself ---- */
 
@@ -871,7 +850,10 @@ int env_mirror_new(struct store_env *inner, const char *const *dirs, size_t n,
 	struct mirror *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->env.ops = inner->ops->preallocate ? &mirror_ops : &mirror_ops_nopre;
+	m->ops = mirror_ops;
+	if (!inner->ops->preallocate)
+		m->ops.preallocate = NULL; /* env.h: no reserve then */
+	m->env.ops = &m->ops;
 	m->inner = inner;
 	m->n = n;
 	if (hooks)
@@ -911,7 +893,7 @@ void env_mirror_free(struct store_env *env)
 
 bool env_is_mirror(const struct store_env *env)
 {
-	return env && (env->ops == &mirror_ops || env->ops == &mirror_ops_nopre);
+	return env && env->ops->open_writable == mirror_open_writable;
 }
 
 size_t env_mirror_count(struct store_env *env)
