@@ -177,23 +177,26 @@ static bool copy_error(int err)
 static int drop_locked(struct mirror *m, size_t i, int err, const char *what)
 {
 	if (!live(m, i))
-		return m->unrecorded & (1u << i) ? err : 0;
+		return __atomic_load_n(&m->unrecorded, __ATOMIC_SEQ_CST) & (1u << i) ? err : 0;
 	unsigned left = 0;
 	for (size_t j = 0; j < m->n; j++)
 		left += trusted(m, j) && j != i;
 	if (!left)
 		return err; /* the last current copy: its error is the store's */
+	/* Unrecorded from the moment it is written no more: a write on
+	 * another thread that skips it waits in recorded() for the hook. */
+	__atomic_or_fetch(&m->unrecorded, 1u << i, __ATOMIC_SEQ_CST);
 	atomic_fetch_or(&m->failed, 1u << i);
 	logf_(m, "%s: %s: %s; this copy of the store is dropped, %u left", m->dirs[i],
 	      what, strerror(-err), left);
 	int rc = 0;
 	if (m->hooks.failed)
 		rc = m->hooks.failed(m->hooks.ctx, i, err, what);
-	if (rc) {
-		m->unrecorded |= 1u << i;
+	if (rc)
 		logf_(m, "%s: recording the dropped copy: %s; writes fail until it is recorded",
 		      m->dirs[i], strerror(-rc));
-	}
+	else
+		__atomic_and_fetch(&m->unrecorded, ~(1u << i), __ATOMIC_SEQ_CST);
 	return rc ? err : 0;
 }
 
@@ -201,16 +204,16 @@ static int drop_locked(struct mirror *m, size_t i, int err, const char *what)
  * error that keeps a write from being acknowledged. */
 static int recorded(struct mirror *m)
 {
-	if (!__atomic_load_n(&m->unrecorded, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&m->unrecorded, __ATOMIC_SEQ_CST))
 		return 0;
-	pthread_mutex_lock(&m->mu);
+	pthread_mutex_lock(&m->mu); /* waits for a drop's hook under way */
 	int rc = 0;
 	for (size_t i = 0; i < m->n && !rc; i++) {
-		if (!(m->unrecorded & (1u << i)))
+		if (!(__atomic_load_n(&m->unrecorded, __ATOMIC_SEQ_CST) & (1u << i)))
 			continue;
 		rc = m->hooks.failed ? m->hooks.failed(m->hooks.ctx, i, -EIO, "dropped earlier") : 0;
 		if (!rc)
-			m->unrecorded &= ~(1u << i);
+			__atomic_and_fetch(&m->unrecorded, ~(1u << i), __ATOMIC_SEQ_CST);
 	}
 	pthread_mutex_unlock(&m->mu);
 	return rc ? -EIO : 0;
@@ -313,6 +316,8 @@ static int mirror_open_writable(struct store_env *env, const char *path, struct 
 		free(p);
 	}
 	int rc = settle(m, rcs, mask, path, "create");
+	if (!rc)
+		rc = recorded(m);
 	if (rc) {
 		for (size_t i = 0; i < m->n; i++)
 			if (w->f[i])
@@ -347,8 +352,11 @@ static int each_w(struct env_wfile *w, enum wop op, const void *d, size_t n)
 	}
 	if (!mask)
 		return -EIO; /* every copy it was open in is gone */
-	return settle(m, rcs, mask, w->path,
-		      op == W_APPEND ? "write" : op == W_FLUSH ? "write" : "sync");
+	int rc = settle(m, rcs, mask, w->path,
+			op == W_APPEND ? "write" : op == W_FLUSH ? "write" : "sync");
+	/* A copy another thread dropped meanwhile was skipped: this succeeds
+	 * only once that drop is recorded (recorded() waits for its hook). */
+	return rc ? rc : recorded(m);
 }
 
 static int mirror_append(struct env_wfile *w, const void *data, size_t len)
@@ -673,7 +681,8 @@ static int each_n(struct store_env *env, enum nop op, const char *path, uint64_t
 	for (size_t i = 0; i < m->n; i++)
 		if (rcs[i] == benign)
 			rcs[i] = 0;
-	return settle(m, rcs, mask, path, names[op]);
+	int rc = settle(m, rcs, mask, path, names[op]);
+	return rc ? rc : recorded(m);
 }
 
 static int mirror_unlink(struct store_env *env, const char *path)
@@ -714,7 +723,8 @@ static int mirror_rename(struct store_env *env, const char *from, const char *to
 		free(a);
 		free(b);
 	}
-	return settle(m, rcs, mask, to, "rename");
+	int rc = settle(m, rcs, mask, to, "rename");
+	return rc ? rc : recorded(m);
 }
 
 static int cmp_str(const void *a, const void *b)

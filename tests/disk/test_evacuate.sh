@@ -166,8 +166,10 @@ for i in $(seq "$KILLS"); do
 	kill_during tool "$L" "$(printf '0.%03d' $((RANDOM % 30)))" remove --evacuate "$D1"
 	cat "$T/kill.out" >> "$T/all.out"
 	out=$("$FSCK" -n "$L" 2>&1)
-	# 0508: disk 1 (a member until the end) has a directory it cannot read
-	bad=$(grep -E "^LSMFS-" <<<"$out" | grep -v -E "^LSMFS-(0503|0504|0508|0107)")
+	# 0508: disk 1 (a member until the end) has a directory it cannot read;
+	# 0107, 0511: its copy of the store moving off it was cut short (a
+	# copy not filled yet, a superblock behind), settled by the next run
+	bad=$(grep -E "^LSMFS-" <<<"$out" | grep -v -E "^LSMFS-(0503|0504|0508|0107|0511)")
 	[[ -z $bad ]] || fail "kill $i: fsck -n: $(head -c 600 <<<"$bad")"
 	grep -q "^removed disk" "$T/kill.out" && break
 	cut=$((cut + 1))

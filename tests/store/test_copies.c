@@ -355,16 +355,26 @@ START_TEST(test_copy_dropped)
 	ck_assert_int_eq(store_open(f.a, &f.o, &st), 0);
 	put_keys(st, 0, NKEYS, "one");
 	ck_assert_int_eq(store_sync(st), 0);
-	ck_assert_int_eq(tu_rmrf(f.b), 0);
+	/* The background thread may make a file in it meanwhile (ENOTEMPTY). */
+	int gone = -1;
+	for (int t = 0; t < 100 && gone; t++)
+		gone = tu_rmrf(f.b);
+	ck_assert_int_eq(gone, 0);
 	int rc = store_put(st, "x", 1, "y", 1, STORE_WRITE_SYNC);
-	ck_assert_int_eq(f.failed_calls, 1);
+	/* Once; or, while it cannot be recorded, again before every write
+	 * (background ones too). */
+	ck_assert_int_ge(f.failed_calls, 1);
+	if (!_i)
+		ck_assert_int_eq(f.failed_calls, 1);
 	ck_assert_uint_eq(f.failed_copy, 1);
 	struct store_copy_info ci;
 	ck_assert_int_eq(store_copy_info(st, 1, &ci), 0);
 	ck_assert(!ci.live);
 	if (_i) {
-		/* The drop could not be recorded: the write is not acknowledged. */
+		/* The drop could not be recorded: the write is not acknowledged,
+		 * nor is any later one while it cannot be. */
 		ck_assert_int_ne(rc, 0);
+		ck_assert_int_ne(store_put(st, "x2", 2, "y", 1, 0), 0);
 		(void)store_close(st);
 	} else {
 		ck_assert_int_eq(rc, 0);
