@@ -291,6 +291,12 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 	memcpy(sb->disk_uuids, buf + list, 16u * sb->disk_count);
 	for (uint32_t i = 0; i < sb->meta_count; i++) {
 		const struct lsmfs_meta_copy *c = &sb->meta[i];
+		if ((c->disk == LSMFS_META_ON_DIR) != (c->dir[0] != 0)) {
+			/* Version 2: a store disk of 0xffffffff with no path. */
+			set_err(err, errlen, "offset %d: the store's copy %u is on disk %u, past the "
+				"disk count", version >= 3 ? OFF_COPIES : OFF_META_DISK, i, c->disk);
+			return -EUCLEAN;
+		}
 		if (c->disk == LSMFS_META_ON_DIR)
 			continue;
 		if (c->disk >= sb->disk_count || super_slot_empty(sb, c->disk)) {

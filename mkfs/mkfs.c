@@ -820,8 +820,10 @@ int main(int argc, char **argv)
 {
 	struct options o;
 	int rc = parse_args(argc, argv, &o);
-	if (rc)
+	if (rc) {
+		free(o.meta_arg); /* parse_args zeroed o first: NULL or ours */
 		return rc < 0 ? 0 : 1;
+	}
 
 	struct disk disks[LSMFS_MAX_DISKS];
 	memset(disks, 0, sizeof(disks));
