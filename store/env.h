@@ -124,7 +124,6 @@ struct env_mirror_hooks {
 int env_mirror_new(struct store_env *inner, const char *const *dirs, size_t n,
 		   const struct env_mirror_hooks *hooks, struct store_env **out);
 void env_mirror_free(struct store_env *env);
-bool env_is_mirror(const struct store_env *env);
 size_t env_mirror_count(struct store_env *env);
 struct store_env *env_mirror_inner(struct store_env *env);
 const char *env_mirror_dir(struct store_env *env, size_t i);

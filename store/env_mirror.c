@@ -901,11 +901,6 @@ void env_mirror_free(struct store_env *env)
 	free(m);
 }
 
-bool env_is_mirror(const struct store_env *env)
-{
-	return env && env->ops->open_writable == mirror_open_writable;
-}
-
 size_t env_mirror_count(struct store_env *env)
 {
 	return M(env)->n;

@@ -482,31 +482,13 @@ static int find_disk(const struct status *st, const char *disk)
 	return found;
 }
 
-/* The disk index DISK names (an index or a path); -1 and a message when
- * none. */
-static int disk_named(const struct status *st, const char *disk)
-{
-	char *end;
-	errno = 0;
-	unsigned long n = strtoul(disk, &end, 10);
-	if (*disk && !*end && !errno && n < LSMFS_MAX_DISKS && status_disk(st, (uint32_t)n) >= 0)
-		return (int)n;
-	char *real = realpath(disk, NULL);
-	for (uint32_t i = 0; real && i < st->ndisks; i++)
-		if (!strcmp(st->disk[i].path, real)) {
-			free(real);
-			return (int)st->disk[i].index;
-		}
-	free(real);
-	fprintf(stderr, PROG ": %s: not a disk of this filesystem\n", disk);
-	return -1;
-}
-
-static int copy_add(struct session *s, uint32_t d)
+/* A new copy of the store on disk d; *why: the daemon's errno (0 done). */
+static int copy_add(struct session *s, uint32_t d, int *why)
 {
 	char req[32], err[1200];
 	snprintf(req, sizeof(req), "copy-add %u", d);
-	if (session_ask(s, req, NULL, NULL, err, sizeof(err))) {
+	*why = session_ask(s, req, NULL, NULL, err, sizeof(err));
+	if (*why) {
 		fprintf(stderr, PROG ": a copy of the metadata store on disk %u: %s\n", d, err);
 		return EXIT_FAILED;
 	}
@@ -557,18 +539,12 @@ static int move_copy_off(struct session *s, const struct status *st, uint32_t id
 			break;
 		}
 		tried |= 1ull << to;
-		char req[32], err[1200];
-		snprintf(req, sizeof(req), "copy-add %u", to);
-		int rc = session_ask(s, req, NULL, NULL, err, sizeof(err));
-		if (rc == 0) {
-			printf("a new copy of the metadata store on disk %u, up to date\n", to);
+		int why;
+		int rc = copy_add(s, to, &why);
+		if (rc == EXIT_DONE)
 			break;
-		}
-		if (rc != -ENOSPC) {
-			fprintf(stderr, PROG ": a copy of the metadata store on disk %u: %s\n", to, err);
-			return EXIT_FAILED;
-		}
-		printf("not on disk %u: %s\n", to, err);
+		if (why != -ENOSPC)
+			return rc;
 	}
 	return copy_remove(s, c);
 }
@@ -586,14 +562,18 @@ static int cmd_copy(struct session *s, char **pos, int npos)
 	char *end = NULL;
 	unsigned long n = npos > 3 ? strtoul(pos[3], &end, 10) : 0;
 	bool number_ok = npos > 3 && *pos[3] && end && !*end && n < LSMFS_MAX_META_COPIES;
-	if (!strcmp(what, "add") && npos == 4) {
-		int d = disk_named(&st, pos[3]);
-		rc = d < 0 ? EXIT_FAILED : copy_add(s, (uint32_t)d);
+	int at = npos == 4 && !strcmp(what, "add") ? find_disk(&st, pos[3])
+		 : npos == 5 && !strcmp(what, "move") ? find_disk(&st, pos[4]) : 0;
+	int why;
+	if (at < 0) {
+		fprintf(stderr, PROG ": %s: not a disk of this filesystem\n", pos[npos - 1]);
+		rc = EXIT_FAILED;
+	} else if (!strcmp(what, "add") && npos == 4) {
+		rc = copy_add(s, st.disk[at].index, &why);
 	} else if (!strcmp(what, "remove") && npos == 4 && number_ok) {
 		rc = copy_remove(s, (uint32_t)n);
 	} else if (!strcmp(what, "move") && npos == 5 && number_ok) {
-		int d = disk_named(&st, pos[4]);
-		rc = d < 0 ? EXIT_FAILED : copy_add(s, (uint32_t)d);
+		rc = copy_add(s, st.disk[at].index, &why);
 		if (rc == EXIT_DONE)
 			rc = copy_remove(s, (uint32_t)n);
 	} else {
@@ -604,8 +584,8 @@ static int cmd_copy(struct session *s, char **pos, int npos)
 }
 
 /* `remove DISK`: every section off it (refused up front when the others
- * lack the room), the store too when it holds it (offline), then the
- * daemon (or fs_control) detaches it. */
+ * lack the room), its copy of the store to another disk, then the daemon
+ * (or fs_control) detaches it. */
 static int cmd_remove(struct session *s, const char *disk, bool dry, bool evacuate)
 {
 	struct status st;
