@@ -153,11 +153,12 @@ static void log_chunk_error(struct fs *fs, uint32_t section, const char *rel, co
 			    int err)
 {
 	uint32_t disk = section_disk_of(fs, section);
-	fs_logf(fs, "disk %u: %s%s/%s/%s/%s: %s", disk, what, fs->ds->paths[disk], LSMFS_DIR,
-		LSMFS_SECTIONS_DIR, rel, strerror(err));
+	const char *path = __atomic_load_n(&fs->ds->paths[disk], __ATOMIC_ACQUIRE);
+	fs_logf(fs, "disk %u: %s%s/%s/%s/%s: %s", disk, what, path ? path : "(missing disk)",
+		LSMFS_DIR, LSMFS_SECTIONS_DIR, rel, strerror(err));
 }
 
-int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *durable)
+int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *durable, bool *lost)
 {
 	uint8_t k[KEY_MAX];
 	size_t kl = key_chunk(k, ino, chunk);
@@ -172,8 +173,26 @@ int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *dura
 	if (chunk_value_decode(v, vl, durable))
 		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": damaged record (%zu bytes); "
 			"its length is not checked", ino, chunk, vl);
+	if (lost)
+		*lost = chunk_value_lost(v, vl);
 	free(v);
 	return 1;
+}
+
+int chunk_lost_cut(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t len)
+{
+	uint64_t durable;
+	bool lost = false;
+	int rc = chunk_record_get(fs, ino, chunk, &durable, &lost);
+	if (rc <= 0 || !lost)
+		return rc < 0 ? rc : 0;
+	if (durable <= len)
+		return 1;
+	uint8_t k[KEY_MAX], v[CHUNK_LOST_LEN];
+	size_t kl = key_chunk(k, ino, chunk);
+	chunk_value_encode_lost(len, v);
+	rc = store_put(fs->st, k, kl, v, sizeof(v), STORE_WRITE_SYNC);
+	return rc ? rc : 1;
 }
 
 int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t len)
@@ -255,8 +274,14 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 		return -EROFS;
 	uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
 	section_enter(fs, section, in->ino, chunk, write);
-	if (!disk_usable(fs, section_disk_of(fs, section)))
-		return -EIO; /* diskwatch.c found it replaced: nothing goes there */
+	if (!disk_usable(fs, section_disk_of(fs, section))) {
+		/* Missing (a degraded mount) or found replaced (diskwatch.c):
+		 * nothing goes there.  A chunk without record is a hole all
+		 * the same (the record comes before the file). */
+		uint64_t durable;
+		int has = access == CHUNK_CREATE ? 1 : chunk_record_get(fs, in->ino, chunk, &durable, NULL);
+		return has == 0 ? -ENOENT : has < 0 ? has : -EIO;
+	}
 	uint32_t gen = section_gen(fs, section);
 	struct chunk_fd *victim = &d->fds[0];
 	for (int i = 0; i < CHUNK_FDS; i++) {
@@ -278,7 +303,8 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 	char rel[96];
 	section_chunk_name(in->ino, chunk, section, rel, sizeof(rel));
 	uint64_t durable = 0;
-	int exists = chunk_record_get(fs, in->ino, chunk, &durable);
+	bool lost = false;
+	int exists = chunk_record_get(fs, in->ino, chunk, &durable, &lost);
 	if (exists < 0)
 		return exists;
 	int flags = (write ? O_RDWR : O_RDONLY) | O_CLOEXEC;
@@ -291,6 +317,12 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 			int e = errno;
 			if (e == ENOENT && durable == 0)
 				return -ENOENT; /* record without file, nothing synced: a hole */
+			if (e == ENOENT && lost) {
+				fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 " was lost with its disk "
+					"(lsmfs-disk remove --lost): EIO until the file is truncated "
+					"below it or removed", in->ino, chunk);
+				return -EIO;
+			}
 			if (e == ENOENT) {
 				/* fsync made bytes durable there: they are lost */
 				log_chunk_error(fs, section, rel, "missing chunk file (its record says it held "

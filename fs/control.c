@@ -61,6 +61,31 @@ static void section_bytes(struct fs *fs, uint64_t *bytes)
 	}
 }
 
+/* status: a disk missing from a degraded mount, by the path it had when
+ * last mounted (its `K` record). */
+static void missing_disk(struct fs *fs, uint32_t d, bool first, struct json_out *o)
+{
+	uint64_t nsec = 0;
+	for (uint32_t s = 0; s < fs->info.sections; s++)
+		nsec += section_disk_of(fs, s) == d;
+	uint8_t k[KEY_MAX];
+	void *v = NULL;
+	size_t vl = 0;
+	char path[DISK_REC_MAX] = "";
+	if (store_get(fs->st, NULL, k, key_disk(k, d), &v, &vl) == 0 && vl > 16 &&
+	    vl - 16 < sizeof(path) && !memchr((char *)v + 16, 0, vl - 16)) {
+		memcpy(path, (char *)v + 16, vl - 16);
+		path[vl - 16] = 0;
+	}
+	free(v);
+	char u[37];
+	lsmfs_uuid_format(fs->ds->sb.disk_uuids[d], u);
+	json_put(o, "%s{\"index\":%" PRIu32 ",\"uuid\":\"%s\",\"path\":", first ? "" : ",", d, u);
+	json_put_str(o, path);
+	json_put(o, ",\"capacity\":0,\"used\":0,\"available\":0,\"device\":0,\"sections\":%" PRIu64
+		 ",\"bytes\":0,\"usable\":false,\"missing\":true}", nsec);
+}
+
 static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 {
 	uint32_t n = fs->info.sections;
@@ -88,6 +113,12 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 	bool first = true;
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
 		const char *path = __atomic_load_n(&fs->ds->paths[d], __ATOMIC_ACQUIRE);
+		bool missing = __atomic_load_n(&fs->ds->missing, __ATOMIC_ACQUIRE) >> d & 1;
+		if (missing) {
+			missing_disk(fs, d, first, &o);
+			first = false;
+			continue;
+		}
 		if (!path || !diskset_present(fs->ds, d))
 			continue;
 		uint64_t held = 0, nsec = 0;
@@ -288,6 +319,11 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 	} else if (sscanf(req, "copy-remove %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_META_COPIES ? copies_remove(fs, (uint32_t)d, err, sizeof(err))
 					       : -EINVAL;
+	} else if (!strncmp(req, "backup ", 7)) {
+		rc = backup_write(fs, req + 7, out, ctx, err, sizeof(err));
+	} else if (sscanf(req, "drop-lost %lu%c", &d, &tail) == 1) {
+		rc = d < LSMFS_MAX_DISKS ? lost_drop_disk(fs, (uint32_t)d, out, ctx, err, sizeof(err))
+					 : -EINVAL;
 	} else if (sscanf(req, "detach %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_DISKS ? members_detach(fs, (uint32_t)d, err, sizeof(err)) : -EINVAL;
 		if (!rc && fs->se)

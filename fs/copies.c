@@ -139,27 +139,9 @@ void copies_load(struct lsmfs_diskset *ds)
 /* Write one disk's file atomically (temp, fsync, rename, fsync .lsmfs). */
 static int states_write_disk(const char *disk, const uint8_t *buf, size_t len)
 {
-	char dir[PATH_MAX + 16], tmp[PATH_MAX + 64], path[PATH_MAX + 64];
+	char dir[PATH_MAX + 16];
 	snprintf(dir, sizeof(dir), "%s/" LSMFS_DIR, disk);
-	snprintf(path, sizeof(path), "%s/" COPIES_FILE, dir);
-	snprintf(tmp, sizeof(tmp), "%s/" COPIES_FILE ".tmp", dir);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	int rc = 0;
-	if (write(fd, buf, len) != (ssize_t)len)
-		rc = errno ? -errno : -EIO;
-	else if (fsync(fd) != 0)
-		rc = -errno;
-	if (close(fd) != 0 && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path) != 0)
-		rc = -errno;
-	if (!rc)
-		rc = lsmfs_fsync_dir(dir);
-	if (rc)
-		(void)unlink(tmp); /* best effort: the old file stands */
-	return rc;
+	return lsmfs_write_file(dir, COPIES_FILE, buf, len);
 }
 
 int copies_write(struct lsmfs_diskset *ds, char *err, size_t errlen)
@@ -370,7 +352,11 @@ void copies_json(struct fs *fs, struct json_out *o)
 	}
 	if (fs->copies_lock_init)
 		pthread_mutex_unlock(&fs->copies_lock);
-	json_put(o, "],\"degraded\":%s", copies_degraded(fs) ? "true" : "false");
+	/* A store copy, or a data disk (mount -o degraded), missing or failed. */
+	bool degraded = copies_degraded(fs) || __atomic_load_n(&ds->missing, __ATOMIC_ACQUIRE);
+	for (uint32_t d = 0; d < ds->ndisks && !degraded; d++)
+		degraded = diskset_present(ds, d) && !disk_usable(fs, d);
+	json_put(o, "],\"degraded\":%s", degraded ? "true" : "false");
 }
 
 /* ---- adding and removing copies (online, or offline through fs_control) ---- */
@@ -398,17 +384,6 @@ void copies_home(struct fs *fs, char *out, size_t cap)
 	snprintf(out, cap, "%s", fs->ds->meta_dir);
 	if (fs->copies_lock_init)
 		pthread_mutex_unlock(&fs->copies_lock);
-}
-
-static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
 }
 
 /* The superblocks with ds->sb's copy list, next generation.  0 when at
@@ -450,33 +425,33 @@ static int add_locked(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size
 {
 	struct lsmfs_diskset *ds = fs->ds;
 	if (!disk_usable(fs, d))
-		return set_err(err, errlen, -ENOENT, "no usable disk %u", d);
+		return fs_set_err(err, errlen, -ENOENT, "no usable disk %u", d);
 	if (ds->sb.meta_count >= LSMFS_MAX_META_COPIES)
-		return set_err(err, errlen, -ENOSPC, "the store has %u copies already (at most %d)",
+		return fs_set_err(err, errlen, -ENOSPC, "the store has %u copies already (at most %d)",
 			       ds->sb.meta_count, LSMFS_MAX_META_COPIES);
 	for (uint32_t c = 0; c < ds->sb.meta_count; c++)
 		if (ds->sb.meta[c].disk == d)
-			return set_err(err, errlen, -EEXIST, "disk %u holds copy %u of the store already",
+			return fs_set_err(err, errlen, -EEXIST, "disk %u holds copy %u of the store already",
 				       d, c);
 	if (store_copy_count(fs->st) >= STORE_MAX_COPIES)
-		return set_err(err, errlen, -ENOSPC, "too many copies added since the mount: "
+		return fs_set_err(err, errlen, -ENOSPC, "too many copies added since the mount: "
 			       "remount first");
 	char path[sizeof(ds->meta_paths[0])];
 	int n = snprintf(path, sizeof(path), "%s/" LSMFS_DIR "/" LSMFS_META_DIR, ds->paths[d]);
 	if (n < 0 || (size_t)n >= sizeof(path))
-		return set_err(err, errlen, -ENAMETOOLONG, "%s: path too long", ds->paths[d]);
+		return fs_set_err(err, errlen, -ENAMETOOLONG, "%s: path too long", ds->paths[d]);
 	/* Room for the store as it is, its reserve and a memtable's flush. */
 	uint64_t need = store_bytes(fs) + 2 * (uint64_t)FS_STORE_RESERVE + (16u << 20), room = 0;
 	struct statvfs sv;
 	if (fstatvfs(fs->sections_fd[d], &sv) == 0)
 		room = (uint64_t)sv.f_bavail * sv.f_frsize;
 	if (room < need)
-		return set_err(err, errlen, -ENOSPC, "disk %u has %" PRIu64 " bytes free; a copy of "
+		return fs_set_err(err, errlen, -ENOSPC, "disk %u has %" PRIu64 " bytes free; a copy of "
 			       "the store needs %" PRIu64, d, room, need);
 	/* A leftover (a copy removed, or dropped): ours, gone. */
 	int rc = fs_remove_flat(path);
 	if (rc)
-		return set_err(err, errlen, rc, "%s: an old copy cannot be removed: %s", path,
+		return fs_set_err(err, errlen, rc, "%s: an old copy cannot be removed: %s", path,
 			       strerror(-rc));
 	/* 1. The superblocks name it; the copy states do not, so it is stale
 	 *    (filled at the next mount) until 3. */
@@ -486,7 +461,7 @@ static int add_locked(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size
 	char e0[PATH_MAX + 128] = "";
 	if (!ds->copies_epoch && (rc = copies_write(ds, e0, sizeof(e0)))) {
 		pthread_mutex_unlock(&fs->copies_lock);
-		return set_err(err, errlen, rc, "%s", e0);
+		return fs_set_err(err, errlen, rc, "%s", e0);
 	}
 	struct lsmfs_super old = ds->sb;
 	uint32_t m = ds->sb.meta_count;
@@ -507,7 +482,7 @@ static int add_locked(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size
 	size_t k;
 	rc = store_copy_add(fs->st, path, &k);
 	if (rc) {
-		set_err(err, errlen, rc, "%s: filling the new copy: %s", path, strerror(-rc));
+		fs_set_err(err, errlen, rc, "%s: filling the new copy: %s", path, strerror(-rc));
 		fs_logf(fs, "%s (it stays listed, stale: the next mount fills it, or remove it)",
 			err);
 		return rc;
@@ -517,7 +492,7 @@ static int add_locked(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size
 	struct store_copy_info ci;
 	if (k >= STORE_MAX_COPIES || store_copy_info(fs->st, k, &ci) || !ci.live) {
 		pthread_mutex_unlock(&fs->copies_lock);
-		return set_err(err, errlen, -EIO, "%s: the new copy failed while it was filled (it "
+		return fs_set_err(err, errlen, -EIO, "%s: the new copy failed while it was filled (it "
 			       "stays listed, stale)", path);
 	}
 	fs->meta_fd[k] = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -532,7 +507,7 @@ static int add_locked(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size
 	bool degraded = degraded_now(fs);
 	pthread_mutex_unlock(&fs->copies_lock);
 	if (rc)
-		return set_err(err, errlen, rc, "copy %u is whole but cannot be marked so: %s", m, e);
+		return fs_set_err(err, errlen, rc, "copy %u is whole but cannot be marked so: %s", m, e);
 	__atomic_store_n(&fs->copies_degraded, degraded, __ATOMIC_RELEASE);
 	fs_logf(fs, "metadata store copy %u added on disk %u (%s)", m, d, path);
 	*copy = m;
@@ -553,7 +528,7 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 {
 	struct lsmfs_diskset *ds = fs->ds;
 	if (c >= ds->sb.meta_count)
-		return set_err(err, errlen, -ENOENT, "no copy %u of the store", c);
+		return fs_set_err(err, errlen, -ENOENT, "no copy %u of the store", c);
 	/* Its store number, and whether another whole copy stays. */
 	size_t k = SIZE_MAX, others = 0;
 	pthread_mutex_lock(&fs->copies_lock);
@@ -569,7 +544,7 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 	}
 	if (!others) {
 		pthread_mutex_unlock(&fs->copies_lock);
-		return set_err(err, errlen, -EBUSY, "copy %u is the store's last up-to-date copy", c);
+		return fs_set_err(err, errlen, -EBUSY, "copy %u is the store's last up-to-date copy", c);
 	}
 	char path[sizeof(ds->meta_paths[0])];
 	snprintf(path, sizeof(path), "%s", ds->meta_paths[c]);
@@ -582,7 +557,7 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 	if (rc) {
 		ds->sb.meta[c].flags = before;
 		pthread_mutex_unlock(&fs->copies_lock);
-		return set_err(err, errlen, rc, "marking copy %u stale: %s", c, e);
+		return fs_set_err(err, errlen, rc, "marking copy %u stale: %s", c, e);
 	}
 	pthread_mutex_unlock(&fs->copies_lock);
 	/* 2. Written no more.  (Outside copies_lock: a copy failing meanwhile
@@ -594,7 +569,7 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 		ds->sb.meta[c].flags = before;
 		(void)copies_write(ds, e, sizeof(e));
 		pthread_mutex_unlock(&fs->copies_lock);
-		return set_err(err, errlen, rc, "copy %u is now the store's last up-to-date copy", c);
+		return fs_set_err(err, errlen, rc, "copy %u is now the store's last up-to-date copy", c);
 	}
 	/* 3. Out of the superblocks. */
 	struct lsmfs_super old = ds->sb;
@@ -721,15 +696,10 @@ static int copy_one(int sfd, int dfd, const char *name)
 	return rc;
 }
 
-int copies_rewrite_offline(struct lsmfs_diskset *ds, uint32_t from, uint32_t to, char *err,
-			   size_t errlen)
+/* The store files of dst replaced by src's, each synced, dst synced. */
+static int replace_files(const char *src, const char *dst, char *err, size_t errlen)
 {
-	const char *src = ds->meta_paths[from], *dst = ds->meta_paths[to];
-	uint32_t before = ds->sb.meta[to].flags;
-	ds->sb.meta[to].flags |= LSMFS_META_STALE;
-	int rc = copies_write(ds, err, errlen);
-	if (rc)
-		return rc;
+	int rc = 0;
 	int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = sfd < 0 || dfd < 0 ? NULL : fdopendir(dup(dfd));
@@ -760,16 +730,66 @@ int copies_rewrite_offline(struct lsmfs_diskset *ds, uint32_t from, uint32_t to,
 		rc = -errno;
 		snprintf(err, errlen, "%s: fsync: %s", dst, strerror(-rc));
 	}
-	if (!rc) {
-		ds->sb.meta[to].flags = before & ~LSMFS_META_STALE;
-		rc = copies_write(ds, err, errlen);
-		if (rc)
-			ds->sb.meta[to].flags |= LSMFS_META_STALE; /* as the disks still say */
-	}
 out:
 	if (sfd >= 0)
 		close(sfd);
 	if (dfd >= 0)
 		close(dfd);
 	return rc;
+}
+
+int copies_rewrite_offline(struct lsmfs_diskset *ds, uint32_t from, uint32_t to, char *err,
+			   size_t errlen)
+{
+	uint32_t before = ds->sb.meta[to].flags;
+	ds->sb.meta[to].flags |= LSMFS_META_STALE;
+	int rc = copies_write(ds, err, errlen);
+	if (!rc)
+		rc = replace_files(ds->meta_paths[from], ds->meta_paths[to], err, errlen);
+	if (!rc) {
+		ds->sb.meta[to].flags = before & ~LSMFS_META_STALE;
+		rc = copies_write(ds, err, errlen);
+		if (rc)
+			ds->sb.meta[to].flags |= LSMFS_META_STALE; /* as the disks still say */
+	}
+	return rc;
+}
+
+int copies_restore_offline(struct lsmfs_diskset *ds, const char *src, char *err, size_t errlen)
+{
+	/* Every copy stale first: from here until the end none is current,
+	 * and a mount is refused (a restore cut short is run again). */
+	uint32_t p = UINT32_MAX;
+	for (uint32_t i = 0; i < ds->sb.meta_count; i++) {
+		ds->sb.meta[i].flags |= LSMFS_META_STALE;
+		if (p == UINT32_MAX && !(ds->meta_absent & (1u << i)))
+			p = i;
+	}
+	if (p == UINT32_MAX) {
+		snprintf(err, errlen, "no copy of the metadata store is there to restore into");
+		return -ENOENT;
+	}
+	/* The mark first: until fs_restore removes it, no mount takes the
+	 * store (a restore cut short is run again). */
+	char mark[sizeof(ds->meta_paths[0]) + 16];
+	snprintf(mark, sizeof(mark), "%s/" LSMFS_RESTORING, ds->meta_paths[p]);
+	int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	int rc = fd >= 0 && fsync(fd) == 0 ? lsmfs_fsync_dir(ds->meta_paths[p]) : -errno;
+	if (fd >= 0)
+		close(fd);
+	if (rc) {
+		snprintf(err, errlen, "%s: %s", mark, strerror(-rc));
+		return rc;
+	}
+	rc = copies_write(ds, err, errlen);
+	if (!rc)
+		rc = replace_files(src, ds->meta_paths[p], err, errlen);
+	if (rc)
+		return rc;
+	/* It alone is current: the others are brought up to date from it at
+	 * the next read-write open. */
+	ds->sb.meta[p].flags &= ~LSMFS_META_STALE;
+	ds->meta_primary = p;
+	snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s", ds->meta_paths[p]);
+	return copies_write(ds, err, errlen);
 }

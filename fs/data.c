@@ -600,6 +600,10 @@ static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 				}
 			} else if (rc == -ENOENT) {
 				rc = 0;
+			} else if (rc == -EIO) {
+				/* lost with its disk: what is left of it stays lost */
+				int r = chunk_lost_cut(fs, in->ino, nsize / cs, nsize % cs);
+				rc = r == 1 ? 0 : r < 0 ? r : rc;
 			}
 			section_release(fs, mark);
 		}

@@ -627,13 +627,18 @@ int diskset_open(const char *spec, unsigned flags,
 
 	uint32_t count = given[0].sb.disk_count;
 	for (uint32_t i = 0; i < count; i++) {
-		if (!ds->paths[i] && !super_slot_empty(&given[0].sb, i)) {
+		if (!ds->paths[i] && !super_slot_empty(&given[0].sb, i) &&
+		    (flags & DISKSET_DEGRADED)) {
+			ds->missing |= 1ull << i;
+		} else if (!ds->paths[i] && !super_slot_empty(&given[0].sb, i)) {
 			char uuid[37], fs[37];
 			lsmfs_uuid_format(given[0].sb.disk_uuids[i], uuid);
 			lsmfs_uuid_format(given[0].sb.fs_uuid, fs);
 			rc = -ENODEV;
 			set_err(err, errlen, "disk %u of %u (UUID %s) of filesystem "
-				"%s is missing from the list", i, count, uuid, fs);
+				"%s is missing from the list (to go on without it: mount -o "
+				"degraded; lsmfs-disk remove --lost drops a disk dead for good)",
+				i, count, uuid, fs);
 			goto out;
 		}
 	}
@@ -648,6 +653,31 @@ int diskset_open(const char *spec, unsigned flags,
 
 	copies_load(ds);
 	rc = resolve_meta(ds, err, errlen);
+	if (rc && (flags & DISKSET_RESTORE)) {
+		/* A restore cut short left every copy stale: it starts again
+		 * from the first copy there. */
+		rc = 0;
+		for (uint32_t i = 0; i < ds->sb.meta_count && ds->meta_primary == UINT32_MAX; i++)
+			if (!(ds->meta_absent & (1u << i)))
+				ds->meta_primary = i;
+		if (ds->meta_primary == UINT32_MAX) {
+			rc = -ENOENT;
+			set_err(err, errlen, "no copy of the metadata store is there to restore into");
+		} else {
+			snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s",
+				 ds->meta_paths[ds->meta_primary]);
+		}
+	}
+	for (uint32_t i = 0; !rc && !(flags & DISKSET_RESTORE) && i < ds->sb.meta_count; i++) {
+		char mark[sizeof(ds->meta_paths[0]) + 16];
+		struct stat st;
+		snprintf(mark, sizeof(mark), "%s/" LSMFS_RESTORING, ds->meta_paths[i]);
+		if (!(ds->meta_absent & (1u << i)) && stat(mark, &st) == 0) {
+			rc = -EBUSY;
+			set_err(err, errlen, "%s: a restore of the metadata store (lsmfs-disk restore) was "
+				"cut short: run it again", ds->meta_paths[i]);
+		}
+	}
 	if (rc)
 		goto out;
 	if (flags & DISKSET_LOCK) {

@@ -62,6 +62,10 @@ static int check_params(const struct fs_format_params *p, char *err,
 		set_err(err, errlen, "section count is 0");
 		return -EINVAL;
 	}
+	if (store_filter_check(&p->filter)) {
+		set_err(err, errlen, "table filter out of range");
+		return -EINVAL;
+	}
 	if (p->chunk_size < 4096 || (p->chunk_size & (p->chunk_size - 1))) {
 		set_err(err, errlen, "chunk size %llu is not a power of two >= 4096",
 			(unsigned long long)p->chunk_size);
@@ -160,6 +164,14 @@ static int fill_batch(struct store_batch *b, const struct fs_format_params *p)
 	if (rc)
 		return rc;
 
+	/* The table filter (SCHEMA.md "Metadata store options"). */
+	char text[64];
+	store_filter_format(&p->filter, text, sizeof(text));
+	klen = key_meta(key, META_FILTER);
+	rc = store_batch_put(b, key, klen, text, strlen(text));
+	if (rc)
+		return rc;
+
 	/* Inodes 1 and 2 exist; the daemon starts handing out 3. */
 	klen = key_meta(key, META_NEXT_INO);
 	sc_put_le64(val, LSMFS_LOST_FOUND_INO + 1);
@@ -226,6 +238,7 @@ int fs_format(const char *store_dir, const struct fs_format_params *p,
 	opt.log = keep_log;
 	opt.log_ctx = &sink;
 	opt.copies = p->nstore_copies ? p->store_copies : NULL;
+	opt.filter = p->filter;
 	opt.ncopies = p->nstore_copies;
 	struct store *st = NULL;
 	struct store_batch *b = NULL;

@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store.h" /* struct store_filter */
+
 #define LSMFS_VERSION 1              /* on-disk format version (store) */
 #define LSMFS_SUPER_VERSION 3        /* superblock version written (1 and 2 are read) */
 #define LSMFS_MAX_DISKS 64
@@ -106,6 +108,9 @@ int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 		size_t errlen);
 /* fsync a directory by path (its entries made durable): 0 or -errno. */
 int lsmfs_fsync_dir(const char *path);
+/* dir/name = data, atomically and durably (dir/name.tmp written and
+ * synced, renamed over, dir synced): 0 or -errno. */
+int lsmfs_write_file(const char *dir, const char *name, const void *data, size_t len);
 /* Format a UUID as 36 characters plus NUL into out[37]; parse one back. */
 void lsmfs_uuid_format(const uint8_t uuid[16], char out[37]);
 int lsmfs_uuid_parse(const char *s, uint8_t uuid[16]);
@@ -152,6 +157,9 @@ struct lsmfs_diskset {
 	/* DISKSET_LOCK_SHARED: the locks are shared (a read-only mount):
 	 * nothing is written into the lock files. */
 	bool shared;
+	/* DISKSET_DEGRADED: bit d for a member (a non-empty slot) that was
+	 * not given; paths[d] is NULL as for an empty slot. */
+	uint64_t missing;
 };
 /* Disk d is a member and present: a non-empty slot below ndisks.  Safe
  * against a daemon adding or removing a disk meanwhile (the path is
@@ -175,6 +183,11 @@ void copies_forget(const char *disk);
  * from's (each synced), marked up to date. */
 int copies_rewrite_offline(struct lsmfs_diskset *ds, uint32_t from, uint32_t to, char *err,
 			   size_t errlen);
+/* Offline: the first copy there marked LSMFS_RESTORING (fs_restore
+ * removes the mark once done), every copy marked stale, the first given
+ * src's store files (a backup's), then marked current alone: the others
+ * are brought up to date at the next read-write open. */
+int copies_restore_offline(struct lsmfs_diskset *ds, const char *src, char *err, size_t errlen);
 /* Is name a file of the store proper (what copies must agree on):
  * CURRENT, MANIFEST-*, *.log, *.sst; not LOCK, the socket, statistics. */
 bool copies_store_file(const char *name);
@@ -217,6 +230,14 @@ bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d);
  * repairing, lsmfs-disk offline), whose exclusive lock they keep out, is
  * refused: a reader's map of the sections must not change under it. */
 #define DISKSET_LOCK_SHARED 16u
+/* Accept a set with disks missing (mount -o degraded, lsmfs-disk remove
+ * --lost): their bits in missing; their sections fail with EIO. */
+#define DISKSET_DEGRADED 32u
+/* lsmfs-disk restore: a set whose store copies are all stale (a restore
+ * cut short) is accepted, meta_primary then the first copy there.
+ * Without it, a copy holding LSMFS_RESTORING refuses the set (-EBUSY). */
+#define DISKSET_RESTORE 64u
+#define LSMFS_RESTORING "RESTORING" /* in a copy of the store: a restore under way */
 
 /*
  * Open the disks named in spec ("DISK[:DISK...]", any order).  Refuses,
@@ -229,7 +250,8 @@ bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d);
  *   -EEXIST   a disk given twice (same path, same directory, or same disk
  *             index/UUID; with DISKSET_CLASH, one such pair is accepted
  *             when it can be told apart, see clash);
- *   -ENODEV   a disk of the filesystem missing from the list;
+ *   -ENODEV   a disk of the filesystem missing from the list (unless
+ *             DISKSET_DEGRADED);
  *   -EBUSY    (with DISKSET_LOCK) a disk locked by a running daemon or
  *             tool; the lock file holds that process's pid.
  * On success *out is sorted by disk index; close it with diskset_close.
@@ -258,6 +280,21 @@ int diskset_write_supers(struct lsmfs_diskset *ds, uint64_t only, char *err, siz
  * answer to a clash. */
 void diskset_swap(struct lsmfs_diskset *ds, uint32_t a, uint32_t b);
 
+/* ---- Backups (backup.c; SCHEMA.md "Backups") ----
+ * backup_read: a backup directory's superblock (of the disk set when it
+ * was taken) and its store's directory (into store[cap]); -ENOENT or
+ * -EUCLEAN when it is not a whole backup.  fs_restore: put the backup's
+ * store back onto ds (opened with DISKSET_LOCK | DISKSET_RESTORE, the
+ * disks it was taken with, no store open): out hears `lost {json}` for
+ * every file whose chunk files went since (they read as EIO there), then
+ * `restored`.  Cut short, it is run again (no mount takes the store
+ * meanwhile). */
+int backup_read(const char *dir, struct lsmfs_super *sb, char *store, size_t cap, char *err,
+		size_t errlen);
+int fs_restore(struct lsmfs_diskset *ds, const char *dir, void (*log)(void *, const char *),
+	       void *log_ctx, int (*out)(void *ctx, const char *line), void *ctx, char *err,
+	       size_t errlen);
+
 /* Parameters of a new filesystem, for fs_format. */
 struct fs_format_params {
 	uint8_t fs_uuid[16];
@@ -273,6 +310,8 @@ struct fs_format_params {
 	 * along with store_dir's, every one whole. */
 	const char *store_copies[LSMFS_MAX_META_COPIES - 1];
 	uint32_t nstore_copies;
+	/* The store's table filter, kept in `M filter` (SCHEMA.md). */
+	struct store_filter filter;
 };
 
 /*

@@ -127,6 +127,12 @@ struct fs_options {
 	bool direct;            /* aligned chunk writes with O_DIRECT */
 	double attr_timeout, entry_timeout;
 	size_t cache_bytes;     /* store block cache */
+	/* backup.c, a restore: before any crash repair, the section map
+	 * follows the section directories on the disks and every chunk record
+	 * whose file is gone is marked lost, each such file told to
+	 * restoring(restoring_ctx, "lost {json}"); NULL: a mount. */
+	int (*restoring)(void *ctx, const char *line);
+	void *restoring_ctx;
 };
 
 /* What reached one backing disk's chunk files (stats.c). */
@@ -354,6 +360,9 @@ int fs_each_ino_key(struct fs *fs, uint8_t type, int (*fn)(struct fs *fs, uint64
 		    void *ctx);
 void fs_logf(struct fs *fs, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The reason into err (when given), formatted; returns rc. */
+int fs_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 void fs_now(int64_t *sec, uint32_t *nsec);
 
 /* inode.c */
@@ -522,7 +531,33 @@ int ipath_find(struct fs *fs, const uint64_t *inos, size_t n, char **paths);
 int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, char *err,
 		size_t errlen);
 int members_detach(struct fs *fs, uint32_t d, char *err, size_t errlen);
+/* The same inside members_change_begin/end; also a disk missing from a
+ * degraded mount, once it holds no section (lost.c). */
+int members_detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen);
 int members_reconcile(struct fs *fs);
+
+/* lost.c: drop disk d, dead for good (SCHEMA.md "A disk lost"): missing
+ * from a degraded mount, or found gone while mounted.  Its sections go to
+ * the other disks, empty; every chunk record it held inside its file's
+ * size is marked lost (EIO until truncated or removed); then it is
+ * detached.  out hears a line `lost {json}` per file that lost bytes
+ * (ino, path, chunks, bytes), then `dropped {json}` (sections, chunks,
+ * files).  Refused (EBUSY) while d is usable or holds a copy of the
+ * store. */
+int lost_drop_disk(struct fs *fs, uint32_t d, int (*out)(void *ctx, const char *line), void *ctx,
+		   char *err, size_t errlen);
+/* backup.c: an online backup of the store into dir (absolute, empty or
+ * made; SCHEMA.md "Backups"); out hears `backup {json}` (tables, bytes,
+ * sequence, dir). */
+int backup_write(struct fs *fs, const char *dir, int (*out)(void *ctx, const char *line), void *ctx,
+		 char *err, size_t errlen);
+/* backup.c: what fs_open does for a restore (fs_options.restoring). */
+int backup_settle(struct fs *fs, char *err, size_t errlen);
+/* After a restore (backup.c): every chunk record inside its file's size
+ * whose file is missing is marked lost the same way, and out hears the
+ * same `lost {json}` lines; *files and *chunks: how many. */
+int lost_mark_missing(struct fs *fs, int (*out)(void *ctx, const char *line), void *ctx,
+		      uint64_t *files, uint64_t *chunks);
 void members_free(struct fs *fs);
 
 /* control.c: the control socket <store>/control, for lsmfs-disk, while
@@ -566,8 +601,13 @@ int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to, u
 int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable), void *ctx);
 /* 1 and the recorded durable length (0: unknown) when chunk has a record,
- * 0 when it has none, or a negative errno. */
-int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *durable);
+ * 0 when it has none, or a negative errno.  *lost (may be NULL): the
+ * record says its bytes were lost with their disk (lost.c). */
+int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *durable, bool *lost);
+/* A truncation to len bytes into chunk: when its record says it was lost
+ * with its disk, the lost length is lowered to len (durably) and 1
+ * returned; 0 when it is not such a record. */
+int chunk_lost_cut(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t len);
 /* Before a chunk file is cut to len: lower its record's length, durably. */
 int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t len);
 /* fdatasync every chunk written since the last call, with a bounded
@@ -615,10 +655,9 @@ int reclaim_queue(struct fs *fs, uint64_t ino);
 int reclaim_orphans(struct fs *fs);
 /* Wait until the queue is empty and the thread idle. */
 void reclaim_wait_idle(struct fs *fs);
-/* Drain the queue, stop the thread (no-op when not started). */
+/* Let a sweep under way end, drain the queue, stop the thread (no-op
+ * when not started). */
 void reclaim_stop(struct fs *fs);
-/* True once an unmount asked the thread to stop. */
-bool reclaim_stopping(struct fs *fs);
 
 /* sweep.c: the chunk files a crash left without record. */
 /* At a read-write mount: note a crash (`M mounted` found), or store it. */

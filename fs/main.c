@@ -38,6 +38,7 @@ struct cmdline {
 	int help, version;
 	int nowriteback;
 	int nodirect;
+	int degraded;
 	double attr_timeout, entry_timeout;
 	long cache_mib;
 	int bdi_max_ratio;
@@ -75,6 +76,7 @@ static const struct fuse_opt opts[] = {
 	OPT("cache_mib=%ld", cache_mib),
 	OPT("no_writeback", nowriteback),
 	OPT("no_direct", nodirect),
+	OPT("degraded", degraded),
 	OPT("bdi_max_ratio=%d", bdi_max_ratio),
 	OPT("readahead_kb=%d", readahead_kb),
 	FUSE_OPT_END,
@@ -134,6 +136,8 @@ static void usage(FILE *f)
 		"  -f                 stay in the foreground\n"
 		"  -d                 debug: foreground, print every request\n"
 		"  -o ro              read-only\n"
+		"  -o degraded        mount with disks missing: their chunks read (and write)\n"
+		"                     as EIO; lsmfs-disk remove --lost drops one for good\n"
 		"  -o allow_other     let other users in (and the usual FUSE mount options)\n"
 		"  -o attr_timeout=S  seconds the kernel caches attributes (default 60)\n"
 		"  -o entry_timeout=S seconds the kernel caches names (default 60)\n"
@@ -407,7 +411,8 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 	/* Read-only: shared locks, so that nothing changes the disks under
 	 * it (lsmfs-disk offline, fsck repairing, a read-write mount). */
 	int rc = diskset_open(c->disks,
-			      DISKSET_LOCK | DISKSET_LOCK_WAIT | (c->read_only ? DISKSET_LOCK_SHARED : 0),
+			      DISKSET_LOCK | DISKSET_LOCK_WAIT | (c->read_only ? DISKSET_LOCK_SHARED : 0) |
+			      (c->degraded ? DISKSET_DEGRADED : 0),
 			      &ds, err, sizeof(err));
 	if (rc)
 		return fail(fd, "%s", err);

@@ -76,6 +76,11 @@ int members_reconcile(struct fs *fs)
 			break;
 		}
 		bool present = diskset_present(ds, d);
+		if (!present && (ds->missing >> d & 1)) { /* a degraded mount: kept as it is */
+			if (got == 0)
+				free(v);
+			continue;
+		}
 		uint8_t want[DISK_REC_MAX];
 		size_t wl = present ? disk_rec_encode(ds->sb.disk_uuids[d], ds->paths[d], want) : 0;
 		bool same = got == 0 && wl && vl == wl && !memcmp(v, want, wl);
@@ -114,18 +119,6 @@ static int write_supers(struct lsmfs_diskset *ds, uint64_t mask, bool *none, cha
 
 /* ---- adding a disk ---- */
 
-static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 /* Empty directories under <disk>/.lsmfs/sections go (a disk removed
  * earlier, an addition cut short); anything else there is refused. */
 static int clear_sections(const char *disk, char *err, size_t errlen)
@@ -134,14 +127,14 @@ static int clear_sections(const char *disk, char *err, size_t errlen)
 	section_disk_dir(disk, dir, sizeof(dir));
 	DIR *d = opendir(dir);
 	if (!d)
-		return errno == ENOENT ? 0 : set_err(err, errlen, -errno, "%s: %s", dir, strerror(errno));
+		return errno == ENOENT ? 0 : fs_set_err(err, errlen, -errno, "%s: %s", dir, strerror(errno));
 	struct dirent *e;
 	int rc = 0;
 	while (!rc && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0)
-			rc = set_err(err, errlen, -ENOTEMPTY,
+			rc = fs_set_err(err, errlen, -ENOTEMPTY,
 				     "%s/%s: holds files of this filesystem from before (%s): remove "
 				     "them first", dir, e->d_name, strerror(errno));
 	}
@@ -184,7 +177,7 @@ static int check_new_disk(struct fs *fs, const char *path, bool force, char *err
 {
 	DIR *d = opendir(path);
 	if (!d)
-		return set_err(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		return fs_set_err(err, errlen, -errno, "%s: %s", path, strerror(errno));
 	struct dirent *e;
 	char other[NAME_MAX + 1] = "";
 	bool lsmfs = false;
@@ -206,24 +199,24 @@ static int check_new_disk(struct fs *fs, const char *path, bool force, char *err
 		if (rc == -ENOENT) {
 			/* An addition cut short before its superblock: taken again. */
 			if (!add_leftover(path))
-				return set_err(err, errlen, -ENOTEMPTY, "%s: has a %s directory but "
+				return fs_set_err(err, errlen, -ENOTEMPTY, "%s: has a %s directory but "
 					       "no superblock: remove %s/%s first", path, LSMFS_DIR,
 					       path, LSMFS_DIR);
 			goto contents;
 		}
 		if (rc)
-			return set_err(err, errlen, rc, "%s (remove %s/%s if it is no longer wanted)",
+			return fs_set_err(err, errlen, rc, "%s (remove %s/%s if it is no longer wanted)",
 				       why, path, LSMFS_DIR);
 		lsmfs_uuid_format(sb.fs_uuid, fsu);
 		if (memcmp(sb.fs_uuid, fs->ds->sb.fs_uuid, 16))
-			return set_err(err, errlen, -EXDEV, "%s: is disk %u of another lsmfs "
+			return fs_set_err(err, errlen, -EXDEV, "%s: is disk %u of another lsmfs "
 				       "filesystem (%s): remove it from that one first, or delete "
 				       "%s/%s if that filesystem is gone", path, sb.disk_index, fsu,
 				       path, LSMFS_DIR);
 		for (uint32_t i = 0; i < fs->ds->ndisks; i++)
 			if (!super_slot_empty(&fs->ds->sb, i) &&
 			    !memcmp(fs->ds->sb.disk_uuids[i], sb.disk_uuid, 16))
-				return set_err(err, errlen, -EEXIST, "%s: is already disk %u of "
+				return fs_set_err(err, errlen, -EEXIST, "%s: is already disk %u of "
 					       "this filesystem", path, i);
 		/* This filesystem's, no longer a member: removed earlier, or
 		 * an addition cut short.  Taken again. */
@@ -233,7 +226,7 @@ static int check_new_disk(struct fs *fs, const char *path, bool force, char *err
 	}
 contents:
 	if (other[0] && !force)
-		return set_err(err, errlen, -ENOTEMPTY, "%s: not empty (it has '%s'); give -f to "
+		return fs_set_err(err, errlen, -ENOTEMPTY, "%s: not empty (it has '%s'); give -f to "
 			       "add it anyway (what is there stays, unseen by lsmfs)", path, other);
 	return 0;
 }
@@ -264,23 +257,23 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 	struct lsmfs_diskset *ds = fs->ds;
 	char *path = realpath(given, NULL);
 	if (!path)
-		return set_err(err, errlen, -errno, "%s: %s", given, strerror(errno));
+		return fs_set_err(err, errlen, -errno, "%s: %s", given, strerror(errno));
 	int rc = 0, sfd = -1;
 	bool wrote_super = false;
 	struct stat st;
 	if (stat(path, &st) != 0) {
-		rc = set_err(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		rc = fs_set_err(err, errlen, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		rc = set_err(err, errlen, -ENOTDIR, "%s: not a directory", path);
+		rc = fs_set_err(err, errlen, -ENOTDIR, "%s: not a directory", path);
 		goto fail;
 	}
 	for (uint32_t d = 0; d < ds->ndisks; d++) {
 		struct stat o;
 		if (diskset_present(ds, d) && stat(ds->paths[d], &o) == 0 && o.st_dev == st.st_dev &&
 		    o.st_ino == st.st_ino) {
-			rc = set_err(err, errlen, -EEXIST, "%s: is already disk %u of this filesystem",
+			rc = fs_set_err(err, errlen, -EEXIST, "%s: is already disk %u of this filesystem",
 				     path, d);
 			goto fail;
 		}
@@ -294,7 +287,7 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 	while (k < ds->ndisks && !super_slot_empty(&ds->sb, k))
 		k++;
 	if (k >= LSMFS_MAX_DISKS) {
-		rc = set_err(err, errlen, -ENOSPC, "the filesystem has %d disks, the most it can have",
+		rc = fs_set_err(err, errlen, -ENOSPC, "the filesystem has %d disks, the most it can have",
 			     LSMFS_MAX_DISKS);
 		goto fail;
 	}
@@ -314,24 +307,24 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 	char p[PATH_MAX + 64];
 	snprintf(p, sizeof(p), "%s/%s", path, LSMFS_DIR);
 	if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-		rc = set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
+		rc = fs_set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
 		goto fail;
 	}
 	section_disk_dir(path, p, sizeof(p));
 	if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-		rc = set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
+		rc = fs_set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
 		goto fail;
 	}
 	sfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sfd < 0 || fsync(sfd) != 0) {
-		rc = set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
+		rc = fs_set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
 		goto fail;
 	}
 	if ((rc = super_write(path, &dsb, err, errlen)))
 		goto fail;
 	wrote_super = true;
 	if ((rc = lsmfs_fsync_dir(path))) { /* .lsmfs's entry, made now or by an attempt cut short */
-		set_err(err, errlen, rc, "%s: fsync: %s", path, strerror(-rc));
+		fs_set_err(err, errlen, rc, "%s: fsync: %s", path, strerror(-rc));
 		goto fail;
 	}
 	if (locked_set(ds) && (rc = diskset_lock_disk(ds, k, path, 0, err, errlen)))
@@ -368,7 +361,7 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 		keep_gone(fs, path, ds->lock_fds[k]); /* diskset_mark may hold it: closed at fs_close */
 		path = NULL;
 		ds->lock_fds[k] = -1;
-		set_err(err, errlen, rc, "%s: cannot record the new disk in the metadata store: %s",
+		fs_set_err(err, errlen, rc, "%s: cannot record the new disk in the metadata store: %s",
 			ds->meta_dir, strerror(-rc));
 		goto fail;
 	}
@@ -382,7 +375,7 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 	if (r) {
 		fs_logf(fs, "disk %u (%s) added, but %s: no section moves until that superblock is "
 			"rewritten (at the next mount)", k, path, err);
-		return set_err(err, errlen, r, "disk %u added, but the superblock of another disk "
+		return fs_set_err(err, errlen, r, "disk %u added, but the superblock of another disk "
 			       "could not be written (see the daemon's log): no section moves until "
 			       "the next mount rewrites it", k);
 	}
@@ -406,10 +399,10 @@ fail:
 int members_change_begin(struct fs *fs, char *err, size_t errlen)
 {
 	if (pthread_mutex_trylock(&fs->move_lock) != 0)
-		return set_err(err, errlen, -EBUSY, "a section is moving");
+		return fs_set_err(err, errlen, -EBUSY, "a section is moving");
 	if (!fs_writable(fs)) {
 		pthread_mutex_unlock(&fs->move_lock);
-		return set_err(err, errlen, -EROFS, "mounted read-only");
+		return fs_set_err(err, errlen, -EROFS, "mounted read-only");
 	}
 	return 0;
 }
@@ -480,23 +473,29 @@ static void retire(struct fs *fs, uint32_t d, const char *path, const struct lsm
 	(void)lsmfs_fsync_dir(p);
 }
 
-static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
+int members_detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 {
 	struct lsmfs_diskset *ds = fs->ds;
-	if (!diskset_present(ds, d))
-		return set_err(err, errlen, -ENOENT, "no disk %u", d);
+	/* A disk missing from a degraded mount: only once lost.c gave its
+	 * sections away. */
+	bool missing = d < LSMFS_MAX_DISKS && (ds->missing >> d & 1);
+	if (!diskset_present(ds, d) && !missing)
+		return fs_set_err(err, errlen, -ENOENT, "no disk %u", d);
+	/* Missing, or found replaced (diskwatch.c): whatever its path leads
+	 * to now is not this disk, and is left alone. */
+	bool gone = missing || !disk_usable(fs, d);
 	uint32_t held = 0;
 	if (!(diskset_members(ds) & ~(1ull << d)))
-		return set_err(err, errlen, -EBUSY, "disk %u is the filesystem's last disk", d);
+		return fs_set_err(err, errlen, -EBUSY, "disk %u is the filesystem's last disk", d);
 	for (uint32_t c = 0; c < ds->sb.meta_count; c++)
 		if (ds->sb.meta[c].disk == d)
-			return set_err(err, errlen, -EBUSY, "disk %u holds a copy of the metadata store "
+			return fs_set_err(err, errlen, -EBUSY, "disk %u holds a copy of the metadata store "
 				       "(%s): it must be moved first, with the filesystem unmounted", d,
 				       ds->meta_paths[c]);
 	for (uint32_t s = 0; s < fs->info.sections; s++)
 		held += section_disk_of(fs, s) == d;
 	if (held)
-		return set_err(err, errlen, -EBUSY, "disk %u still holds %u section%s: move them "
+		return fs_set_err(err, errlen, -EBUSY, "disk %u still holds %u section%s: move them "
 			       "first (lsmfs-disk remove does)", d, held, held == 1 ? "" : "s");
 	/* Only now, for a disk that is leaving: a leftover of its own that
 	 * cannot be removed is put aside (move.c) and no longer holds the
@@ -506,7 +505,7 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 	if (rc == 1 && (rc = move_recover(fs, d)) == 0)
 		rc = section_move_get(fs->st, &m);
 	if (rc)
-		return set_err(err, errlen, rc < 0 ? rc : -EBUSY, "a section move is still recorded "
+		return fs_set_err(err, errlen, rc < 0 ? rc : -EBUSY, "a section move is still recorded "
 			       "(%s): see the daemon's log", rc < 0 ? strerror(-rc) : "its old copy");
 
 	/* 1. Every other member's superblock, without d: the commit. */
@@ -538,6 +537,7 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 	if (rc)
 		fs_logf(fs, "disk %u detached, but %s: that superblock is rewritten at the next "
 			"mount", d, err);
+	__atomic_and_fetch(&ds->missing, ~(1ull << d), __ATOMIC_RELEASE);
 	__atomic_store_n(&ds->ndisks, ds->sb.disk_count, __ATOMIC_RELEASE);
 	/* 2. The store follows (members_reconcile would, at the next mount). */
 	fs->info.ndisks = ds->ndisks;
@@ -553,7 +553,8 @@ static int detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 		fs_logf(fs, "disk %u detached; its record in the metadata store goes at the next "
 			"mount (%s)", d, strerror(-r));
 	/* 3. The disk itself: emptied, its superblock retired, let go. */
-	retire(fs, d, path, &old);
+	if (!gone)
+		retire(fs, d, path, &old);
 	/* Its lock (on a file retire() unlinked) and path go at fs_close:
 	 * diskset_mark may be writing to the fd now.  sections_fd[d] stays
 	 * until then too, or until a new disk takes the slot. */
@@ -567,7 +568,7 @@ int members_detach(struct fs *fs, uint32_t d, char *err, size_t errlen)
 	int rc = members_change_begin(fs, err, errlen);
 	if (rc)
 		return rc;
-	rc = detach_locked(fs, d, err, errlen);
+	rc = members_detach_locked(fs, d, err, errlen);
 	members_change_end(fs);
 	return rc;
 }

@@ -35,6 +35,17 @@ void fs_logf(struct fs *fs, const char *fmt, ...)
 		fs->log(fs->log_ctx, line);
 }
 
+int fs_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
 int fs_key_exists(struct fs *fs, const uint8_t *key, size_t klen)
 {
 	void *v;
@@ -82,6 +93,34 @@ static int get_u64(struct fs *fs, const char *name, uint64_t *v)
 		*v = sc_get_le64(val);
 	free(val);
 	return rc;
+}
+
+/* The store's table filter from `M filter` (SCHEMA.md "Metadata store
+ * options"); absent (a filesystem made before it): the store's default. */
+static int load_filter(struct fs *fs, char *err, size_t errlen)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_meta(k, META_FILTER);
+	void *val;
+	size_t vl;
+	int rc = store_get(fs->st, NULL, k, kl, &val, &vl);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc) {
+		snprintf(err, errlen, "%s: the table filter record: %s", fs->ds->meta_dir,
+			 strerror(-rc));
+		return rc;
+	}
+	char text[64];
+	struct store_filter f;
+	rc = filter_record_decode(val, vl, &f, text);
+	free(val);
+	if (rc) {
+		snprintf(err, errlen, "%s: the table filter record '%s' is not a filter policy "
+			 "(fsck.lsmfs reports it)", fs->ds->meta_dir, text);
+		return -EUCLEAN;
+	}
+	return store_set_filter(fs->st, &f);
 }
 
 /* Inode numbers are handed out from a run reserved in the store first, so
@@ -153,13 +192,17 @@ static int load_sections(struct fs *fs, char *err, size_t errlen)
 	int rc = section_map_read(fs->st, n, fs->section_disk, bad_section_entry, fs);
 	if (rc == -EUCLEAN)
 		snprintf(err, errlen, "%s: damaged section map (run fsck.lsmfs)", fs->ds->meta_dir);
+	for (uint32_t d = 0; !rc && d < fs->ds->ndisks && d < 64; d++)
+		if (fs->ds->missing >> d & 1)
+			fs_logf(fs, "DEGRADED: disk %u is missing (mount -o degraded): its chunks fail "
+				"with EIO; lsmfs-disk remove --lost drops it for good", d);
 	for (uint32_t s = 0; !rc && s < n; s++) {
 		uint32_t d = fs->section_disk[s];
 		if (d == UINT32_MAX) {
 			snprintf(err, errlen, "%s: section %u has no disk in the section map",
 				 fs->ds->meta_dir, s);
 			rc = -EUCLEAN;
-		} else if (!diskset_present(fs->ds, d)) {
+		} else if (!diskset_present(fs->ds, d) && !(d < 64 && fs->ds->missing >> d & 1)) {
 			snprintf(err, errlen, "%s: damaged section map entry (section %u, disk %u)",
 				 fs->ds->meta_dir, s, d);
 			rc = -EUCLEAN;
@@ -264,7 +307,8 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 		goto fail;
 	}
 	copies_opened(fs);
-	if ((rc = load_info(fs, err, errlen)) || (rc = load_sections(fs, err, errlen)) ||
+	if ((rc = load_info(fs, err, errlen)) || (rc = load_filter(fs, err, errlen)) ||
+	    (rc = load_sections(fs, err, errlen)) ||
 	    (rc = gate_init(fs)) || (rc = open_disks(fs, err, errlen)))
 		goto fail;
 	rc = get_u64(fs, META_NEXT_INO, &fs->next_ino);
@@ -277,6 +321,10 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	uint32_t nsec;
 	fs_now(&sec, &nsec);
 	fs->generation = (uint64_t)sec;
+	/* A restore: what the backup's store says of the chunk files set
+	 * right before any repair acts on it. */
+	if (opt->restoring && !opt->read_only && (rc = backup_settle(fs, err, errlen)))
+		goto fail;
 	/* A change to the disk set a crash cut short: its superblocks and the
 	 * store's disk records brought in line. */
 	if (!opt->read_only && (rc = members_reconcile(fs))) {

@@ -304,8 +304,9 @@ static int copy_chunk(struct mover *mv, const char *name, bool sync)
 		 * damaged directory, or a list from the records) is lost,
 		 * and said so. */
 		uint64_t ino, chunk, durable = 0;
+		bool gone = false; /* lost with an earlier disk: said then, and marked */
 		if (mv->evacuate && section_chunk_parse(name, &ino, &chunk) &&
-		    chunk_record_get(fs, ino, chunk, &durable) == 1 && durable)
+		    chunk_record_get(fs, ino, chunk, &durable, &gone) == 1 && durable && !gone)
 			return unreadable(mv, name, durable, ENOENT);
 		return 1;
 	}
@@ -769,7 +770,7 @@ static int switch_map(struct mover *mv, bool *tried)
 	for (size_t i = 0; i < mv->nlost && !rc;) {
 		struct move_lost *l = &mv->lost[i];
 		uint64_t durable = 0;
-		int r = chunk_record_get(fs, l->ino, l->chunk, &durable);
+		int r = chunk_record_get(fs, l->ino, l->chunk, &durable, NULL);
 		if (r <= 0) {
 			if ((rc = r))
 				break;

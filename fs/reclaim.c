@@ -101,11 +101,6 @@ void reclaim_wait_idle(struct fs *fs)
 	pthread_mutex_unlock(&r->lock);
 }
 
-bool reclaim_stopping(struct fs *fs)
-{
-	return __atomic_load_n(&fs->reclaim.stopping, __ATOMIC_ACQUIRE);
-}
-
 void reclaim_stop(struct fs *fs)
 {
 	struct reclaim *r = &fs->reclaim;

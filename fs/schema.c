@@ -6,6 +6,7 @@
 #include "fs.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -118,16 +119,28 @@ size_t disk_rec_encode(const uint8_t uuid[16], const char *path, uint8_t out[DIS
 	return 16 + plen;
 }
 
+void chunk_value_encode_lost(uint64_t len, uint8_t out[CHUNK_LOST_LEN])
+{
+	sc_put_le64(out, len);
+	out[8] = CHUNK_LOST;
+}
+
 int chunk_value_decode(const uint8_t *p, size_t len, uint64_t *durable)
 {
 	if (len == 0) {
 		*durable = 0;
 		return 0;
 	}
-	if (len != CHUNK_VAL_LEN)
+	if ((len != CHUNK_VAL_LEN && len != CHUNK_LOST_LEN) ||
+	    (len == CHUNK_LOST_LEN && p[8] != CHUNK_LOST))
 		return -EUCLEAN;
 	*durable = sc_get_le64(p);
 	return 0;
+}
+
+bool chunk_value_lost(const uint8_t *p, size_t len)
+{
+	return len == CHUNK_LOST_LEN && p[8] == CHUNK_LOST;
 }
 
 size_t key_flux(uint8_t *out, uint64_t ino)
@@ -229,6 +242,12 @@ size_t fs_info_encode(const struct fs_info *fi, uint8_t out[FS_INFO_MAX])
 	*p++ = (uint8_t)llen;
 	memcpy(p, fi->label, llen), p += llen;
 	return (size_t)(p - out);
+}
+
+int filter_record_decode(const uint8_t *v, size_t vl, struct store_filter *f, char text[64])
+{
+	snprintf(text, 64, "%.*s", (int)(vl < 63 ? vl : 63), (const char *)v);
+	return vl < 64 && store_filter_parse(text, f) == 0 ? 0 : -EUCLEAN;
 }
 
 int fs_info_decode(const uint8_t *p, size_t len, struct fs_info *fi)

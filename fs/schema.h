@@ -8,8 +8,11 @@
 #ifndef LSMFS_SCHEMA_H
 #define LSMFS_SCHEMA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "store.h" /* struct store_filter */
 
 /* Key types (first byte). */
 #define KEY_META 'M'
@@ -27,6 +30,7 @@
 #define META_NEXT_INO "next_ino"
 #define META_MOUNTED "mounted" /* fs/sweep.c: mounted read-write, or a crash */
 #define META_MOVE "move"       /* fs/move.c: a section move in progress */
+#define META_FILTER "filter"   /* the store's table filter policy, as text */
 
 #define NAME_MAX_BYTES 255
 /* Longest key: type, be64 parent, be64 hash, 255-byte name. */
@@ -128,11 +132,18 @@ int dirent_val_decode(const uint8_t *p, size_t len, uint64_t *ino,
 		      uint8_t *type);
 
 /* Chunk record value (SCHEMA.md, "Chunk lengths"): empty (length not
- * known) or le64, the bytes of the chunk file made durable. */
+ * known) or le64, the bytes of the chunk file made durable; or
+ * CHUNK_LOST_LEN bytes, le64 length then u8 flags CHUNK_LOST: bytes lost
+ * with their disk (`lsmfs-disk remove --lost`, SCHEMA.md "A disk lost"). */
 #define CHUNK_VAL_LEN 8
+#define CHUNK_LOST_LEN 9
+#define CHUNK_LOST 1u
 void chunk_value_encode(uint64_t durable, uint8_t out[CHUNK_VAL_LEN]);
+void chunk_value_encode_lost(uint64_t len, uint8_t out[CHUNK_LOST_LEN]);
 /* 0 and *durable (0 when unknown), or -EUCLEAN. */
 int chunk_value_decode(const uint8_t *p, size_t len, uint64_t *durable);
+/* A whole value that says its bytes were lost with their disk. */
+bool chunk_value_lost(const uint8_t *p, size_t len);
 
 /* Disk record value (`K`): the disk's 16-byte UUID, then its path (no
  * NUL).  Into out (DISK_REC_MAX bytes); the length, or 0 when the path is
@@ -154,5 +165,9 @@ struct fs_info {
 #define FS_INFO_MAX (4 + 16 + 4 + 8 + 4 + 4 + 8 + 1 + 16)
 size_t fs_info_encode(const struct fs_info *fi, uint8_t out[FS_INFO_MAX]);
 int fs_info_decode(const uint8_t *p, size_t len, struct fs_info *fi);
+/* The `M filter` record (the store's table filter as text): 0 and *f, or
+ * -EUCLEAN when it does not parse; text gets the record, cut to fit, for
+ * messages. */
+int filter_record_decode(const uint8_t *v, size_t vl, struct store_filter *f, char text[64]);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -382,6 +383,31 @@ int lsmfs_fsync_dir(const char *path)
 		return -errno;
 	int rc = fsync(fd) < 0 ? -errno : 0;
 	close(fd);
+	return rc;
+}
+
+int lsmfs_write_file(const char *dir, const char *name, const void *data, size_t len)
+{
+	char tmp[PATH_MAX + 64], path[PATH_MAX + 64];
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
+	    snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	int rc = 0;
+	if (write(fd, data, len) != (ssize_t)len)
+		rc = errno ? -errno : -EIO;
+	else if (fsync(fd) != 0)
+		rc = -errno;
+	if (close(fd) != 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path) != 0)
+		rc = -errno;
+	if (!rc)
+		rc = lsmfs_fsync_dir(dir);
+	if (rc)
+		(void)unlink(tmp); /* best effort: the old file stands */
 	return rc;
 }
 

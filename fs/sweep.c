@@ -18,9 +18,11 @@
  * check and the removal under the inode's stripe lock, which every chunk
  * creation holds, so that a file being created now is never taken.  Files
  * anywhere else are left for fsck.  A clean unmount deletes the key after
- * the disks are synced, when the sweep finished or none was needed; an
- * unmount that stops a sweep half way keeps it, and the next mount sweeps
- * again.  A clean unmount without a crash before it sweeps nothing: a
+ * the disks are synced, when the sweep finished or none was needed.  An
+ * unmount waits for a sweep under way to end (it drains the reclaim
+ * thread, as it does the orphans); a remount read-only stops it half way
+ * and keeps the key, and the next mount sweeps again.  A clean unmount
+ * without a crash before it sweeps nothing: a
  * chunk file without record on a cleanly unmounted filesystem is damage,
  * for fsck to report.
  */
@@ -105,9 +107,10 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 	struct dirent *de;
 	errno = 0;
 	while (!rc && (de = readdir(dir))) {
-		/* An unmount or a remount read-only stops it: the next mount
-		 * goes on (both are atomic loads). */
-		if (reclaim_stopping(fs) || !fs_writable(fs)) {
+		/* A remount read-only stops it: the next mount goes on (an
+		 * atomic load).  An unmount waits for it to end, so that
+		 * mount + clean unmount after a crash leaves fsck clean. */
+		if (!fs_writable(fs)) {
 			rc = 1;
 			break;
 		}
@@ -129,7 +132,7 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 		/* A section that moved away meanwhile was swept on its way
 		 * (its chunks were copied, then all removed here). */
 		int has = section_disk_of(fs, section) != d ? 1
-			  : chunk_record_get(fs, ino, chunk, &durable);
+			  : chunk_record_get(fs, ino, chunk, &durable, NULL);
 		int e = 0;
 		if (has < 0) {
 			rc = has;
@@ -206,5 +209,5 @@ void sweep_run(struct fs *fs)
 		fs->sweep.done = true;
 	else
 		fs_logf(fs, "after a crash: the sweep for chunk files without record stopped (%s); "
-			"the next mount goes on", rc > 0 ? "unmount or read-only" : strerror(-rc));
+			"the next mount goes on", rc > 0 ? "remounted read-only" : strerror(-rc));
 }

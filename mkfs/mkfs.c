@@ -52,6 +52,7 @@ struct options {
 	uint32_t nmeta;
 	char *meta_arg;              /* the split copy of --meta's argument */
 	uint32_t copies;             /* --meta-copies, or 0: the default */
+	struct store_filter filter;  /* --filter: the metadata store's table filter */
 	bool force;
 	bool quiet;
 	uint32_t ndisks;
@@ -87,6 +88,7 @@ static void usage(FILE *out)
 		"Usage: " PROG " [-L LABEL] [-U UUID] [--sections N] "
 		"[--chunk-size BYTES]\n"
 		"                  [--inline-max BYTES] [--meta-copies K] [--meta DIR[,DIR...]]\n"
+		"                  [--filter POLICY]\n"
 		"                  [-f] [-q] DISK [DISK...]\n"
 		"\n"
 		"Make an lsmfs filesystem spanning the given disks (directories, "
@@ -107,6 +109,9 @@ static void usage(FILE *out)
 		"      --meta DIR[,DIR...]  keep the metadata store in these "
 		"directories instead\n"
 		"                        (one copy in each; default DISK/.lsmfs/meta)\n"
+		"      --filter POLICY   the metadata store's table filter: bloom[:BITS],\n"
+		"                        elastic[:UNITSxBITS], quotient[:BITS] or none\n"
+		"                        (default bloom:10; store/FILTERS.md)\n"
 		"  -f, --force           format disks that are not empty or hold an "
 		"lsmfs\n"
 		"  -q, --quiet           print nothing but errors\n"
@@ -168,7 +173,7 @@ static int parse_count(const char *s, uint64_t *out)
 	return 0;
 }
 
-enum { OPT_SECTIONS = 256, OPT_CHUNK, OPT_INLINE, OPT_META, OPT_COPIES };
+enum { OPT_SECTIONS = 256, OPT_CHUNK, OPT_INLINE, OPT_META, OPT_COPIES, OPT_FILTER };
 
 /* 0 to go on, 1 to exit with an error, -1 to exit 0 (help, version). */
 static int parse_args(int argc, char **argv, struct options *o)
@@ -181,6 +186,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "inline-max", required_argument, NULL, OPT_INLINE },
 		{ "meta", required_argument, NULL, OPT_META },
 		{ "meta-copies", required_argument, NULL, OPT_COPIES },
+		{ "filter", required_argument, NULL, OPT_FILTER },
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -193,6 +199,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	store_filter_default(&o->filter);
 	opterr = 0; /* our own messages, named PROG rather than argv[0] */
 	while ((c = getopt_long(argc, argv, ":L:U:fqhV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -234,6 +241,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (parse_size(optarg, &inl) != 0 || inl > MAX_INLINE) {
 				fail("inline limit '%s': must be a size of at most "
 				     "%u bytes", optarg, MAX_INLINE);
+				return 1;
+			}
+			break;
+		case OPT_FILTER:
+			if (store_filter_parse(optarg, &o->filter) != 0) {
+				fail("filter '%s': not bloom[:BITS] (1-64), elastic[:UNITSxBITS] "
+				     "(2-16 units of 1-64 bits), quotient[:BITS] (2-32) or none",
+				     optarg);
 				return 1;
 			}
 			break;
@@ -714,6 +729,9 @@ static void print_plan(const struct options *o, const struct disk *disks,
 		printf("Disk %u: %s (UUID %s, %u section%s)\n", i, disks[i].real,
 		       uuid, mine, mine == 1 ? "" : "s");
 	}
+	char filter[64];
+	store_filter_format(&o->filter, filter, sizeof(filter));
+	printf("Metadata store table filter: %s\n", filter);
 	fflush(stdout);
 }
 
@@ -742,6 +760,7 @@ static int make_fs(const struct options *o, struct disk *disks,
 		p.disk_paths[i] = disks[i].real;
 	p.label = o->label ? o->label : "";
 	p.created = (uint64_t)time(NULL);
+	p.filter = o->filter;
 
 	/* Copy c on disk c (SCHEMA.md "Store copies"), or in the c-th
 	 * --meta directory. */

@@ -1,5 +1,7 @@
 /*
- * bloom: the per-table Bloom filter over user keys.  FORMAT.md "Filter".
+ * bloom: Bloom filters over user-key hashes: the standard per-table filter
+ * (policy STORE_FILTER_BLOOM) and ElasticBF's units.  FORMAT.md "Bloom filter
+ * bytes", FILTERS.md "Bloom" and "ElasticBF".
  *
  * Layout: m/8 bytes of bit array (bit b is byte b/8, mask 1 << (b % 8)),
  * then one byte k, the number of probes.  m = max(n * bits_per_key, 64)
@@ -12,16 +14,21 @@
  * key never collapse onto a single bit.  k = round(ln 2 * bits_per_key)
  * clamped to [1, 30].
  *
+ * Seeds: seed 0 probes from h itself (the standard filter); seed s > 0
+ * probes from fmix64(h + s * 0x9E3779B97F4A7C15), the 64-bit finalizer of
+ * MurmurHash3, so the units of one ElasticBF table probe independent bits.
+ *
  * A filter that cannot be read (shorter than 2 bytes, or k > 30) answers
  * "maybe" to every query: a damaged filter costs reads, never correctness.
  * No locking: pure functions over caller-owned memory.
  */
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "coding.h"
+#include "filter.h"
 #include "sst.h"
 
 #define BLOOM_MIN_BITS 64
@@ -29,7 +36,20 @@
 
 uint64_t bloom_hash(const void *key, size_t len)
 {
-	return XXH3_64bits(key, len);
+	return filter_hash(key, len);
+}
+
+static uint64_t seeded(uint64_t h, unsigned seed)
+{
+	if (!seed)
+		return h;
+	h += (uint64_t)seed * 0x9E3779B97F4A7C15ULL;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
 }
 
 static int probes_for(int bits_per_key)
@@ -78,7 +98,7 @@ static bool test_bits(const uint8_t *bits, uint64_t m, int k, uint64_t h)
  * Append a zeroed filter sized for n keys to out; return its bit array
  * (NULL if out ran out of memory) and set *m and *k.
  */
-static uint8_t *filter_start(struct buf *out, size_t n, int bits_per_key,
+static uint8_t *filter_start(struct buf *out, size_t n, unsigned bits_per_key,
 			     uint64_t *m, int *k)
 {
 	if (bits_per_key < 1)
@@ -91,15 +111,15 @@ static uint8_t *filter_start(struct buf *out, size_t n, int bits_per_key,
 		return NULL;
 	uint8_t *bits = out->data + out->len;
 	memset(bits, 0, bytes);
-	*k = probes_for(bits_per_key);
+	*k = probes_for((int)bits_per_key);
 	bits[bytes] = (uint8_t)*k;
 	out->len += bytes + 1;
 	*m = (uint64_t)bytes * 8;
 	return bits;
 }
 
-void bloom_build_hashes(struct buf *out, const uint64_t *hashes, size_t n,
-			int bits_per_key)
+void bloom_build_seeded(struct buf *out, const uint64_t *hashes, size_t n,
+			unsigned bits_per_key, unsigned seed)
 {
 	uint64_t m;
 	int k;
@@ -107,7 +127,13 @@ void bloom_build_hashes(struct buf *out, const uint64_t *hashes, size_t n,
 	if (!bits)
 		return; /* out->oom is set; the owner checks buf_ok() */
 	for (size_t i = 0; i < n; i++)
-		set_bits(bits, m, k, hashes[i]);
+		set_bits(bits, m, k, seeded(hashes[i], seed));
+}
+
+void bloom_build_hashes(struct buf *out, const uint64_t *hashes, size_t n,
+			int bits_per_key)
+{
+	bloom_build_seeded(out, hashes, n, bits_per_key < 1 ? 1u : (unsigned)bits_per_key, 0);
 }
 
 void bloom_build(struct buf *out, const uint8_t *const *keys,
@@ -115,26 +141,50 @@ void bloom_build(struct buf *out, const uint8_t *const *keys,
 {
 	uint64_t m;
 	int k;
-	uint8_t *bits = filter_start(out, n, bits_per_key, &m, &k);
+	uint8_t *bits = filter_start(out, n, bits_per_key < 1 ? 1u : (unsigned)bits_per_key,
+				     &m, &k);
 	if (!bits)
 		return;
 	for (size_t i = 0; i < n; i++)
 		set_bits(bits, m, k, bloom_hash(keys[i], lens[i]));
 }
 
-bool bloom_may_contain_hash(const uint8_t *filter, size_t flen, uint64_t h)
+const char *bloom_problem(const uint8_t *filter, size_t flen)
 {
 	if (!filter || flen < 2)
+		return "shorter than 2 bytes";
+	if (filter[flen - 1] > BLOOM_MAX_PROBES)
+		return "more than 30 probes";
+	if (filter[flen - 1] == 0)
+		return "no probes";
+	return NULL;
+}
+
+bool bloom_test_seeded(const uint8_t *filter, size_t flen, uint64_t h,
+		       unsigned seed)
+{
+	if (bloom_problem(filter, flen))
 		return true;
-	int k = filter[flen - 1];
-	if (k > BLOOM_MAX_PROBES)
-		return true;
-	/* k == 0 is never written; with no probes the answer is "maybe". */
-	return test_bits(filter, (uint64_t)(flen - 1) * 8, k, h);
+	return test_bits(filter, (uint64_t)(flen - 1) * 8, filter[flen - 1],
+			 seeded(h, seed));
+}
+
+bool bloom_may_contain_hash(const uint8_t *filter, size_t flen, uint64_t h)
+{
+	return bloom_test_seeded(filter, flen, h, 0);
 }
 
 bool bloom_may_contain(const uint8_t *filter, size_t flen, const void *key,
 		       size_t klen)
 {
 	return bloom_may_contain_hash(filter, flen, bloom_hash(key, klen));
+}
+
+double bloom_fpr(double bits_per_key)
+{
+	/* k probes over m = n * bits bits: (1 - e^(-k/bits))^k. */
+	if (bits_per_key <= 0)
+		return 1.0;
+	int k = probes_for((int)bits_per_key);
+	return pow(1.0 - exp(-(double)k / bits_per_key), (double)k);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "db_int.h"
+#include "filter.h"
 #include "dbformat.h"
 
 /* Bytes written since open, for the lifetime totals every MANIFEST edit
@@ -39,7 +40,7 @@ void store_options_init(struct store_options *o)
 	o->block_size = 4096;
 	o->block_restart_interval = 16;
 	o->block_cache_bytes = 8u << 20;
-	o->bloom_bits_per_key = 10;
+	store_filter_default(&o->filter);
 	o->compression = STORE_COMPRESSION_LZ4;
 	o->max_open_files = 1000;
 	o->target_file_size = 4u << 20;
@@ -53,8 +54,7 @@ void store_options_init(struct store_options *o)
 static int check_options(const struct store_options *o)
 {
 	if (o->write_buffer_size < 4096 || o->block_size < 64 ||
-	    o->block_restart_interval < 1 || o->bloom_bits_per_key < 0 ||
-	    o->bloom_bits_per_key > 64 || o->max_open_files < 1 ||
+	    o->block_restart_interval < 1 || store_filter_check(&o->filter) || o->max_open_files < 1 ||
 	    o->target_file_size < 1024 || o->level_base_bytes < 1024 ||
 	    o->level_multiplier < 2 || o->l0_compaction_trigger < 1 ||
 	    o->l0_slowdown_trigger < o->l0_compaction_trigger ||
@@ -583,6 +583,7 @@ static void store_free(struct store *st)
 		table_cache_free(st->tables);
 	if (st->cache)
 		block_cache_free(st->cache);
+	filter_cache_free(st->filters); /* after the tables: they detach */
 	if (st->lock)
 		st->env->ops->unlock(st->lock);
 	env_mirror_free(st->mirror);
@@ -625,7 +626,9 @@ int store_open(const char *dir, const struct store_options *opt,
 	st->snapshots.next = st->snapshots.prev = &st->snapshots;
 	st->group = store_batch_new();
 	st->cache = block_cache_new(opt->block_cache_bytes);
-	if (!st->dir || !st->group || !st->cache) {
+	if (filter_cache_new(opt->filter_memory, &st->filters) == 0)
+		st->counters.filters = st->filters;
+	if (!st->dir || !st->group || !st->cache || !st->filters) {
 		store_free(st);
 		return -ENOMEM;
 	}

@@ -83,15 +83,29 @@ static bool retry_due(struct store *st)
 		now.tv_nsec >= st->bg_retry_at.tv_nsec);
 }
 
-static struct sst_builder_options builder_options(const struct store *st)
+/* The options of a new table; mu not held (store_set_filter changes the
+ * filter policy under it). */
+static struct sst_builder_options builder_options(struct store *st)
 {
+	pthread_mutex_lock(&st->mu);
 	struct sst_builder_options o = {
 		.block_size = st->opt.block_size,
 		.restart_interval = st->opt.block_restart_interval,
-		.bloom_bits_per_key = st->opt.bloom_bits_per_key,
+		.filter = st->opt.filter,
 		.compression = st->opt.compression,
 	};
+	pthread_mutex_unlock(&st->mu);
 	return o;
+}
+
+int store_set_filter(struct store *st, const struct store_filter *f)
+{
+	if (store_filter_check(f))
+		return -EINVAL;
+	pthread_mutex_lock(&st->mu);
+	st->opt.filter = *f;
+	pthread_mutex_unlock(&st->mu);
+	return 0;
 }
 
 /* Highest level (<= 2) a flushed table can go to without overlapping

@@ -79,6 +79,7 @@ struct store {
 	struct version_set *vs;
 	struct table_cache *tables;
 	struct block_cache *cache;
+	struct filter_cache *filters;
 	struct sst_counters counters;
 
 	struct writer *writers_head, *writers_tail; /* (mu) */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "db_int.h"
+#include "filter.h"
 #include "dbformat.h"
 
 uint64_t db_smallest_snapshot(struct store *st)
@@ -315,6 +316,13 @@ void store_get_stats(struct store *st, struct store_stats *s)
 	s->bloom_checked = atomic_load(&st->counters.bloom_checked);
 	s->bloom_useful = atomic_load(&st->counters.bloom_useful);
 	s->bloom_false_positive = atomic_load(&st->counters.bloom_false_positive);
+	s->data_block_reads = atomic_load(&st->counters.block_reads);
+	struct filter_cache_stats fs;
+	filter_cache_stats(st->filters, &fs);
+	s->filter_bytes = fs.bytes;
+	s->filter_budget = fs.budget;
+	s->filter_loads = fs.loads;
+	s->filter_drops = fs.drops;
 	block_cache_stats(st->cache, &s->block_cache_hits, &s->block_cache_misses,
 			  &s->block_cache_bytes);
 	pthread_mutex_lock(&st->mu);

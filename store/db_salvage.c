@@ -161,7 +161,7 @@ static int rebuild_table(struct salv *s, struct file_meta *f, struct sst_reader 
 	struct sst_builder_options bo = {
 		.block_size = s->off.opt.block_size,
 		.restart_interval = s->off.opt.block_restart_interval,
-		.bloom_bits_per_key = s->off.opt.bloom_bits_per_key,
+		.filter = s->off.opt.filter,
 		.compression = s->off.opt.compression,
 	};
 	buf_clear(&s->smallest);

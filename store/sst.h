@@ -7,13 +7,14 @@
  * prefix compression with restart points; each block is stored as
  *   payload | compression type (1 byte: 0 none, 1 lz4) | le32 checksum32
  * (checksum over payload + type byte); LZ4 is used only when it saves at
- * least 1/8 of the block.  The filter is one Bloom filter over the table's
- * user keys (double hashing from the two halves of one XXH3-64 hash,
- * k = round(ln2 * bits_per_key) clamped to [1, 30]).  The index block maps a
+ * least 1/8 of the block.  The filter (filter.h) is built by the store's
+ * filter policy from one XXH3-64 hash per distinct user key, as one or more
+ * part blocks and a descriptor block naming them; a damaged filter is
+ * reported and read as "maybe".  The index block maps a
  * separator key >= every key of block i and < every key of block i+1 to the
  * block's handle (varint64 offset, varint64 size).  The fixed 48-byte
- * footer: filter handle, index handle (padded to 40 bytes), le32 format
- * version, le32 magic.
+ * footer: filter (descriptor) handle, index handle (padded to 40 bytes),
+ * le32 format version, le32 magic.
  *
  * Thread safety: a builder belongs to one thread; a reader, the block cache
  * and the table cache may be used from many threads at once.
@@ -31,7 +32,7 @@
 #include "store.h"
 
 #define SST_MAGIC 0x4c534d54u /* "TMSL" little-endian */
-#define SST_FORMAT_VERSION 1u
+#define SST_FORMAT_VERSION 2u
 #define SST_FOOTER_SIZE 48
 
 /* Counters shared by every table of a store (relaxed atomics). */
@@ -45,21 +46,10 @@ struct sst_counters {
 	 * naming file and offset.  NULL: dropped.  Set before first use. */
 	void (*report)(void *ctx, const char *msg);
 	void *report_ctx;
+	/* The store's filter memory (filter.h); NULL: each table keeps
+	 * its whole filter in memory, unmanaged. */
+	struct filter_cache *filters;
 };
-
-/* ---- Bloom filter (bloom.c) ---- */
-
-/* Build a filter over n keys into out (appended).  bits_per_key >= 1. */
-void bloom_build(struct buf *out, const uint8_t *const *keys,
-		 const size_t *lens, size_t n, int bits_per_key);
-/* Same, from precomputed 64-bit key hashes (what the builder collects). */
-void bloom_build_hashes(struct buf *out, const uint64_t *hashes, size_t n,
-			int bits_per_key);
-uint64_t bloom_hash(const void *key, size_t len);
-/* true if key may be in the set; a malformed filter answers true. */
-bool bloom_may_contain(const uint8_t *filter, size_t flen, const void *key,
-		       size_t klen);
-bool bloom_may_contain_hash(const uint8_t *filter, size_t flen, uint64_t h);
 
 /* ---- block cache (cache.c): LRU over decoded data blocks ---- */
 
@@ -95,8 +85,11 @@ void block_cache_stats(struct block_cache *c, uint64_t *hits, uint64_t *misses,
 struct sst_builder_options {
 	size_t block_size;
 	size_t restart_interval;
-	int bloom_bits_per_key; /* 0: no filter block */
+	struct store_filter filter; /* kind STORE_FILTER_NONE: no filter */
 	enum store_compression compression;
+	/* 0: SST_FORMAT_VERSION.  1: the first format (a Bloom filter block
+	 * or none, no descriptor), written only to test that it still reads. */
+	unsigned format_version;
 };
 
 struct sst_builder;
@@ -168,6 +161,13 @@ int sst_salvage(struct sst_reader *r, const struct sst_salvage_ops *ops, void *c
 /* Number of entries and data blocks (from the index), for tools. */
 void sst_describe(struct sst_reader *r, uint64_t *data_blocks,
 		  uint64_t *filter_bytes, uint64_t *index_bytes);
+/* The table's format version, its filter's policy (kind NONE: none, or
+ * one the reader could not read), parts and parts in memory. */
+void sst_describe_filter(struct sst_reader *r, unsigned *format_version,
+			 struct store_filter *policy, unsigned *parts,
+			 unsigned *loaded);
+/* The file offset of filter part `part` (0 if there is none). */
+uint64_t sst_filter_part_offset(struct sst_reader *r, unsigned part);
 
 /* ---- table cache (table_cache.c): bounded set of open readers ---- */
 

@@ -7,9 +7,10 @@
  * the next key is known, so the separator can be shortened as in LevelDB:
  * a key >= the block's last key and < the next block's first key, with the
  * user key shortened when possible (tag then (SEQ_MAX, KTYPE_SEEK)).  The
- * builder also collects bloom_hash() of every distinct user key for the one
- * whole-table filter.  finish() writes filter block, index block (restart
- * interval 1) and footer, then syncs and closes the file.
+ * builder also collects filter_hash() of every distinct user key for the
+ * table's filter.  finish() writes the filter's parts and its descriptor
+ * (FORMAT.md "Filter block"), the index block (restart interval 1) and the
+ * footer, then syncs and closes the file.
  *
  * Errors are sticky: after a failed append every later call returns the
  * same error.  No locking: a builder belongs to one thread.
@@ -21,6 +22,7 @@
 
 #include "block.h"
 #include "dbformat.h"
+#include "filter.h"
 #include "sst.h"
 
 struct sst_builder {
@@ -41,7 +43,7 @@ struct sst_builder {
 	/* The index entry of the last written block waits for the next key. */
 	bool pending_index;
 	struct block_handle pending;
-	uint64_t *hashes; /* bloom_hash of each distinct user key */
+	uint64_t *hashes; /* filter_hash of each distinct user key */
 	size_t nhashes;
 	size_t hashes_cap;
 	int status;
@@ -52,6 +54,10 @@ int sst_builder_new(struct store_env *env, const char *path,
 		    struct sst_builder **out)
 {
 	*out = NULL;
+	if (store_filter_check(&opt->filter) || opt->format_version > SST_FORMAT_VERSION ||
+	    (opt->format_version == 1 && opt->filter.kind != STORE_FILTER_NONE &&
+	     opt->filter.kind != STORE_FILTER_BLOOM))
+		return -EINVAL;
 	struct sst_builder *b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
@@ -229,7 +235,7 @@ static int add_hash(struct sst_builder *b, const uint8_t *ukey, size_t ulen)
 		b->hashes = h;
 		b->hashes_cap = cap;
 	}
-	b->hashes[b->nhashes++] = bloom_hash(ukey, ulen);
+	b->hashes[b->nhashes++] = filter_hash(ukey, ulen);
 	return 0;
 }
 
@@ -259,7 +265,7 @@ int sst_builder_add(struct sst_builder *b, const uint8_t *ikey, size_t klen,
 	int rc = 0;
 	if (b->pending_index)
 		rc = add_pending_index(b, ikey, klen);
-	if (rc == 0 && new_ukey && b->opt.bloom_bits_per_key > 0)
+	if (rc == 0 && new_ukey && b->opt.filter.kind != STORE_FILTER_NONE)
 		rc = add_hash(b, ikey, ulen);
 	if (rc)
 		goto out;
@@ -281,9 +287,7 @@ out:
 
 uint64_t sst_builder_file_size(const struct sst_builder *b)
 {
-	uint64_t filter = 0;
-	if (b->opt.bloom_bits_per_key > 0)
-		filter = (uint64_t)b->nhashes * (uint64_t)b->opt.bloom_bits_per_key / 8;
+	uint64_t filter = filter_size_estimate(&b->opt.filter, b->nhashes);
 	return b->offset + block_builder_size(&b->data) +
 	       block_builder_size(&b->index) + filter + SST_FOOTER_SIZE;
 }
@@ -293,23 +297,55 @@ uint64_t sst_builder_entries(const struct sst_builder *b)
 	return b->entries;
 }
 
+static unsigned version(const struct sst_builder *b)
+{
+	return b->opt.format_version ? b->opt.format_version : SST_FORMAT_VERSION;
+}
+
+/*
+ * The filter: each part a block, then the descriptor naming them, whose
+ * handle goes in the footer (FORMAT.md "Filter block").  Format 1: the one
+ * Bloom part is the filter block.
+ */
+static int write_filter(struct sst_builder *b, struct block_handle *fh)
+{
+	struct filter_desc d = {.params = b->opt.filter, .keys = b->nhashes,
+				.nparts = filter_parts(&b->opt.filter)};
+	struct buf f;
+	buf_init(&f);
+	int rc = 0;
+	if (version(b) == 1 && d.params.kind != STORE_FILTER_BLOOM)
+		return -EINVAL;
+	for (unsigned i = 0; i < d.nparts && !rc; i++) {
+		buf_clear(&f);
+		filter_build_part(&d.params, b->hashes, b->nhashes, i, &f);
+		rc = buf_ok(&f);
+		if (rc == 0)
+			rc = write_block(b, &f, false, &d.parts[i]);
+	}
+	if (rc == 0 && version(b) == 1) {
+		*fh = d.parts[0];
+	} else if (rc == 0) {
+		buf_clear(&f);
+		filter_desc_encode(&d, &f);
+		rc = buf_ok(&f);
+		if (rc == 0)
+			rc = write_block(b, &f, false, fh);
+	}
+	buf_free(&f);
+	return rc;
+}
+
 static int write_tail(struct sst_builder *b)
 {
 	int rc = flush_data_block(b);
 	if (rc)
 		return rc;
 
-	/* Filter block ("no filter": handle (0, 0)). */
+	/* Filter ("no filter": handle (0, 0)). */
 	struct block_handle fh = { 0, 0 };
-	if (b->opt.bloom_bits_per_key > 0) {
-		struct buf f;
-		buf_init(&f);
-		bloom_build_hashes(&f, b->hashes, b->nhashes,
-				   b->opt.bloom_bits_per_key);
-		rc = buf_ok(&f);
-		if (rc == 0)
-			rc = write_block(b, &f, false, &fh);
-		buf_free(&f);
+	if (b->opt.filter.kind != STORE_FILTER_NONE) {
+		rc = write_filter(b, &fh);
 		if (rc)
 			return rc;
 	}
@@ -330,7 +366,7 @@ static int write_tail(struct sst_builder *b)
 	p = put_varint64(p, fh.size);
 	p = put_varint64(p, ih.offset);
 	put_varint64(p, ih.size); /* at most 40 bytes: 4 varints of <= 10 */
-	put_le32(footer + 40, SST_FORMAT_VERSION);
+	put_le32(footer + 40, version(b));
 	put_le32(footer + 44, SST_MAGIC);
 	rc = b->env->ops->append(b->file, footer, sizeof(footer));
 	if (rc)

@@ -3,9 +3,10 @@
  * lookups, the two-level iterator, verification.  FORMAT.md "SSTable".
  *
  * A reader keeps the index block and the filter in memory for its whole
- * life; sst_open checks the footer and both blocks' checksums and walks
+ * life; sst_open checks the footer and the index block's checksum and walks
  * the whole index once, so every data block handle used later is known to
- * lie inside the data area.  Data blocks are read with env pread, checked
+ * lie inside the data area.  A filter block or part that does not read is
+ * reported (counters->report) and left out: the table is read without it.  Data blocks are read with env pread, checked
  * (checksum, type, LZ4 length) and, unless the caller says otherwise, put
  * in the block cache under (file number, block offset) with the block's
  * memory as value: a cache hit is a hash lookup and a pin, no copy.
@@ -28,6 +29,7 @@
 
 #include "block.h"
 #include "dbformat.h"
+#include "filter.h"
 #include "sst.h"
 
 /* Block memory: a struct block, then the payload (one allocation, freed
@@ -45,9 +47,8 @@ struct sst_reader {
 	struct block_handle index_handle;
 	struct block_handle filter_handle;
 	struct block *index;   /* BLOCK_HEAD memory */
-	void *filter_mem;
-	const uint8_t *filter; /* NULL: no filter */
-	size_t filter_len;
+	unsigned version;      /* the footer's format version */
+	struct table_filter filter;
 	uint64_t data_end; /* data blocks lie in [0, data_end) */
 	uint64_t data_blocks;
 	void *owner;
@@ -394,7 +395,7 @@ static const char *footer_problem(struct sst_reader *r, const uint8_t *f, size_t
 		why = "short read (file truncated?)";
 	else if (get_le32(f + 44) != SST_MAGIC)
 		why = "bad magic number";
-	else if (get_le32(f + 40) != SST_FORMAT_VERSION)
+	else if (get_le32(f + 40) < 1 || get_le32(f + 40) > SST_FORMAT_VERSION)
 		why = "unsupported format version";
 	else if (!(p = block_handle_decode(p, limit, &r->filter_handle)) ||
 		 !(p = block_handle_decode(p, limit, &r->index_handle)))
@@ -412,6 +413,15 @@ static const char *footer_problem(struct sst_reader *r, const uint8_t *f, size_t
 	if (!why && r->filter_handle.size &&
 	    !handle_within(&r->filter_handle, r->index_handle.offset))
 		why = "filter handle out of range";
+	/* Blocks follow each other without gaps: the filter block ends
+	 * where the index block starts.  A damaged filter block is read
+	 * around; a damaged handle to it is damage to the footer. */
+	if (!why && r->filter_handle.size &&
+	    r->filter_handle.offset + r->filter_handle.size + BLOCK_TRAILER_SIZE !=
+		    r->index_handle.offset)
+		why = "the filter block does not end at the index block";
+	if (!why)
+		r->version = get_le32(f + 40);
 	return why;
 }
 
@@ -445,6 +455,136 @@ static int read_footer(struct sst_reader *r, char **msg)
 	r->data_end = r->filter_handle.size ? r->filter_handle.offset
 					    : r->index_handle.offset;
 	return 0;
+}
+
+/* Damage that does not fail the open: reported, one line. */
+__attribute__((format(printf, 2, 3)))
+static void report_damage(struct sst_reader *r, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (r->counters && r->counters->report)
+		r->counters->report(r->counters->report_ctx, s);
+	free(s);
+}
+
+/* Read part i of the filter into memory, or report why not (a damaged
+ * part is left out: only a lack of memory fails). */
+static int part_loader(void *ctx, unsigned i, void **mem, const uint8_t **data, size_t *len);
+static int load_part(struct sst_reader *r, unsigned i)
+{
+	void *mem;
+	const uint8_t *data;
+	size_t len;
+	int rc = part_loader(r, i, &mem, &data, &len);
+	if (rc == -ENOMEM)
+		return rc;
+	if (!rc)
+		table_filter_keep(&r->filter, i, mem, data, len);
+	return 0;
+}
+
+/* filter_cache's loader: part i's bytes, checked; damage is reported and
+ * is an error (the cache never tries that part again). */
+static int part_loader(void *ctx, unsigned i, void **mem, const uint8_t **data, size_t *len)
+{
+	struct sst_reader *r = ctx;
+	const struct block_handle *h = &r->filter.desc.parts[i];
+	char *msg = NULL, what[32];
+	if (r->version == 1)
+		snprintf(what, sizeof(what), "filter block");
+	else
+		snprintf(what, sizeof(what), "filter part %u", i);
+	int rc = read_block_alloc(r, what, h, mem, data, len, &msg);
+	if (rc == -ENOMEM)
+		return rc;
+	const char *why = rc ? NULL : filter_part_problem(&r->filter.desc.params, i, *data, *len);
+	if (rc || why) {
+		if (why)
+			report_damage(r, "%s: filter part %u at offset %" PRIu64 ": %s; the table "
+				      "is read without it", r->path, i, h->offset, why);
+		else
+			report_damage(r, "%s; the table is read without this filter part",
+				      msg ? msg : r->path);
+		free(msg);
+		if (!rc)
+			free(*mem);
+		*mem = NULL;
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* The parts go in memory: through the store's filter cache (which loads
+ * what its budget allows), or all of them now. */
+static int load_parts(struct sst_reader *r)
+{
+	if (r->counters && r->counters->filters) {
+		filter_cache_attach(r->counters->filters, &r->filter, part_loader, r);
+		return 0;
+	}
+	for (unsigned i = 0; i < r->filter.desc.nparts; i++) {
+		int rc = load_part(r, i);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* A format 1 table's filter, described as format 2 describes one: a
+ * single Bloom part, the footer's filter block (bits not recorded). */
+static struct filter_desc format1_desc(const struct sst_reader *r)
+{
+	return (struct filter_desc){.params = {STORE_FILTER_BLOOM, 0, 1}, .nparts = 1,
+				    .parts = {r->filter_handle}};
+}
+
+/*
+ * The filter (FORMAT.md "Filter block"): format 1 has one Bloom filter
+ * block; format 2 a descriptor naming the parts, which end the data area.
+ * Damage is reported and the table read without what does not read; only
+ * a lack of memory fails.
+ */
+static int load_filter(struct sst_reader *r)
+{
+	if (!r->filter_handle.size)
+		return 0;
+	struct table_filter *f = &r->filter;
+	if (r->version == 1) {
+		f->desc = format1_desc(r);
+		f->present = true;
+		return load_parts(r);
+	}
+	void *mem;
+	const uint8_t *data;
+	size_t len;
+	char *msg = NULL;
+	int rc = read_block_alloc(r, "filter block", &r->filter_handle, &mem, &data, &len,
+				  &msg);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc) {
+		report_damage(r, "%s; the table is read without its filter", msg ? msg : r->path);
+		free(msg);
+		return 0;
+	}
+	const char *why = filter_desc_decode(data, len, r->filter_handle.offset, &f->desc);
+	free(mem);
+	if (why) {
+		report_damage(r, "%s: filter block at offset %" PRIu64 ": %s; the table is read "
+		       "without its filter", r->path, r->filter_handle.offset, why);
+		memset(&f->desc, 0, sizeof(f->desc));
+		return 0;
+	}
+	f->present = true;
+	if (f->desc.nparts)
+		r->data_end = f->desc.parts[0].offset;
+	return load_parts(r);
 }
 
 int sst_open(struct store_env *env, const char *path, uint64_t file_number,
@@ -489,6 +629,9 @@ int sst_open(struct store_env *env, const char *path, uint64_t file_number,
 	void *mem;
 	const uint8_t *data;
 	size_t len;
+	rc = load_filter(r);
+	if (rc)
+		goto out;
 	rc = read_block_alloc(r, "index block", &r->index_handle, &mem, &data,
 			      &len, errmsg);
 	if (rc)
@@ -501,14 +644,6 @@ int sst_open(struct store_env *env, const char *path, uint64_t file_number,
 	rc = check_index(r, errmsg);
 	if (rc)
 		goto out;
-
-	if (r->filter_handle.size) {
-		rc = read_block_alloc(r, "filter block", &r->filter_handle,
-				      &r->filter_mem, &r->filter, &r->filter_len,
-				      errmsg);
-		if (rc)
-			goto out;
-	}
 	*out = r;
 out:
 	if (rc)
@@ -523,7 +658,9 @@ void sst_close(struct sst_reader *r)
 	if (r->file)
 		r->env->ops->close_readable(r->file);
 	free(r->index);
-	free(r->filter_mem);
+	if (r->filter.attached)
+		filter_cache_detach(r->counters->filters, &r->filter);
+	table_filter_free(&r->filter);
 	free(r->iter_errmsg);
 	free(r->path);
 	pthread_mutex_destroy(&r->mu);
@@ -546,9 +683,24 @@ void sst_describe(struct sst_reader *r, uint64_t *data_blocks,
 	if (data_blocks)
 		*data_blocks = r->data_blocks;
 	if (filter_bytes)
-		*filter_bytes = r->filter_len;
+		*filter_bytes = r->filter.bytes;
 	if (index_bytes)
 		*index_bytes = r->index->size;
+}
+
+uint64_t sst_filter_part_offset(struct sst_reader *r, unsigned part)
+{
+	return part < r->filter.desc.nparts ? r->filter.desc.parts[part].offset : 0;
+}
+
+void sst_describe_filter(struct sst_reader *r, unsigned *format_version,
+			 struct store_filter *policy, unsigned *parts,
+			 unsigned *loaded)
+{
+	*format_version = r->version;
+	*policy = r->filter.desc.params;
+	*parts = r->filter.desc.nparts;
+	*loaded = (unsigned)__builtin_popcount(r->filter.loaded);
 }
 
 /* ---- point lookups ---- */
@@ -574,10 +726,22 @@ int sst_get(struct sst_reader *r, const uint8_t *ikey, size_t klen,
 	if (klen < IKEY_TAG_LEN)
 		return -EINVAL;
 	bool filtered = false;
-	if (r->filter) {
+	if (r->filter.attached) {
+		bool consulted;
+		bool may = filter_cache_may_contain(r->counters->filters, &r->filter,
+						    filter_hash(ikey, klen - IKEY_TAG_LEN),
+						    &consulted);
+		if (consulted)
+			COUNT(r, bloom_checked);
+		if (!may) {
+			COUNT(r, bloom_useful);
+			return 0;
+		}
+		filtered = consulted;
+	} else if (r->filter.loaded) {
 		COUNT(r, bloom_checked);
-		if (!bloom_may_contain(r->filter, r->filter_len, ikey,
-				       klen - IKEY_TAG_LEN)) {
+		if (!table_filter_may_contain(&r->filter,
+					      filter_hash(ikey, klen - IKEY_TAG_LEN))) {
 			COUNT(r, bloom_useful);
 			return 0;
 		}
@@ -1014,6 +1178,58 @@ static void verify_block(struct verify *v, const char *what,
 	free(mem);
 }
 
+/* The filter's blocks read whole and parse (a damaged filter costs reads,
+ * never answers, but it is damage). */
+static void verify_filter(struct verify *v)
+{
+	struct sst_reader *r = v->r;
+	struct filter_desc d;
+	if (r->version == 1) {
+		d = format1_desc(r);
+	} else {
+		void *mem;
+		const uint8_t *data;
+		size_t len;
+		char *m = NULL;
+		int rc = read_block_alloc(r, "filter block", &r->filter_handle, &mem, &data,
+					  &len, &m);
+		if (rc) {
+			verify_report(v, m ? m : msgf("%s: filter block at offset %" PRIu64 ": %s",
+						      r->path, r->filter_handle.offset,
+						      strerror(-rc)));
+			return;
+		}
+		const char *why = filter_desc_decode(data, len, r->filter_handle.offset, &d);
+		free(mem);
+		if (why) {
+			verify_report(v, msgf("%s: filter block at offset %" PRIu64 ": %s",
+					      r->path, r->filter_handle.offset, why));
+			return;
+		}
+	}
+	for (unsigned i = 0; i < d.nparts; i++) {
+		void *mem;
+		const uint8_t *data;
+		size_t len;
+		char *m = NULL, what[32];
+		if (r->version == 1)
+			snprintf(what, sizeof(what), "filter block");
+		else
+			snprintf(what, sizeof(what), "filter part %u", i);
+		int rc = read_block_alloc(r, what, &d.parts[i], &mem, &data, &len, &m);
+		if (rc) {
+			verify_report(v, m ? m : msgf("%s: %s at offset %" PRIu64 ": %s", r->path,
+						      what, d.parts[i].offset, strerror(-rc)));
+			continue;
+		}
+		const char *why = filter_part_problem(&d.params, i, data, len);
+		if (why)
+			verify_report(v, msgf("%s: %s at offset %" PRIu64 ": %s", r->path, what,
+					      d.parts[i].offset, why));
+		free(mem);
+	}
+}
+
 int sst_verify(struct sst_reader *r, void (*report)(void *ctx, const char *line),
 	       void *ctx)
 {
@@ -1022,8 +1238,7 @@ int sst_verify(struct sst_reader *r, void (*report)(void *ctx, const char *line)
 	 * file damaged since then is caught too. */
 	verify_block(&v, "index block", &r->index_handle, false, NULL, 0, NULL);
 	if (r->filter_handle.size)
-		verify_block(&v, "filter block", &r->filter_handle, false, NULL,
-			     0, NULL);
+		verify_filter(&v);
 
 	struct block_iter ii;
 	block_iter_init(&ii, ikey_compare);

@@ -50,6 +50,38 @@ enum store_compression {
 	STORE_COMPRESSION_LZ4 = 1,
 };
 
+enum store_filter_kind {
+	STORE_FILTER_NONE = 0,
+	STORE_FILTER_BLOOM = 1,
+	STORE_FILTER_ELASTIC = 2,
+	STORE_FILTER_QUOTIENT = 3,
+};
+
+#define STORE_FILTER_MAX_UNITS 16
+
+/*
+ * A table filter policy and its parameters (store/FILTERS.md), as the
+ * store options name them and each table records them.
+ *   bloom:    bits = bits per key (1..64)
+ *   elastic:  bits = bits per key of each unit (1..64), units = 2..16
+ *   quotient: bits = remainder bits per fingerprint (2..32)
+ */
+struct store_filter {
+	enum store_filter_kind kind;
+	unsigned bits;
+	unsigned units;
+};
+
+/* The store's default: bloom, 10 bits per key. */
+void store_filter_default(struct store_filter *p);
+/* 0 when p names a policy with parameters in range, else -EINVAL. */
+int store_filter_check(const struct store_filter *p);
+/* Parse "none", "bloom[:BITS]", "elastic[:UNITSxBITS]", "quotient[:BITS]";
+ * 0 or -EINVAL. */
+int store_filter_parse(const char *s, struct store_filter *out);
+/* The same text form into buf (always terminated). */
+void store_filter_format(const struct store_filter *p, char *buf, size_t len);
+
 struct store_options {
 	bool create_if_missing;     /* default true */
 	bool error_if_exists;       /* default false */
@@ -60,7 +92,10 @@ struct store_options {
 	size_t block_size;          /* uncompressed data block target; default 4 KiB */
 	size_t block_restart_interval; /* keys between restart points; default 16 */
 	size_t block_cache_bytes;   /* LRU cache of data blocks; default 8 MiB */
-	int bloom_bits_per_key;     /* 0 = no filter; default 10 */
+	struct store_filter filter; /* new tables' filter; default bloom:10 */
+	/* Bytes of filter parts held in memory, over every open table
+	 * (FILTERS.md "Filter memory"); default 0: no bound. */
+	uint64_t filter_memory;
 	enum store_compression compression; /* default lz4 */
 	int max_open_files;         /* table cache bound; default 1000 */
 	uint64_t target_file_size;  /* SSTable split size; default 4 MiB */
@@ -197,6 +232,10 @@ int store_iter_status(const struct store_iter *it);
 
 /* Write the memtable to an L0 table and wait for it. */
 int store_flush(struct store *st);
+/* The filter policy of the tables written from now on (flushes and
+ * compactions); the tables already written keep theirs, and are read
+ * by it, until compaction rewrites them.  0 or -EINVAL. */
+int store_set_filter(struct store *st, const struct store_filter *f);
 /* Compact every level over [begin, end] (NULL: open end) down to the
  * bottom, and wait. */
 int store_compact_range(struct store *st, const void *begin, size_t blen,
@@ -234,6 +273,11 @@ struct store_stats {
 	uint64_t bloom_checked;        /* filter consulted */
 	uint64_t bloom_useful;         /* filter said "absent": a read avoided */
 	uint64_t bloom_false_positive; /* filter said "maybe", key absent */
+	uint64_t data_block_reads;     /* data blocks read from table files */
+	uint64_t filter_bytes;         /* filter parts in memory, now */
+	uint64_t filter_budget;        /* store_options.filter_memory */
+	uint64_t filter_loads;         /* parts loaded by the budget's thread */
+	uint64_t filter_drops;         /* parts dropped for hotter tables */
 	uint64_t write_stall_micros;   /* writers slowed or stopped */
 	uint64_t memtable_bytes;       /* active + immutable, now */
 	uint64_t last_sequence;
@@ -269,6 +313,18 @@ int store_copy_remove(struct store *st, size_t copy);
 /* Stop using copy k (its directory went, say): as a failed write would,
  * through copy_failed.  0, or err when it is the last live copy (kept). */
 int store_copy_drop(struct store *st, size_t copy, int err, const char *why);
+
+/*
+ * A checkpoint (FORMAT.md "Checkpoints"): the store as it stands, into
+ * dir (made if missing; -ENOTEMPTY unless empty), while in use: the
+ * memtable flushed, the tables of the current version copied, a MANIFEST
+ * naming them, CURRENT last.  store_open(dir) opens it as a store.
+ */
+struct store_checkpoint_info {
+	uint64_t tables, bytes; /* copied */
+	uint64_t sequence;      /* the last write it may hold */
+};
+int store_checkpoint(struct store *st, const char *dir, struct store_checkpoint_info *info);
 
 /* Copy the last error message into buf (empty if none). */
 void store_errmsg(struct store *st, char *buf, size_t len);

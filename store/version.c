@@ -779,6 +779,16 @@ static bool current_names(struct version_set *vs, uint64_t number, bool *known)
 	return *known && named == number;
 }
 
+int version_set_snapshot(struct version_set *vs, struct buf *out, struct version **pinned)
+{
+	int rc = snapshot_edit(vs, out);
+	if (rc == 0) {
+		*pinned = vs->current;
+		version_ref(*pinned);
+	}
+	return rc;
+}
+
 static int write_current(struct version_set *vs, uint64_t number)
 {
 	char line[40];

@@ -141,6 +141,10 @@ int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
  * CURRENT at it: every directory the env writes then holds the whole
  * MANIFEST (a copy joining, db_copies.c).  mu as for log_and_apply. */
 int version_set_new_manifest(struct version_set *vs, pthread_mutex_t *mu);
+/* Under the store's mu: the whole state as one edit (what a new MANIFEST
+ * begins with) into out, and the current version, referenced, into
+ * *pinned (its tables stay until version_unref). */
+int version_set_snapshot(struct version_set *vs, struct buf *out, struct version **pinned);
 struct version *version_set_current(struct version_set *vs);
 /* Lifetime totals as of the last edit recovered or written (zeros for a
  * MANIFEST that never recorded any). */

@@ -44,6 +44,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -74,6 +75,10 @@ struct flags {
 	const char *compression_type;
 	double compression_ratio;
 	int64_t bloom_bits;         /* -1: store default */
+	const char *filter;         /* NULL: from bloom_bits */
+	int64_t filter_memory;      /* -1: store default (no bound) */
+	const char *read_dist;      /* uniform | zipf:THETA */
+	double absent_ratio;        /* share of readrandom lookups for absent keys */
 	int64_t cache_size;         /* -1: store default */
 	int64_t write_buffer_size;  /* -1: store default */
 	bool sync;
@@ -110,6 +115,14 @@ static const struct flag_def flag_defs[] = {
 	FLAG(compression_type, F_STR, "lz4 | none (default lz4)"),
 	FLAG(compression_ratio, F_DBL, "value compressibility (default 0.5)"),
 	FLAG(bloom_bits, F_I64, "Bloom bits per key, 0 none, -1 store default (default 10)"),
+	FLAG(filter, F_STR, "table filter: none | bloom[:BITS] | elastic[:UNITSxBITS] | "
+			    "quotient[:BITS] (default: bloom, --bloom_bits per key)"),
+	FLAG(filter_memory, F_I64, "bytes of table filters held in memory, 0 no bound "
+				   "(default: store default)"),
+	FLAG(read_dist, F_STR, "readrandom keys: uniform | zipf:THETA, rank r is key r "
+			       "(default uniform)"),
+	FLAG(absent_ratio, F_DBL, "share of readrandom lookups for absent keys, each just "
+				  "after a present one in key order (default 0)"),
 	FLAG(cache_size, F_I64, "block cache bytes (default: store default)"),
 	FLAG(write_buffer_size, F_I64, "memtable bytes (default: store default)"),
 	FLAG(sync, F_BOOL, "sync every write (default 0)"),
@@ -466,6 +479,9 @@ struct bench {
 	/* Per benchmark. */
 	enum bench_kind kind;
 	int64_t num, reads;
+	/* readrandom's key distribution (setup_read_dist). */
+	bool zipf;
+	double theta, zeta_n, zeta_2, alpha, eta;
 	unsigned write_flags;
 	pthread_barrier_t barrier;
 	/* First failure of any thread. */
@@ -557,6 +573,57 @@ static void do_delete(struct thread_state *t)
 	}
 }
 
+/* A uniform double in [0, 1). */
+static double rng_unit(uint64_t *s)
+{
+	return (double)(rng_next(s) >> 11) * 0x1.0p-53;
+}
+
+/* zeta(n, theta) = sum of 1 / i^theta for i = 1..n. */
+static double zeta(uint64_t n, double theta)
+{
+	double z = 0;
+	for (uint64_t i = 1; i <= n; i++)
+		z += 1.0 / pow((double)i, theta);
+	return z;
+}
+
+/* The readrandom key distribution, from --read_dist: uniform, or
+ * zipf:THETA with Gray et al.'s generator (as YCSB's ZipfianGenerator):
+ * rank 0 the most frequent, and rank r is key r, so the hot keys are
+ * neighbours in key order (and in the same tables). */
+static void setup_read_dist(struct bench *b)
+{
+	const char *d = b->f->read_dist;
+	b->zipf = false;
+	if (!strcmp(d, "uniform"))
+		return;
+	char *end;
+	if (strncmp(d, "zipf:", 5) || (b->theta = strtod(d + 5, &end), *end) ||
+	    !(b->theta > 0 && b->theta < 1))
+		usage_error("--read_dist: '%s' is not uniform or zipf:THETA with 0 < THETA < 1", d);
+	uint64_t n = b->num > 0 ? (uint64_t)b->num : 1;
+	b->zipf = true;
+	b->zeta_n = zeta(n, b->theta);
+	b->zeta_2 = zeta(2, b->theta);
+	b->alpha = 1.0 / (1.0 - b->theta);
+	b->eta = (1 - pow(2.0 / (double)n, 1 - b->theta)) / (1 - b->zeta_2 / b->zeta_n);
+}
+
+static uint64_t read_key_number(struct thread_state *t, uint64_t range)
+{
+	struct bench *b = t->b;
+	if (!b->zipf)
+		return rng_next(&t->rng) % range;
+	double u = rng_unit(&t->rng), uz = u * b->zeta_n;
+	if (uz < 1.0)
+		return 0;
+	if (uz < 1.0 + pow(0.5, b->theta))
+		return range > 1 ? 1 : 0;
+	uint64_t r = (uint64_t)((double)range * pow(b->eta * u - b->eta + 1, b->alpha));
+	return r < range ? r : range - 1;
+}
+
 static void do_read_random(struct thread_state *t)
 {
 	struct bench *b = t->b;
@@ -564,7 +631,11 @@ static void do_read_random(struct thread_state *t)
 	char key[ksz ? ksz : 1];
 	uint64_t range = b->num > 0 ? (uint64_t)b->num : 1;
 	for (int64_t i = 0; i < b->reads && !stopping(t); i++) {
-		make_key(key, ksz, rng_next(&t->rng) % range);
+		make_key(key, ksz, read_key_number(t, range));
+		/* An absent key: the last byte changed, so it sorts right after
+		 * the present one (a key past 8 bytes ends in '0'). */
+		if (b->f->absent_ratio > 0 && ksz > 8 && rng_unit(&t->rng) < b->f->absent_ratio)
+			key[ksz - 1] = '1';
 		void *val = NULL;
 		size_t vlen = 0;
 		int rc = store_get(b->st, NULL, key, ksz, &val, &vlen);
@@ -822,6 +893,11 @@ static void print_stats(struct store *st)
 	P(bloom_checked);
 	P(bloom_useful);
 	P(bloom_false_positive);
+	P(data_block_reads);
+	P(filter_bytes);
+	P(filter_budget);
+	P(filter_loads);
+	P(filter_drops);
 	P(write_stall_micros);
 	P(memtable_bytes);
 	P(last_sequence);
@@ -838,6 +914,29 @@ static void print_stats(struct store *st)
 	print_levels(&s);
 }
 
+/* After readrandom: the filters' memory and what they saved, as deltas
+ * over the benchmark. */
+static void print_filter_report(const struct bench *b, const struct store_stats *x,
+				const struct store_stats *y, uint64_t lookups)
+{
+	char policy[64];
+	store_filter_format(&b->opt.filter, policy, sizeof(policy));
+	uint64_t checked = y->bloom_checked - x->bloom_checked;
+	uint64_t fp = y->bloom_false_positive - x->bloom_false_positive;
+	uint64_t useful = y->bloom_useful - x->bloom_useful;
+	uint64_t reads = y->data_block_reads - x->data_block_reads;
+	printf("filter       : %s, %.2f MiB in memory (budget %s%.2f MiB), %" PRIu64
+	       " loads, %" PRIu64 " drops\n",
+	       policy, (double)y->filter_bytes / MIB, y->filter_budget ? "" : "none, ",
+	       (double)y->filter_budget / MIB, y->filter_loads - x->filter_loads,
+	       y->filter_drops - x->filter_drops);
+	printf("filter       : %" PRIu64 " checks, %" PRIu64 " said absent, %" PRIu64
+	       " false positives (%.3f%% of absent answers' candidates), %.3f data block "
+	       "reads per lookup\n",
+	       checked, useful, fp, useful + fp ? 100.0 * (double)fp / (double)(useful + fp) : 0.0,
+	       lookups ? (double)reads / (double)lookups : 0.0);
+}
+
 static void run_benchmark(struct bench *b, int bi)
 {
 	const struct flags *f = b->f;
@@ -847,6 +946,8 @@ static void run_benchmark(struct bench *b, int bi)
 	b->kind = bench_table[bi].kind;
 	b->num = f->num;
 	b->reads = f->reads < 0 ? f->num : f->reads;
+	if (b->kind == B_READRANDOM)
+		setup_read_dist(b);
 	b->write_flags = f->sync ? STORE_WRITE_SYNC : 0;
 	if (b->kind == B_FILLSYNC) {
 		b->num /= 1000;
@@ -928,6 +1029,10 @@ static void run_benchmark(struct bench *b, int bi)
 	       extra[0] ? " " : "", extra);
 	if (f->histogram)
 		hist_print(&hist, bench_table[bi].writes ? "write" : "read");
+	if (b->kind == B_READRANDOM) {
+		store_get_stats(b->st, &after);
+		print_filter_report(b, &before, &after, ops);
+	}
 	if (bench_table[bi].writes) {
 		store_get_stats(b->st, &after);
 		print_write_amp(&before, &after);
@@ -954,9 +1059,11 @@ static void print_header(const struct bench *b)
 	printf("Compression: %s\n",
 	       b->opt.compression == STORE_COMPRESSION_LZ4 ? "LZ4" : "NoCompression");
 	printf("Threads:    %" PRId64 " (each does the full count)\n", f->threads);
+	char filter[64];
+	store_filter_format(&b->opt.filter, filter, sizeof(filter));
 	printf("Options:    write_buffer_size=%zu block_size=%zu block_cache=%zu "
-	       "bloom_bits=%d\n", b->opt.write_buffer_size, b->opt.block_size,
-	       b->opt.block_cache_bytes, b->opt.bloom_bits_per_key);
+	       "filter=%s\n", b->opt.write_buffer_size, b->opt.block_size,
+	       b->opt.block_cache_bytes, filter);
 	printf("            target_file_size=%" PRIu64 " level_base_bytes=%" PRIu64
 	       " l0 triggers=%d/%d/%d max_open_files=%d sync=%d\n",
 	       b->opt.target_file_size, b->opt.level_base_bytes,
@@ -979,8 +1086,15 @@ static void make_options(const struct flags *f, struct store_options *o)
 	else
 		usage_error("--compression_type: '%s' is not lz4 or none",
 			    f->compression_type);
-	if (f->bloom_bits >= 0)
-		o->bloom_bits_per_key = (int)f->bloom_bits;
+	if (f->bloom_bits == 0)
+		o->filter = (struct store_filter){STORE_FILTER_NONE, 0, 0};
+	else if (f->bloom_bits > 0)
+		o->filter = (struct store_filter){STORE_FILTER_BLOOM, (unsigned)f->bloom_bits, 1};
+	if (f->filter_memory >= 0)
+		o->filter_memory = (uint64_t)f->filter_memory;
+	if (f->filter && store_filter_parse(f->filter, &o->filter))
+		usage_error("--filter: '%s' is not none, bloom[:BITS], elastic[:UNITSxBITS] "
+			    "or quotient[:BITS]", f->filter);
 	if (f->cache_size >= 0)
 		o->block_cache_bytes = (size_t)f->cache_size;
 	if (f->write_buffer_size > 0)
@@ -1006,6 +1120,8 @@ int main(int argc, char **argv)
 {
 	struct flags f = {
 		.benchmarks = "fillseq,fillrandom,overwrite,readrandom,readseq",
+		.filter_memory = -1,
+		.read_dist = "uniform",
 		.num = 1000000,
 		.reads = -1,
 		.key_size = 16,

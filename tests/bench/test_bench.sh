@@ -465,9 +465,17 @@ leftovers "SIGTERM"
 # case that once left a mount behind.
 for delay in 0.05 0.3 0.7 1.1 1.6 2.2; do
 	: > "$T/loop.err"
+	rm -rf "$T/loop"
 	"$BENCH" seqwrite "$D1" "$D2" --size 96M --bs 64k,1M --files 1,2 --jobs 1 --out "$T/loop" \
 		> /dev/null 2> "$T/loop.err" &
 	bgpid=$!
+	# The delay counts from the --out directory, made once the signal
+	# handlers are in place: a SIGINT before that is ignored, as the
+	# shell starts a background job with SIGINT ignored.
+	for ((i = 0; i < 3000; i++)); do
+		[[ -d $T/loop ]] || ! kill -0 "$bgpid" 2>/dev/null && break
+		sleep 0.01
+	done
 	sleep "$delay"
 	if kill -0 "$bgpid" 2>/dev/null; then
 		stop_bg INT

@@ -41,6 +41,20 @@ umount_wait() { # LIST
 	done
 	return 1
 }
+# Mount in the foreground, the daemon's log (stderr) into LOG, ARGS (options
+# and the disk list) before $M; 1 when it does not come up.
+mount_fg() { # LOG ARGS...
+	local log=$1
+	shift
+	"$LSMFS" -f "$@" "$M" 2> "$log" &
+	local pid=$!
+	for _ in $(seq 200); do
+		mounted && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
 sums() { (cd "$M" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
 check_sums() { # WHAT: every file as $T/sums says
 	local got

@@ -14,24 +14,14 @@
 #     stale: mounted again with it back, it is brought up to date, never
 #     read as current; mounted with only the stale copy, the mount is
 #     refused;
+#   - every read of a copy's files failing (eiofs) under an appender and a
+#     reader: no error to them, reads answered from the other copy, the
+#     copy dropped; copy add and remove restore the count; fsck clean;
 #   - SIGKILL of the daemon during `copy add`: the next mount finds every
 #     file, fsck clean.
 NAME=test_copies
 # shellcheck source=tests/disk/lib.sh
 source "$(dirname "$0")/lib.sh"
-
-# Mount LIST in the foreground, its log (stderr) into LOG; 1 when it does
-# not come up.
-mount_fg() { # LIST LOG
-	"$LSMFS" -f "$1" "$M" 2> "$2" &
-	local pid=$!
-	for _ in $(seq 200); do
-		mounted && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
 
 D0=$T/d0 D1=$T/d1 D2=$T/d2
 mkdir -p "$D0" "$D1" "$D2" "$M"
@@ -39,7 +29,7 @@ mkdir -p "$D0" "$D1" "$D2" "$M"
 L=$D0:$D1:$D2
 for c in 0 1; do [[ -f ${T}/d$c/.lsmfs/meta/CURRENT ]] || fail "mkfs: no copy of the store on disk $c"; done
 [[ ! -e $D2/.lsmfs/meta ]] || fail "mkfs: a third copy on disk 2"
-mount_fg "$L" "$T/daemon.log" || { echo "mount failed" >&2; exit 1; }
+mount_fg "$T/daemon.log" "$L" || { echo "mount failed" >&2; exit 1; }
 mkdir -p "$M/a/b"
 for i in $(seq 40); do head -c $((i * 3000)) /dev/urandom > "$M/a/f$i"; done
 head -c 3000000 /dev/urandom > "$M/static"
@@ -87,7 +77,7 @@ cmp -s <(cd "$D0/.lsmfs/meta" && ls *.sst CURRENT MANIFEST-* | xargs sha256sum) 
 	fail "the copies on disks 0 and 2 differ after a clean unmount"
 
 # ---- a flipped byte in copy 0's table and in its commit log ----
-mount_fg "$L" "$T/daemon.log" || fail "mount for the log"
+mount_fg "$T/daemon.log" "$L" || fail "mount for the log"
 for i in $(seq 41 60); do head -c 700 /dev/urandom > "$M/a/f$i"; done
 sync -f "$M/a/f60" # the store's commit log synced: its records are durable
 sums > "$T/sums"
@@ -101,7 +91,7 @@ sst=$(ls -S "$D0/.lsmfs/meta/"*.sst | head -1)
 [[ $(stat -c %s "$log") -gt 200 ]] || fail "no commit log with records to damage: $(ls -l "$D0/.lsmfs/meta")"
 printf '\xff\xff' | dd of="$log" bs=1 seek=40 conv=notrunc status=none
 printf '\xff\xff\xff\xff' | dd of="$sst" bs=1 seek=100 conv=notrunc status=none
-mount_fg "$L" "$T/daemon.log" || fail "mount with a damaged copy"
+mount_fg "$T/daemon.log" "$L" || fail "mount with a damaged copy"
 check_sums "damaged copy 0"
 umount_wait "$L" || fail "unmount after the damage"
 grep -q "$(basename "$log"): .*rewritten from" "$T/daemon.log" ||
@@ -119,7 +109,7 @@ PL=$P/d0:$P/d1
 echo one > "$M/one"
 umount_wait "$PL"
 mv "$P/m2" "$P/m2.away"
-mount_fg "$PL" "$T/daemon.log" || fail "mount without m2 (degraded)"
+mount_fg "$T/daemon.log" "$PL" || fail "mount without m2 (degraded)"
 grep -q "DEGRADED" "$T/daemon.log" || fail "mount without m2: not said degraded: $(cat "$T/daemon.log")"
 echo two > "$M/two"
 umount_wait "$PL"
@@ -133,14 +123,14 @@ mounted && { fusermount3 -u "$M"; fail "mounted with only the stale copy"; }
 grep -q "no other copy of the store that is up to date" <<<"$out" ||
 	fail "only the stale copy: refused without saying why: $out"
 mv "$P/m1.away" "$P/m1"
-mount_fg "$PL" "$T/daemon.log" || fail "mount with m2 back"
+mount_fg "$T/daemon.log" "$PL" || fail "mount with m2 back"
 [[ $(cat "$M/two" 2>/dev/null) == two ]] || fail "m2 back: the write made without it is gone"
 umount_wait "$PL"
 grep -q "copy 1 ($P/m2) was stale: brought up to date" "$T/daemon.log" ||
 	fail "m2 back: not said brought up to date: $(cat "$T/daemon.log")"
 # Now m2 alone has everything.
 mv "$P/m1" "$P/m1.away"
-mount_fg "$PL" "$T/daemon.log" || fail "mount with m2 alone"
+mount_fg "$T/daemon.log" "$PL" || fail "mount with m2 alone"
 [[ $(cat "$M/two" 2>/dev/null) == two && $(cat "$M/one" 2>/dev/null) == one ]] ||
 	fail "m2 alone, brought up to date: files missing"
 umount_wait "$PL"
@@ -150,6 +140,53 @@ grep -q "LSMFS-0107 copy 0 " <<<"$out" || fail "m1 away for a mount: fsck does n
 "$LSMFS" "$PL" "$M" || fail "mount with m1 back"
 umount_wait "$PL"
 fsck_clean "$PL" "a copy away and back"
+
+# ---- a copy's files unreadable (a failing disk, eiofs) under load ----
+E=$T/eio ES=$T/eiosrc RULES=$T/rules Q=$T/q
+mkdir -p "$E" "$ES" "$Q/d0" "$Q/d1" "$T/m1"
+: > "$RULES"
+"$B/tests/disk/eiofs" "$ES" "$E" "$RULES" -f 2> "$T/eiofs.err" &
+for _ in $(seq 100); do mountpoint -q "$E" && break; sleep 0.05; done
+if ! mountpoint -q "$E"; then
+	fail "eiofs did not mount: $(cat "$T/eiofs.err")"
+else
+	mkdir "$E/m0"
+	"$MKFS" -q --sections 16 --meta "$E/m0,$T/m1" "$Q/d0" "$Q/d1" || fail "mkfs --meta eio/m0,m1"
+	QL=$Q/d0:$Q/d1
+	mount_fg "$T/daemon.log" -o cache_mib=1 "$QL" || fail "mount with copy 0 on eiofs"
+	mkdir "$M/s"
+	for i in $(seq 3000); do echo "small file $i of the store" > "$M/s/f$i"; done
+	sums > "$T/sums"
+	umount_wait "$QL" # the files in tables, the block cache cold after
+	mount_fg "$T/daemon.log" -o cache_mib=1 "$QL" || fail "mount again with copy 0 on eiofs"
+	rm -f "$T/stop"
+	"$CHURN" append "$M/appended" "$T/stop" > "$T/append.out" 2>&1 & P1=$!
+	( while [[ ! -e $T/stop ]]; do cat "$M"/s/* > /dev/null || echo "read error" >> "$T/reader.err"
+	  done ) & P2=$!
+	sleep 0.5
+	echo "m0/" > "$RULES.new" && mv "$RULES.new" "$RULES" # every read of copy 0 fails
+	for _ in $(seq 150); do
+		out=$("$DISK" "$M" status 2>&1)
+		grep -q "copy 0: .*: failed" <<<"$out" && break
+		sleep 0.1
+	done
+	grep -q "copy 0: .*: failed" <<<"$out" && grep -q DEGRADED <<<"$out" ||
+		fail "copy 0 unreadable: not dropped: $out"
+	out=$("$DISK" "$M" copy add 0 2>&1) || fail "copy add after copy 0 failed reads: $out"
+	out=$("$DISK" "$M" copy remove 0 2>&1) || fail "copy remove of the unreadable copy: $out"
+	touch "$T/stop"
+	wait "$P1" || fail "append under an unreadable copy: $(cat "$T/append.out")"
+	wait "$P2"
+	[[ ! -s $T/reader.err ]] || fail "the reader saw errors with copy 0 unreadable"
+	rm -f "$M/appended"
+	check_sums "copy 0 unreadable"
+	umount_wait "$QL" || fail "unmount after copy 0 went unreadable"
+	grep -q "$E/m0: .*failed: Input/output error.*$T/m1" "$T/daemon.log" ||
+		fail "the log does not say copy 0's reads failed and copy 1 answered: $(tail -5 "$T/daemon.log")"
+	: > "$RULES"
+	fsck_clean "$QL" "copy 0 unreadable, replaced"
+	fusermount3 -u "$E"
+fi
 
 # ---- SIGKILL of the daemon during copy add ----
 "$LSMFS" "$L" "$M" || fail "mount for the kills"

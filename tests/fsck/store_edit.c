@@ -5,6 +5,7 @@
  *   store_edit DIR put KEY VALUE
  *   store_edit DIR del KEY
  *   store_edit DIR list PREFIX    "KEY VALUE" per key that starts so
+ *   store_edit DIR delprefix PREFIX   delete every key that starts so
  */
 #include <errno.h>
 #include <stdio.h>
@@ -86,6 +87,29 @@ int main(int argc, char **argv)
 			rc = store_iter_status(it);
 			store_iter_free(it);
 		}
+	} else if (!strcmp(argv[2], "delprefix")) {
+		/* Keys first (an iterator over a store being written is a
+		 * snapshot), then one synced batch. */
+		struct store_iter *it;
+		struct store_iter_options io = {0};
+		struct store_batch *b = store_batch_new();
+		rc = b ? store_iter_new(st, &io, &it) : -ENOMEM;
+		if (!rc) {
+			for (store_iter_seek(it, k, kl); !rc && store_iter_valid(it);
+			     store_iter_next(it)) {
+				size_t l1;
+				const unsigned char *key = store_iter_key(it, &l1);
+				if (l1 < kl || memcmp(key, k, kl))
+					break;
+				rc = store_batch_delete(b, key, l1);
+			}
+			if (!rc)
+				rc = store_iter_status(it);
+			store_iter_free(it);
+		}
+		if (!rc)
+			rc = store_write(st, b, STORE_WRITE_SYNC);
+		store_batch_free(b);
 	} else if (!strcmp(argv[2], "put") && argc > 4) {
 		rc = store_put(st, k, kl, v, vl, STORE_WRITE_SYNC);
 	} else if (!strcmp(argv[2], "del")) {

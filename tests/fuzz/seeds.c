@@ -37,6 +37,7 @@
 #include "fs.h"
 #include "fs_int.h"
 #include "schema.h"
+#include "filter.h"
 #include "sst.h"
 #include "store.h"
 #include "wal.h"
@@ -125,6 +126,12 @@ static void cut_table(const char *path, uint8_t *d, size_t n)
 		die("%s: index block", path);
 	seed("block", d + index.offset, (size_t)index.size);
 
+	/* Format 2: the filter block is a descriptor; seed its first part. */
+	struct filter_desc fd;
+	if (filter.size && get_le32(f + 40) >= 2 &&
+	    !filter_desc_decode(d + filter.offset, (size_t)filter.size, filter.offset, &fd) &&
+	    fd.nparts)
+		filter = fd.parts[0];
 	struct buf bloom;
 	buf_init(&bloom);
 	if (filter.size) {

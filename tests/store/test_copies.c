@@ -160,6 +160,26 @@ static void flip(const char *path, long off)
 	close(fd);
 }
 
+/* A byte flipped in a data block of every table in dir; how many. */
+static int flip_tables(const char *dir)
+{
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *de;
+	int tables = 0;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		if (l > 4 && strcmp(de->d_name + l - 4, ".sst") == 0) {
+			char p[1024];
+			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+			flip(p, 100);
+			tables++;
+		}
+	}
+	closedir(d);
+	return tables;
+}
+
 /* The first file in dir ending in suffix (name into out). */
 static bool find_file(const char *dir, const char *suffix, char *out, size_t cap)
 {
@@ -216,19 +236,7 @@ START_TEST(test_table_flip_healed)
 	/* Damage every table of copy a, the one read first, in a data block
 	 * (copy b's damage is found by a scrub: fsck). */
 	const char *bad = f.a, *good = f.b;
-	DIR *d = opendir(bad);
-	struct dirent *de;
-	int tables = 0;
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		if (l > 4 && strcmp(de->d_name + l - 4, ".sst") == 0) {
-			char p[1024];
-			snprintf(p, sizeof(p), "%s/%s", bad, de->d_name);
-			flip(p, 100);
-			tables++;
-		}
-	}
-	closedir(d);
+	int tables = flip_tables(bad);
 	ck_assert_int_gt(tables, 0);
 	tu_log_clear(&f.log);
 	ck_assert_int_eq(store_open(f.a, &f.o, &st), 0);
@@ -242,7 +250,8 @@ START_TEST(test_table_flip_healed)
 	ck_assert_int_eq(store_close(st), 0);
 	ck_assert_int_eq(f.failed_calls, 0);
 	/* The bad copy's tables are whole again. */
-	d = opendir(bad);
+	DIR *d = opendir(bad);
+	struct dirent *de;
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
 		if (l > 4 && strcmp(de->d_name + l - 4, ".sst") == 0) {
@@ -470,6 +479,101 @@ START_TEST(test_copy_added_online)
 }
 END_TEST
 
+/* A checkpoint taken while a thread writes (store_checkpoint): it opens
+ * alone and holds every write acknowledged before the call, and the
+ * writer's keys it holds are a prefix (a consistent cut); into a
+ * directory that is not empty it is refused. */
+START_TEST(test_checkpoint_online)
+{
+	struct fixture f;
+	fx_init(&f);
+	struct store *st;
+	ck_assert_int_eq(store_open(f.a, &f.o, &st), 0);
+	put_keys(st, 0, NKEYS, "one");
+	struct writer_arg w = { .st = st };
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, writer_main, &w), 0);
+	while (w.written < 2000)
+		usleep(1000);
+	char ck[600];
+	snprintf(ck, sizeof(ck), "%s/ck", f.root);
+	int before = w.written;
+	struct store_checkpoint_info info;
+	int rc = store_checkpoint(st, ck, &info);
+	if (rc)
+		tu_log_dump(&f.log, "  log: ");
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_gt(info.tables, 0);
+	ck_assert_int_eq(store_checkpoint(st, ck, &info), -ENOTEMPTY);
+	w.stop = true;
+	pthread_join(t, NULL);
+	ck_assert_int_eq(store_close(st), 0);
+	struct store_options o = f.o;
+	o.copies = NULL;
+	o.ncopies = 0;
+	o.read_only = true;
+	ck_assert_int_eq(store_open(ck, &o, &st), 0);
+	check_keys(st, 0, NKEYS, "one");
+	int held = 0;
+	for (int i = 0; i < w.written; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "w%08d", i);
+		void *got = NULL;
+		size_t len = 0;
+		rc = store_get(st, NULL, key, strlen(key), &got, &len);
+		ck_assert_msg(rc == 0 || rc == -ENOENT, "%s: %d", key, rc);
+		free(got);
+		if (rc == 0) {
+			ck_assert_msg(held == i, "%s in the checkpoint, w%08d not", key, held);
+			held++;
+		}
+	}
+	ck_assert_msg(held >= before, "the checkpoint holds %d writes, %d were acknowledged before",
+		      held, before);
+	ck_assert_int_eq(store_close(st), 0);
+	fx_free(&f);
+}
+END_TEST
+
+static void no_report(void *ctx, const char *line)
+{
+	(void)ctx;
+	(void)line;
+}
+
+/* A checkpoint of a store whose first copy has damaged tables takes them
+ * from the other copy (each table checked after it is copied). */
+START_TEST(test_checkpoint_damaged_copy)
+{
+	struct fixture f;
+	fx_init(&f);
+	struct store *st;
+	ck_assert_int_eq(store_open(f.a, &f.o, &st), 0);
+	put_keys(st, 0, NKEYS, "one");
+	ck_assert_int_eq(store_flush(st), 0);
+	/* Settled (no compaction left to read, and so heal, the tables), then
+	 * damaged while closed. */
+	ck_assert_int_eq(store_compact_range(st, NULL, 0, NULL, 0), 0);
+	ck_assert_int_eq(store_close(st), 0);
+	ck_assert_int_gt(flip_tables(f.a), 0);
+	ck_assert_int_eq(store_open(f.a, &f.o, &st), 0);
+	char ck[600];
+	snprintf(ck, sizeof(ck), "%s/ck", f.root);
+	struct store_checkpoint_info info;
+	ck_assert_int_eq(store_checkpoint(st, ck, &info), 0);
+	ck_assert_int_eq(store_close(st), 0);
+	struct store_options o = f.o;
+	o.copies = NULL;
+	o.ncopies = 0;
+	o.read_only = true;
+	ck_assert_int_eq(store_verify(ck, &o, no_report, NULL), 0);
+	ck_assert_int_eq(store_open(ck, &o, &st), 0);
+	check_keys(st, 0, NKEYS, "one");
+	ck_assert_int_eq(store_close(st), 0);
+	fx_free(&f);
+}
+END_TEST
+
 static Suite *copies_suite(void)
 {
 	Suite *s = suite_create("copies");
@@ -482,6 +586,8 @@ static Suite *copies_suite(void)
 	tcase_add_loop_test(tc, test_stale_copy, 0, 2);
 	tcase_add_loop_test(tc, test_copy_dropped, 0, 2);
 	tcase_add_loop_test(tc, test_copy_added_online, 0, 2);
+	tcase_add_test(tc, test_checkpoint_online);
+	tcase_add_test(tc, test_checkpoint_damaged_copy);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -92,7 +92,7 @@ static void opts(struct store_options *o, struct tu_log *log)
 	o->target_file_size = 32 * 1024;
 	o->level_base_bytes = 128 * 1024;
 	o->block_size = 1024;
-	o->bloom_bits_per_key = 10;
+	store_filter_default(&o->filter);
 	o->compression = STORE_COMPRESSION_NONE;
 	o->block_cache_bytes = 0; /* every read goes to the file */
 	if (log) {

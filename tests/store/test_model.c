@@ -641,21 +641,21 @@ static void configure(struct ctx *c)
 	switch (c->tcase) {
 	case 0:
 		c->opt.compression = STORE_COMPRESSION_NONE;
-		c->opt.bloom_bits_per_key = 0;
+		c->opt.filter.kind = STORE_FILTER_NONE;
 		break;
 	case 1:
 		c->opt.compression = STORE_COMPRESSION_LZ4;
-		c->opt.bloom_bits_per_key = 10;
+		c->opt.filter = (struct store_filter){STORE_FILTER_BLOOM, 10, 1};
 		c->opt.block_cache_bytes = 64 * 1024; /* lots of eviction */
 		break;
 	case 2:
 		c->opt.compression = STORE_COMPRESSION_NONE;
-		c->opt.bloom_bits_per_key = 10;
+		c->opt.filter = (struct store_filter){STORE_FILTER_QUOTIENT, 8, 1};
 		c->opt.block_restart_interval = 1;
 		break;
 	default:
 		c->opt.compression = STORE_COMPRESSION_LZ4;
-		c->opt.bloom_bits_per_key = 0;
+		c->opt.filter = (struct store_filter){STORE_FILTER_ELASTIC, 3, 4};
 		c->opt.block_restart_interval = 4;
 		c->opt.max_open_files = 20; /* table cache eviction */
 		break;

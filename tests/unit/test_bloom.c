@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "coding.h"
+#include "filter.h"
 #include "sst.h"
 
 /* ---- Bloom filter ---- */

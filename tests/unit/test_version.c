@@ -1044,7 +1044,7 @@ static uint64_t build_table(struct fx *f, uint64_t number, int from, int to,
 	sst_file_name(path, sizeof(path), f->dir, number);
 	struct sst_builder_options bo = { .block_size = 256,
 					  .restart_interval = 4,
-					  .bloom_bits_per_key = 10,
+					  .filter = {STORE_FILTER_BLOOM, 10, 1},
 					  .compression = STORE_COMPRESSION_NONE };
 	struct sst_builder *b;
 	ck_assert_int_eq(sst_builder_new(store_env_posix(), path, &bo, &b), 0);

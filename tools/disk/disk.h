@@ -33,9 +33,10 @@ struct session {
 
 /* Connect to the daemon that has target (a mount point, or DISK[:DISK...])
  * mounted, or open the disks offline: locked when writable, else read-only
- * and unlocked (status, dry runs).  0, or an exit code with the reason
+ * and unlocked (status, dry runs); degraded: disks may be missing from
+ * the list (status, remove --lost).  0, or an exit code with the reason
  * printed. */
-int session_open(struct session *s, const char *target, bool writable);
+int session_open(struct session *s, const char *target, bool writable, bool degraded);
 void session_close(struct session *s);
 /* Send one request; line(ctx, text) gets every line of the answer but the
  * last.  0, or the request's negative errno with its message in err. */
@@ -50,6 +51,7 @@ struct disk_info {
 	char *path;
 	uint64_t capacity, used, available, device, sections, bytes;
 	bool usable;
+	bool missing;               /* not there (a degraded mount); path: its last */
 };
 struct status {
 	char fs_uuid[37];

@@ -7,6 +7,9 @@
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT move SECTION DISK-INDEX
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT add NEWDISK [-f] [--weight W] [--no-balance]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT remove DISK [--dry-run] [--evacuate]
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT remove --lost DISK|missing
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT backup DIR
+ *   lsmfs-disk DISK[:DISK...] restore DIR
  *
  * With a daemon mounted on the disks, the daemon does the moves (its
  * control socket, fs/SCHEMA.md "Control requests"); without one, this
@@ -58,6 +61,12 @@ static void usage(FILE *f)
 		"                     in use (restores the copy count after a copy failed)\n"
 		"  copy remove N      remove copy N of the metadata store (not the last)\n"
 		"  copy move N DISK   copy add DISK, then copy remove N\n"
+		"  backup DIR         a consistent copy of the metadata store in DIR (new or\n"
+		"                     empty), taken while mounted; chunk files are not in it\n"
+		"  restore DIR        (unmounted) put backup DIR's metadata store back onto\n"
+		"                     the disks it was taken with, which hold the chunk\n"
+		"                     files; files whose chunk files went since are listed\n"
+		"                     (\"lost: PATH ...\") and read as EIO there\n"
 		"\n"
 		"Options:\n"
 		"      --json         status: one JSON object, as the daemon reports it\n"
@@ -73,6 +82,12 @@ static void usage(FILE *f)
 		"                     not copied (it reads as EIO until fsck.lsmfs -y makes\n"
 		"                     it a hole), and stops nothing; exit 0 once the disk\n"
 		"                     is removed, whatever was lost (the list says)\n"
+		"      --lost         remove: the disk is dead for good and gone (mounted with\n"
+		"                     -o degraded without it; DISK may be `missing`): its\n"
+		"                     sections go, empty, to the other disks; the files that\n"
+		"                     had bytes on it are listed (\"lost: PATH ...\") and read\n"
+		"                     as EIO there until truncated below them or removed;\n"
+		"                     its copy of the metadata store is replaced\n"
 		"  -h, --help         this text\n"
 		"  -V, --version      the version\n"
 		"\n"
@@ -110,10 +125,17 @@ static int cmd_status(struct session *s, bool json)
 		size_format(d->used, used, sizeof(used));
 		size_format(d->bytes, held, sizeof(held));
 		printf("%-5u %-36s %10s %10s %8" PRIu64 " %10s  %s%s\n", d->index, d->uuid, cap, used,
-		       d->sections, held, d->path, d->usable ? "" : " (replaced or gone: unusable)");
+		       d->sections, held, d->path,
+		       d->missing ? " MISSING (its chunks fail with EIO; " PROG " remove --lost drops it)"
+		       : d->usable ? "" : " (replaced or gone: unusable)");
 	}
+	bool copy_down = false;
+	for (uint32_t c = 0; c < st.ncopies; c++)
+		copy_down |= strcmp(st.copy[c].state, "in-sync") != 0;
+	if (st.degraded && !copy_down)
+		printf("DEGRADED: a disk is missing or unusable (above)\n");
 	printf("metadata store: %u cop%s%s\n", st.ncopies, st.ncopies == 1 ? "y" : "ies",
-	       st.degraded ? ", DEGRADED (restore the count: " PROG " ... copy add DISK)" : "");
+	       copy_down ? ", DEGRADED (restore the count: " PROG " ... copy add DISK)" : "");
 	for (uint32_t c = 0; c < st.ncopies; c++) {
 		char where[32] = "";
 		if (st.copy[c].disk >= 0)
@@ -330,6 +352,13 @@ static int plan_and_move(struct session *s, const struct status *st, const doubl
 {
 	struct plan pl;
 	bool even = drain == UINT32_MAX;
+	for (uint32_t i = 0; i < st->ndisks; i++)
+		if (st->disk[i].missing) {
+			fprintf(stderr, PROG ": disk %u is missing (a degraded mount): its sections "
+				"cannot move; mount with it, or drop it with remove --lost\n",
+				st->disk[i].index);
+			return EXIT_FAILED;
+		}
 	int rc = even ? plan_rebalance(st, weight, &pl) : plan_drain(st, weight, drain, &pl);
 	if (rc) {
 		fprintf(stderr, PROG ": %s\n",
@@ -465,7 +494,8 @@ static int cmd_add(struct session *s, const char *disk, bool force, double w, bo
 	return rc;
 }
 
-/* DISK as an index or as a path (resolved, matched to a disk's). */
+/* DISK as an index or as a path (resolved, matched to a disk's; a
+ * missing disk's by the path it had). */
 static int find_disk(const struct status *st, const char *disk)
 {
 	char *end;
@@ -475,8 +505,9 @@ static int find_disk(const struct status *st, const char *disk)
 		return i < LSMFS_MAX_DISKS ? status_disk(st, (uint32_t)i) : -1;
 	char *path = realpath(disk, NULL);
 	int found = -1;
-	for (uint32_t j = 0; path && j < st->ndisks; j++)
-		if (!strcmp(st->disk[j].path, path))
+	for (uint32_t j = 0; j < st->ndisks; j++)
+		if (!strcmp(st->disk[j].path, path ? path : disk) ||
+		    (st->disk[j].missing && !strcmp(st->disk[j].path, disk)))
 			found = (int)j;
 	free(path);
 	return found;
@@ -664,6 +695,180 @@ out:
 	return rc;
 }
 
+static void lost_file(void *ctx, const char *text)
+{
+	(void)ctx;
+	if (strncmp(text, "lost ", 5))
+		return;
+	struct jv *v = NULL;
+	char err[128];
+	if (jv_parse(text + 5, strlen(text + 5), &v, err, sizeof(err)))
+		v = NULL;
+	const struct jv *p = v ? jv_get(v, "path") : NULL;
+	uint64_t chunks = 0, bytes = 0;
+	const struct jv *c = v ? jv_get(v, "chunks") : NULL, *b = v ? jv_get(v, "bytes") : NULL;
+	if (p && p->type == JV_STRING && !jv_u64(c, &chunks) && !jv_u64(b, &bytes)) {
+		char sz[32];
+		size_format(bytes, sz, sizeof(sz));
+		printf("lost: ");
+		put_name(p->str);
+		printf(": %" PRIu64 " chunk%s, %s (EIO until truncated below them or removed)\n",
+		       chunks, chunks == 1 ? "" : "s", sz);
+	} else {
+		printf("lost: %s\n", text + 5); /* as the daemon said it */
+	}
+	if (v)
+		jv_free(v);
+}
+
+/* `remove --lost DISK`: a disk dead for good, missing from the mount.
+ * Its copies of the store are replaced first (as remove does), then the
+ * daemon (or fs_control) gives its sections away and detaches it. */
+static int cmd_remove_lost(struct session *s, const char *disk)
+{
+	struct status st;
+	char err[1200];
+	if (status_read(s, &st, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
+		return EXIT_FAILED;
+	}
+	int rc = EXIT_FAILED, at = -1;
+	if (!strcmp(disk, "missing")) {
+		for (uint32_t i = 0; i < st.ndisks; i++)
+			if (st.disk[i].missing) {
+				if (at >= 0) {
+					fprintf(stderr, PROG ": more than one disk is missing: name one\n");
+					goto out;
+				}
+				at = (int)i;
+			}
+		if (at < 0) {
+			fprintf(stderr, PROG ": no disk is missing\n");
+			goto out;
+		}
+	} else if ((at = find_disk(&st, disk)) < 0) {
+		fprintf(stderr, PROG ": %s: not a disk of this filesystem\n", disk);
+		goto out;
+	}
+	uint32_t idx = st.disk[at].index;
+	if (st.disk[at].usable) {
+		fprintf(stderr, PROG ": disk %u (%s) is there: --lost is for a disk that is gone "
+			"(mount -o degraded without it); remove it without --lost%s\n", idx,
+			st.disk[at].path, " (with --evacuate when it fails)");
+		goto out;
+	}
+	/* Each copy of the store it held, replaced: the highest number
+	 * first (a removal renumbers those after it). */
+	for (int c = (int)st.ncopies - 1; c >= 0; c--) {
+		if (st.copy[c].disk != (int64_t)idx)
+			continue;
+		if ((rc = move_copy_off(s, &st, idx)) != EXIT_DONE)
+			goto out;
+		status_free(&st);
+		if (status_read(s, &st, err, sizeof(err))) {
+			fprintf(stderr, PROG ": %s: %s\n", s->where, err);
+			return EXIT_FAILED;
+		}
+		at = status_disk(&st, idx);
+		c = (int)st.ncopies;
+	}
+	char req[32];
+	snprintf(req, sizeof(req), "drop-lost %u", idx);
+	if (session_ask(s, req, lost_file, NULL, err, sizeof(err))) {
+		fprintf(stderr, PROG ": dropping disk %u: %s\n", idx, err);
+		rc = EXIT_FAILED;
+		goto out;
+	}
+	printf("removed disk %u (lost): the files listed above read as EIO where their bytes "
+	       "were on it\n", idx);
+	rc = EXIT_DONE;
+out:
+	status_free(&st);
+	return rc;
+}
+
+static void backup_line(void *ctx, const char *text)
+{
+	(void)ctx;
+	if (strncmp(text, "backup ", 7)) {
+		printf("%s\n", text);
+		return;
+	}
+	struct jv *v = NULL;
+	char err[128];
+	uint64_t tables = 0, bytes = 0;
+	if (jv_parse(text + 7, strlen(text + 7), &v, err, sizeof(err)) == 0 &&
+	    !jv_u64(jv_get(v, "tables"), &tables) && !jv_u64(jv_get(v, "bytes"), &bytes)) {
+		char sz[32];
+		size_format(bytes, sz, sizeof(sz));
+		printf("backup of the metadata store: %" PRIu64 " table%s, %s\n", tables,
+		       tables == 1 ? "" : "s", sz);
+	} else {
+		printf("%s\n", text);
+	}
+	if (v)
+		jv_free(v);
+}
+
+static int cmd_backup(struct session *s, const char *dir)
+{
+	char abs[PATH_MAX + 2], cwd[PATH_MAX];
+	if (dir[0] == '/')
+		snprintf(abs, sizeof(abs), "%s", dir);
+	else if (getcwd(cwd, sizeof(cwd)))
+		snprintf(abs, sizeof(abs), "%s/%s", cwd, dir);
+	else
+		abs[0] = 0;
+	if (!abs[0] || strlen(abs) > 200) {
+		fprintf(stderr, PROG ": %s: path too long\n", dir);
+		return EXIT_FAILED;
+	}
+	char req[256], err[1200];
+	snprintf(req, sizeof(req), "backup %s", abs);
+	if (session_ask(s, req, backup_line, NULL, err, sizeof(err))) {
+		fprintf(stderr, PROG ": backup into %s: %s\n", abs, err);
+		return EXIT_FAILED;
+	}
+	printf("backup in %s: restore with " PROG " DISKS restore %s (unmounted)\n", abs, abs);
+	return EXIT_DONE;
+}
+
+static void restore_log(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, PROG ": %s\n", msg);
+}
+
+static int restore_out(void *ctx, const char *line)
+{
+	if (!strncmp(line, "lost ", 5))
+		lost_file(ctx, line);
+	else if (strcmp(line, "restored"))
+		printf("%s\n", line);
+	return 0;
+}
+
+/* `restore DIR`: offline only, the disks locked. */
+static int cmd_restore(const char *target, const char *dir)
+{
+	char err[1200];
+	struct lsmfs_diskset *ds;
+	int rc = diskset_open(target, DISKSET_LOCK | DISKSET_RESTORE, &ds, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, PROG ": %s%s\n", err,
+			rc == -EBUSY ? " (unmount it first: a restore is offline)" : "");
+		return EXIT_FAILED;
+	}
+	rc = fs_restore(ds, dir, restore_log, NULL, restore_out, NULL, err, sizeof(err));
+	diskset_close(ds);
+	if (rc) {
+		fprintf(stderr, PROG ": restoring %s: %s\n", dir, err);
+		return EXIT_FAILED;
+	}
+	printf("restored the metadata store from %s\n", dir);
+	return EXIT_DONE;
+}
+
 static int cmd_move(struct session *s, const char *sec, const char *disk)
 {
 	char *end;
@@ -692,7 +897,7 @@ static int number(const char *text, double *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_WEIGHT, OPT_NO_BALANCE, OPT_EVACUATE };
+	enum { OPT_JSON = 256, OPT_WEIGHT, OPT_NO_BALANCE, OPT_EVACUATE, OPT_LOST };
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, OPT_JSON},
 		{"dry-run", no_argument, NULL, 'n'},
@@ -700,11 +905,13 @@ int main(int argc, char **argv)
 		{"force", no_argument, NULL, 'f'},
 		{"no-balance", no_argument, NULL, OPT_NO_BALANCE},
 		{"evacuate", no_argument, NULL, OPT_EVACUATE},
+		{"lost", no_argument, NULL, OPT_LOST},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	bool json = false, dry = false, force = false, no_balance = false, evacuate = false;
+	bool lost = false;
 	char *weights[LSMFS_MAX_DISKS];
 	int nw = 0, c;
 	while ((c = getopt_long(argc, argv, "+nfhV", longopts, NULL)) != -1) {
@@ -723,6 +930,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_EVACUATE:
 			evacuate = true;
+			break;
+		case OPT_LOST:
+			lost = true;
 			break;
 		case OPT_WEIGHT:
 			if (nw == LSMFS_MAX_DISKS) {
@@ -756,6 +966,8 @@ int main(int argc, char **argv)
 			no_balance = true;
 		} else if (!strcmp(argv[i], "--evacuate")) {
 			evacuate = true;
+		} else if (!strcmp(argv[i], "--lost")) {
+			lost = true;
 		} else if (!strcmp(argv[i], "--weight") && i + 1 < argc && nw < LSMFS_MAX_DISKS) {
 			weights[nw++] = argv[++i];
 		} else if (!strncmp(argv[i], "--weight=", 9) && nw < LSMFS_MAX_DISKS) {
@@ -779,12 +991,16 @@ int main(int argc, char **argv)
 	bool is_rebal = !strcmp(cmd, "rebalance"), is_move = !strcmp(cmd, "move");
 	bool is_add = !strcmp(cmd, "add"), is_remove = !strcmp(cmd, "remove");
 	bool is_copy = !strcmp(cmd, "copy");
-	bool known = is_status || is_rebal || is_move || is_add || is_remove || is_copy;
-	int want = is_copy ? (npos >= 4 ? npos : 4) : is_move ? 4 : is_add || is_remove ? 3 : 2;
+	bool is_backup = !strcmp(cmd, "backup"), is_restore = !strcmp(cmd, "restore");
+	bool known = is_status || is_rebal || is_move || is_add || is_remove || is_copy ||
+		     is_backup || is_restore;
+	int want = is_copy ? (npos >= 4 ? npos : 4) : is_move ? 4
+		   : is_add || is_remove || is_backup || is_restore ? 3 : 2;
 	double add_weight = -1;
 	bool bad = !known || npos != want || (json && !is_status) ||
 		   (dry && !is_rebal && !is_remove) || (nw && !is_rebal && !is_add) ||
 		   ((force || no_balance) && !is_add) || (evacuate && !is_remove) ||
+		   (lost && (!is_remove || evacuate || dry)) ||
 		   (is_add && (nw > 1 || (nw == 1 && number(weights[0], &add_weight))));
 	if (bad) {
 		if (!known)
@@ -798,8 +1014,10 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (is_restore)
+		return cmd_restore(pos[0], pos[2]);
 	struct session s;
-	int rc = session_open(&s, pos[0], !is_status && !dry);
+	int rc = session_open(&s, pos[0], !is_status && !dry, is_status || lost);
 	if (rc)
 		return rc;
 	if (is_status)
@@ -808,10 +1026,14 @@ int main(int argc, char **argv)
 		rc = cmd_rebalance(&s, dry, weights, nw);
 	else if (is_add)
 		rc = cmd_add(&s, pos[2], force, add_weight, !no_balance);
+	else if (is_remove && lost)
+		rc = cmd_remove_lost(&s, pos[2]);
 	else if (is_remove)
 		rc = cmd_remove(&s, pos[2], dry, evacuate);
 	else if (is_copy)
 		rc = cmd_copy(&s, pos, npos);
+	else if (is_backup)
+		rc = cmd_backup(&s, pos[2]);
 	else if ((rc = cmd_move(&s, pos[2], pos[3])) == EXIT_USAGE)
 		fprintf(stderr, PROG ": move takes a section number and a disk index\n");
 	session_close(&s);

@@ -112,8 +112,9 @@ static int online(struct session *s, const char *dir)
 	return 0;
 }
 
-int session_open(struct session *s, const char *target, bool writable)
+int session_open(struct session *s, const char *target, bool writable, bool degraded)
 {
+	unsigned lenient = degraded ? DISKSET_DEGRADED : 0;
 	memset(s, 0, sizeof(*s));
 	s->sock = -1;
 	snprintf(s->target, sizeof(s->target), "%s", target);
@@ -137,7 +138,7 @@ int session_open(struct session *s, const char *target, bool writable)
 	}
 	char err[1200];
 	struct lsmfs_diskset *ds;
-	int rc = diskset_open(target, 0, &ds, err, sizeof(err));
+	int rc = diskset_open(target, lenient, &ds, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, PROG ": %s\n", err);
 		return EXIT_FAILED;
@@ -148,8 +149,8 @@ int session_open(struct session *s, const char *target, bool writable)
 	if (rc >= 0)
 		return rc;
 	/* No daemon answers: offline, with the disks locked to change them. */
-	rc = diskset_open(target, writable ? DISKSET_LOCK | DISKSET_LOCK_WAIT : 0, &s->ds, err,
-			  sizeof(err));
+	rc = diskset_open(target, lenient | (writable ? DISKSET_LOCK | DISKSET_LOCK_WAIT : 0), &s->ds,
+			  err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, PROG ": %s%s\n", err,
 			rc == -EBUSY ? " (a daemon without a control socket, or fsck.lsmfs)" : "");

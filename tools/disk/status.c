@@ -56,6 +56,8 @@ static int read_disks(const struct jv *arr, struct status *st)
 			return -EINVAL;
 		const struct jv *u = jv_get(d, "usable");
 		di->usable = u && u->type == JV_BOOL && u->b;
+		const struct jv *m = jv_get(d, "missing");
+		di->missing = m && m->type == JV_BOOL && m->b;
 		di->index = (uint32_t)idx;
 		if (!(di->path = strdup(path)))
 			return -ENOMEM;

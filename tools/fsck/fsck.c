@@ -18,7 +18,7 @@ static const char *prog = "fsck.lsmfs";
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: %s [-n|-y|-p] [-f] [-v] [-C FD] [--scrub] DISK[:DISK...]\n"
+		"usage: %s [-n|-y|-p] [-f] [-v] [-C FD] [--scrub] [--backup DIR] DISK[:DISK...]\n"
 		"       %s --list-problems\n"
 		"Check an lsmfs filesystem, offline, over its backing disks.\n"
 		"  -n     open read-only, answer no to every repair (writes nothing)\n"
@@ -29,6 +29,8 @@ static void usage(FILE *out)
 		"  -C FD  progress lines \"pass current max device\" on file descriptor FD\n"
 		"  --scrub  also read every chunk file whole from its disk (as e2fsck -c):\n"
 		"         read errors name the file's path and offset (LSMFS-050F)\n"
+		"  --backup DIR  (with -n) check the metadata store of backup DIR\n"
+		"         (lsmfs-disk backup) against the disks, as a restore would leave it\n"
 		"Without -n, -y or -p it asks per problem on a terminal, and acts as -n\n"
 		"otherwise.  Passes: 1 store, 2 inodes, 3 directories, 4 link counts,\n"
 		"5 data and disks.  Every problem prints with a stable code: LSMFS-PPNN.\n"
@@ -74,10 +76,13 @@ static void on_signal(int sig)
 int main(int argc, char **argv)
 {
 	struct fsck f = {.mode = FSCK_MODE_ASK, .progress_fd = -1, .cancel = &cancel_flag};
+	const char *backup = NULL;
+	char backup_store[LSMFS_META_PATH_MAX + 32];
 	int nmodes = 0, opt;
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
 						 {"list-problems", no_argument, NULL, 'L'},
 						 {"scrub", no_argument, NULL, 'S'},
+						 {"backup", required_argument, NULL, 'B'},
 						 {0}};
 	while ((opt = getopt_long(argc, argv, "nypfvC:h", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -100,6 +105,7 @@ int main(int argc, char **argv)
 		case 'h': usage(stdout); return FSCK_EXIT_OK;
 		case 'L': return problem_list(stdout) ? FSCK_EXIT_OPERATIONAL : FSCK_EXIT_OK;
 		case 'S': f.scrub = true; break;
+		case 'B': backup = optarg; break;
 		default: usage(stderr); return FSCK_EXIT_USAGE;
 		}
 	}
@@ -109,6 +115,11 @@ int main(int argc, char **argv)
 	}
 	if (optind + 1 != argc) {
 		usage(stderr);
+		return FSCK_EXIT_USAGE;
+	}
+	if (backup && f.mode != FSCK_MODE_NO) {
+		fprintf(stderr, "%s: --backup checks a backup: with -n only (restore it with "
+			"lsmfs-disk DISKS restore DIR)\n", prog);
 		return FSCK_EXIT_USAGE;
 	}
 	f.spec = argv[optind];
@@ -136,8 +147,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s\n", prog, err);
 		return FSCK_EXIT_OPERATIONAL;
 	}
+	if (backup) {
+		struct lsmfs_super bsb;
+		rc = backup_read(backup, &bsb, backup_store, sizeof(backup_store), err, sizeof(err));
+		if (!rc && memcmp(bsb.fs_uuid, f.ds->sb.fs_uuid, 16)) {
+			snprintf(err, sizeof(err), "%s: a backup of another filesystem", backup);
+			rc = -EXDEV;
+		}
+		if (rc) {
+			fprintf(stderr, "%s: %s\n", prog, err);
+			diskset_close(f.ds);
+			return FSCK_EXIT_OPERATIONAL;
+		}
+		f.backup_store = backup_store;
+	}
 	printf("%s: checking %s (%u disk%s, store in %s)\n", prog, f.spec, f.ds->ndisks,
-	       f.ds->ndisks == 1 ? "" : "s", f.ds->meta_dir);
+	       f.ds->ndisks == 1 ? "" : "s", f.backup_store ? f.backup_store : f.ds->meta_dir);
 	int status = FSCK_EXIT_OK;
 	printf("Pass 1: Checking the metadata store\n");
 	fflush(stdout);
@@ -193,6 +218,12 @@ int main(int argc, char **argv)
 		printf("Pass 5: Checking chunks, sections and disks\n");
 		fflush(stdout);
 		fsck_pass5_data(&f);
+		if (f.lost_chunks)
+			printf("%s: %" PRIu64 " chunk%s of %" PRIu64 " file%s marked lost (a disk "
+			       "removed with --lost, or gone since a restored backup) read%s as EIO "
+			       "until truncated or removed\n",
+			       prog, f.lost_chunks, f.lost_chunks == 1 ? "" : "s", f.lost_files,
+			       f.lost_files == 1 ? "" : "s", f.lost_chunks == 1 ? "s" : "");
 	}
 	if (fsck_cancelled(&f)) {
 		printf("%s: cancelled\n", prog);
@@ -216,4 +247,9 @@ out:
 	fsck_unload(&f);
 	diskset_close(f.ds);
 	return status;
+}
+
+const char *fsck_store_dir(struct fsck *f, struct store_options *so, const char **dirs)
+{
+	return f->backup_store ? f->backup_store : diskset_store_options(f->ds, so, dirs);
 }

@@ -59,7 +59,13 @@ struct fsck_ino_ref {
 struct fsck_chunk {
 	uint64_t ino, chunk;
 	uint64_t durable; /* the record's durable length; 0: not known */
+	bool lost;        /* lost with a disk (lsmfs-disk remove --lost): no file, by design */
 };
+
+struct store_options;
+struct fsck;
+/* The store to open: the backup's, or the disks' copies (so set). */
+const char *fsck_store_dir(struct fsck *f, struct store_options *so, const char **dirs);
 
 struct fsck {
 	/* options */
@@ -69,6 +75,9 @@ struct fsck {
 	bool yes_all;           /* answered (a)ll at a question */
 	int progress_fd;        /* -C FD, -1 when not given */
 	const char *spec;
+	/* --backup DIR (with -n): the backup's store is checked against the
+	 * disks instead of theirs (fs/SCHEMA.md "Backups"); else NULL */
+	const char *backup_store;
 	/* the filesystem */
 	struct lsmfs_diskset *ds;
 	struct store *st;
@@ -92,6 +101,7 @@ struct fsck {
 	unsigned problems, fixed, left;
 	uint64_t files, dirs, others, bytes;
 	uint64_t *chunks_per_disk;
+	uint64_t lost_chunks, lost_files; /* records marked lost with their disk (pass 5) */
 	uint64_t scrub_bytes, scrub_files, scrub_ns;
 	uint8_t *scrub_buf;
 	volatile sig_atomic_t *cancel;

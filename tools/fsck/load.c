@@ -94,7 +94,7 @@ static int push_entry(struct fsck *f, uint64_t parent, uint64_t hash, const uint
 	return 0;
 }
 
-static int push_chunk(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t durable)
+static int push_chunk(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t durable, bool lost)
 {
 	if (f->nchunks == f->capchunks) {
 		size_t nc = f->capchunks ? f->capchunks * 2 : 4096;
@@ -104,7 +104,8 @@ static int push_chunk(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t dur
 		f->chunks = g;
 		f->capchunks = nc;
 	}
-	f->chunks[f->nchunks++] = (struct fsck_chunk){.ino = ino, .chunk = chunk, .durable = durable};
+	f->chunks[f->nchunks++] =
+		(struct fsck_chunk){.ino = ino, .chunk = chunk, .durable = durable, .lost = lost};
 	return 0;
 }
 
@@ -125,7 +126,7 @@ bool fsck_has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
 
 int fsck_model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
 {
-	int rc = push_chunk(f, ino, chunk, 0);
+	int rc = push_chunk(f, ino, chunk, 0, false);
 	if (rc == 0)
 		qsort(f->chunks, f->nchunks, sizeof(*f->chunks), fsck_cmp_chunk);
 	return rc;
@@ -352,7 +353,7 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		if (chunk_value_decode(v, vl, &durable))
 			break; /* a value that is neither empty nor a length */
 		in->nchunks++;
-		return push_chunk(f, ino, sc_get_be64(k + 9), durable);
+		return push_chunk(f, ino, sc_get_be64(k + 9), durable, chunk_value_lost(v, vl));
 	}
 	case KEY_XATTR: {
 		if (kl < 10)
@@ -399,6 +400,13 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 			f->mounted_mark = true;
 		if (kl == 1 + strlen(META_MOVE) && !memcmp(k + 1, META_MOVE, kl - 1))
 			f->has_move = section_move_decode(v, vl, &f->move) == 0;
+		if (kl == 1 + strlen(META_FILTER) && !memcmp(k + 1, META_FILTER, kl - 1)) {
+			char text[64];
+			struct store_filter pol;
+			if (filter_record_decode(v, vl, &pol, text) == 0)
+				return 0;
+			break; /* a filter record the mount refuses: a bad key */
+		}
 		return 0;
 	case KEY_DISK:
 		return 0; /* checked in pass 5 with point reads */
@@ -426,7 +434,7 @@ int fsck_load(struct fsck *f)
 	so.log = store_log;
 	so.log_ctx = f;
 	const char *dirs[LSMFS_MAX_META_COPIES];
-	int rc = store_open(diskset_store_options(f->ds, &so, dirs), &so, &f->st);
+	int rc = store_open(fsck_store_dir(f, &so, dirs), &so, &f->st);
 	if (rc) {
 		problem_fix(f, PR_STORE_UNREADABLE,
 			    &(struct problem_ctx){.str = "the metadata store does not open", .err = rc});

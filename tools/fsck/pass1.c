@@ -195,25 +195,26 @@ static int check_copies(struct fsck *f, bool *done)
 
 int fsck_pass1_store(struct fsck *f)
 {
-	bool done;
-	int rc = check_copies(f, &done);
+	bool done = false;
+	int rc = f->backup_store ? 0 : check_copies(f, &done);
 	if (rc || done)
 		return rc;
+	const char *dir = f->backup_store ? f->backup_store : f->ds->meta_dir;
 	struct store_options so;
 	store_options_init(&so);
 	so.read_only = true;
 	struct lines l = {0};
-	rc = store_verify(f->ds->meta_dir, &so, store_line, &l);
+	rc = store_verify(dir, &so, store_line, &l);
 	if (rc == -EUCLEAN) {
 		if (problem_fix(f, PR_STORE_DAMAGED, &(struct problem_ctx){.str = l.buf})) {
 			/* Every entry that reads is kept; each range lost is
 			 * named, and the passes below mend what its loss
 			 * left behind (dangling entries, unattached inodes,
 			 * ownerless chunks). */
-			int s = store_salvage(f->ds->meta_dir, &so, salvage_loss, salvage_line, f);
+			int s = store_salvage(dir, &so, salvage_loss, salvage_line, f);
 			fsck_repaired(f, s);
 			if (s == 0) {
-				rc = store_verify(f->ds->meta_dir, &so, quiet_line, NULL);
+				rc = store_verify(dir, &so, quiet_line, NULL);
 				if (rc == -EUCLEAN)
 					problem_fix(f, PR_STORE_STILL_DAMAGED, NULL);
 			}

@@ -408,6 +408,7 @@ void fsck_pass5_data(struct fsck *f)
 	for (uint32_t d = 0; d < nd && !fsck_cancelled(f); d++)
 		if (diskset_present(f->ds, d))
 			walk_disk(f, d);
+	uint64_t last_lost = UINT64_MAX;
 	for (size_t i = 0; i < f->nchunks && !fsck_cancelled(f); i++) {
 		const struct fsck_chunk *c = &f->chunks[i];
 		uint32_t s = chunk_section(c->ino, c->chunk, f->info.sections);
@@ -420,7 +421,13 @@ void fsck_pass5_data(struct fsck *f)
 		struct stat st;
 		bool found = stat(file, &st) == 0;
 		if (!found) {
-			if (errno == ENOENT && c->durable == 0) {
+			if (errno == ENOENT && c->lost) {
+				/* Lost with its disk, as the record says: it reads as
+				 * EIO, which is what it must do; counted, no damage. */
+				f->lost_files += last_lost != c->ino; /* sorted by inode */
+				last_lost = c->ino;
+				f->lost_chunks++;
+			} else if (errno == ENOENT && c->durable == 0) {
 				/* Nothing was made durable there: a hole, as the
 				 * schema allows (a crash between the record and the
 				 * file's creation). */

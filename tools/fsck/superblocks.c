@@ -73,7 +73,7 @@ static void view_open(struct fsck *f, struct store_view *v)
 	v->sections = f->ds->sb.sections;
 	v->section_disk = malloc((v->sections ? v->sections : 1) * sizeof(uint32_t));
 	const char *dirs[LSMFS_MAX_META_COPIES];
-	const char *dir = diskset_store_options(f->ds, &so, dirs);
+	const char *dir = fsck_store_dir(f, &so, dirs);
 	if (!v->section_disk || store_open(dir, &so, &v->st))
 		v->st = NULL;
 	for (uint32_t s = 0; v->section_disk && s < v->sections; s++)

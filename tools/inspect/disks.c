@@ -92,13 +92,35 @@ static const char *copy_state(const struct lsmfs_diskset *ds, uint32_t c)
 	return ds->sb.meta[c].flags & LSMFS_META_STALE ? "stale" : "in-sync";
 }
 
+/* The store's table filter (`M filter`, SCHEMA.md "Metadata store
+ * options") as text: "bloom:10 (the default)" when absent. */
+static void table_filter(struct insp *in, char *out, size_t len)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_meta(k, META_FILTER);
+	void *v;
+	size_t vl;
+	int rc = in->st ? store_get(in->st, NULL, k, kl, &v, &vl) : -ENOENT;
+	if (rc == -ENOENT) {
+		snprintf(out, len, "bloom:10 (not recorded: the default)");
+	} else if (rc) {
+		snprintf(out, len, "unreadable: %s", strerror(-rc));
+	} else {
+		snprintf(out, len, "%.*s", (int)(vl < len - 1 ? vl : len - 1), (const char *)v);
+		free(v);
+	}
+}
+
 int insp_super(struct insp *in)
 {
 	struct json j;
 	const struct lsmfs_diskset *ds = in->ds;
+	char filter[96];
+	table_filter(in, filter, sizeof(filter));
 	if (in->json) {
 		json_begin(&j, in->out);
 		json_str(&j, "store", ds->meta_dir);
+		json_str(&j, "table_filter", filter);
 		json_arr(&j, "copies");
 		for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
 			json_obj(&j, NULL);
@@ -111,6 +133,7 @@ int insp_super(struct insp *in)
 		json_u64(&j, "copies_epoch", ds->copies_epoch);
 		json_arr(&j, "disks");
 	} else {
+		fprintf(in->out, "metadata store table filter: %s\n", filter);
 		for (uint32_t c = 0; c < ds->sb.meta_count; c++)
 			fprintf(in->out, "metadata store copy %u of %u: %s: %s%s\n", c + 1,
 				ds->sb.meta_count, ds->meta_paths[c][0] ? ds->meta_paths[c] : "(its disk "

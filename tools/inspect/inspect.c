@@ -15,7 +15,9 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: " INSPECT_PROG " [--json] DISK[:DISK...] COMMAND [ARGS]\n"
+		"usage: " INSPECT_PROG " [--json] [--backup DIR] DISK[:DISK...] COMMAND [ARGS]\n"
+		"  --backup DIR  read the metadata store of backup DIR (lsmfs-disk backup)\n"
+		"                instead of the disks'\n"
 		"Look inside an lsmfs filesystem, read-only: on its disks unmounted, or\n"
 		"beside the running daemon (then as of its last commit-log write).\n"
 		"Commands:\n"
@@ -99,10 +101,28 @@ static int open_all(struct insp *in, const char *spec)
 	so.create_if_missing = false;
 	so.log = insp_store_log;
 	const char *dirs[LSMFS_MAX_META_COPIES];
-	rc = store_open(diskset_store_options(in->ds, &so, dirs), &so, &in->st);
+	const char *dir = diskset_store_options(in->ds, &so, dirs);
+	char backup[LSMFS_META_PATH_MAX + 32], err[1200];
+	if (in->backup) {
+		struct lsmfs_super bsb;
+		rc = backup_read(in->backup, &bsb, backup, sizeof(backup), err, sizeof(err));
+		if (!rc && memcmp(bsb.fs_uuid, in->ds->sb.fs_uuid, 16)) {
+			snprintf(err, sizeof(err), "%s: a backup of another filesystem", in->backup);
+			rc = -EXDEV;
+		}
+		if (rc) {
+			fprintf(stderr, INSPECT_PROG ": %s\n", err);
+			return rc;
+		}
+		so.copies = NULL;
+		so.ncopies = 0;
+		so.copies_stale = 0;
+		dir = backup;
+	}
+	rc = store_open(dir, &so, &in->st);
 	if (rc) {
-		fprintf(stderr, INSPECT_PROG ": %s: the metadata store does not open: %s\n",
-			in->ds->meta_dir, strerror(-rc));
+		fprintf(stderr, INSPECT_PROG ": %s: the metadata store does not open: %s\n", dir,
+			strerror(-rc));
 		return rc;
 	}
 	uint8_t k[KEY_MAX];
@@ -140,6 +160,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
 						 {"json", no_argument, NULL, 'j'},
 						 {"raw", required_argument, NULL, 'r'},
+						 {"backup", required_argument, NULL, 'b'},
 						 {0}};
 	int opt;
 	while ((opt = getopt_long(argc, argv, "hj", longopts, NULL)) != -1) {
@@ -147,6 +168,7 @@ int main(int argc, char **argv)
 		case 'h': usage(stdout); return INSPECT_EXIT_OK;
 		case 'j': in.json = true; break;
 		case 'r': in.raw_prefix = optarg; break;
+		case 'b': in.backup = optarg; break;
 		default: usage(stderr); return INSPECT_EXIT_USAGE;
 		}
 	}

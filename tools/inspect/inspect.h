@@ -43,6 +43,7 @@ struct insp {
 	uint32_t *section_disk;   /* by section; UINT32_MAX: unmapped */
 	bool json;
 	const char *raw_prefix;   /* keys --raw HEX, or NULL */
+	const char *backup;       /* --backup DIR: its store instead of the disks' */
 	FILE *out;
 };
 

@@ -658,6 +658,10 @@ static int bench_main(int argc, char **argv, struct bench_opts *o)
 	int rc = parse_args(argc, argv, o);
 	if (rc)
 		return 2;
+	/* Before anything is made: the --out directory's existence tells a
+	 * caller that a signal from now on is handled (a shell starts a
+	 * background job with SIGINT ignored until then). */
+	install_signals();
 	if (access("/dev/fuse", R_OK | W_OK)) {
 		bench_err("/dev/fuse: %s: cannot mount a scratch lsmfs here", strerror(errno));
 		return 1;
@@ -673,7 +677,6 @@ static int bench_main(int argc, char **argv, struct bench_opts *o)
 		bench_err("cannot make %s: %s", o->out, strerror(errno));
 		return 1;
 	}
-	install_signals();
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
 
 	struct matrix m = {.o = o, .ncells = o->nbs * o->nfiles * o->njobs * o->nfsync};

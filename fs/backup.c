@@ -1,0 +1,250 @@
+/*
+ * backup.c: online backups of the metadata store, and putting one back
+ * (SCHEMA.md "Backups"; `lsmfs-disk backup DIR`, `lsmfs-disk restore DIR`).
+ *
+ * A backup is a directory:
+ *   store/         a checkpoint of the store (store_checkpoint: a prefix of
+ *                  its writes, as a crash would leave, tables copied whole)
+ *   super          the disk set's superblock as it stood (super_encode)
+ *   lsmfs-backup   written last: "lsmfs-backup 1", then fs, time,
+ *                  sequence, tables and bytes lines
+ * Chunk files are not in it: a restore puts the store back onto disks
+ * that still hold them.  Taken while the disk set cannot change
+ * (members_change_begin), so the superblock and the store's section map
+ * and disk records agree.  Memory: the checkpoint's (a buffer and the
+ * table list), whatever the number of files.
+ *
+ * A restore (offline, the disks locked, no store open) checks that the
+ * backup is whole and of this filesystem with the same disks, marks every
+ * copy of the store stale, fills the first one from the backup, marks it
+ * current (copies_restore_offline; the copy marked RESTORING meanwhile, so
+ * that no mount takes it until the end), then opens the filesystem as a
+ * mount would, with backup_settle before any crash repair: the section map
+ * follows the section directories on the disks (sections moved since),
+ * and every chunk record whose file went since the backup is marked lost
+ * (lost.c: those bytes read as EIO, never as zeros; the repair of files in
+ * flux would have dropped the records of unsynced ones).  Then the crash
+ * repair (the backup of a mounted filesystem says it was mounted, so
+ * chunk files written since are swept), the close, and the mark goes.
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BACKUP_MARK "lsmfs-backup"
+#define BACKUP_SUPER "super"
+#define BACKUP_STORE "store"
+
+
+int backup_write(struct fs *fs, const char *dir, int (*out)(void *ctx, const char *line), void *ctx,
+		 char *err, size_t errlen)
+{
+	if (dir[0] != '/')
+		return fs_set_err(err, errlen, -EINVAL, "backup: the directory must be an absolute path");
+	if (strlen(dir) > LSMFS_META_PATH_MAX)
+		return fs_set_err(err, errlen, -ENAMETOOLONG, "%s: path too long", dir);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return fs_set_err(err, errlen, -errno, "%s: %s", dir, strerror(errno));
+	char store[LSMFS_META_PATH_MAX + 16];
+	snprintf(store, sizeof(store), "%s/" BACKUP_STORE, dir);
+	struct stat st;
+	char mark[LSMFS_META_PATH_MAX + 16];
+	snprintf(mark, sizeof(mark), "%s/" BACKUP_MARK, dir);
+	if (stat(mark, &st) == 0 || stat(store, &st) == 0)
+		return fs_set_err(err, errlen, -EEXIST, "%s: holds a backup already: give an empty "
+			       "directory", dir);
+	int rc = members_change_begin(fs, err, errlen);
+	if (rc)
+		return rc;
+	uint8_t sb[LSMFS_SUPER_MAX];
+	size_t sblen = 0;
+	struct store_checkpoint_info info;
+	rc = super_encode(&fs->ds->sb, sb, sizeof(sb), &sblen);
+	if (!rc && (rc = store_checkpoint(fs->st, store, &info)))
+		fs_set_err(err, errlen, rc, "%s: %s (see the log)", store, strerror(-rc));
+	members_change_end(fs);
+	if (!rc && (rc = lsmfs_write_file(dir, BACKUP_SUPER, sb, sblen)))
+		fs_set_err(err, errlen, rc, "%s/" BACKUP_SUPER ": %s", dir, strerror(-rc));
+	if (rc)
+		return rc;
+	char u[37], text[512];
+	lsmfs_uuid_format(fs->info.fs_uuid, u);
+	int n = snprintf(text, sizeof(text),
+			 BACKUP_MARK " 1\nfs %s\ntime %lld\nsequence %" PRIu64 "\ntables %" PRIu64
+			 "\nbytes %" PRIu64 "\n", u, (long long)time(NULL), info.sequence,
+			 info.tables, info.bytes);
+	if ((rc = lsmfs_write_file(dir, BACKUP_MARK, text, (size_t)n)))
+		return fs_set_err(err, errlen, rc, "%s: %s", mark, strerror(-rc));
+	struct json_out o = {0};
+	json_put(&o, "backup {\"tables\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"sequence\":%" PRIu64
+		     ",\"dir\":", info.tables, info.bytes, info.sequence);
+	json_put_str(&o, dir);
+	json_put(&o, "}");
+	if (!o.err)
+		(void)out(ctx, o.buf);
+	free(o.buf);
+	fs_logf(fs, "backup of the metadata store in %s: %" PRIu64 " tables, %" PRIu64 " bytes",
+		dir, info.tables, info.bytes);
+	return 0;
+}
+
+int backup_read(const char *dir, struct lsmfs_super *sb, char *store, size_t cap, char *err,
+		size_t errlen)
+{
+	char path[LSMFS_META_PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/" BACKUP_MARK, dir);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return fs_set_err(err, errlen, -errno, "%s: %s (not a whole lsmfs backup)", path,
+			       strerror(errno));
+	char line[64] = "";
+	bool ok = fgets(line, sizeof(line), f) && !strcmp(line, BACKUP_MARK " 1\n");
+	fclose(f);
+	if (!ok)
+		return fs_set_err(err, errlen, -EUCLEAN, "%s: not an lsmfs backup of version 1", path);
+	snprintf(path, sizeof(path), "%s/" BACKUP_SUPER, dir);
+	uint8_t buf[LSMFS_SUPER_MAX];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (got < 0)
+		return fs_set_err(err, errlen, -e, "%s: %s", path, strerror(e));
+	char why[256];
+	int rc = super_decode(buf, (size_t)got, sb, why, sizeof(why));
+	if (rc)
+		return fs_set_err(err, errlen, rc, "%s: %s", path, why);
+	if ((size_t)snprintf(store, cap, "%s/" BACKUP_STORE, dir) >= cap)
+		return fs_set_err(err, errlen, -ENAMETOOLONG, "%s: path too long", dir);
+	return 0;
+}
+
+/* The backup's disks against the disks given: the same filesystem and
+ * the same disk list, or the section map and disk records would lie. */
+static int same_disks(const struct lsmfs_super *b, const struct lsmfs_super *d, char *err,
+		      size_t errlen)
+{
+	char ub[37], ud[37];
+	lsmfs_uuid_format(b->fs_uuid, ub);
+	lsmfs_uuid_format(d->fs_uuid, ud);
+	if (memcmp(b->fs_uuid, d->fs_uuid, 16))
+		return fs_set_err(err, errlen, -EXDEV, "the backup is of filesystem %s, the disks of %s",
+			       ub, ud);
+	if (b->sections != d->sections || b->chunk_size != d->chunk_size ||
+	    b->inline_max != d->inline_max)
+		return fs_set_err(err, errlen, -EXDEV, "the backup and the disks disagree on the "
+			       "section count, chunk size or inline limit");
+	if (b->disk_count != d->disk_count ||
+	    memcmp(b->disk_uuids, d->disk_uuids, 16u * b->disk_count))
+		return fs_set_err(err, errlen, -EXDEV, "the disks changed since the backup (disk set "
+			       "generation %" PRIu64 " then, %" PRIu64 " now): a restore needs the "
+			       "disks it was taken with", b->generation, d->generation);
+	return 0;
+}
+
+int fs_restore(struct lsmfs_diskset *ds, const char *dir, void (*log)(void *, const char *),
+	       void *log_ctx, int (*out)(void *ctx, const char *line), void *ctx, char *err,
+	       size_t errlen)
+{
+	struct lsmfs_super bsb;
+	char store[LSMFS_META_PATH_MAX + 32];
+	int rc = backup_read(dir, &bsb, store, sizeof(store), err, errlen);
+	if (rc || (rc = same_disks(&bsb, &ds->sb, err, errlen)))
+		return rc;
+	/* Whole: it opens, read-only, as a store. */
+	struct store_options so;
+	store_options_init(&so);
+	so.read_only = true;
+	struct store *st;
+	if ((rc = store_open(store, &so, &st)))
+		return fs_set_err(err, errlen, rc, "%s: does not open as a store: %s", store,
+			       strerror(-rc));
+	store_close(st);
+	if ((rc = copies_restore_offline(ds, store, err, errlen)))
+		return rc;
+	/* Opened as a mount would be, with backup_settle first. */
+	struct fs_options opt = {.direct = true, .attr_timeout = 1, .entry_timeout = 1,
+				 .restoring = out, .restoring_ctx = ctx};
+	struct fs *fs;
+	if ((rc = fs_open(ds, &opt, log, log_ctx, &fs, err, errlen)))
+		return rc;
+	if ((rc = fs_close(fs)))
+		return fs_set_err(err, errlen, rc, "closing the restored filesystem: %s (run the restore "
+			       "again)", strerror(-rc));
+	char mark[sizeof(ds->meta_paths[0]) + 16];
+	snprintf(mark, sizeof(mark), "%s/" LSMFS_RESTORING, ds->meta_dir);
+	if (unlink(mark) != 0 || (rc = lsmfs_fsync_dir(ds->meta_dir)))
+		return fs_set_err(err, errlen, rc ? rc : -errno, "%s: %s", mark,
+			       strerror(rc ? -rc : errno));
+	(void)out(ctx, "restored");
+	return 0;
+}
+
+/* The section map follows the disks: a section whose directory is not on
+ * the disk the map names but on exactly one other (it moved since the
+ * backup) is put there. */
+static int follow_sections(struct fs *fs, uint64_t *moved)
+{
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	int rc = 0;
+	uint32_t n = fs->info.sections;
+	for (uint32_t s = 0; s < n && !rc; s++) {
+		char name[SECTION_NAME_MAX];
+		section_dir_name(s, name);
+		struct stat st;
+		uint32_t at = section_disk_of(fs, s), found = UINT32_MAX, nfound = 0;
+		if (disk_usable(fs, at) && fstatat(fs->sections_fd[at], name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		for (uint32_t d = 0; d < fs->ds->ndisks; d++)
+			if (d != at && disk_usable(fs, d) &&
+			    fstatat(fs->sections_fd[d], name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISDIR(st.st_mode)) {
+				found = d;
+				nfound++;
+			}
+		if (nfound != 1)
+			continue;
+		uint8_t k[KEY_MAX], v[SECTION_VAL_LEN];
+		section_value_encode(found, v);
+		rc = store_batch_put(b, k, key_section(k, s), v, SECTION_VAL_LEN);
+		if (!rc) {
+			fs_logf(fs, "restore: section %u is on disk %u now (the backup says disk %u)", s,
+				found, at);
+			section_switch(fs, s, found); /* nothing else runs yet */
+			(*moved)++;
+		}
+	}
+	if (!rc && store_batch_count(b))
+		rc = store_write(fs->st, b, STORE_WRITE_SYNC);
+	store_batch_free(b);
+	return rc;
+}
+
+int backup_settle(struct fs *fs, char *err, size_t errlen)
+{
+	uint64_t moved = 0, files = 0, chunks = 0;
+	int rc = follow_sections(fs, &moved);
+	if (rc)
+		return fs_set_err(err, errlen, rc, "restore: setting the section map from the disks: %s",
+			       strerror(-rc));
+	rc = lost_mark_missing(fs, fs->opt.restoring, fs->opt.restoring_ctx, &files, &chunks);
+	if (rc)
+		return fs_set_err(err, errlen, rc, "restore: marking the chunks gone since the backup: %s",
+			       strerror(-rc));
+	fs_logf(fs, "restore: %" PRIu64 " section%s followed to their disk, %" PRIu64 " chunk%s of %"
+		PRIu64 " file%s gone since the backup marked lost", moved, moved == 1 ? "" : "s",
+		chunks, chunks == 1 ? "" : "s", files, files == 1 ? "" : "s");
+	return 0;
+}
