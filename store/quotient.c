@@ -515,6 +515,10 @@ const char *quotient_problem(const uint8_t *p, size_t len)
 		return "quotient or remainder bits out of range";
 	if (slots < (1ULL << q) || slots - (1ULL << q) > entries + 1 || entries > slots)
 		return "slot count out of range";
+	/* Before bytes_for: slots * (r + 3) must not wrap (a wrapped product
+	 * could match a short length and send reads past the bytes). */
+	if (slots > (uint64_t)(len - QF_HEADER) * 8 / (r + 3) + 1)
+		return "length does not match the slot count";
 	if (len - QF_HEADER != bytes_for(slots, r))
 		return "length does not match the slot count";
 	return NULL;
