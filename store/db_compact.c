@@ -576,6 +576,22 @@ void *db_bg_main(void *arg)
 	return NULL;
 }
 
+int store_wait_compactions(struct store *st)
+{
+	pthread_mutex_lock(&st->mu);
+	/* A soft error (a full disk) ends the wait too: the caller gets it
+	 * rather than waiting for space. */
+	while (st->bg_started && !st->shutting_down && !st->bg_error &&
+	       !st->bg_soft_error && (st->bg_busy || has_work(st)))
+		pthread_cond_wait(&st->bg_cv, &st->mu);
+	int rc = st->bg_error        ? st->bg_error
+		 : st->bg_soft_error ? st->bg_soft_error
+		 : st->shutting_down ? -ECANCELED
+				     : 0;
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
 int store_compact_range(struct store *st, const void *begin, size_t blen,
 			const void *end, size_t elen)
 {

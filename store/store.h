@@ -236,6 +236,12 @@ int store_flush(struct store *st);
  * compactions); the tables already written keep theirs, and are read
  * by it, until compaction rewrites them.  0 or -EINVAL. */
 int store_set_filter(struct store *st, const struct store_filter *f);
+/* Wait until the background thread has nothing left to do: no memtable
+ * to flush, no level over its target.  0, the background error (a soft
+ * one, such as a full disk, included), or -ECANCELED when the store is
+ * closing.  A read-only store returns at
+ * once. */
+int store_wait_compactions(struct store *st);
 /* Compact every level over [begin, end] (NULL: open end) down to the
  * bottom, and wait. */
 int store_compact_range(struct store *st, const void *begin, size_t blen,

@@ -147,7 +147,7 @@ static void usage(FILE *f)
 		"usage: " PROG " [--flag=value ...]\n"
 		"A db_bench work-alike for the lsmfs store.\n"
 		"Benchmarks: fillseq fillrandom overwrite readrandom readseq seekrandom\n"
-		"            deleterandom readreverse fillsync stats\n"
+		"            deleterandom readreverse fillsync stats waitforcompaction\n"
 		"Each of --threads threads performs the full --num (writes) or --reads\n"
 		"(reads) operations, as db_bench does.\n\nFlags:\n");
 	for (size_t i = 0; i < sizeof(flag_defs) / sizeof(flag_defs[0]); i++)
@@ -447,6 +447,7 @@ static void hist_print(const struct histogram *h, const char *what)
 enum bench_kind {
 	B_FILLSEQ, B_FILLRANDOM, B_OVERWRITE, B_READRANDOM, B_READSEQ,
 	B_SEEKRANDOM, B_DELETERANDOM, B_READREVERSE, B_FILLSYNC, B_STATS,
+	B_WAITFORCOMPACTION,
 };
 
 static const struct {
@@ -465,6 +466,7 @@ static const struct {
 	{ "readreverse", B_READREVERSE, false, false },
 	{ "fillsync", B_FILLSYNC, true, true },
 	{ "stats", B_STATS, false, false },
+	{ "waitforcompaction", B_WAITFORCOMPACTION, false, false },
 };
 #define NBENCH (sizeof(bench_table) / sizeof(bench_table[0]))
 
@@ -742,6 +744,7 @@ static void *thread_main(void *arg)
 		do_read_scan(t, true);
 		break;
 	case B_STATS:
+	case B_WAITFORCOMPACTION:
 		break;
 	}
 	t->finish = now_seconds();
@@ -955,6 +958,14 @@ static void run_benchmark(struct bench *b, int bi)
 	}
 	if (b->kind == B_STATS) {
 		print_stats(b->st);
+		return;
+	}
+	if (b->kind == B_WAITFORCOMPACTION) {
+		double t0 = now_seconds();
+		int rc = store_wait_compactions(b->st);
+		if (rc)
+			die_store(b, "wait for compactions", rc);
+		printf("%-12s : %.3f seconds\n", name, now_seconds() - t0);
 		return;
 	}
 	if (bench_table[bi].fresh_db) {

@@ -8,6 +8,7 @@
  * budget too small for every filter; then a table's filter part is
  * damaged on disk: the reopened store reports it and still finds every
  * key.  The tables' policies are read back with sst_describe_filter.
+ * Also store_wait_compactions: levels within their targets once it returns.
  *
  * Environment: LSMFS_SEED.
  */
@@ -215,12 +216,57 @@ START_TEST(test_switch_policies)
 }
 END_TEST
 
+/* store_wait_compactions: once it returns, no L0 count or level size is
+ * over its trigger or target, and the store's answers are unchanged. */
+START_TEST(test_wait_compactions)
+{
+	char *dir = tu_mkdtemp("policy-wait");
+	struct store_options o;
+	store_options_init(&o);
+	o.write_buffer_size = 64 * 1024;
+	o.target_file_size = 32 * 1024;
+	o.level_base_bytes = 128 * 1024;
+	o.level_multiplier = 4;
+	o.l0_compaction_trigger = 2;
+	o.l0_slowdown_trigger = 40;
+	o.l0_stop_trigger = 60;
+	struct store *st;
+	ck_assert_int_eq(store_open(dir, &o, &st), 0);
+	char k[32], v[64];
+	static unsigned round[NKEYS]; /* all 0 */
+	for (unsigned i = 0; i < NKEYS; i++) {
+		unsigned j = (i * 7919u) % NKEYS; /* every key once, out of order */
+		value_of(v, j, 0);
+		ck_assert_int_eq(store_put(st, k, key_of(k, j, false), v, strlen(v), 0), 0);
+	}
+	ck_assert_int_eq(store_wait_compactions(st), 0);
+	struct store_stats s;
+	store_get_stats(st, &s);
+	ck_assert_msg(s.compactions > 0, "the workload made no compaction to wait for");
+	ck_assert_uint_lt(s.level_files[0], (uint64_t)o.l0_compaction_trigger);
+	uint64_t target = o.level_base_bytes;
+	for (int l = 1; l < STORE_MAX_LEVELS - 1; l++, target *= (uint64_t)o.level_multiplier)
+		ck_assert_msg(s.level_bytes[l] <= target, "L%d holds %" PRIu64 " bytes, over %" PRIu64,
+			      l, s.level_bytes[l], target);
+	check_all(st, NKEYS, round, "after the wait");
+	ck_assert_int_eq(store_close(st), 0);
+	/* A read-only store has no background work: at once. */
+	o.read_only = true;
+	ck_assert_int_eq(store_open(dir, &o, &st), 0);
+	ck_assert_int_eq(store_wait_compactions(st), 0);
+	ck_assert_int_eq(store_close(st), 0);
+	tu_rmrf(dir);
+	free(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("policy");
 	TCase *tc = tcase_create("policy");
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_switch_policies);
+	tcase_add_test(tc, test_wait_compactions);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
