@@ -45,7 +45,8 @@ for ((r = 0; r < rounds; r++)); do
 		[[ $run == unbounded ]] && p=elastic:6x2 fm=0
 		out=$("$sb" "${common[@]}" --benchmarks=readrandom --use_existing_db=1 \
 			--reads="$reads" --db="$dir/${p/:/-}-$num" --filter="$p" \
-			--filter_memory="$fm" --read_dist=zipf:0.99 --absent_ratio=0.5 --seed=$((r + 7)))
+			--filter_memory="$fm" --read_dist=zipf:0.99 --absent_ratio=0.5 --seed=$((r + 7))) ||
+			{ echo "elastic-vs-bloom: storebench failed (exit $?) on $run" >&2; exit 1; }
 		o=$(awk '/^readrandom/ { print $5 }' <<<"$out")
 		b=$(awk '/data block reads per lookup/ { print $(NF - 5) }' <<<"$out")
 		f=$(awk -v n="$reads" '/false positives/ { print $(NF - 13) / n }' <<<"$out")
