@@ -426,7 +426,10 @@ int fs_release(struct fs *fs, uint64_t ino);
 int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t off,
 	    size_t *got);
 /* Who asks, for the setgid rule: uid 0 stands for CAP_FSETID.  pid
- * (0: unknown) lets xattr.c look up CAP_SYS_ADMIN. */
+ * (0: unknown) lets xattr.c look up CAP_SYS_ADMIN.  groups: the
+ * supplementary groups, read only for the requests that may change a
+ * mode or an ACL (ops.c caller_of); fs_getxattr and fs_listxattr get
+ * none. */
 struct fs_caller {
 	uid_t uid;
 	gid_t gid;

@@ -123,14 +123,27 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_attr(req, &st, fs->opt.attr_timeout);
 }
 
-/* The caller's ids, for the setgid rule of FUSE_HANDLE_KILLPRIV_V2, ACLs
- * and the privileged xattrs. */
-static const struct fs_caller *caller_of(fuse_req_t req, struct fs_caller *c)
+/* The caller's uid, gid and pid: enough for the privileged xattrs
+ * (xattr.c reads CAP_SYS_ADMIN itself, and only for trusted.*). */
+static const struct fs_caller *caller_ids(fuse_req_t req, struct fs_caller *c)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	c->uid = ctx->uid;
 	c->gid = ctx->gid;
 	c->pid = ctx->pid;
+	c->ngroups = 0;
+	return c;
+}
+
+/* The caller's ids with its supplementary groups, for the setgid rule of
+ * FUSE_HANDLE_KILLPRIV_V2 and ACLs.  libfuse reads the groups from
+ * /proc/PID/status (an open, a read and a close per request), so only
+ * the requests that may change a mode or an ACL ask for them; the
+ * GETXATTR of security.capability that comes with every first write of
+ * a file does not. */
+static const struct fs_caller *caller_of(fuse_req_t req, struct fs_caller *c)
+{
+	caller_ids(req, c);
 	int n = fuse_req_getgroups(req, 32, c->groups);
 	c->ngroups = n < 0 ? 0 : (n > 32 ? 32 : n);
 	return c;
@@ -488,7 +501,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	void *val;
 	size_t len;
 	struct fs_caller c;
-	int rc = fs_getxattr(fs_of(req), ino, name, &val, &len, caller_of(req, &c));
+	int rc = fs_getxattr(fs_of(req), ino, name, &val, &len, caller_ids(req, &c));
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -502,7 +515,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char *list;
 	size_t len;
 	struct fs_caller c;
-	int rc = fs_listxattr(fs_of(req), ino, &list, &len, caller_of(req, &c));
+	int rc = fs_listxattr(fs_of(req), ino, &list, &len, caller_ids(req, &c));
 	if (rc) {
 		fuse_reply_err(req, -rc);
 		return;

@@ -193,6 +193,24 @@ int fs_setxattr(struct fs *fs, uint64_t ino, const char *name, const void *val, 
 	return change(fs, ino, name, nlen, val ? val : "", len, flags, caller);
 }
 
+/* 1 when ino's record says it has (or had) attributes, 0 when it never
+ * had any (then the store holds none: reclaim and fsck rely on the same
+ * flag), or -errno.  The record is in memory for an inode the kernel
+ * knows, so the GETXATTR of security.capability that comes with each
+ * file's first write costs no store lookup. */
+static int may_have_xattrs(struct fs *fs, uint64_t ino)
+{
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	inode_lock(fs, in);
+	bool has = in->rec.flags & INODE_FLAG_XATTR;
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return has;
+}
+
 int fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void **val, size_t *len,
 		const struct fs_caller *caller)
 {
@@ -207,6 +225,9 @@ int fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void **val, size_
 	int rc = check_name(name, &nlen);
 	if (rc)
 		return rc;
+	rc = may_have_xattrs(fs, ino);
+	if (rc <= 0)
+		return rc == 0 || rc == -ENOENT ? -ENODATA : rc;
 	uint8_t k[KEY_MAX + 8];
 	size_t kl = key_xattr(k, ino, name, nlen);
 	rc = store_get(fs->st, NULL, k, kl, val, len);
@@ -216,6 +237,15 @@ int fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void **val, size_
 int fs_listxattr(struct fs *fs, uint64_t ino, char **list, size_t *len,
 		 const struct fs_caller *caller)
 {
+	int rc = may_have_xattrs(fs, ino);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) { /* as list_names finding nothing */
+		if (list)
+			*list = NULL;
+		*len = 0;
+		return 0;
+	}
 	return list_names(fs, ino, caller_admin(caller), list, len);
 }
 

@@ -1414,6 +1414,11 @@ static void xattr_case(const char *p)
 	char buf[4096];
 	const char *names[] = {"user.alpha", "trusted.beta", "security.gamma"};
 	const char *vals[] = {"one", "two-two", "three-three-three"};
+	/* Never had one: none to get or list (answered from the record). */
+	ERR(getxattr(p, "security.capability", buf, sizeof(buf)), ENODATA, p);
+	ERR(getxattr(p, "user.alpha", NULL, 0), ENODATA, p);
+	EQ(listxattr(p, NULL, 0), 0, p, "listxattr of a file that never had one");
+	EQ(listxattr(p, buf, sizeof(buf)), 0, p, "listxattr of a file that never had one");
 	for (int i = 0; i < 3; i++)
 		OK(setxattr(p, names[i], vals[i], strlen(vals[i]), 0), p);
 	for (int i = 0; i < 3; i++) {
