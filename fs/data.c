@@ -145,10 +145,14 @@ int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to
 static int inline_write(struct fs *fs, struct fs_inode *in, const char *buf, size_t size,
 			uint64_t off)
 {
-	char *old;
-	size_t olen;
-	int rc = data_inline_get(fs, in->ino, &old, &olen);
-	if (rc)
+	/* The bytes kept from before the write: none to read when the file
+	 * is empty (every new small file's first write) or when the write
+	 * covers them all. */
+	char *old = NULL;
+	size_t olen = 0;
+	int rc;
+	if (in->rec.size > 0 && !(off == 0 && size >= in->rec.size) &&
+	    (rc = data_inline_get(fs, in->ino, &old, &olen)))
 		return rc;
 	if (olen > in->rec.size)
 		olen = in->rec.size;
