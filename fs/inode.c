@@ -413,8 +413,10 @@ int inode_reclaim(struct fs *fs, uint64_t ino)
 		return -ENOMEM;
 	/* Every chunk record, whatever the flags say: a crash can leave the
 	 * record of a file's first chunk without the chunked flag, which is
-	 * stored after it (data_to_chunked).  A scan of nothing is one seek. */
-	for (uint64_t from = 0; from != UINT64_MAX;) {
+	 * stored after it (data_to_chunked).  The scan above looked at them
+	 * all: with none found (every inline file) there is nothing to drop,
+	 * and nothing adds a chunk to an inode nobody has open. */
+	for (uint64_t from = chunks ? 0 : UINT64_MAX; from != UINT64_MAX;) {
 		uint64_t freed = 0;
 		rc = data_drop_chunks(fs, ino, from, RECLAIM_RUN, b, &freed, &from);
 		if (!rc && store_batch_count(b))
