@@ -635,6 +635,13 @@ int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set,
 	int64_t now_s;
 	uint32_t now_ns;
 	fs_now(&now_s, &now_ns);
+	/* An inode that went with its last name (dir.c purgeable) still
+	 * gets the kernel's writeback of its times, in memory only (persist
+	 * skips it); a truncate that raced with the unlink comes after it. */
+	if (in->gone && (to_set & FUSE_SET_ATTR_SIZE)) {
+		rc = -ENOENT;
+		goto out;
+	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		if (S_ISDIR(r->mode)) {
 			rc = -EISDIR;
@@ -726,11 +733,19 @@ int fs_open_file(struct fs *fs, uint64_t ino, int flags)
 	struct fs_inode *in = inode_get(fs, ino, &rc);
 	if (!in)
 		return rc;
+	/* An open that raced with the unlink of the file's last name, when
+	 * the inode went with the name (dir.c purgeable): as if it came
+	 * after.  Under the inode's lock, which the unlink holds from its
+	 * look at nopen to setting gone, so one of the two sees the other. */
+	inode_lock(fs, in);
 	pthread_mutex_lock(&fs->itab_lock);
-	in->nopen++;
+	rc = in->gone ? -ENOENT : 0;
+	if (!rc)
+		in->nopen++;
 	pthread_mutex_unlock(&fs->itab_lock);
+	inode_unlock(fs, in);
 	inode_put(fs, in);
-	return 0;
+	return rc;
 }
 
 int fs_release(struct fs *fs, uint64_t ino)

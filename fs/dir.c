@@ -369,6 +369,49 @@ static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_r
 	inode_rec_put(b, in->ino, r);
 }
 
+static int found_any(void *ctx, uint64_t chunk, uint64_t durable)
+{
+	(void)chunk;
+	(void)durable;
+	*(bool *)ctx = true;
+	return 1; /* one is enough */
+}
+
+/*
+ * Can the last name of in go with the inode itself, in the unlink's own
+ * batch (SCHEMA.md "Orphans")?  Only a file that is not a directory,
+ * nobody has open, has no attribute and keeps everything it has in its
+ * record and inline data: no chunk record, whatever the flags say (a
+ * crash can leave a first chunk's record before its flag).  Then there
+ * is nothing for the reclaim thread to do but delete two keys: no orphan
+ * key, no hand-off, no second write.  1, 0, or -errno.  Locks: ns_lock
+ * and in's stripe held; nopen is read under itab_lock.
+ */
+static int purgeable(struct fs *fs, struct fs_inode *in)
+{
+	const struct inode_rec *r = &in->rec;
+	if (S_ISDIR(r->mode) || r->nlink > 1 || in->in_flux ||
+	    (r->flags & (INODE_FLAG_CHUNKED | INODE_FLAG_XATTR)) || fs->opt.read_only)
+		return 0;
+	pthread_mutex_lock(&fs->itab_lock);
+	bool open = in->nopen > 0;
+	pthread_mutex_unlock(&fs->itab_lock);
+	if (open)
+		return 0;
+	bool chunks = false;
+	int rc = chunk_scan(fs, in->ino, 0, UINT64_MAX, found_any, &chunks);
+	return rc < 0 ? rc : !chunks;
+}
+
+/* The inode's record and inline data, deleted into b (its last name goes
+ * in the same batch). */
+static void purge_put(struct store_batch *b, uint64_t ino)
+{
+	uint8_t k[KEY_MAX];
+	(void)store_batch_delete(b, k, key_inode(k, ino));
+	(void)store_batch_delete(b, k, key_data(k, ino));
+}
+
 int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 {
 	int rc = fs_check_name(name);
@@ -404,8 +447,20 @@ int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 	uint64_t inos[2] = {ino, parent};
 	lockset_lock(fs, &ls, inos, 2);
 	struct inode_rec r = in->rec, dr = dir->rec;
+	int purge = purgeable(fs, in);
+	if (purge < 0) {
+		rc = purge;
+		lockset_unlock(&ls);
+		goto unlock;
+	}
 	dirent_del(b, parent, name);
-	drop_name(b, in, &r);
+	if (purge) {
+		r.nlink = 0;
+		inode_touch(&r, false, true);
+		purge_put(b, ino);
+	} else {
+		drop_name(b, in, &r);
+	}
 	if (isdir && dr.nlink > 2)
 		dr.nlink--;
 	inode_touch(&dr, true, true);
@@ -417,6 +472,11 @@ int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 		in->rec = r;
 		dir->rec = dr;
 		in->dirty = dir->dirty = false;
+		if (purge) { /* under itab_lock, as inode_reclaim sets it */
+			pthread_mutex_lock(&fs->itab_lock);
+			in->gone = true;
+			pthread_mutex_unlock(&fs->itab_lock);
+		}
 	}
 	lockset_unlock(&ls);
 unlock:

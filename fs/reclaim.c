@@ -3,7 +3,8 @@
  * background thread (SCHEMA.md, "Orphans").
  *
  * Unlinking the last name of an inode writes its orphan key `O` ino in
- * the batch that sets nlink to 0 (dir.c).  When the kernel lets go of it
+ * the batch that sets nlink to 0 (dir.c), unless the inode goes in that
+ * batch itself (a small file nobody has open: dir.c purgeable).  When the kernel lets go of it
  * (no lookups, no open files), inode.c hands the number to this thread;
  * at mount, so does every orphan key a crash left.  The thread removes
  * the chunk files and their records in runs of RECLAIM_RUN, then the

@@ -136,6 +136,11 @@ static int change(struct fs *fs, uint64_t ino, const char *name, size_t nlen, co
 	if (!in)
 		return rc;
 	inode_lock(fs, in);
+	if (in->gone) { /* its last name went with it (dir.c purgeable) */
+		inode_unlock(fs, in);
+		inode_put(fs, in);
+		return -ENOENT;
+	}
 	uint8_t k[KEY_MAX + 8];
 	size_t kl = key_xattr(k, ino, name, nlen);
 	int exists = fs_key_exists(fs, k, kl);
