@@ -542,6 +542,21 @@ int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 	return rc;
 }
 
+static int found_one(void *ctx, uint64_t chunk, uint64_t durable)
+{
+	(void)chunk;
+	(void)durable;
+	*(bool *)ctx = true;
+	return 1; /* one is enough */
+}
+
+int chunk_any(struct fs *fs, uint64_t ino)
+{
+	bool any = false;
+	int rc = chunk_scan(fs, ino, 0, UINT64_MAX, found_one, &any);
+	return rc < 0 ? rc : any;
+}
+
 /*
  * Inodes dropped from memory with chunks written since their last fsync:
  * their dirty lists went with them, so an fsync after they come back

@@ -639,7 +639,7 @@ int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set,
 	 * gets the kernel's writeback of its times, in memory only (persist
 	 * skips it); a truncate that raced with the unlink comes after it. */
 	if (in->gone && (to_set & FUSE_SET_ATTR_SIZE)) {
-		rc = -ENOENT;
+		rc = -ESTALE;
 		goto out;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -734,12 +734,14 @@ int fs_open_file(struct fs *fs, uint64_t ino, int flags)
 	if (!in)
 		return rc;
 	/* An open that raced with the unlink of the file's last name, when
-	 * the inode went with the name (dir.c purgeable): as if it came
-	 * after.  Under the inode's lock, which the unlink holds from its
+	 * the inode went with the name (dir.c purgeable), or of a file
+	 * handle of it: ESTALE, as ext4 answers for a deleted inode (a path
+	 * walk that meets it is retried by the kernel and ends in ENOENT,
+	 * as if it came after the unlink).  Under the inode's lock, which the unlink holds from its
 	 * look at nopen to setting gone, so one of the two sees the other. */
 	inode_lock(fs, in);
 	pthread_mutex_lock(&fs->itab_lock);
-	rc = in->gone ? -ENOENT : 0;
+	rc = in->gone ? -ESTALE : 0;
 	if (!rc)
 		in->nopen++;
 	pthread_mutex_unlock(&fs->itab_lock);

@@ -369,14 +369,6 @@ static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_r
 	inode_rec_put(b, in->ino, r);
 }
 
-static int found_any(void *ctx, uint64_t chunk, uint64_t durable)
-{
-	(void)chunk;
-	(void)durable;
-	*(bool *)ctx = true;
-	return 1; /* one is enough */
-}
-
 /*
  * Can the last name of in go with the inode itself, in the unlink's own
  * batch (SCHEMA.md "Orphans")?  Only a file that is not a directory,
@@ -398,9 +390,8 @@ static int purgeable(struct fs *fs, struct fs_inode *in)
 	pthread_mutex_unlock(&fs->itab_lock);
 	if (open)
 		return 0;
-	bool chunks = false;
-	int rc = chunk_scan(fs, in->ino, 0, UINT64_MAX, found_any, &chunks);
-	return rc < 0 ? rc : !chunks;
+	int chunks = chunk_any(fs, in->ino);
+	return chunks < 0 ? chunks : !chunks;
 }
 
 /* The inode's record and inline data, deleted into b (its last name goes

@@ -603,6 +603,9 @@ int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to, u
  * at fn's first non-zero return, which it returns. */
 int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable), void *ctx);
+/* 1 when ino has a chunk record (whatever its flags say), 0 when it has
+ * none, or -errno: one store seek. */
+int chunk_any(struct fs *fs, uint64_t ino);
 /* 1 and the recorded durable length (0: unknown) when chunk has a record,
  * 0 when it has none, or a negative errno.  *lost (may be NULL): the
  * record says its bytes were lost with their disk (lost.c). */

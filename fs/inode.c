@@ -369,14 +369,6 @@ void inode_stat(const struct fs *fs, const struct fs_inode *in, struct stat *st)
 	st->st_ctim.tv_nsec = r->ctime_nsec;
 }
 
-static int found_chunk(void *ctx, uint64_t chunk, uint64_t durable)
-{
-	(void)chunk;
-	(void)durable;
-	*(bool *)ctx = true;
-	return 1; /* one is enough */
-}
-
 /* Chunks removed per store batch while reclaiming: bounds the batch. */
 #define RECLAIM_RUN 4096
 
@@ -402,10 +394,9 @@ int inode_reclaim(struct fs *fs, uint64_t ino)
 	 * background, but a sync holds up the writers queued behind it: one
 	 * per inline file deleted halved unlink rates, twice with two store
 	 * copies.) */
-	bool chunks = false;
-	rc = chunk_scan(fs, ino, 0, UINT64_MAX, found_chunk, &chunks);
-	if (rc < 0)
-		return rc;
+	int chunks = chunk_any(fs, ino);
+	if (chunks < 0)
+		return chunks;
 	if (chunks && (rc = store_sync(fs->st)))
 		return rc;
 	struct store_batch *b = store_batch_new();

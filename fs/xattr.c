@@ -139,7 +139,7 @@ static int change(struct fs *fs, uint64_t ino, const char *name, size_t nlen, co
 	if (in->gone) { /* its last name went with it (dir.c purgeable) */
 		inode_unlock(fs, in);
 		inode_put(fs, in);
-		return -ENOENT;
+		return -ESTALE;
 	}
 	uint8_t k[KEY_MAX + 8];
 	size_t kl = key_xattr(k, ino, name, nlen);

@@ -334,6 +334,12 @@ fresh fh && mnt && {
 	[[ $($FH read "$M" "$T/h") == hello ]] || fail "open_by_handle_at after a remount"
 	rm "$M/c" "$M/b"; drop_caches
 	$FH stale "$M" "$T/h" || fail "the handle of a deleted file"
+	# a small file deleted while the kernel still holds its inode: it
+	# went with its name (SCHEMA.md "Orphans"), its handle is stale at once
+	echo small > "$M/s"
+	$FH save "$M" "$T/hs" "$M/s" || fail "name_to_handle_at of a small file"
+	rm "$M/s"
+	$FH stale "$M" "$T/hs" || fail "the handle of a small file deleted while cached"
 	umnt; fsck_clean "file handles"
 }
 
