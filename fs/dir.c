@@ -371,10 +371,11 @@ static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_r
 
 /*
  * Can the last name of in go with the inode itself, in the unlink's own
- * batch (SCHEMA.md "Orphans")?  Only a file that is not a directory,
- * nobody has open, has no attribute and keeps everything it has in its
- * record and inline data: no chunk record, whatever the flags say (a
- * crash can leave a first chunk's record before its flag).  Then there
+ * batch (SCHEMA.md "Orphans")?  Only a regular file (a FIFO, socket or
+ * device can be open with no OPEN sent to us) that nobody has open, has
+ * no attribute and keeps everything it has in its record and inline
+ * data: no chunk record, whatever the flags say (a crash can leave a
+ * first chunk's record before its flag).  Then there
  * is nothing for the reclaim thread to do but delete two keys: no orphan
  * key, no hand-off, no second write.  1, 0, or -errno.  Locks: ns_lock
  * and in's stripe held; nopen is read under itab_lock.
@@ -382,7 +383,7 @@ static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_r
 static int purgeable(struct fs *fs, struct fs_inode *in)
 {
 	const struct inode_rec *r = &in->rec;
-	if (S_ISDIR(r->mode) || r->nlink > 1 || in->in_flux ||
+	if (!S_ISREG(r->mode) || r->nlink > 1 || in->in_flux ||
 	    (r->flags & (INODE_FLAG_CHUNKED | INODE_FLAG_XATTR)) || fs->opt.read_only)
 		return 0;
 	pthread_mutex_lock(&fs->itab_lock);
@@ -394,13 +395,15 @@ static int purgeable(struct fs *fs, struct fs_inode *in)
 	return chunks < 0 ? chunks : !chunks;
 }
 
-/* The inode's record and inline data, deleted into b (its last name goes
- * in the same batch). */
+/* The inode's record, inline data and any in-flux mark a crash left
+ * (as inode_reclaim deletes them), into b: its last name goes in the
+ * same batch. */
 static void purge_put(struct store_batch *b, uint64_t ino)
 {
 	uint8_t k[KEY_MAX];
 	(void)store_batch_delete(b, k, key_inode(k, ino));
 	(void)store_batch_delete(b, k, key_data(k, ino));
+	(void)store_batch_delete(b, k, key_flux(k, ino));
 }
 
 int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)

@@ -249,6 +249,8 @@ void fs_forget(struct fs *fs, uint64_t ino, uint64_t n)
 static int persist(struct fs *fs, struct fs_inode *in, unsigned flags)
 {
 	bool sync = flags & STORE_WRITE_SYNC;
+	if (in->gone) /* deleted: nothing of it is written again */
+		in->dirty = false;
 	if ((!in->dirty && !in->in_flux) || in->gone)
 		return sync ? store_sync(fs->st) : 0;
 	if (in->rec.nlink == 0) {
@@ -282,25 +284,39 @@ int inode_persist(struct fs *fs, struct fs_inode *in, bool sync)
 
 int fs_persist_all(struct fs *fs)
 {
-	int rc = 0;
+	/* The dirty inodes, each with a reference, gathered under itab_lock;
+	 * then each persisted under its own lock with itab_lock released:
+	 * requests take an inode's lock before itab_lock (fs_open_file, the
+	 * unlink's purge), and a remount read-only calls this with requests
+	 * in flight (rdonly.c). */
 	pthread_mutex_lock(&fs->itab_lock);
-	for (size_t i = 0; i < fs->itab_size; i++) {
-		for (struct fs_inode *in = fs->itab[i]; in; in = in->hnext) {
-			if (!in->dirty && !in->in_flux)
-				continue;
-			/* itab_lock then an inode lock: only here, with no
-			 * requests in flight (unmount). */
-			inode_lock(fs, in);
-			/* Unmount: an overwrite of a record of fixed size,
-			 * which may use the store's reserve so that sizes and
-			 * times written reach the store on a full disk. */
-			int r = persist(fs, in, STORE_WRITE_RESERVE);
-			inode_unlock(fs, in);
-			if (r && !rc)
-				rc = r;
-		}
+	size_t n = 0;
+	struct fs_inode **dirty = calloc(fs->itab_count ? fs->itab_count : 1, sizeof(*dirty));
+	if (!dirty) {
+		pthread_mutex_unlock(&fs->itab_lock);
+		return -ENOMEM;
 	}
+	for (size_t i = 0; i < fs->itab_size; i++)
+		for (struct fs_inode *in = fs->itab[i]; in; in = in->hnext)
+			if (in->dirty || in->in_flux) {
+				in->refs++;
+				dirty[n++] = in;
+			}
 	pthread_mutex_unlock(&fs->itab_lock);
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct fs_inode *in = dirty[i];
+		inode_lock(fs, in);
+		/* Unmount: an overwrite of a record of fixed size, which may
+		 * use the store's reserve so that sizes and times written
+		 * reach the store on a full disk. */
+		int r = persist(fs, in, STORE_WRITE_RESERVE);
+		inode_unlock(fs, in);
+		if (r && !rc)
+			rc = r;
+		inode_put(fs, in);
+	}
+	free(dirty);
 	return rc;
 }
 
