@@ -395,17 +395,6 @@ static int purgeable(struct fs *fs, struct fs_inode *in)
 	return chunks < 0 ? chunks : !chunks;
 }
 
-/* The inode's record, inline data and any in-flux mark a crash left
- * (as inode_reclaim deletes them), into b: its last name goes in the
- * same batch. */
-static void purge_put(struct store_batch *b, uint64_t ino)
-{
-	uint8_t k[KEY_MAX];
-	(void)store_batch_delete(b, k, key_inode(k, ino));
-	(void)store_batch_delete(b, k, key_data(k, ino));
-	(void)store_batch_delete(b, k, key_flux(k, ino));
-}
-
 int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 {
 	int rc = fs_check_name(name);
@@ -451,7 +440,7 @@ int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 	if (purge) {
 		r.nlink = 0;
 		inode_touch(&r, false, true);
-		purge_put(b, ino);
+		inode_keys_delete(b, ino);
 	} else {
 		drop_name(b, in, &r);
 	}

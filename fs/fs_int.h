@@ -378,6 +378,10 @@ struct fs_inode *inode_new(struct fs *fs, uint64_t ino,
 int inode_load_rec(struct fs *fs, uint64_t ino, struct inode_rec *rec);
 void inode_rec_put(struct store_batch *b, uint64_t ino,
 		   const struct inode_rec *rec);
+/* Delete into b the keys an inode owns besides its attributes and its
+ * orphan key: record, inline data, in-flux mark (the last name's purge in
+ * dir.c, and inode_reclaim). */
+void inode_keys_delete(struct store_batch *b, uint64_t ino);
 /* Write rec if dirty (under the inode lock). */
 int inode_persist(struct fs *fs, struct fs_inode *in, bool sync);
 void inode_stat(const struct fs *fs, const struct fs_inode *in,

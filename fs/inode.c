@@ -111,6 +111,14 @@ void inode_rec_put(struct store_batch *b, uint64_t ino, const struct inode_rec *
 	(void)store_batch_put(b, k, kl, v, sizeof(v)); /* batches grow; only ENOMEM */
 }
 
+void inode_keys_delete(struct store_batch *b, uint64_t ino)
+{
+	uint8_t k[KEY_MAX];
+	(void)store_batch_delete(b, k, key_inode(k, ino)); /* only ENOMEM, caught by store_write */
+	(void)store_batch_delete(b, k, key_data(k, ino));
+	(void)store_batch_delete(b, k, key_flux(k, ino));
+}
+
 /*
  * The inode for ino with a handler reference, loading its record if
  * needed.  Returns NULL with *err = -ENOENT when it does not exist.
@@ -433,14 +441,8 @@ int inode_reclaim(struct fs *fs, uint64_t ino)
 		store_batch_clear(b);
 	}
 	uint8_t k[KEY_MAX], lo[KEY_MAX], hi[KEY_MAX];
-	size_t kl = key_inode(k, ino);
-	store_batch_delete(b, k, kl);
-	kl = key_data(k, ino);
-	store_batch_delete(b, k, kl);
-	kl = key_orphan(k, ino);
-	store_batch_delete(b, k, kl);
-	kl = key_flux(k, ino);
-	store_batch_delete(b, k, kl);
+	inode_keys_delete(b, ino);
+	store_batch_delete(b, k, key_orphan(k, ino));
 	if (!known || (rec.flags & INODE_FLAG_XATTR)) {
 		size_t ll = key_xattr_prefix(lo, ino), hl = key_xattr_prefix(hi, ino + 1);
 		struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi,
