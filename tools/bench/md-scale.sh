@@ -83,7 +83,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 prog=md-scale
-usage() { sed -n '/^# Options:/,/^# Needs root/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '/^# Options:/,/e2fsprogs\.$/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "$prog: $*" >&2; exit 1; }
 
 N=10000000 D=10000 SIZE=4096 RANDPCT=50 COUNT=100000
@@ -170,11 +170,13 @@ if ((ext_inodes > 0 && iavail < ext_inodes + 10000)); then
 fi
 
 S=$(mktemp -d "$WORK/md-scale.XXXXXX")
-daemon='' loopdev='' child=''
+daemon='' loopdev='' child='' sampler=''
 cleanup() {
 	local rc=$?
+	set +e # every step of the cleanup is tried
 	trap - EXIT INT TERM
 	[[ -n $child ]] && { kill "$child" 2>/dev/null; wait "$child" 2>/dev/null; }
+	[[ -n $sampler ]] && { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; }
 	if mountpoint -q "$S/lsmfs/mnt" 2>/dev/null; then
 		fusermount3 -u "$S/lsmfs/mnt" 2>/dev/null || umount -l "$S/lsmfs/mnt" 2>/dev/null || true
 	fi
@@ -216,6 +218,14 @@ run() {
 	child=
 	((rc == 0)) || die "$* failed (exit $rc)"
 }
+# sample PATH OUT: the bytes PATH takes on disk, every 10 s, into OUT (the
+# peak goes in the report: what a run of this size needs).
+sample() {
+	(while :; do du -sB1 "$1" 2>/dev/null | cut -f1; sleep 10; done >"$2") &
+	sampler=$!
+}
+unsample() { kill "$sampler"; wait "$sampler" 2>/dev/null || true; sampler=''; }
+peak() { sort -n "$1" | tail -1; }
 stats() { getfattr -n user.lsmfs.stats --only-values "$1" 2>/dev/null; }
 # json FILE EXPR: a Python expression over the JSON object j.
 json() { python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
@@ -291,6 +301,7 @@ stats "$L/mnt" >"$S/stats.mount" || die "cannot read user.lsmfs.stats"
 daemon=$(json "$S/stats.mount" 'j["daemon_pid"]')
 copies=$(json "$S/stats.mount" 'len(j["store"]["copies"])')
 echo "== lsmfs: mounted, daemon pid $daemon, $copies store copies"
+sample "$L" "$S/du.lsmfs"
 create lsmfs "$L/mnt/tree"
 echo "== lsmfs: settle (sync -f, then until the store's flush and compaction bytes stop for $SETTLE s)"
 t=$(now)
@@ -311,6 +322,7 @@ for _ in $(seq 900); do
 done
 echo "    $settle_lsmfs s (then $SETTLE s still)"
 phases lsmfs "$L/mnt/tree"
+unsample
 rss_hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$daemon/status")
 rss_now=$(awk '/^VmRSS/ { print $2 }' "/proc/$daemon/status")
 echo "== lsmfs: daemon VmHWM $rss_hwm KiB, VmRSS $rss_now KiB; unmount"
@@ -339,6 +351,7 @@ if [[ $BASELINE != none ]]; then
 		loopdev=$(losetup -f --show --direct-io=on "$E/img")
 		mount "$loopdev" "$E/mnt"
 		echo "== ext4: image $(gib "$imgsize") sparse, $inodes inodes, on $loopdev (direct I/O)"
+		sample "$E/img" "$S/du.ext4"
 	else
 		echo "== ext4: plain directory $E/mnt on $WORK"
 	fi
@@ -350,6 +363,7 @@ if [[ $BASELINE != none ]]; then
 	echo "    $settle_ext4 s"
 	phases ext4 "$E/mnt/tree"
 	ext_used=$(df -B1 --output=used "$E/mnt" | tail -1 | tr -d ' ')
+	[[ -n $sampler ]] && unsample
 	if [[ $BASELINE == loop ]]; then
 		umount "$E/mnt"
 		losetup -d "$loopdev"
@@ -403,5 +417,7 @@ echo "lsmfs daemon peak RSS (VmHWM before unmount): $(awk -v k="$rss_hwm" 'BEGIN
 echo "lsmfs store write amplification = (log + flush + compaction + manifest bytes) / user bytes, one copy, since mount, at unmount:"
 echo "  ($logb + $flushb + $compb + $manb) / $user = $(awk -v a=$((logb + flushb + compb + manb)) -v b="$user" 'BEGIN { printf "%.2f", a / b }')"
 echo "  store bytes to the disks, $copies copies, per application byte: $copies x $((logb + flushb + compb + manb)) / $app = $(awk -v a=$((copies * (logb + flushb + compb + manb))) -v b="$app" 'BEGIN { printf "%.2f", a / b }')"
-echo "lsmfs store per copy $(gib "$store_bytes") after unmount; ext4 used $(gib "${ext_used:-0}"); unmount (last flush) $umount_lsmfs s"
+echo "lsmfs store per copy $(gib "$store_bytes") after unmount; ext4 used $(gib "${ext_used:-0}") (df); unmount (last flush) $umount_lsmfs s"
+echo "disk taken at the peak (sampled every 10 s): lsmfs $(gib "$(peak "$S/du.lsmfs")") (its two directories)$(
+	[[ -s $S/du.ext4 ]] && echo ", ext4 image $(gib "$(peak "$S/du.ext4")")"); the run needed $(gib "$need") by estimate"
 echo "total $(since "$t_start") s; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
