@@ -10,10 +10,20 @@
  * first.  Equal keys across children (not expected for internal keys) come
  * out child by child in index order going forward.
  *
+ * Each child's validity and key are kept beside it (LevelDB's
+ * IteratorWrapper) and refreshed only when that child moves, so choosing
+ * the next entry compares cached keys with no call into the children.
+ * Going forward the merge also keeps the runner-up, the smallest of the
+ * other children: they do not move while current does, so a next() that
+ * leaves current still below the runner-up costs one comparison.  In a
+ * leveled tree long runs of keys come from one child (after a compaction,
+ * most from the last level), so most steps are that one comparison.
+ *
  * Errors: a child that reports a status makes the merge invalid with that
  * status, for good (the first error met wins), so a reader or a compaction
- * never runs on with a child's data silently missing.  n is small (<= ~12),
- * so children are scanned linearly rather than kept in a heap.
+ * never runs on with a child's data silently missing.  A child's status
+ * can only change when it moves, and every move refreshes it.  n is small
+ * (<= ~12), so children are scanned linearly rather than kept in a heap.
  * No locking: an iterator belongs to one thread.
  */
 #include <stdlib.h>
@@ -22,12 +32,20 @@
 
 enum direction { FORWARD, REVERSE };
 
+struct child {
+	struct iter *it;
+	const uint8_t *key; /* when valid */
+	size_t klen;
+	bool valid;
+};
+
 struct merge_iter {
 	struct iter base;
 	key_cmp_fn cmp;
-	struct iter **children;
+	struct child *kids;
 	size_t n;
-	struct iter *current;
+	struct child *current; /* NULL: not valid */
+	struct child *second;  /* FORWARD: smallest other valid child, or NULL */
 	enum direction dir;
 	int err;
 };
@@ -37,59 +55,70 @@ static struct merge_iter *mi(struct iter *it)
 	return (struct merge_iter *)it;
 }
 
-/* Record the first child error; true if the merge has failed. */
-static bool check_children(struct merge_iter *m)
+/* Read c's position after it moved; record its error, if any. */
+static void refresh(struct merge_iter *m, struct child *c)
 {
-	for (size_t i = 0; i < m->n && !m->err; i++)
-		if (!iter_valid(m->children[i]))
-			m->err = iter_status(m->children[i]);
-	if (m->err)
-		m->current = NULL;
-	return m->err != 0;
+	c->valid = iter_valid(c->it);
+	if (c->valid) {
+		c->key = iter_key(c->it, &c->klen);
+	} else if (!m->err) {
+		m->err = iter_status(c->it);
+	}
+}
+
+static void refresh_all(struct merge_iter *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		refresh(m, &m->kids[i]);
+}
+
+/* Forward order: smaller key first, equal keys in child order. */
+static bool before(struct merge_iter *m, const struct child *a,
+		   const struct child *b)
+{
+	int c = m->cmp(a->key, a->klen, b->key, b->klen);
+	return c < 0 || (c == 0 && a < b);
+}
+
+/* The smallest valid child other than skip, or NULL. */
+static struct child *smallest_but(struct merge_iter *m, const struct child *skip)
+{
+	struct child *best = NULL;
+	for (size_t i = 0; i < m->n; i++) {
+		struct child *c = &m->kids[i];
+		if (c != skip && c->valid && (!best || before(m, c, best)))
+			best = c;
+	}
+	return best;
 }
 
 static void find_smallest(struct merge_iter *m)
 {
-	struct iter *best = NULL;
-	const uint8_t *bk = NULL;
-	size_t bl = 0;
-	if (check_children(m))
+	m->second = NULL;
+	if (m->err) {
+		m->current = NULL;
 		return;
-	for (size_t i = 0; i < m->n; i++) {
-		struct iter *c = m->children[i];
-		if (!iter_valid(c))
-			continue;
-		size_t kl;
-		const uint8_t *k = iter_key(c, &kl);
-		if (!best || m->cmp(k, kl, bk, bl) < 0) {
-			best = c;
-			bk = k;
-			bl = kl;
-		}
 	}
-	m->current = best;
+	m->current = smallest_but(m, NULL);
+	if (m->current)
+		m->second = smallest_but(m, m->current);
 }
 
 static void find_largest(struct merge_iter *m)
 {
-	struct iter *best = NULL;
-	const uint8_t *bk = NULL;
-	size_t bl = 0;
-	if (check_children(m))
+	struct child *best = NULL;
+	m->second = NULL;
+	if (m->err) {
+		m->current = NULL;
 		return;
+	}
 	/* Scan backwards so that, among equal keys, the reverse order is the
 	 * mirror of the forward one. */
 	for (size_t i = m->n; i-- > 0;) {
-		struct iter *c = m->children[i];
-		if (!iter_valid(c))
-			continue;
-		size_t kl;
-		const uint8_t *k = iter_key(c, &kl);
-		if (!best || m->cmp(k, kl, bk, bl) > 0) {
+		struct child *c = &m->kids[i];
+		if (c->valid && (!best || m->cmp(c->key, c->klen, best->key,
+						 best->klen) > 0))
 			best = c;
-			bk = k;
-			bl = kl;
-		}
 	}
 	m->current = best;
 }
@@ -105,7 +134,8 @@ static void m_seek_first(struct iter *it)
 	if (m->err)
 		return;
 	for (size_t i = 0; i < m->n; i++)
-		iter_seek_first(m->children[i]);
+		iter_seek_first(m->kids[i].it);
+	refresh_all(m);
 	m->dir = FORWARD;
 	find_smallest(m);
 }
@@ -116,7 +146,8 @@ static void m_seek_last(struct iter *it)
 	if (m->err)
 		return;
 	for (size_t i = 0; i < m->n; i++)
-		iter_seek_last(m->children[i]);
+		iter_seek_last(m->kids[i].it);
+	refresh_all(m);
 	m->dir = REVERSE;
 	find_largest(m);
 }
@@ -127,7 +158,8 @@ static void m_seek(struct iter *it, const uint8_t *t, size_t len)
 	if (m->err)
 		return;
 	for (size_t i = 0; i < m->n; i++)
-		iter_seek(m->children[i], t, len);
+		iter_seek(m->kids[i].it, t, len);
+	refresh_all(m);
 	m->dir = FORWARD;
 	find_smallest(m);
 }
@@ -135,64 +167,86 @@ static void m_seek(struct iter *it, const uint8_t *t, size_t len)
 static void m_next(struct iter *it)
 {
 	struct merge_iter *m = mi(it);
-	if (!m->current)
+	struct child *cur = m->current;
+	if (!cur)
 		return;
 	if (m->dir != FORWARD) {
 		/* Put every other child just past key(): its first entry
 		 * > key() (the current child already is at key()). */
-		size_t kl;
-		const uint8_t *k = iter_key(m->current, &kl);
 		for (size_t i = 0; i < m->n; i++) {
-			struct iter *c = m->children[i];
-			if (c == m->current)
+			struct child *c = &m->kids[i];
+			if (c == cur)
 				continue;
-			iter_seek(c, k, kl);
-			if (iter_valid(c)) {
-				size_t cl;
-				const uint8_t *ck = iter_key(c, &cl);
-				if (m->cmp(ck, cl, k, kl) == 0)
-					iter_next(c);
+			iter_seek(c->it, cur->key, cur->klen);
+			refresh(m, c);
+			if (c->valid &&
+			    m->cmp(c->key, c->klen, cur->key, cur->klen) == 0) {
+				iter_next(c->it);
+				refresh(m, c);
 			}
 		}
 		m->dir = FORWARD;
+		iter_next(cur->it);
+		refresh(m, cur);
+		find_smallest(m);
+		return;
 	}
-	iter_next(m->current);
-	find_smallest(m);
+	iter_next(cur->it);
+	refresh(m, cur);
+	if (m->err) {
+		m->current = m->second = NULL;
+		return;
+	}
+	struct child *second = m->second;
+	if (!second) {
+		/* cur is the only child left, if it is still valid. */
+		if (!cur->valid)
+			m->current = NULL;
+		return;
+	}
+	if (cur->valid && before(m, cur, second))
+		return;
+	/* The runner-up takes over; the others did not move. */
+	m->current = second;
+	m->second = smallest_but(m, second);
 }
 
 static void m_prev(struct iter *it)
 {
 	struct merge_iter *m = mi(it);
-	if (!m->current)
+	struct child *cur = m->current;
+	if (!cur)
 		return;
 	if (m->dir != REVERSE) {
 		/* Put every other child at its last entry < key(). */
-		size_t kl;
-		const uint8_t *k = iter_key(m->current, &kl);
 		for (size_t i = 0; i < m->n; i++) {
-			struct iter *c = m->children[i];
-			if (c == m->current)
+			struct child *c = &m->kids[i];
+			if (c == cur)
 				continue;
-			iter_seek(c, k, kl);
-			if (iter_valid(c))
-				iter_prev(c); /* first entry >= key: step before */
-			else if (iter_status(c) == 0)
-				iter_seek_last(c); /* all its entries are < key */
+			iter_seek(c->it, cur->key, cur->klen);
+			if (iter_valid(c->it))
+				iter_prev(c->it); /* first entry >= key: step before */
+			else if (iter_status(c->it) == 0)
+				iter_seek_last(c->it); /* all its entries are < key */
+			refresh(m, c);
 		}
 		m->dir = REVERSE;
 	}
-	iter_prev(m->current);
+	iter_prev(cur->it);
+	refresh(m, cur);
 	find_largest(m);
 }
 
 static const uint8_t *m_key(struct iter *it, size_t *len)
 {
-	return iter_key(mi(it)->current, len);
+	struct child *c = mi(it)->current;
+	*len = c->klen;
+	return c->key;
 }
 
 static const uint8_t *m_value(struct iter *it, size_t *len)
 {
-	return iter_value(mi(it)->current, len);
+	return iter_value(mi(it)->current->it, len);
 }
 
 static int m_status(struct iter *it)
@@ -201,7 +255,7 @@ static int m_status(struct iter *it)
 	if (m->err)
 		return m->err;
 	for (size_t i = 0; i < m->n; i++) {
-		int s = iter_status(m->children[i]);
+		int s = iter_status(m->kids[i].it);
 		if (s)
 			return s;
 	}
@@ -212,8 +266,8 @@ static void m_destroy(struct iter *it)
 {
 	struct merge_iter *m = mi(it);
 	for (size_t i = 0; i < m->n; i++)
-		iter_destroy(m->children[i]);
-	free(m->children);
+		iter_destroy(m->kids[i].it);
+	free(m->kids);
 	free(m);
 }
 
@@ -241,7 +295,7 @@ struct iter *merge_iter_new(key_cmp_fn cmp, struct iter **children, size_t n)
 		return e;
 	}
 	m = calloc(1, sizeof(*m));
-	struct iter **kids = m ? malloc(n * sizeof(*kids)) : NULL;
+	struct child *kids = m ? calloc(n, sizeof(*kids)) : NULL;
 	if (!kids) {
 		free(m);
 		for (size_t i = 0; i < n; i++)
@@ -249,10 +303,10 @@ struct iter *merge_iter_new(key_cmp_fn cmp, struct iter **children, size_t n)
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++)
-		kids[i] = children[i];
+		kids[i].it = children[i];
 	m->base.ops = &merge_iter_ops;
 	m->cmp = cmp;
-	m->children = kids;
+	m->kids = kids;
 	m->n = n;
 	m->dir = FORWARD;
 	return &m->base;
