@@ -143,8 +143,23 @@ START_TEST(test_random_model)
 		r->vlen = type == KTYPE_VALUE ? rnd() % sizeof(r->val) : 0;
 		for (size_t j = 0; j < r->vlen; j++)
 			r->val[j] = (uint8_t)rnd();
-		ck_assert_int_eq(memtable_add(m, seqs[i], type, uk, ulen, r->val,
-					      r->vlen), 0);
+	}
+	/* Loop 1 adds ascending runs (the skiplist's splice: each add after
+	 * the last starts from it), of 1 to 300 entries, and loop 2 one
+	 * ascending run of all, between random ones. */
+	for (size_t i = 0; _i && i < NRANDOM;) {
+		size_t run = _i == 2 ? NRANDOM : 1 + rnd() % 300;
+		if (run > NRANDOM - i)
+			run = NRANDOM - i;
+		qsort(&refs[i], run, sizeof(*refs), ref_cmp);
+		i += run;
+	}
+	for (size_t i = 0; i < NRANDOM; i++) {
+		struct ref *r = &refs[i];
+		size_t ulen = r->ilen - IKEY_TAG_LEN;
+		uint64_t tag = get_le64(r->ikey + ulen);
+		ck_assert_int_eq(memtable_add(m, tag >> 8, (int)(tag & 0xff), r->ikey,
+					      ulen, r->val, r->vlen), 0);
 	}
 	ck_assert_uint_eq(memtable_count(m), NRANDOM);
 	qsort(refs, NRANDOM, sizeof(*refs), ref_cmp);
@@ -677,7 +692,7 @@ static Suite *memtable_suite(void)
 	Suite *s = suite_create("memtable");
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_random_model);
+	tcase_add_loop_test(tc, test_random_model, 0, 3);
 	tcase_add_test(tc, test_random_get);
 	tcase_add_test(tc, test_visibility);
 	tcase_add_test(tc, test_empty);
