@@ -176,7 +176,7 @@ cleanup() {
 	set +e # every step of the cleanup is tried
 	trap - EXIT INT TERM
 	[[ -n $child ]] && { kill "$child" 2>/dev/null; wait "$child" 2>/dev/null; }
-	[[ -n $sampler ]] && { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; }
+	[[ -n $sampler ]] && unsample
 	if mountpoint -q "$S/lsmfs/mnt" 2>/dev/null; then
 		fusermount3 -u "$S/lsmfs/mnt" 2>/dev/null || umount -l "$S/lsmfs/mnt" 2>/dev/null || true
 	fi
@@ -218,13 +218,21 @@ run() {
 	child=
 	((rc == 0)) || die "$* failed (exit $rc)"
 }
-# sample PATH OUT: the bytes PATH takes on disk, every 10 s, into OUT (the
-# peak goes in the report: what a run of this size needs).
+# sample OUT PATH...: the bytes the PATHs take on disk, every 10 s, into OUT
+# (the peak goes in the report: what a run of this size needs).  du -x: never
+# into a mount below them.
 sample() {
-	(while :; do du -sB1 "$1" 2>/dev/null | cut -f1; sleep 10; done >"$2") &
+	local out=$1
+	shift
+	(while :; do du -scxB1 "$@" 2>/dev/null | tail -1 | cut -f1; sleep 10; done >"$out") &
 	sampler=$!
 }
-unsample() { kill "$sampler"; wait "$sampler" 2>/dev/null || true; sampler=''; }
+unsample() {
+	pkill -P "$sampler" 2>/dev/null
+	kill "$sampler" 2>/dev/null
+	wait "$sampler" 2>/dev/null || true
+	sampler=''
+}
 peak() { sort -n "$1" | tail -1; }
 stats() { getfattr -n user.lsmfs.stats --only-values "$1" 2>/dev/null; }
 # json FILE EXPR: a Python expression over the JSON object j.
@@ -301,7 +309,7 @@ stats "$L/mnt" >"$S/stats.mount" || die "cannot read user.lsmfs.stats"
 daemon=$(json "$S/stats.mount" 'j["daemon_pid"]')
 copies=$(json "$S/stats.mount" 'len(j["store"]["copies"])')
 echo "== lsmfs: mounted, daemon pid $daemon, $copies store copies"
-sample "$L" "$S/du.lsmfs"
+sample "$S/du.lsmfs" "$L/d0" "$L/d1"
 create lsmfs "$L/mnt/tree"
 echo "== lsmfs: settle (sync -f, then until the store's flush and compaction bytes stop for $SETTLE s)"
 t=$(now)
@@ -327,7 +335,11 @@ rss_hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$daemon/status")
 rss_now=$(awk '/^VmRSS/ { print $2 }' "/proc/$daemon/status")
 echo "== lsmfs: daemon VmHWM $rss_hwm KiB, VmRSS $rss_now KiB; unmount"
 t=$(now)
-fusermount3 -u "$L/mnt"
+for i in $(seq 10); do
+	fusermount3 -u "$L/mnt" 2>"$S/umount.err" && break
+	((i < 10)) || die "lsmfs: cannot unmount: $(<"$S/umount.err") (held by: $(fuser -m "$L/mnt" 2>&1 | tr -s ' '))"
+	sleep 1
+done
 while kill -0 "$daemon" 2>/dev/null; do sleep 0.2; done
 daemon=
 umount_lsmfs=$(since "$t")
@@ -351,7 +363,7 @@ if [[ $BASELINE != none ]]; then
 		loopdev=$(losetup -f --show --direct-io=on "$E/img")
 		mount "$loopdev" "$E/mnt"
 		echo "== ext4: image $(gib "$imgsize") sparse, $inodes inodes, on $loopdev (direct I/O)"
-		sample "$E/img" "$S/du.ext4"
+		sample "$S/du.ext4" "$E/img"
 	else
 		echo "== ext4: plain directory $E/mnt on $WORK"
 	fi
