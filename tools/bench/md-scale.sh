@@ -221,16 +221,26 @@ run() {
 # sample OUT PATH...: the bytes the PATHs take on disk, every 10 s, into OUT
 # (the peak goes in the report: what a run of this size needs).  du -x: never
 # into a mount below them.
+# It stops at the file $S/unsample (within a second; no signal, so no
+# job message and nothing left running).
 sample() {
 	local out=$1
 	shift
-	(while :; do du -scxB1 "$@" 2>/dev/null | tail -1 | cut -f1; sleep 10; done >"$out") &
+	rm -f "$S/unsample"
+	(
+		while [[ ! -e $S/unsample ]]; do
+			du -scxB1 "$@" 2>/dev/null | tail -1 | cut -f1 || true
+			for _ in 1 2 3 4 5 6 7 8 9 10; do
+				[[ -e $S/unsample ]] && break
+				sleep 1
+			done
+		done >"$out"
+	) &
 	sampler=$!
 }
 unsample() {
-	pkill -P "$sampler" 2>/dev/null
-	kill "$sampler" 2>/dev/null
-	wait "$sampler" 2>/dev/null || true
+	touch "$S/unsample"
+	wait "$sampler" || true
 	sampler=''
 }
 peak() { sort -n "$1" | tail -1; }
@@ -298,7 +308,10 @@ t_start=$(now)
 echo "md-scale: N=$N D=$D size=$SIZE random=$RANDPCT% count=$COUNT cache=$CACHE baseline=$BASELINE"
 echo "  work $S ($(df -h --output=source,fstype,avail "$WORK" | tail -1 | tr -s ' ')), need ~$(gib "$need")"
 echo "  load average $(cut -d' ' -f1-3 /proc/loadavg) (a busy machine slows every phase)"
-echo "  lsmfs $(git -C "$here" describe --always --dirty 2>/dev/null || echo '?') build $B; kernel $(uname -r); $(nproc) cpus, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 2^20 }' /proc/meminfo) RAM"
+# The daemon measured is the build's: say when the build is behind its source.
+behind=$(ninja -C "$B" -n 2>/dev/null | grep -c '^\[' || true)
+echo "  lsmfs $(git -C "$here" describe --always --dirty 2>/dev/null || echo '?') build $B$( ((behind > 0)) &&
+	echo " (BEHIND its source: ninja -n has $behind steps)"); kernel $(uname -r); $(nproc) cpus, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 2^20 }' /proc/meminfo) RAM"
 
 # --- lsmfs ---
 L=$S/lsmfs
