@@ -221,6 +221,7 @@ static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint
 	if (!b)
 		return -ENOMEM;
 	bool marking = !in->in_flux;
+	in->fresh = false; /* before the record can exist */
 	store_batch_put(b, ck, ckl, "", 0);
 	int rc = chunk_mark_flux(fs, in, b);
 	if (!rc)

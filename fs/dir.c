@@ -265,6 +265,7 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 	}
 	inode_stat(fs, in, st);
 	in->nlookup = 1; /* not yet visible to anyone else: no lock needed */
+	in->fresh = true;
 unlock:
 	pthread_mutex_unlock(&fs->ns_lock);
 	if (in)
@@ -375,7 +376,8 @@ static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_r
  * device can be open with no OPEN sent to us) that nobody has open, has
  * no attribute and keeps everything it has in its record and inline
  * data: no chunk record, whatever the flags say (a crash can leave a
- * first chunk's record before its flag).  Then there
+ * first chunk's record before its flag), which is known without a look
+ * for a file this mount made and never gave one (fresh).  Then there
  * is nothing for the reclaim thread to do but delete two keys: no orphan
  * key, no hand-off, no second write.  1, 0, or -errno.  Locks: ns_lock
  * and in's stripe held; nopen is read under itab_lock.
@@ -391,6 +393,8 @@ static int purgeable(struct fs *fs, struct fs_inode *in)
 	pthread_mutex_unlock(&fs->itab_lock);
 	if (open)
 		return 0;
+	if (in->fresh)
+		return 1; /* no chunk record was ever made for it */
 	int chunks = chunk_any(fs, in->ino);
 	return chunks < 0 ? chunks : !chunks;
 }

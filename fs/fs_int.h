@@ -116,6 +116,9 @@ struct fs_inode {
 	bool loaded;            /* rec is valid */
 	bool gone;              /* reclaimed: nothing more may be written */
 	bool in_flux;           /* its `G` mark is in the store (chunk.c) */
+	bool fresh;             /* made by this mount and never given a chunk
+				   record (create_chunk clears it): it has
+				   none, so its unlink need not look */
 	struct inode_rec rec;
 	struct inode_data *data;
 	struct fs_inode *hnext;
