@@ -20,9 +20,12 @@
  * A node pointer points at the header; its links lie just below it, level
  * 0 nearest, so the link a search follows and the key it compares share a
  * cache line.  The header caches what comparisons need (pointer and length
- * of the user key in the entry, the tag, and the first 8 user-key bytes as
- * a big-endian integer) so that a search never decodes a varint and usually
- * decides on the cached prefix without touching the entry.  Order is
+ * of the user key in the entry, the tag, and the first 16 user-key bytes
+ * as two big-endian integers) so that a search never decodes a varint and
+ * usually decides on the cached prefix without touching the entry: the
+ * filesystem's keys share their first 8 bytes within a directory (type
+ * byte and parent inode), and bytes 8..15 hold an inode's last byte or a
+ * name's first seven.  Order is
  * ikey_compare's: user key ascending (memcmp, shorter first), then tag
  * descending; the comparison is inlined here rather than called through a
  * pointer because inserts are the hot path of every write.  Heights are 1..12 with
@@ -65,6 +68,7 @@ enum { ARENA_NODES, ARENA_ENTRIES };
 
 struct node {
 	uint64_t prefix; /* first 8 user-key bytes, big-endian, zero padded */
+	uint64_t prefix2; /* the next 8, likewise */
 	uint64_t tag;	 /* seq << 8 | type */
 	const uint8_t *ukey; /* the user key inside the entry; tag follows */
 	uint32_t ulen;
@@ -176,9 +180,15 @@ static inline uint64_t key_prefix(const uint8_t *k, size_t len)
 	return v;
 }
 
+/* Bytes 8..15 of k, as key_prefix. */
+static inline uint64_t key_prefix2(const uint8_t *k, size_t len)
+{
+	return len > 8 ? key_prefix(k + 8, len - 8) : 0;
+}
+
 /* A search key, decoded once. */
 struct skey {
-	uint64_t prefix;
+	uint64_t prefix, prefix2;
 	uint64_t tag;
 	const uint8_t *ukey;
 	size_t ulen;
@@ -188,6 +198,7 @@ static inline void skey_init(struct skey *s, const uint8_t *ukey, size_t ulen,
 			     uint64_t tag)
 {
 	s->prefix = key_prefix(ukey, ulen);
+	s->prefix2 = key_prefix2(ukey, ulen);
 	s->tag = tag;
 	s->ukey = ukey;
 	s->ulen = ulen;
@@ -199,11 +210,13 @@ static inline int node_cmp(const struct node *n, const struct skey *s)
 	if (n->prefix != s->prefix)
 		return n->prefix < s->prefix ? -1 : 1;
 	if (n->ulen > 8 || s->ulen > 8) {
-		/* Equal prefixes: both keys share their first min(len, 8)
+		if (n->prefix2 != s->prefix2)
+			return n->prefix2 < s->prefix2 ? -1 : 1;
+		/* Equal prefixes: both keys share their first min(len, 16)
 		 * bytes, so only the rest can differ. */
 		size_t a = n->ulen, b = s->ulen, len = a < b ? a : b;
-		if (len > 8) {
-			int r = memcmp(n->ukey + 8, s->ukey + 8, len - 8);
+		if (len > 16) {
+			int r = memcmp(n->ukey + 16, s->ukey + 16, len - 16);
 			if (r)
 				return r;
 		}
@@ -425,8 +438,9 @@ int memtable_add(struct memtable *m, uint64_t seq, int type, const void *key,
 	x->ulen = (uint32_t)klen;
 	x->vlen = (uint32_t)vlen;
 	x->prefix = key_prefix(key, klen);
+	x->prefix2 = key_prefix2(key, klen);
 
-	struct skey s = { x->prefix, x->tag, x->ukey, klen };
+	struct skey s = { x->prefix, x->prefix2, x->tag, x->ukey, klen };
 	struct node *prev[MAX_HEIGHT];
 	if (m->last && node_cmp(m->last, &s) < 0)
 		find_prev_after_last(m, &s, prev);
@@ -542,7 +556,7 @@ static void mi_prev(struct iter *it)
 	/* No back pointers: search for the last node before this one. */
 	struct mt_iter *i = (struct mt_iter *)it;
 	struct node *n = i->node;
-	struct skey s = { n->prefix, n->tag, n->ukey, n->ulen };
+	struct skey s = { n->prefix, n->prefix2, n->tag, n->ukey, n->ulen };
 	i->node = real_node(i->m, find_lt(i->m, &s));
 }
 

@@ -2,8 +2,8 @@
  * test_memtable: the memtable (suite "memtable"), against a model.
  *
  * Random entries (short keys over a tiny alphabet that includes 0x00 and
- * 0xff, so user keys repeat and share prefixes around the 8-byte cached
- * prefix) are inserted and compared with a sorted reference array:
+ * 0xff, so user keys repeat and share prefixes around the two 8-byte
+ * cached prefixes) are inserted and compared with a sorted reference array:
  * forward and backward iteration, seeks to random targets, and
  * memtable_get at random snapshots.  Also: visibility by sequence, empty
  * keys and values, 1 MiB values, memory accounting, and one writer racing
@@ -53,7 +53,7 @@ static uint64_t seed_rng(const char *test)
 }
 
 struct ref {
-	uint8_t ikey[24]; /* user key (<= 14) + tag */
+	uint8_t ikey[32]; /* user key (<= 22) + tag */
 	size_t ilen;
 	uint8_t val[32];
 	size_t vlen;
@@ -69,10 +69,13 @@ static const uint8_t alphabet[] = { 0x00, 0x01, 'a', 0xff };
 
 static size_t random_ukey(uint8_t *k)
 {
-	/* Lengths 0..14 straddle the 8-byte prefix the skiplist caches. */
-	size_t len = rnd() % 15;
+	/* Lengths 0..22 straddle the two 8-byte prefixes the skiplist
+	 * caches; half the keys start with 14 bytes of 'a', so that keys
+	 * share the first prefix and part or all of the second. */
+	size_t len = rnd() % 23;
+	size_t same = rnd() % 2 ? 14 : 0;
 	for (size_t i = 0; i < len; i++)
-		k[i] = alphabet[rnd() % sizeof(alphabet)];
+		k[i] = i < same ? 'a' : alphabet[rnd() % sizeof(alphabet)];
 	return len;
 }
 
@@ -136,7 +139,7 @@ START_TEST(test_random_model)
 	}
 	for (size_t i = 0; i < NRANDOM; i++) {
 		struct ref *r = &refs[i];
-		uint8_t uk[16];
+		uint8_t uk[24];
 		size_t ulen = random_ukey(uk);
 		int type = rnd() % 4 ? KTYPE_VALUE : KTYPE_DELETE;
 		make_ikey(r->ikey, &r->ilen, uk, ulen, seqs[i], type);
@@ -181,7 +184,7 @@ START_TEST(test_random_model)
 	ck_assert_uint_eq(i, 0);
 
 	for (int t = 0; t < 5000; t++) {
-		uint8_t uk[16], target[24];
+		uint8_t uk[24], target[32];
 		size_t ulen = random_ukey(uk), tlen;
 		make_ikey(target, &tlen, uk, ulen, rnd() % (NRANDOM + 2),
 			  (int)(rnd() % 2));
@@ -226,7 +229,7 @@ START_TEST(test_random_get)
 	ck_assert_ptr_nonnull(refs);
 	for (size_t i = 0; i < NRANDOM; i++) {
 		struct ref *r = &refs[i];
-		uint8_t uk[16];
+		uint8_t uk[24];
 		size_t ulen = random_ukey(uk);
 		int type = rnd() % 3 ? KTYPE_VALUE : KTYPE_DELETE;
 		/* Sequences in insertion order, as the store assigns them. */
@@ -240,10 +243,10 @@ START_TEST(test_random_get)
 	qsort(refs, NRANDOM, sizeof(*refs), ref_cmp);
 
 	for (int t = 0; t < 20000; t++) {
-		uint8_t uk[16];
+		uint8_t uk[24];
 		size_t ulen = random_ukey(uk);
 		uint64_t snap = rnd() % (NRANDOM + 2);
-		uint8_t target[24];
+		uint8_t target[32];
 		size_t tlen;
 		make_ikey(target, &tlen, uk, ulen, snap, KTYPE_SEEK);
 		size_t w = lower_bound(refs, NRANDOM, target, tlen);
