@@ -57,7 +57,8 @@
 # Disk space: lsmfs is measured, unmounted and removed before the ext4 tree
 # is made (with --keep both stay), so the run needs the larger of the two,
 # estimated and checked with df (bytes and inodes) before anything starts.
-# At the defaults: lsmfs ~2 x 22 GiB plus compaction room, ext4 ~45 GiB.
+# At the defaults: lsmfs ~2 x 22 GiB plus compaction room, ext4 ~42 GiB
+# (about 56 GiB checked for).
 #
 # Options:
 #   -n N             files (default 10000000)
@@ -136,18 +137,19 @@ fi
 
 # Room, before anything is made.  Estimates (bytes): lsmfs keeps a file of
 # up to 4 KiB (the default inline limit) in the store, LZ4-compressed, with
-# its inode record and directory entry (~300 bytes after compression, about
-# what the 20,000-file runs measure), in 2 copies, x1.5 for the tables a
-# compaction writes before it drops its inputs, obsolete tables and the
-# commit log; a larger file is a chunk file (one copy) and the metadata.
-# ext4: a 4 KiB block per 4 KiB, a 256-byte inode, ~32 bytes of directory
-# entry per file, 1 GiB for the journal and bitmaps.
+# its inode record and directory entry (~300 bytes), in 2 copies, x1.25 for
+# the tables a compaction writes before it drops its inputs, obsolete
+# tables and the commit log (the 1M-file run at the defaults peaked at
+# 4.1 GiB for both copies, 2,200 bytes a file a copy; this says 5.5 GiB);
+# a larger file is a chunk file (one copy) and the metadata.  ext4: a 4 KiB
+# block per 4 KiB, a 256-byte inode, ~32 bytes of directory entry per file,
+# 1 GiB for the journal and bitmaps (the 1M run: 4.1 GiB; this says 5.1).
 GiB=$((1 << 30))
 blocks=$(((SIZE + 4095) / 4096 * 4096))
 if ((SIZE <= 4096)); then
-	lsm_need=$((N * (SIZE * (RANDPCT > 5 ? RANDPCT : 5) / 100 + 300) * 2 * 3 / 2))
+	lsm_need=$((N * (SIZE * (RANDPCT > 5 ? RANDPCT : 5) / 100 + 300) * 2 * 5 / 4))
 else
-	lsm_need=$((N * blocks + N * 300 * 2 * 3 / 2))
+	lsm_need=$((N * blocks + N * 300 * 2 * 5 / 4))
 fi
 ext_need=0 ext_inodes=0
 [[ $BASELINE != none ]] && ext_need=$((N * (blocks + 256 + 32) + GiB))
@@ -210,6 +212,7 @@ drop() {
 run() {
 	local out=$1 rc=0
 	shift
+	: >"$out" # before tail looks for it
 	"$@" >"$out" &
 	child=$!
 	tail -n +1 -f --pid="$child" "$out" | sed -u 's/^/    /' &
