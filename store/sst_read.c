@@ -1050,7 +1050,13 @@ static void init_data_block(struct sst_iter *it)
 
 	const struct block *b = NULL;
 	struct sst_reader *r = it->r;
-	if (it->fill_cache && r->cache) {
+	/* A sequential scan (readahead under way, this block next) reads
+	 * into the iterator's own buffers and adds nothing to the cache: a
+	 * long scan (readdir of a huge directory, fsck, readseq) would
+	 * otherwise push the hot blocks out, and pay an allocation, an
+	 * insert and an eviction per block for blocks read once. */
+	bool scanning = it->in_a_row >= RA_AFTER && h.offset == it->next_off;
+	if (it->fill_cache && r->cache && !scanning) {
 		rc = iter_get_block(it, &h, &b, &m);
 	} else {
 		/* Use a cached copy if there is one, but add nothing. */

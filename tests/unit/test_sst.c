@@ -979,7 +979,8 @@ END_TEST
 
 /*
  * Readahead: a forward scan reads a table's blocks in a few large preads,
- * not one per block, and a block damaged past where readahead begins is
+ * not one per block, and leaves them out of the block cache (a scan must
+ * not push the hot blocks out); a block damaged past where readahead begins is
  * still caught as a direct read catches it: the scan returns every entry
  * before it, then fails naming the block.
  */
@@ -1015,6 +1016,15 @@ START_TEST(test_sst_readahead)
 			ck_assert_msg((uint64_t)n * 8 < nb,
 				      "comp %d mode %d: %d preads for %" PRIu64 " blocks",
 				      comp, mode, n, nb);
+			if (cache) {
+				/* The scan kept its blocks out of the cache. */
+				uint64_t bytes;
+				block_cache_stats(cache, NULL, NULL, &bytes);
+				ck_assert_msg(bytes * 8 < size,
+					      "comp %d mode %d: a scan cached %" PRIu64
+					      " bytes of a %" PRIu64 "-byte table",
+					      comp, mode, bytes, size);
+			}
 			sst_close(r);
 			block_cache_free(cache);
 		}
