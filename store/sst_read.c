@@ -194,6 +194,59 @@ static int lz4_decode(struct sst_reader *r, const char *what,
 }
 
 /*
+ * The payload of the stored block p (checked, type NONE or LZ4) copied or
+ * decompressed into room(ctx, n), which gives n bytes (NULL: out of
+ * memory); *out is where it went, *len its length.
+ */
+static int decode_block(struct sst_reader *r, const char *what,
+			const struct block_handle *h, const uint8_t *p, uint8_t type,
+			uint8_t *(*room)(void *ctx, size_t n), void *ctx,
+			uint8_t **out, size_t *len, char **msg)
+{
+	if (type == BLOCK_TYPE_NONE) {
+		uint8_t *d = room(ctx, h->size);
+		if (!d)
+			return -ENOMEM;
+		memcpy(d, p, h->size);
+		*out = d;
+		*len = h->size;
+		return 0;
+	}
+	uint32_t ulen;
+	const uint8_t *src;
+	size_t slen;
+	int rc = lz4_header(r, what, h, p, &ulen, &src, &slen, msg);
+	if (rc)
+		return rc;
+	uint8_t *d = room(ctx, ulen);
+	if (!d)
+		return -ENOMEM;
+	rc = lz4_decode(r, what, h, src, slen, d, ulen, msg);
+	if (rc)
+		return rc;
+	*out = d;
+	*len = ulen;
+	return 0;
+}
+
+/* decode_block's room: a new allocation, BLOCK_HEAD bytes before the
+ * payload (*ctx: the allocation, NULL when none was made). */
+static uint8_t *room_alloc(void *ctx, size_t n)
+{
+	uint8_t *b = malloc(BLOCK_HEAD + n);
+	*(void **)ctx = b;
+	return b ? b + BLOCK_HEAD : NULL;
+}
+
+/* decode_block's room: a reusable buffer. */
+static uint8_t *room_buf(void *ctx, size_t n)
+{
+	struct buf *b = ctx;
+	buf_clear(b);
+	return buf_reserve(b, n ? n : 1) ? NULL : b->data;
+}
+
+/*
  * Read block h into a new allocation: BLOCK_HEAD bytes of room, then the
  * (decompressed) payload at *data, *len bytes.
  */
@@ -222,25 +275,17 @@ static int read_block_alloc(struct sst_reader *r, const char *what,
 		*len = h->size;
 		return 0;
 	}
-	uint32_t ulen;
-	const uint8_t *src;
-	size_t slen;
-	uint8_t *plain = NULL;
-	rc = lz4_header(r, what, h, raw + BLOCK_HEAD, &ulen, &src, &slen, msg);
-	if (rc == 0) {
-		plain = malloc(BLOCK_HEAD + ulen);
-		rc = plain ? lz4_decode(r, what, h, src, slen, plain + BLOCK_HEAD,
-					ulen, msg)
-			   : -ENOMEM;
-	}
+	void *plain = NULL;
+	uint8_t *d = NULL;
+	rc = decode_block(r, what, h, raw + BLOCK_HEAD, type, room_alloc, &plain, &d,
+			  len, msg);
 	free(raw);
 	if (rc) {
 		free(plain);
 		return rc;
 	}
 	*mem = plain;
-	*data = plain + BLOCK_HEAD;
-	*len = ulen;
+	*data = d;
 	return 0;
 }
 
@@ -263,21 +308,10 @@ static int read_block_scratch(struct sst_reader *r, const struct block_handle *h
 		*len = h->size;
 		return 0;
 	}
-	uint32_t ulen;
-	const uint8_t *src;
-	size_t slen;
-	rc = lz4_header(r, "block", h, io->data, &ulen, &src, &slen, msg);
-	if (rc)
-		return rc;
-	buf_clear(plain);
-	if (buf_reserve(plain, ulen ? ulen : 1))
-		return -ENOMEM;
-	rc = lz4_decode(r, "block", h, src, slen, plain->data, ulen, msg);
-	if (rc)
-		return rc;
-	*data = plain->data;
-	*len = ulen;
-	return 0;
+	uint8_t *d = NULL;
+	rc = decode_block(r, "block", h, io->data, type, room_buf, plain, &d, len, msg);
+	*data = d;
+	return rc;
 }
 
 static int bad_block(struct sst_reader *r, const char *what,
@@ -288,14 +322,22 @@ static int bad_block(struct sst_reader *r, const char *what,
 	return -EUCLEAN;
 }
 
-/* A data block read into its own allocation (BLOCK_HEAD layout). */
+struct sst_iter;
+static int readahead_block_alloc(struct sst_iter *it, const struct block_handle *h,
+				 void **mem, const uint8_t **data, size_t *len,
+				 char **msg);
+
+/* A data block read into its own allocation (BLOCK_HEAD layout): from
+ * the readahead bytes of iterator it, when it has them, or the file. */
 static int read_data_block(struct sst_reader *r, const struct block_handle *h,
-			   struct block **out, char **msg)
+			   struct sst_iter *it, struct block **out, char **msg)
 {
-	void *mem;
+	void *mem = NULL;
 	const uint8_t *data;
 	size_t len;
-	int rc = read_block_alloc(r, "block", h, &mem, &data, &len, msg);
+	int rc = it ? readahead_block_alloc(it, h, &mem, &data, &len, msg) : 1;
+	if (rc == 1)
+		rc = read_block_alloc(r, "block", h, &mem, &data, &len, msg);
 	if (rc)
 		return rc;
 	struct block *b = mem;
@@ -313,12 +355,13 @@ static void block_deleter(void *value)
 }
 
 /*
- * The data block h, from the cache or the file.  It is pinned by *handle
- * (cache) or owned through *owned (free it); exactly one is set.
+ * The data block h, from the cache or the file (or the readahead bytes of
+ * iterator it, if not NULL).  It is pinned by *handle (cache) or owned
+ * through *owned (free it); exactly one is set.
  */
 static int get_block(struct sst_reader *r, const struct block_handle *h,
-		     const struct block **out, struct cache_handle **handle,
-		     void **owned, char **msg)
+		     struct sst_iter *it, const struct block **out,
+		     struct cache_handle **handle, void **owned, char **msg)
 {
 	*handle = NULL;
 	*owned = NULL;
@@ -330,7 +373,7 @@ static int get_block(struct sst_reader *r, const struct block_handle *h,
 		}
 	}
 	struct block *b;
-	int rc = read_data_block(r, h, &b, msg);
+	int rc = read_data_block(r, h, it, &b, msg);
 	if (rc)
 		return rc;
 	COUNT(r, block_reads);
@@ -772,7 +815,7 @@ int sst_get(struct sst_reader *r, const uint8_t *ikey, size_t klen,
 	if (rc)
 		goto out;
 	const struct block *b;
-	rc = get_block(r, &h, &b, &handle, &owned, errmsg);
+	rc = get_block(r, &h, NULL, &b, &handle, &owned, errmsg);
 	if (rc)
 		goto out;
 	block_iter_reset(&di, b);
@@ -895,70 +938,15 @@ static int readahead_block_alloc(struct sst_iter *it, const struct block_handle 
 	const uint8_t *p = readahead_block(it, h, &type);
 	if (!p || (type != BLOCK_TYPE_NONE && type != BLOCK_TYPE_LZ4))
 		return 1;
-	if (type == BLOCK_TYPE_NONE) {
-		uint8_t *b = malloc(BLOCK_HEAD + h->size);
-		if (!b)
-			return -ENOMEM;
-		memcpy(b + BLOCK_HEAD, p, h->size);
-		*mem = b;
-		*data = b + BLOCK_HEAD;
-		*len = h->size;
-		return 0;
-	}
-	uint32_t ulen;
-	const uint8_t *src;
-	size_t slen;
-	int rc = lz4_header(it->r, "block", h, p, &ulen, &src, &slen, msg);
-	if (rc)
-		return rc;
-	uint8_t *plain = malloc(BLOCK_HEAD + ulen);
-	if (!plain)
-		return -ENOMEM;
-	rc = lz4_decode(it->r, "block", h, src, slen, plain + BLOCK_HEAD, ulen, msg);
+	void *b = NULL;
+	uint8_t *d = NULL;
+	int rc = decode_block(it->r, "block", h, p, type, room_alloc, &b, &d, len, msg);
 	if (rc) {
-		free(plain);
+		free(b);
 		return rc;
 	}
-	*mem = plain;
-	*data = plain + BLOCK_HEAD;
-	*len = ulen;
-	return 0;
-}
-
-/* The iterator's data block h: from the cache, the readahead bytes or the
- * file, kept in the cache when the iterator fills it (get_block's
- * contract). */
-static int iter_get_block(struct sst_iter *it, const struct block_handle *h,
-			  const struct block **out, char **msg)
-{
-	struct sst_reader *r = it->r;
-	if (r->cache) {
-		it->handle = block_cache_lookup(r->cache, r->number, h->offset);
-		if (it->handle) {
-			*out = block_cache_value(it->handle);
-			return 0;
-		}
-	}
-	void *mem = NULL;
-	const uint8_t *data;
-	size_t len;
-	int rc = readahead_block_alloc(it, h, &mem, &data, &len, msg);
-	if (rc == 1)
-		rc = read_block_alloc(r, "block", h, &mem, &data, &len, msg);
-	if (rc)
-		return rc;
-	struct block *b = mem;
-	if (block_init(b, data, len)) {
-		free(mem);
-		return bad_block(r, "block", h, msg);
-	}
-	COUNT(r, block_reads);
-	if (r->cache)
-		it->handle = block_cache_insert(r->cache, r->number, h->offset, b,
-						BLOCK_HEAD + b->size, block_deleter);
-	if (!it->handle)
-		it->owned = b; /* the insert failed */
-	*out = b;
+	*mem = b;
+	*data = d;
 	return 0;
 }
 
@@ -969,34 +957,13 @@ static int iter_read_scratch(struct sst_iter *it, const struct block_handle *h,
 {
 	uint8_t type;
 	const uint8_t *p = readahead_block(it, h, &type);
-	if (!p)
+	if (!p || (type != BLOCK_TYPE_NONE && type != BLOCK_TYPE_LZ4))
 		return read_block_scratch(it->r, h, &it->io, &it->plain, data, len, msg);
-	if (type != BLOCK_TYPE_NONE && type != BLOCK_TYPE_LZ4)
-		return read_block_scratch(it->r, h, &it->io, &it->plain, data, len, msg);
-	if (type == BLOCK_TYPE_NONE) {
-		buf_clear(&it->plain);
-		if (buf_reserve(&it->plain, h->size ? (size_t)h->size : 1))
-			return -ENOMEM;
-		memcpy(it->plain.data, p, h->size);
-		*data = it->plain.data;
-		*len = h->size;
-		return 0;
-	}
-	uint32_t ulen;
-	const uint8_t *src;
-	size_t slen;
-	int rc = lz4_header(it->r, "block", h, p, &ulen, &src, &slen, msg);
-	if (rc)
-		return rc;
-	buf_clear(&it->plain);
-	if (buf_reserve(&it->plain, ulen ? ulen : 1))
-		return -ENOMEM;
-	rc = lz4_decode(it->r, "block", h, src, slen, it->plain.data, ulen, msg);
-	if (rc)
-		return rc;
-	*data = it->plain.data;
-	*len = ulen;
-	return 0;
+	uint8_t *d = NULL;
+	int rc = decode_block(it->r, "block", h, p, type, room_buf, &it->plain, &d, len,
+			      msg);
+	*data = d;
+	return rc;
 }
 
 static void release_block(struct sst_iter *it)
@@ -1057,7 +1024,7 @@ static void init_data_block(struct sst_iter *it)
 	 * insert and an eviction per block for blocks read once. */
 	bool scanning = it->in_a_row >= RA_AFTER && h.offset == it->next_off;
 	if (it->fill_cache && r->cache && !scanning) {
-		rc = iter_get_block(it, &h, &b, &m);
+		rc = get_block(r, &h, it, &b, &it->handle, &it->owned, &m);
 	} else {
 		/* Use a cached copy if there is one, but add nothing. */
 		if (r->cache)
