@@ -885,8 +885,9 @@ struct sst_iter {
 /*
  * The stored block h (payload + trailer) from the readahead bytes, read
  * first when the scan is sequential; NULL when it is not there (or fails
- * its check): the caller reads it the ordinary way.  *type is its
- * compression type.
+ * its check, or has a type read_raw refuses): the caller reads it the
+ * ordinary way, which reports what is wrong.  *type is its compression
+ * type, NONE or LZ4.
  */
 static const uint8_t *readahead_block(struct sst_iter *it,
 				      const struct block_handle *h, uint8_t *type)
@@ -919,7 +920,8 @@ static const uint8_t *readahead_block(struct sst_iter *it,
 		it->ra_size = want * 2 > RA_MAX ? RA_MAX : want * 2;
 	}
 	const uint8_t *p = it->ra.data + (h->offset - it->ra_off);
-	if (raw_check((void *)h, p, n))
+	if (raw_check((void *)h, p, n) ||
+	    (p[h->size] != BLOCK_TYPE_NONE && p[h->size] != BLOCK_TYPE_LZ4))
 		return NULL;
 	*type = p[h->size];
 	return p;
@@ -936,7 +938,7 @@ static int readahead_block_alloc(struct sst_iter *it, const struct block_handle 
 {
 	uint8_t type;
 	const uint8_t *p = readahead_block(it, h, &type);
-	if (!p || (type != BLOCK_TYPE_NONE && type != BLOCK_TYPE_LZ4))
+	if (!p)
 		return 1;
 	void *b = NULL;
 	uint8_t *d = NULL;
@@ -957,7 +959,7 @@ static int iter_read_scratch(struct sst_iter *it, const struct block_handle *h,
 {
 	uint8_t type;
 	const uint8_t *p = readahead_block(it, h, &type);
-	if (!p || (type != BLOCK_TYPE_NONE && type != BLOCK_TYPE_LZ4))
+	if (!p)
 		return read_block_scratch(it->r, h, &it->io, &it->plain, data, len, msg);
 	uint8_t *d = NULL;
 	int rc = decode_block(it->r, "block", h, p, type, room_buf, &it->plain, &d, len,
