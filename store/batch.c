@@ -65,11 +65,16 @@ uint64_t batch_sequence(const struct store_batch *b)
 	return get_le64(b->rep.data);
 }
 
+/* The count of a log link: no batch reaches it. */
+#define LINK_COUNT 0xffffffffu
+
 static int add_op(struct store_batch *b, int type, const void *key, size_t klen,
 		  const void *val, size_t vlen)
 {
 	if (klen > UINT32_MAX || vlen > UINT32_MAX)
 		return -EINVAL;
+	if (batch_count(b) >= LINK_COUNT - 1)
+		return -E2BIG;
 	size_t old = b->rep.len;
 	if (buf_reserve(&b->rep, 1 + 2 * VARINT_MAX + klen + vlen))
 		return -ENOMEM;
@@ -100,6 +105,8 @@ int store_batch_delete(struct store_batch *b, const void *key, size_t klen)
 int batch_append(struct store_batch *dst, const struct store_batch *src)
 {
 	size_t n = src->rep.len - BATCH_HEADER_SIZE;
+	if ((uint64_t)batch_count(dst) + batch_count(src) >= LINK_COUNT)
+		return -E2BIG;
 	if (buf_reserve(&dst->rep, n))
 		return -ENOMEM;
 	buf_append(&dst->rep, src->rep.data + BATCH_HEADER_SIZE, n);
@@ -142,4 +149,23 @@ int batch_iterate(const uint8_t *rep, size_t len, batch_op_fn fn, void *ctx)
 		found++;
 	}
 	return found == count ? 0 : -EUCLEAN;
+}
+
+void batch_link_encode(uint8_t out[BATCH_LINK_SIZE], uint64_t prev, uint64_t size)
+{
+	put_le64(out, 0);
+	put_le32(out + 8, LINK_COUNT);
+	put_le64(out + 12, prev);
+	put_le64(out + 20, size);
+}
+
+bool batch_link_decode(const uint8_t *rep, size_t len, uint64_t *prev,
+		       uint64_t *size)
+{
+	if (len != BATCH_LINK_SIZE || get_le64(rep) != 0 ||
+	    get_le32(rep + 8) != LINK_COUNT)
+		return false;
+	*prev = get_le64(rep + 12);
+	*size = get_le64(rep + 20);
+	return true;
 }

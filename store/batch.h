@@ -9,6 +9,7 @@
 #ifndef LSMFS_STORE_BATCH_H
 #define LSMFS_STORE_BATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,5 +37,18 @@ typedef int (*batch_op_fn)(void *ctx, uint64_t seq, int type,
 			   const uint8_t *val, size_t vlen);
 /* Walk an encoded rep; -EUCLEAN if it is malformed or its count is wrong. */
 int batch_iterate(const uint8_t *rep, size_t len, batch_op_fn fn, void *ctx);
+
+/*
+ * A log link, the other commit-log record payload (FORMAT.md "Log link"):
+ * the first record of a log started by a memtable switch, naming the log
+ * before it and that log's size when it was left:
+ *   le64 0 | le32 0xffffffff | le64 previous log number | le64 its size
+ * The count no batch has tells it from a batch.
+ */
+#define BATCH_LINK_SIZE 28
+void batch_link_encode(uint8_t out[BATCH_LINK_SIZE], uint64_t prev, uint64_t size);
+/* true (and the two numbers) if rep is a log link. */
+bool batch_link_decode(const uint8_t *rep, size_t len, uint64_t *prev,
+		       uint64_t *size);
 
 #endif

@@ -171,6 +171,9 @@ void db_delete_obsolete_files(struct store *st)
 	qsort(live, nlive, sizeof(*live), cmp_u64);
 	uint64_t log_number = version_set_log_number(st->vs);
 	uint64_t manifest_number = version_set_manifest_number(st->vs);
+	/* The writer may be syncing it right now (db_write.c sync_old_log):
+	 * a copy that lost it first would be dropped as failing. */
+	uint64_t old_log = st->old_log_number;
 
 	pthread_mutex_unlock(&st->mu);
 	char **names = NULL;
@@ -181,7 +184,7 @@ void db_delete_obsolete_files(struct store *st)
 			bool keep = true;
 			switch (db_parse_file_name(names[i], &number)) {
 			case FK_LOG:
-				keep = number >= log_number;
+				keep = number >= log_number || number == old_log;
 				break;
 			case FK_SST:
 				keep = bsearch(&number, live, nlive, sizeof(*live),
@@ -217,7 +220,22 @@ struct replay_ctx {
 	struct memtable *mem;
 	uint64_t max_seq;
 	bool defer; /* keep everything in memory: the disk is full */
+	/* The logs replayed before the current one (for log links): */
+	const uint64_t *logs;
+	uint64_t *ends; /* where each one's replay stopped (bytes) */
+	size_t i;       /* the current log's index in logs */
 };
+
+bool db_log_link_whole(const uint64_t *logs, const uint64_t *ends, size_t i,
+		       uint64_t min_log, uint64_t prev, uint64_t size)
+{
+	if (prev < min_log)
+		return true; /* its writes are in tables */
+	for (size_t j = 0; j < i; j++)
+		if (logs[j] == prev)
+			return ends[j] >= size;
+	return false; /* gone, though its writes are in no table */
+}
 
 static int replay_op(void *ctx, uint64_t seq, int type, const uint8_t *key,
 		     size_t klen, const uint8_t *val, size_t vlen)
@@ -230,14 +248,17 @@ static int replay_op(void *ctx, uint64_t seq, int type, const uint8_t *key,
 
 /*
  * Replay one commit log into rc->mem, flushing to level-0 tables (added to
- * edit) whenever the memtable fills.  newest: this is the last log, whose
- * torn tail may be cut.
+ * edit) whenever the memtable fills.  A torn tail ends the replay: *cut is
+ * set to the end of the last whole record (it is left as it is here:
+ * recover() drops the later logs first), else to UINT64_MAX.
  */
-static int replay_log(struct store *st, uint64_t number, bool newest,
-		      struct replay_ctx *rc, struct version_edit *edit)
+static int replay_log(struct store *st, uint64_t number,
+		      struct replay_ctx *rc, struct version_edit *edit,
+		      uint64_t *cut)
 {
 	char path[4096];
 	db_log_file_name(path, sizeof(path), st->dir, number);
+	*cut = UINT64_MAX;
 	struct wal_reader *r;
 	int rc_ = wal_reader_open(st->env, path, &r);
 	if (rc_) {
@@ -249,13 +270,13 @@ static int replay_log(struct store *st, uint64_t number, bool newest,
 	size_t len;
 	int ret = 0;
 	for (;;) {
+		uint64_t at = wal_reader_good_offset(r);
 		int n = wal_read_record(r, &rec, &len);
 		if (n == 0)
 			break;
 		if (n < 0) {
 			const struct wal_error *e = wal_reader_error(r);
-			if (n == -EUCLEAN && e->tail && newest &&
-			    !st->opt.paranoid_checks) {
+			if (n == -EUCLEAN && e->tail && !st->opt.paranoid_checks) {
 				uint64_t good = wal_reader_good_offset(r);
 				uint64_t size = 0;
 				(void)st->env->ops->file_size(st->env, path, &size);
@@ -267,8 +288,7 @@ static int replay_log(struct store *st, uint64_t number, bool newest,
 					  path, e->offset, e->msg,
 					  st->opt.read_only ? "ignored" : "cut",
 					  size - good);
-				if (!st->opt.read_only)
-					ret = st->env->ops->truncate(st->env, path, good);
+				*cut = good;
 			} else if (n == -EUCLEAN) {
 				db_report(st, "%s: offset %" PRIu64 ": %s",
 					  path, e->offset, e->msg);
@@ -278,6 +298,27 @@ static int replay_log(struct store *st, uint64_t number, bool newest,
 					  strerror(-n));
 				ret = n;
 			}
+			break;
+		}
+		uint64_t prev, size;
+		if (batch_link_decode(rec, len, &prev, &size)) {
+			if (db_log_link_whole(rc->logs, rc->ends, rc->i,
+					      version_set_log_number(st->vs),
+					      prev, size))
+				continue;
+			if (st->opt.paranoid_checks) {
+				db_report(st, "%s: offset %" PRIu64 ": links to %06"
+					  PRIu64 ".log of %" PRIu64 " bytes, which "
+					  "is short", path, at, prev, size);
+				ret = -EUCLEAN;
+				break;
+			}
+			db_report(st, "%s: offset %" PRIu64 ": links to %06" PRIu64
+				  ".log of %" PRIu64 " bytes, which the crash cut "
+				  "short: the writes from here on followed writes "
+				  "it lost; %s", path, at, prev, size,
+				  st->opt.read_only ? "not replayed" : "dropped");
+			*cut = at;
 			break;
 		}
 		ret = batch_iterate(rec, len, replay_op, rc);
@@ -300,8 +341,72 @@ static int replay_log(struct store *st, uint64_t number, bool newest,
 				break;
 		}
 	}
+	rc->ends[rc->i] = wal_reader_good_offset(r);
 	wal_reader_close(r);
 	return ret;
+}
+
+/*
+ * The replay of logs[i] ended early at `good` (a torn tail, or a link to a
+ * log the crash cut short): cut it there, and drop every later log (FORMAT.md "Recovery": a log is synced before
+ * any write in a later one is acknowledged as durable, so nothing in them
+ * was; replaying them past the lost writes would break the order of
+ * writes).  The later logs go first, durably, so that a crash in between
+ * leaves the torn log to be found again.  Read-only: nothing is changed;
+ * the later logs are only left unread.  0 or the error.
+ */
+static int cut_torn_log(struct store *st, const uint64_t *logs, size_t nlogs,
+			size_t i, uint64_t good)
+{
+	char path[4096], torn[4096];
+	db_log_file_name(torn, sizeof(torn), st->dir, logs[i]);
+	int rc = 0;
+	bool dropped = false;
+	for (size_t j = i + 1; j < nlogs && rc == 0; j++) {
+		uint64_t size = 0;
+		db_log_file_name(path, sizeof(path), st->dir, logs[j]);
+		(void)st->env->ops->file_size(st->env, path, &size);
+		db_report(st, "%s: %s (%" PRIu64 " bytes): written after writes "
+			  "the crash took (%s), so never synced", path,
+			  st->opt.read_only ? "not replayed" : "dropped", size, torn);
+		if (st->opt.read_only)
+			continue;
+		rc = st->env->ops->unlink(st->env, path);
+		dropped = true;
+	}
+	if (rc == 0 && dropped)
+		rc = st->env->ops->sync_dir(st->env, st->dir);
+	if (rc == 0 && !st->opt.read_only)
+		rc = st->env->ops->truncate(st->env, torn, good);
+	if (rc)
+		db_report(st, "%s: cannot cut the torn tail: %s", torn,
+			  strerror(-rc));
+	return rc;
+}
+
+/* Replay logs[0..*nlogs) in order; a torn tail ends the replay (the later
+ * logs dropped, *nlogs cut to the logs that remain). */
+static int replay_logs(struct store *st, const uint64_t *logs, size_t *nlogs,
+		       struct replay_ctx *rctx, struct version_edit *edit)
+{
+	uint64_t *ends = calloc(*nlogs + 1, sizeof(*ends));
+	if (!ends)
+		return -ENOMEM;
+	rctx->logs = logs;
+	rctx->ends = ends;
+	int rc = 0;
+	for (size_t i = 0; i < *nlogs && rc == 0; i++) {
+		uint64_t cut;
+		rctx->i = i;
+		rc = replay_log(st, logs[i], rctx, edit, &cut);
+		if (rc == 0 && cut != UINT64_MAX) {
+			rc = cut_torn_log(st, logs, *nlogs, i, cut);
+			*nlogs = i + 1;
+		}
+	}
+	rctx->ends = NULL;
+	free(ends);
+	return rc;
 }
 
 static int new_log(struct store *st, uint64_t number)
@@ -356,7 +461,7 @@ out:
  * and the background thread flushes it when space comes back.  mu held.
  */
 static int recover_in_memory(struct store *st, const uint64_t *logs, size_t nlogs,
-			     size_t newest, struct replay_ctx *rctx, int err)
+			     struct replay_ctx *rctx, int err)
 {
 	db_report(st, "%s: cannot write during recovery (%s): the replayed writes "
 		  "stay in memory and in their commit logs until the disk has room",
@@ -368,10 +473,25 @@ static int recover_in_memory(struct store *st, const uint64_t *logs, size_t nlog
 	rctx->defer = true;
 	struct version_edit unused;
 	version_edit_init(&unused);
-	int rc = 0;
-	for (size_t i = 0; i < nlogs && rc == 0; i++)
-		rc = replay_log(st, logs[i], i == newest, rctx, &unused);
+	int rc = replay_logs(st, logs, &nlogs, rctx, &unused);
 	version_edit_free(&unused);
+	if (rc)
+		return rc;
+	/* The logs stay live under the new one, whose sync writes must not
+	 * follow writes a power cut can still take (after a kill -9 their
+	 * tails may be in the page cache only): each is synced (a cut to its
+	 * own size is an fdatasync, env.h). */
+	for (size_t i = 0; i < nlogs && rc == 0; i++) {
+		char path[4096];
+		uint64_t size = 0;
+		db_log_file_name(path, sizeof(path), st->dir, logs[i]);
+		rc = st->env->ops->file_size(st->env, path, &size);
+		if (rc == 0)
+			rc = st->env->ops->truncate(st->env, path, size);
+		if (rc)
+			db_report(st, "%s: cannot sync the commit log: %s", path,
+				  strerror(-rc));
+	}
 	if (rc)
 		return rc;
 	version_set_set_last_sequence(st->vs, rctx->max_seq);
@@ -468,19 +588,7 @@ static int recover(struct store *st)
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* Only the last log that holds anything can have a torn tail: an
-	 * empty log after it is one a crashed open created before it could
-	 * record its MANIFEST edit. */
-	size_t newest = 0;
-	for (size_t i = 0; i < nlogs; i++) {
-		char path[4096];
-		uint64_t size = 0;
-		db_log_file_name(path, sizeof(path), st->dir, logs[i]);
-		if (st->env->ops->file_size(st->env, path, &size) == 0 && size > 0)
-			newest = i;
-	}
-	for (size_t i = 0; i < nlogs && rc == 0; i++)
-		rc = replay_log(st, logs[i], i == newest, &rctx, &edit);
+	rc = replay_logs(st, logs, &nlogs, &rctx, &edit);
 	if (rc && !(db_error_is_soft(rc) && !st->opt.read_only))
 		goto out;
 	version_set_set_last_sequence(st->vs, rctx.max_seq);
@@ -513,7 +621,7 @@ static int recover(struct store *st)
 			goto out;
 		}
 	} else if (db_error_is_soft(rc)) {
-		rc = recover_in_memory(st, logs, nlogs, newest, &rctx, rc);
+		rc = recover_in_memory(st, logs, nlogs, &rctx, rc);
 		if (rc)
 			goto out;
 	} else {
@@ -571,6 +679,8 @@ int store_copy_drop(struct store *st, size_t copy, int err, const char *why)
 
 static void store_free(struct store *st)
 {
+	if (st->old_log)
+		(void)wal_writer_close(st->old_log); /* as st->log */
 	if (st->log)
 		(void)wal_writer_close(st->log); /* close reports via its caller */
 	if (st->mem)
@@ -721,9 +831,21 @@ int store_close(struct store *st)
 	if (st->bg_started)
 		pthread_join(st->bg_thread, NULL);
 	int rc = st->bg_error;
+	if (st->old_log) {
+		/* Its memtable was not flushed (the background thread stopped
+		 * first, or its flush failed): the writes in it were
+		 * acknowledged, so it is synced before the newer log. */
+		int r = (rc || !st->imm) ? 0 : wal_sync(st->old_log);
+		int c = wal_writer_close(st->old_log);
+		st->old_log = NULL;
+		if (!rc)
+			rc = r ? r : c;
+	}
 	if (st->log) {
 		/* A clean close leaves every acknowledged write durable. */
-		int r = rc ? 0 : wal_sync(st->log);
+		int r = rc || !st->log_dir_unsynced ? 0 :
+			st->env->ops->sync_dir(st->env, st->dir);
+		r = rc || r ? r : wal_sync(st->log);
 		int c = wal_writer_close(st->log);
 		st->log = NULL;
 		if (!rc)

@@ -70,8 +70,21 @@ struct store {
 				 * a failed append until the next write opens
 				 * a new log */
 	uint64_t log_number;    /* of st->log (mu) */
+	struct wal_writer *old_log; /* the log before st->log, not yet synced:
+				 * its writes are st->imm's.  A sync write
+				 * syncs it before st->log, so that no synced
+				 * record follows an unsynced one (FORMAT.md
+				 * "Recovery").  Closed once synced or once
+				 * imm is in a table (writer-queue head;
+				 * imm's state under mu) */
+	uint64_t old_log_number; /* of old_log, 0 when none: not deleted as
+				  * obsolete while a sync of it may run (mu) */
 	uint64_t mem_log_number; /* the oldest log holding writes of st->mem:
 				  * older logs hold only imm's (mu) */
+	bool log_dir_unsynced;  /* st->log's directory entry is not yet
+				 * durable (a switch leaves that to the first
+				 * sync: its link covers the loss; writer-queue
+				 * head) */
 	uint64_t reserve_have;  /* bytes in RESERVE now (writer-queue head) */
 	bool log_failing;       /* a log write failed, none succeeded since:
 				 * report once per episode (writer-queue head) */
@@ -130,6 +143,16 @@ struct store {
 void db_report(struct store *st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void db_log_file_name(char *out, size_t len, const char *dir, uint64_t number);
+/*
+ * A log link (batch.h) read in logs[i] names log prev, `size` bytes long
+ * when it was left.  true if the logs read before it hold all of prev
+ * (ends[j]: where the reading of logs[j], j < i, stopped) or prev is older
+ * than min_log (the MANIFEST's: its writes are in tables).  false: the
+ * crash took writes from prev's end (or all of prev), and every write from
+ * the link on followed them (FORMAT.md "Recovery").
+ */
+bool db_log_link_whole(const uint64_t *logs, const uint64_t *ends, size_t i,
+		       uint64_t min_log, uint64_t prev, uint64_t size);
 /* The kind of a name in a store directory, and its number. */
 enum file_kind { FK_OTHER, FK_LOG, FK_SST, FK_MANIFEST, FK_TEMP };
 enum file_kind db_parse_file_name(const char *name, uint64_t *number);

@@ -16,8 +16,7 @@
  * so every L0 table newer than it is copied to a still higher number in
  * the same order: the relative order of level 0 is kept.
  *
- * A commit log with damage other than a torn tail of the newest one is
- * rewritten from its whole records, each damaged span skipped to the next
+ * A commit log with damage other than a torn tail is rewritten from its whole records, each damaged span skipped to the next
  * 32 KiB block (where a fragment header must start), and renamed over the
  * old one.  The caller holds the store's directory to itself; this takes
  * the store's LOCK as store_open does.
@@ -301,9 +300,11 @@ static int no_op(void *ctx, uint64_t seq, int type, const uint8_t *key, size_t k
 /* Copy every whole record of log `number` to a new log, skipping each
  * damaged span (to the next block: wal_reader_resync) and each record that
  * is not a valid batch; then replace the log with the copy (rename:
- * atomic).  A torn tail of the newest log is left to store_open, which
- * cuts it.  *mended is set when the log was replaced. */
-static int salvage_log(struct salv *s, uint64_t number, bool newest, bool *mended)
+ * atomic).  A torn tail is left to store_open, which cuts it and drops
+ * the later logs (db.c recover()); *torn says the logs after this one are
+ * not looked at.  *mended is set when the log was replaced. */
+static int salvage_log(struct salv *s, uint64_t number, bool *torn, bool *mended,
+		       const uint64_t *logs, uint64_t *shrink, size_t i)
 {
 	char path[4096], tmp[4200];
 	db_log_file_name(path, sizeof(path), s->dir, number);
@@ -316,7 +317,7 @@ static int salvage_log(struct salv *s, uint64_t number, bool newest, bool *mende
 	struct wal_writer *w = NULL;
 	rc = wal_writer_open(s->env, tmp, &w);
 	uint64_t kept = 0, lost = 0;
-	bool damaged = false;
+	bool damaged = false, relinked = false;
 	while (rc == 0) {
 		const uint8_t *rec;
 		size_t len;
@@ -324,6 +325,21 @@ static int salvage_log(struct salv *s, uint64_t number, bool newest, bool *mende
 		int k = wal_read_record(r, &rec, &len);
 		if (k == 0)
 			break;
+		uint64_t prev, size;
+		if (k == 1 && batch_link_decode(rec, len, &prev, &size)) {
+			/* A log rewritten above is shorter by what it dropped:
+			 * the link keeps saying whether the crash cut it. */
+			uint8_t link[BATCH_LINK_SIZE];
+			for (size_t j = 0; j < i; j++)
+				if (logs[j] == prev && shrink[j] && size >= shrink[j]) {
+					batch_link_encode(link, prev, size - shrink[j]);
+					rec = link;
+					relinked = true;
+				}
+			rc = wal_add_record(w, rec, len);
+			kept++;
+			continue;
+		}
 		if (k == 1 && batch_iterate(rec, len, no_op, NULL) == 0) {
 			rc = wal_add_record(w, rec, len);
 			kept++;
@@ -341,8 +357,10 @@ static int salvage_log(struct salv *s, uint64_t number, bool newest, bool *mende
 				 wal_reader_good_offset(r));
 		} else {
 			const struct wal_error *e = wal_reader_error(r);
-			if (e->tail && newest)
-				break; /* store_open cuts a torn tail */
+			if (e->tail) {
+				*torn = true;
+				break; /* store_open cuts it */
+			}
 			off = e->offset;
 			snprintf(why, sizeof(why), "%s: offset %" PRIu64 ": %s; the writes logged "
 				 "from there to the next whole record are lost", path, e->offset, e->msg);
@@ -352,7 +370,14 @@ static int salvage_log(struct salv *s, uint64_t number, bool newest, bool *mende
 		lost++;
 		tell_loss(s, number, -1, off, NULL, 0, NULL, 0, why);
 	}
+	/* Where reading the old log ended (its last whole record; a zero
+	 * tail a crash left is not counted), against the copy's end. */
+	uint64_t before = wal_reader_good_offset(r);
 	wal_reader_close(r);
+	shrink[i] = 0;
+	if (damaged && w && before > wal_writer_size(w))
+		shrink[i] = before - wal_writer_size(w);
+	damaged = damaged || relinked;
 	if (rc == 0 && damaged)
 		rc = wal_sync(w);
 	int c = w ? wal_writer_close(w) : 0;
@@ -376,22 +401,18 @@ static int salvage_log(struct salv *s, uint64_t number, bool newest, bool *mende
 static int salvage_logs(struct salv *s, uint64_t *logs, size_t n, int *mended)
 {
 	qsort(logs, n, sizeof(*logs), cmp_u64);
-	size_t newest = 0; /* the last non-empty log, as recovery decides */
-	for (size_t i = 0; i < n; i++) {
-		char path[4096];
-		uint64_t size = 0;
-		db_log_file_name(path, sizeof(path), s->dir, logs[i]);
-		if (s->env->ops->file_size(s->env, path, &size) == 0 && size > 0)
-			newest = i;
-	}
-	for (size_t i = 0; i < n; i++) {
+	bool torn = false;
+	uint64_t *shrink = calloc(n + 1, sizeof(*shrink));
+	if (!shrink)
+		return -ENOMEM;
+	int rc = 0;
+	for (size_t i = 0; i < n && !torn && rc == 0; i++) {
 		bool m;
-		int rc = salvage_log(s, logs[i], i == newest, &m);
-		if (rc)
-			return rc;
+		rc = salvage_log(s, logs[i], &torn, &m, logs, shrink, i);
 		*mended += m;
 	}
-	return 0;
+	free(shrink);
+	return rc;
 }
 
 int store_salvage(const char *dir, const struct store_options *opt,

@@ -151,8 +151,9 @@ static int log_op(void *ctx, uint64_t seq, int type, const uint8_t *key,
 	return 0;
 }
 
-/* Read every record of every live log.  Returns -EUCLEAN on damage other
- * than a torn tail of the newest log. */
+/* Read every record of every live log, up to the first torn tail (db.c
+ * recover(): it is cut at open and the later logs dropped).  Returns
+ * -EUCLEAN on damage other than a torn tail. */
 static int check_logs(struct db_offline *t, bool print)
 {
 	uint64_t *logs;
@@ -160,15 +161,13 @@ static int check_logs(struct db_offline *t, bool print)
 	int rc = live_logs(t, &logs, &n), ret = 0;
 	if (rc)
 		return rc;
-	size_t newest = 0; /* the last non-empty log: see db.c recover() */
-	for (size_t i = 0; i < n; i++) {
-		char path[4096];
-		uint64_t size = 0;
-		db_log_file_name(path, sizeof(path), t->dir, logs[i]);
-		if (t->env->ops->file_size(t->env, path, &size) == 0 && size > 0)
-			newest = i;
+	bool torn = false;
+	uint64_t *ends = calloc(n + 1, sizeof(*ends));
+	if (!ends) {
+		free(logs);
+		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !torn; i++) {
 		char path[4096];
 		db_log_file_name(path, sizeof(path), t->dir, logs[i]);
 		struct wal_reader *r;
@@ -183,6 +182,7 @@ static int check_logs(struct db_offline *t, bool print)
 		size_t len;
 		struct log_dump d = { .t = t, .print = print };
 		for (;;) {
+			uint64_t at = wal_reader_good_offset(r);
 			int k = wal_read_record(r, &rec, &len);
 			if (k == 0)
 				break;
@@ -192,16 +192,35 @@ static int check_logs(struct db_offline *t, bool print)
 					reportf(t, "%s: read error: %s", path,
 						strerror(-k));
 					ret = k;
-				} else if (e->tail && i == newest) {
+				} else if (e->tail) {
 					reportf(t, "%s: torn tail at offset %" PRIu64
-						" (%s): would be cut at open",
-						path, e->offset, e->msg);
+						" (%s): would be cut at open%s",
+						path, e->offset, e->msg,
+						i + 1 < n ? ", and the later logs "
+						"dropped (never synced)" : "");
+					torn = true;
 				} else {
 					reportf(t, "%s: offset %" PRIu64 ": %s", path,
 						e->offset, e->msg);
 					t->problems++;
 					ret = -EUCLEAN;
 				}
+				break;
+			}
+			uint64_t prev, size;
+			if (batch_link_decode(rec, len, &prev, &size)) {
+				if (print)
+					reportf(t, "%s: link to %06" PRIu64 ".log of %"
+						PRIu64 " bytes", path, prev, size);
+				if (db_log_link_whole(logs, ends, i,
+						      version_set_log_number(t->vs),
+						      prev, size))
+					continue;
+				reportf(t, "%s: offset %" PRIu64 ": links to %06" PRIu64
+					".log of %" PRIu64 " bytes, which the crash cut "
+					"short: would be cut here at open, and the later "
+					"logs dropped (never synced)", path, at, prev, size);
+				torn = true;
 				break;
 			}
 			records++;
@@ -220,8 +239,10 @@ static int check_logs(struct db_offline *t, bool print)
 		}
 		if (!print)
 			reportf(t, "%s: %" PRIu64 " records", path, records);
+		ends[i] = wal_reader_good_offset(r);
 		wal_reader_close(r);
 	}
+	free(ends);
 	free(logs);
 	return ret;
 }

@@ -39,10 +39,13 @@ static size_t l0_files(struct store *st)
 
 /*
  * Open a new commit log for st->log (after roll_log, or when a switch
- * could not).  0, or the error (soft: the next write tries again).  mu
- * held; only the writer-queue head calls this.
+ * could not).  prev: the log a memtable switch leaves, unsynced (its
+ * number is st->log_number): the new log starts with a link naming it and
+ * its size, by which recovery knows whether the crash took writes from its
+ * end (FORMAT.md "Log link").  0, or the error (soft: the next write tries
+ * again).  mu held; only the writer-queue head calls this.
  */
-static int open_log(struct store *st, bool same)
+static int open_log(struct store *st, bool same, struct wal_writer *prev)
 {
 	/* same: the rolled log was cut back to nothing; start it again rather
 	 * than leave one empty log per write failed on a full disk. */
@@ -51,9 +54,21 @@ static int open_log(struct store *st, bool same)
 	db_log_file_name(path, sizeof(path), st->dir, number);
 	struct wal_writer *w = NULL;
 	int rc = wal_writer_open(st->env, path, &w);
+	if (rc == 0 && prev) {
+		/* Written out now: a failed first write cuts the log back to
+		 * the end of the link (roll_log), which must be in the file. */
+		uint8_t link[BATCH_LINK_SIZE];
+		batch_link_encode(link, st->log_number, wal_writer_size(prev));
+		rc = wal_add_record(w, link, sizeof(link));
+		if (rc == 0)
+			rc = wal_flush(w);
+	}
 	/* A synced record in a log whose directory entry is not durable would
-	 * be lost with the file. */
-	if (rc == 0)
+	 * be lost with the file.  After a switch the first sync write syncs
+	 * the directory (sync_before): until then the log holds nothing
+	 * acknowledged as durable, and should it vanish, the link of the log
+	 * after it (if any) tells recovery (db_log_link_whole). */
+	if (rc == 0 && !prev)
 		rc = st->env->ops->sync_dir(st->env, st->dir);
 	if (rc) {
 		if (w) {
@@ -67,6 +82,7 @@ static int open_log(struct store *st, bool same)
 	}
 	st->log = w;
 	st->log_number = number;
+	st->log_dir_unsynced = prev != NULL;
 	return 0;
 }
 
@@ -99,6 +115,79 @@ static bool is_nospace(int err)
 }
 
 /*
+ * Close st->old_log if nothing needs it: imm, whose writes it holds, is in
+ * a table.  The close's error is of no interest then (nor after the log
+ * was synced): nothing reads the log again.  mu held; only the
+ * writer-queue head calls this.
+ */
+static void retire_old_log(struct store *st)
+{
+	if (!st->old_log || st->imm)
+		return;
+	(void)wal_writer_close(st->old_log);
+	st->old_log = NULL;
+	st->old_log_number = 0;
+}
+
+/* The first half of sync_before. */
+static int sync_old_log(struct store *st)
+{
+	pthread_mutex_lock(&st->mu);
+	retire_old_log(st);
+	struct wal_writer *old = st->old_log;
+	pthread_mutex_unlock(&st->mu);
+	if (!old)
+		return 0;
+	int rc = wal_sync(old);
+	pthread_mutex_lock(&st->mu);
+	if (rc && st->imm) {
+		/* fsyncgate: sticky (store.h). */
+		db_report(st, "%s: commit log sync failed: %s", st->dir,
+			  strerror(-rc));
+		db_set_bg_error(st, rc);
+	} else {
+		/* Synced; or imm went into a table meanwhile (only the head
+		 * makes a new imm) and the log may be deleted already (the
+		 * sync of a removed file fails: env.h): not needed either
+		 * way. */
+		if (!rc)
+			atomic_fetch_add(&st->wal_syncs, 1);
+		rc = 0;
+		(void)wal_writer_close(old);
+		st->old_log = NULL;
+		st->old_log_number = 0;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+/*
+ * Before a sync of st->log: sync the log before it, if imm still needs it,
+ * so that a synced record never follows an unsynced one (recovery cuts a
+ * torn log and drops every later log: FORMAT.md "Recovery"), and make
+ * st->log's directory entry durable.  0, or the error (sticky, recorded).
+ * mu NOT held; only the writer-queue head calls this (the background
+ * thread never touches old_log; it only flushes imm).
+ */
+static int sync_before(struct store *st)
+{
+	int rc = sync_old_log(st);
+	if (rc || !st->log_dir_unsynced)
+		return rc;
+	rc = st->env->ops->sync_dir(st->env, st->dir);
+	if (rc) {
+		pthread_mutex_lock(&st->mu);
+		db_report(st, "%s: cannot sync the directory: %s", st->dir,
+			  strerror(-rc));
+		db_set_bg_error(st, rc);
+		pthread_mutex_unlock(&st->mu);
+		return rc;
+	}
+	st->log_dir_unsynced = false;
+	return 0;
+}
+
+/*
  * Append the group's record to the log and flush (or sync) it.  After a
  * failed append or flush the log is rolled, and a reserve write short of
  * space is retried on a new log with part of the reserve given back, while
@@ -117,6 +206,9 @@ static int log_group(struct store *st, const struct store_batch *group,
 			rc = wal_flush(w);
 		atomic_fetch_add(&st->wal_bytes, wal_writer_size(w) - before);
 		if (rc == 0 && sync) {
+			rc = sync_before(st);
+			if (rc)
+				return rc;
 			rc = wal_sync(w);
 			if (rc) {
 				/* The data reached the OS; the fsync failed: the
@@ -156,7 +248,7 @@ static int log_group(struct store *st, const struct store_batch *group,
 		}
 		/* Soft if it fails: st->log stays NULL and the next write
 		 * tries again. */
-		(void)open_log(st, before == 0);
+		(void)open_log(st, before == 0, NULL);
 		retry = retry && st->log;
 		pthread_mutex_unlock(&st->mu);
 		if (!retry)
@@ -201,9 +293,21 @@ static int make_room_for_write(struct store *st, bool force, bool reserve)
 			/* Nothing to flush, but a copy joining needs a log
 			 * started after it joined: the empty memtable's
 			 * writes go to the new one. */
+			retire_old_log(st);
 			struct wal_writer *old = st->log;
+			/* Every write in the old log is in a table, but recovery
+			 * reads it until a flush moves log_number past it, and
+			 * a torn tail there would drop the new log: synced, and
+			 * no link.  A rare path (a copy joining). */
+			int rc = old ? wal_sync(old) : 0;
+			if (rc) {
+				db_report(st, "%s: commit log sync failed: %s",
+					  st->dir, strerror(-rc));
+				db_set_bg_error(st, rc);
+				return rc;
+			}
 			st->log = NULL;
-			int rc = open_log(st, false);
+			rc = open_log(st, false, NULL);
 			if (rc) {
 				st->log = old;
 				return rc;
@@ -231,41 +335,31 @@ static int make_room_for_write(struct store *st, bool force, bool reserve)
 			st->stall_micros += now_micros() - t;
 		} else {
 			/* Switch to a new memtable and log.  The old log is
-			 * synced first so that store_sync() only ever has to
-			 * sync the current one. */
+			 * not synced here (an fdatasync per switch would cost
+			 * the writer as much as all its other work): the next
+			 * sync write syncs it first (sync_before), and once
+			 * imm is in a table nothing reads it. */
+			retire_old_log(st);
 			struct memtable *m = memtable_new();
 			if (!m)
 				return -ENOMEM;
 			struct wal_writer *old = st->log;
-			int rc = old ? wal_sync(old) : 0;
-			if (rc) {
-				/* fsyncgate: sticky (store.h). */
-				memtable_unref(m);
-				db_report(st, "%s: commit log sync failed: %s",
-					  st->dir, strerror(-rc));
-				db_set_bg_error(st, rc);
-				return rc;
-			}
-			if (old)
-				atomic_fetch_add(&st->wal_syncs, 1);
+			uint64_t old_number = st->log_number;
 			st->log = NULL;
-			rc = open_log(st, false);
+			int rc = open_log(st, false, old);
 			if (rc) {
-				st->log = old; /* synced and whole: keep using it */
+				st->log = old; /* whole: keep using it */
 				memtable_unref(m);
 				return rc;
 			}
-			int crc = old ? wal_writer_close(old) : 0;
+			st->old_log = old;
+			st->old_log_number = old ? old_number : 0;
 			st->mem_log_number = st->log_number;
 			st->imm = st->mem;
 			atomic_store(&st->has_imm, true);
 			st->mem = m;
 			force = false;
 			pthread_cond_broadcast(&st->work_cv);
-			if (crc) {
-				db_set_bg_error(st, crc);
-				return crc;
-			}
 		}
 	}
 }
@@ -355,7 +449,7 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		rc = db_reserve_make(st);
 	}
 	if (rc == 0 && writes && !st->log)
-		rc = open_log(st, false); /* the last was rolled after an error */
+		rc = open_log(st, false, NULL); /* the last was rolled after an error */
 
 	if (rc == 0 && writes) {
 		const struct store_batch *group;
@@ -399,10 +493,15 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		/* store_sync, or an empty synced batch: the head syncs the
 		 * current log for everyone queued so far. */
 		pthread_mutex_unlock(&st->mu);
+		rc = sync_before(st); /* reports and records its error */
+		int src = 0;
 		/* No log: the last was cut back and synced by roll_log. */
-		rc = st->log ? wal_sync(st->log) : 0;
+		if (rc == 0)
+			src = st->log ? wal_sync(st->log) : 0;
 		pthread_mutex_lock(&st->mu);
 		if (rc) {
+			/* recorded */
+		} else if ((rc = src) != 0) {
 			db_report(st, "%s: commit log sync failed: %s",
 				  st->dir, strerror(-rc));
 			db_set_bg_error(st, rc);

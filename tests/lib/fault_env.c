@@ -1138,6 +1138,24 @@ void fault_env_power_cut_any_order(struct fault_env *fe, uint64_t seed)
 			j++;
 		}
 	}
+	/* Bytes appended since the last sync: the OS wrote back some of
+	 * them, each file on its own (a later file can keep its tail while
+	 * an earlier one loses its own).  A random prefix of them stays. */
+	for (size_t i = 0; i < fe->ndirs; i++) {
+		struct mdir *d = fe->dirs[i];
+		for (size_t j = 0; j < d->cur.n; j++) {
+			struct mfile *f = d->cur.v[j].file;
+			if (f->same != f->dur_len || f->cur_len <= f->dur_len ||
+			    !(splitmix(&s) & 1))
+				continue;
+			size_t keep = f->dur_len +
+				      (size_t)(splitmix(&s) % (f->cur_len - f->dur_len + 1));
+			if (grow(&f->dur, &f->dur_cap, keep))
+				continue;
+			memcpy(f->dur + f->dur_len, f->cur + f->dur_len, keep - f->dur_len);
+			f->dur_len = f->same = keep;
+		}
+	}
 	pthread_mutex_unlock(&fe->mu);
 	fault_env_power_cut(fe);
 }

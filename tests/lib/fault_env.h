@@ -56,7 +56,9 @@ void fault_env_power_cut(struct fault_env *fe);
 /* The same, but first each directory change not yet synced (a name made,
  * repointed by a rename, or removed) reaches the disk or not, at random
  * (seed): a filesystem may write its directory updates in any order, so a
- * rename can be durable while a creation before it is not. */
+ * rename can be durable while a creation before it is not.  And each file
+ * keeps, or not, a random prefix of the bytes appended to it since its last
+ * sync (write-back happens file by file, in no order). */
 void fault_env_power_cut_any_order(struct fault_env *fe, uint64_t seed);
 
 /* A disk of `bytes` (0: unlimited): an append or preallocate that would

@@ -505,7 +505,15 @@ struct tu_dm {
 	uint64_t sync_from; /* the next store_sync covers acked ops from here */
 	bool lossy;         /* a power cut happened: current values unknown */
 	uint64_t nfailed;
+	uint64_t *cuts;     /* tu_dm_next_op() at each power cut, ascending */
+	size_t ncuts;
+	bool no_prefix;     /* tu_dm_check_prefix(dm, false) */
 };
+
+void tu_dm_check_prefix(struct tu_dm *dm, bool on)
+{
+	dm->no_prefix = !on;
+}
 
 struct tu_dm *tu_dm_new(uint32_t nkeys)
 {
@@ -529,6 +537,7 @@ void tu_dm_free(struct tu_dm *dm)
 	for (uint32_t k = 0; k < dm->nkeys; k++)
 		free(dm->keys[k].ev);
 	free(dm->keys);
+	free(dm->cuts);
 	free(dm);
 }
 
@@ -597,6 +606,12 @@ void tu_dm_power_cut(struct tu_dm *dm)
 	 * not bring it back. */
 	dm->sync_from = dm->nops;
 	dm->lossy = true;
+	if (dm->ncuts && dm->cuts[dm->ncuts - 1] == dm->nops)
+		return; /* no op since the last cut: the same run of ops */
+	dm->cuts = realloc(dm->cuts, (dm->ncuts + 1) * sizeof(*dm->cuts));
+	if (!dm->cuts)
+		abort();
+	dm->cuts[dm->ncuts++] = dm->nops;
 }
 
 uint64_t tu_dm_failed(const struct tu_dm *dm)
@@ -726,6 +741,54 @@ int tu_dm_verify(struct tu_dm *dm, struct store *st, bool all_acked_durable,
 				       obs[k].opid, obs[k].sub, want, dk->n);
 			DM_ERR("key #%u: store has it absent, last durable write is %s "
 			       "(%zu writes to the key)", k, want, dk->n);
+		}
+	}
+
+	/* Recovery keeps a prefix of the writes (FORMAT.md "Recovery"): of
+	 * the ops issued between two power cuts, those up to the newest one
+	 * seen (h) are all there, but for keys a later op may have deleted
+	 * unseen, and ops that failed (they may or may not be there). */
+	if (dm->ncuts && !dm->no_prefix) {
+		uint64_t h = 0;
+		bool any = false;
+		for (uint32_t k = 0; k < dm->nkeys; k++)
+			if (obs[k].present && (!any || obs[k].opid > h))
+				h = obs[k].opid, any = true;
+		uint64_t from = 0; /* the first op of h's run */
+		for (size_t c = 0; c < dm->ncuts; c++)
+			if (dm->cuts[c] <= h)
+				from = dm->cuts[c];
+		for (uint32_t k = 0; any && k < dm->nkeys; k++) {
+			const struct dm_key *dk = &dm->keys[k];
+			size_t i = dk->n;
+			while (i > 0 && dk->ev[i - 1].opid > h)
+				i--;
+			bool later_delete = false;
+			/* A later delete, failed or not, may be there unseen. */
+			for (size_t j = i; j < dk->n; j++) {
+				const struct dm_event *e = &dk->ev[j];
+				if (dm->ops[e->opid].subs[e->sub].vlen < 0)
+					later_delete = true;
+			}
+			if (i == 0 || later_delete)
+				continue;
+			const struct dm_event *e = &dk->ev[i - 1];
+			if (e->opid < from || dm->ops[e->opid].state != DM_ACKED)
+				continue;
+			bool del = dm->ops[e->opid].subs[e->sub].vlen < 0;
+			if (del ? !obs[k].present
+				: obs[k].present && obs[k].opid == e->opid &&
+				  obs[k].sub == e->sub)
+				continue;
+			if (obs[k].present)
+				DM_ERR("not a prefix: op %" PRIu64 " is there, but key #%u "
+				       "holds op %" PRIu64 "/%u, not the later op %" PRIu64
+				       "/%u (%s, acked, issued since the cut before it)",
+				       h, k, obs[k].opid, obs[k].sub, e->opid, e->sub,
+				       del ? "delete" : "put");
+			DM_ERR("not a prefix: op %" PRIu64 " is there, but key #%u is "
+			       "absent, not op %" PRIu64 "/%u (put, acked, issued since "
+			       "the cut before it)", h, k, e->opid, e->sub);
 		}
 	}
 

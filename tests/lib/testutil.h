@@ -142,6 +142,8 @@ bool tu_val_decode(const void *v, size_t len, uint64_t *opid, uint32_t *sub);
  * checks per key: the value is one the key's writes produced (never
  * garbage, never another key's), it is the key's last durable value or a
  * value written after it (acked or failed), and no batch is half applied.
+ * After power cuts, also that the store holds a prefix of the ops: of the
+ * ops issued between two cuts, every acked one up to the newest op seen.
  */
 struct tu_dm;
 
@@ -168,6 +170,8 @@ int tu_dm_expected(const struct tu_dm *dm, uint32_t key, uint64_t *opid,
 /* 0 if the store is consistent with the model; else -1 and a message. */
 int tu_dm_verify(struct tu_dm *dm, struct store *st, bool all_acked_durable,
 		 char *err, size_t errlen);
+/* Whether tu_dm_verify checks for a prefix after power cuts (default on). */
+void tu_dm_check_prefix(struct tu_dm *dm, bool on);
 
 /* ---- a random workload over the durability model ---- */
 
