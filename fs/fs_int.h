@@ -43,6 +43,8 @@
 #define BOUNCE_SIZE (1u << 20)
 #define CHUNK_FDS 4         /* cached chunk fds per open inode */
 #define INO_RESERVE 1024    /* inode numbers reserved per store write */
+/* fs_options.inode_cache when 0: about 50 MB of inodes nothing holds. */
+#define FS_INODE_CACHE 262144
 /* Bytes the metadata store holds back for deletions, renames and the
  * unmount's inode records (store.h STORE_WRITE_RESERVE; SCHEMA.md "Full
  * metadata disk"). */
@@ -107,6 +109,23 @@ struct section_gates {
 	bool initialized;
 };
 
+/* kref.c: lookup counts of inodes let go from the inode table. */
+struct kref_slot {
+	uint64_t ino;           /* 0: empty */
+	uint64_t n;
+};
+struct kref_table {
+	struct kref_slot *v;
+	size_t cap, count;      /* cap: 0 or a power of two */
+};
+/* All under fs->itab_lock.  add: -ENOMEM; take: the count (0: none),
+ * removed; forget: lower it by n (false: not here). */
+int kref_add(struct kref_table *t, uint64_t ino, uint64_t n);
+uint64_t kref_take(struct kref_table *t, uint64_t ino);
+bool kref_forget(struct kref_table *t, uint64_t ino, uint64_t n);
+size_t kref_count(const struct kref_table *t);
+void kref_free(struct kref_table *t);
+
 struct fs_inode {
 	uint64_t ino;
 	uint64_t nlookup;       /* kernel references (lookup/create - forget) */
@@ -130,6 +149,8 @@ struct fs_options {
 	bool direct;            /* aligned chunk writes with O_DIRECT */
 	double attr_timeout, entry_timeout;
 	size_t cache_bytes;     /* store block cache */
+	size_t inode_cache;     /* inodes kept in memory that nothing holds
+				 * (past it, kref.c keeps their counts) */
 	/* backup.c, a restore: before any crash repair, the section map
 	 * follows the section directories on the disks and every chunk record
 	 * whose file is gone is marked lost, each such file told to
@@ -184,6 +205,7 @@ struct fs {
 	pthread_mutex_t itab_lock;
 	struct fs_inode **itab;
 	size_t itab_size, itab_count;
+	struct kref_table kref; /* (itab_lock) */
 
 	pthread_mutex_t ino_lock;
 	uint64_t next_ino, reserved_to;

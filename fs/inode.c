@@ -156,6 +156,8 @@ struct fs_inode *inode_get(struct fs *fs, uint64_t ino, int *err)
 		in->refs++;
 		free(fresh);
 	} else {
+		/* Let go with the kernel's references kept aside: back. */
+		fresh->nlookup = kref_take(&fs->kref, ino);
 		itab_insert(fs, fresh);
 		in = fresh;
 	}
@@ -173,6 +175,7 @@ struct fs_inode *inode_new(struct fs *fs, uint64_t ino, const struct inode_rec *
 	in->loaded = true;
 	in->refs = 1;
 	pthread_mutex_lock(&fs->itab_lock);
+	in->nlookup = kref_take(&fs->kref, ino); /* 0: a new inode */
 	itab_insert(fs, in);
 	pthread_mutex_unlock(&fs->itab_lock);
 	return in;
@@ -217,12 +220,29 @@ static void drop(struct fs *fs, struct fs_inode *in)
 	free(in);
 }
 
+/* Nothing in memory but the record, which the store has as it is: the
+ * inode can be let go while the kernel still knows it (kref.c).  A file
+ * this mount made loses its `fresh` mark with it (its unlink then looks for
+ * chunk records, as for any other). */
+static bool can_let_go(const struct fs_inode *in)
+{
+	return in->loaded && !in->dirty && !in->in_flux && !in->gone &&
+	       !in->data && in->rec.nlink > 0;
+}
+
 static void unref_locked_maybe_drop(struct fs *fs, struct fs_inode *in)
 {
 	if (in->refs == 0 && in->nlookup == 0 && in->nopen == 0) {
 		itab_remove(fs, in);
 		pthread_mutex_unlock(&fs->itab_lock);
 		drop(fs, in);
+		return;
+	}
+	if (in->refs == 0 && in->nopen == 0 && fs->itab_count > fs->opt.inode_cache &&
+	    can_let_go(in) && kref_add(&fs->kref, in->ino, in->nlookup) == 0) {
+		itab_remove(fs, in);
+		pthread_mutex_unlock(&fs->itab_lock);
+		free(in);
 		return;
 	}
 	pthread_mutex_unlock(&fs->itab_lock);
@@ -247,6 +267,7 @@ void fs_forget(struct fs *fs, uint64_t ino, uint64_t n)
 	pthread_mutex_lock(&fs->itab_lock);
 	struct fs_inode *in = itab_find(fs, ino);
 	if (!in) {
+		(void)kref_forget(&fs->kref, ino, n); /* let go, or unknown */
 		pthread_mutex_unlock(&fs->itab_lock);
 		return;
 	}

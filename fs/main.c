@@ -41,6 +41,7 @@ struct cmdline {
 	int degraded;
 	double attr_timeout, entry_timeout;
 	long cache_mib;
+	long inode_cache;
 	int bdi_max_ratio;
 	int readahead_kb;
 };
@@ -74,6 +75,7 @@ static const struct fuse_opt opts[] = {
 	OPT("attr_timeout=%lf", attr_timeout),
 	OPT("entry_timeout=%lf", entry_timeout),
 	OPT("cache_mib=%ld", cache_mib),
+	OPT("inode_cache=%ld", inode_cache),
 	OPT("no_writeback", nowriteback),
 	OPT("no_direct", nodirect),
 	OPT("degraded", degraded),
@@ -142,6 +144,9 @@ static void usage(FILE *f)
 		"  -o attr_timeout=S  seconds the kernel caches attributes (default 60)\n"
 		"  -o entry_timeout=S seconds the kernel caches names (default 60)\n"
 		"  -o cache_mib=N     metadata store block cache (default 64)\n"
+		"  -o inode_cache=N   inodes kept in memory that nothing uses (default\n"
+		"                     262144, ~190 bytes each); past it only the kernel's\n"
+		"                     reference count stays (16 bytes)\n"
 		"  -o no_writeback    disable the kernel writeback cache\n"
 		"  -o no_direct       write chunk files through the backing page cache\n"
 		"                     (default: page-aligned writes use O_DIRECT)\n"
@@ -423,6 +428,7 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 		.attr_timeout = c->attr_timeout,
 		.entry_timeout = c->entry_timeout,
 		.cache_bytes = (size_t)c->cache_mib << 20,
+		.inode_cache = (size_t)c->inode_cache,
 	};
 	struct fs *fs = NULL;
 	rc = fs_open(ds, &fo, log_line, &lg, &fs, err, sizeof(err));
@@ -517,6 +523,10 @@ int main(int argc, char **argv)
 		status = 0;
 	} else if (!c.disks || !c.mountpoint) {
 		usage(stderr);
+		status = 1;
+	} else if (c.inode_cache < 0 || c.cache_mib < 0) {
+		fprintf(stderr, "lsmfs: %s must not be negative\n",
+			c.inode_cache < 0 ? "inode_cache" : "cache_mib");
 		status = 1;
 	} else if (c.remount) {
 		status = remount(&c);

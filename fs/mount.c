@@ -256,6 +256,8 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 		return -ENOMEM;
 	fs->ds = ds;
 	fs->opt = *opt;
+	if (!fs->opt.inode_cache)
+		fs->opt.inode_cache = FS_INODE_CACHE;
 	fs->rdonly_pipe[0] = fs->rdonly_pipe[1] = -1;
 	for (int i = 0; i < STORE_MAX_COPIES; i++) {
 		fs->meta_fd[i] = -1;
@@ -440,6 +442,7 @@ int fs_close(struct fs *fs)
 		}
 	}
 	free(fs->itab);
+	kref_free(&fs->kref);
 	for (int i = 0; i < fs->nbounce; i++)
 		free(fs->bounce[i]);
 	if (fs->sections_fd)

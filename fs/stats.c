@@ -78,9 +78,14 @@ static int build_json(struct fs *fs, bool mounted, char **json, size_t *len)
 	clock_gettime(CLOCK_REALTIME, &now);
 	json_put(&o,
 	    "{\"version\":1,\"written_at\":%lld.%09ld,\"mounted\":%s,\"daemon_pid\":%ld,"
-	    "\"app_bytes_written\":%" PRIu64 ",\"disks\":[",
+	    "\"app_bytes_written\":%" PRIu64,
 	    (long long)now.tv_sec, (long)now.tv_nsec, mounted ? "true" : "false",
 	    (long)getpid(), atomic_load_explicit(&fs->app_bytes, memory_order_relaxed));
+	pthread_mutex_lock(&fs->itab_lock);
+	size_t in_memory = fs->itab_count, let_go = kref_count(&fs->kref);
+	pthread_mutex_unlock(&fs->itab_lock);
+	json_put(&o, ",\"inodes\":{\"in_memory\":%zu,\"let_go\":%zu},\"disks\":[",
+		 in_memory, let_go);
 	bool first = true;
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
 		const char *path = __atomic_load_n(&fs->ds->paths[d], __ATOMIC_ACQUIRE);

@@ -1542,14 +1542,16 @@ static void drop_caches(void)
 
 /* Mount options, one per mount in turn: attributes and entries not cached
  * by the kernel (every lstat reaches the daemon), write-through instead of
- * the writeback cache, the defaults, all of it with a tiny block cache, and
- * chunk writes through the backing page cache instead of O_DIRECT.
+ * the writeback cache, the defaults, all of it with a tiny block cache and
+ * almost no inodes kept in memory (every inode the kernel holds but no
+ * request uses is let go: fs/kref.c), and chunk writes through the backing
+ * page cache instead of O_DIRECT.
  * LSMFS_DIFF_OPTS fixes one string instead. */
 static const char *const mount_opts[] = {
 	"attr_timeout=0,entry_timeout=0",
 	"no_writeback",
 	"",
-	"no_writeback,attr_timeout=0,entry_timeout=0,cache_mib=1",
+	"no_writeback,attr_timeout=0,entry_timeout=0,cache_mib=1,inode_cache=4",
 	"no_direct",
 };
 static int nmounts;
