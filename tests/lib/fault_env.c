@@ -1150,7 +1150,7 @@ void fault_env_power_cut_any_order(struct fault_env *fe, uint64_t seed)
 				continue;
 			size_t keep = f->dur_len +
 				      (size_t)(splitmix(&s) % (f->cur_len - f->dur_len + 1));
-			if (grow(&f->dur, &f->dur_cap, keep))
+			if (keep == f->dur_len || grow(&f->dur, &f->dur_cap, keep))
 				continue;
 			memcpy(f->dur + f->dur_len, f->cur + f->dur_len, keep - f->dur_len);
 			f->dur_len = f->same = keep;
