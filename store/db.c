@@ -306,19 +306,17 @@ static int replay_log(struct store *st, uint64_t number,
 					      version_set_log_number(st->vs),
 					      prev, size))
 				continue;
-			if (st->opt.paranoid_checks) {
-				db_report(st, "%s: offset %" PRIu64 ": links to %06"
-					  PRIu64 ".log of %" PRIu64 " bytes, which "
-					  "is short", path, at, prev, size);
-				ret = -EUCLEAN;
-				break;
-			}
+			bool paranoid = st->opt.paranoid_checks;
 			db_report(st, "%s: offset %" PRIu64 ": links to %06" PRIu64
 				  ".log of %" PRIu64 " bytes, which the crash cut "
 				  "short: the writes from here on followed writes "
 				  "it lost; %s", path, at, prev, size,
+				  paranoid ? "an error (paranoid_checks)" :
 				  st->opt.read_only ? "not replayed" : "dropped");
-			*cut = at;
+			if (paranoid)
+				ret = -EUCLEAN;
+			else
+				*cut = at;
 			break;
 		}
 		ret = batch_iterate(rec, len, replay_op, rc);
@@ -348,10 +346,10 @@ static int replay_log(struct store *st, uint64_t number,
 
 /*
  * The replay of logs[i] ended early at `good` (a torn tail, or a link to a
- * log the crash cut short): cut it there, and drop every later log (FORMAT.md "Recovery": a log is synced before
- * any write in a later one is acknowledged as durable, so nothing in them
- * was; replaying them past the lost writes would break the order of
- * writes).  The later logs go first, durably, so that a crash in between
+ * log the crash cut short): cut it there, and drop every later log
+ * (FORMAT.md "Recovery": a log is synced before any write in a later one
+ * is acknowledged as durable, so nothing in them was; replaying them past
+ * the lost writes would break the order of writes).  The later logs go first, durably, so that a crash in between
  * leaves the torn log to be found again.  Read-only: nothing is changed;
  * the later logs are only left unread.  0 or the error.
  */
