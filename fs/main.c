@@ -67,6 +67,7 @@ static const struct fuse_opt opts[] = {
 	FUSE_OPT_KEY("nouser", KEY_DROP),
 	FUSE_OPT_KEY("nofail", KEY_DROP),
 	FUSE_OPT_KEY("_netdev", KEY_DROP),
+	FUSE_OPT_KEY("comment=%s", KEY_DROP),
 	FUSE_OPT_KEY("rw", KEY_RW),
 	FUSE_OPT_KEY("remount", KEY_REMOUNT),
 	/* what mount.fuse passes back from the kernel's options at a remount */
@@ -124,6 +125,11 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return 0;
 	case KEY_DROP:
 		return 0;
+	case FUSE_OPT_KEY_OPT:
+		/* x-systemd.requires-mounts-for=... and the like: fstab options
+		 * for systemd and mount(8), which mount(8) strips but a direct
+		 * mount.fuse3 run passes on; they mean nothing to the mount. */
+		return strncmp(arg, "x-", 2) != 0;
 	default:
 		return 1;
 	}
@@ -153,6 +159,8 @@ static void usage(FILE *f)
 		"  -o bdi_max_ratio=N share of the dirty page limit this mount may use\n"
 		"                     (default 20; the kernel gives FUSE mounts 1)\n"
 		"  -o readahead_kb=N  kernel readahead (default 1024)\n"
+		"  -h, --help         this help\n"
+		"  -V, --version      the version\n"
 		"Unmount with: fusermount3 -u MOUNTPOINT\n"
 		"In /etc/fstab: /d0:/d1  /mnt/lsmfs  fuse.lsmfs  defaults,allow_other  0 0\n"
 		"Exit status: 0 after a clean unmount, 1 on any error.\n");
@@ -519,7 +527,7 @@ int main(int argc, char **argv)
 		usage(stdout);
 		status = 0;
 	} else if (c.version) {
-		printf("lsmfs 0.1.0 (format %d, libfuse %s)\n", LSMFS_VERSION, fuse_pkgversion());
+		printf("lsmfs " LSMFS_RELEASE " (format %d, libfuse %s)\n", LSMFS_VERSION, fuse_pkgversion());
 		status = 0;
 	} else if (!c.disks || !c.mountpoint) {
 		usage(stderr);

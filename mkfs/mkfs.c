@@ -35,7 +35,6 @@
 #include <unistd.h>
 
 #define PROG "mkfs.lsmfs"
-#define MKFS_VERSION "0.1.0" /* in step with project() in meson.build */
 #define MAX_CHUNK_SIZE (1ull << 30)
 #define MAX_INLINE 65536u
 #define LOST_FOUND "lost+found"
@@ -108,7 +107,8 @@ static void usage(FILE *out)
 		"else 1; at most %d)\n"
 		"      --meta DIR[,DIR...]  keep the metadata store in these "
 		"directories instead\n"
-		"                        (one copy in each; default DISK/.lsmfs/meta)\n"
+		"                        (one copy in each; default: DISK/.lsmfs/meta\n"
+		"                        on disks 0..K-1)\n"
 		"      --filter POLICY   the metadata store's table filter: bloom[:BITS],\n"
 		"                        elastic[:UNITSxBITS], quotient[:BITS] or none\n"
 		"                        (default bloom:10; store/FILTERS.md)\n"
@@ -292,7 +292,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			usage(stdout);
 			return -1;
 		case 'V':
-			printf(PROG " " MKFS_VERSION "\n");
+			printf(PROG " " LSMFS_RELEASE " (format %d)\n", LSMFS_VERSION);
 			return -1;
 		case ':':
 			fail("option '%s' needs an argument", argv[optind - 1]);
@@ -709,7 +709,7 @@ static void print_plan(const struct options *o, const struct disk *disks,
 {
 	char size[32], uuid[37];
 	format_size(o->chunk_size, size, sizeof(size));
-	printf(PROG " " MKFS_VERSION "\n");
+	printf(PROG " " LSMFS_RELEASE "\n");
 	printf("Creating lsmfs filesystem with %u disk%s, %u sections, %s chunks, "
 	       "%u-byte inline limit\n", o->ndisks, o->ndisks == 1 ? "" : "s",
 	       o->sections, size, o->inline_max);

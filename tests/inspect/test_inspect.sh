@@ -111,6 +111,9 @@ check_all() { # WHEN: every command against the tree (mounted) or what it was
 	[[ $(insp "$D" keys C "$ino_big" | grep -c "^C $ino_big [0-9]* -> chunk record: section [0-9]* on disk [01]$") == 5 ]] ||
 		fail "$when: keys C $ino_big: not 5 chunk records"
 	insp "$D" keys M | grep -q "^M fs -> .*uuid $uuid" || fail "$when: keys M: no fs info"
+	# G (chunks in flux) is a key type like the others, though none is left
+	# after a clean unmount.
+	insp "$D" keys G "$ino_big" >/dev/null || fail "$when: keys G $ino_big: exit $?"
 	[[ $(insp "$D" keys --raw 4d6e6578745f696e6f) == "$(insp "$D" keys M next_ino)" ]] ||
 		fail "$when: keys --raw 4d6e6578745f696e6f is not keys M next_ino"
 	[[ $(insp "$D" keys | wc -l) == $(insp --json "$D" keys | json_get 'd["count"]') ]] ||

@@ -82,8 +82,8 @@ static void usage(FILE *f)
 		"                     not copied (it reads as EIO until fsck.lsmfs -y makes\n"
 		"                     it a hole), and stops nothing; exit 0 once the disk\n"
 		"                     is removed, whatever was lost (the list says)\n"
-		"      --lost         remove: the disk is dead for good and gone (mounted with\n"
-		"                     -o degraded without it; DISK may be `missing`): its\n"
+		"      --lost         remove: the disk is dead for good and gone (mounted\n"
+		"                     without it, lsmfs -o degraded; DISK may be `missing`): its\n"
 		"                     sections go, empty, to the other disks; the files that\n"
 		"                     had bytes on it are listed (\"lost: PATH ...\") and read\n"
 		"                     as EIO there until truncated below them or removed;\n"
@@ -945,7 +945,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return EXIT_DONE;
 		case 'V':
-			printf(PROG " 0.1.0 (format %d)\n", LSMFS_VERSION);
+			printf(PROG " " LSMFS_RELEASE " (format %d)\n", LSMFS_VERSION);
 			return EXIT_DONE;
 		default:
 			usage(stderr);

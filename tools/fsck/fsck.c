@@ -18,12 +18,13 @@ static const char *prog = "fsck.lsmfs";
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: %s [-n|-y|-p] [-f] [-v] [-C FD] [--scrub] [--backup DIR] DISK[:DISK...]\n"
+		"usage: %s [-n|-y|-p|-a] [-f] [-v] [-C FD] [--scrub] [--backup DIR] DISK[:DISK...]\n"
 		"       %s --list-problems\n"
 		"Check an lsmfs filesystem, offline, over its backing disks.\n"
 		"  -n     open read-only, answer no to every repair (writes nothing)\n"
 		"  -y     answer yes to every repair\n"
 		"  -p     repair what is safe without asking (preen)\n"
+		"  -a     the same as -p (fsck -a passes it)\n"
 		"  -f     accepted as e2fsck takes it: every run checks everything\n"
 		"  -v     verbose: a summary of files, directories, bytes and chunks per disk\n"
 		"  -C FD  progress lines \"pass current max device\" on file descriptor FD\n"
@@ -31,6 +32,8 @@ static void usage(FILE *out)
 		"         read errors name the file's path and offset (LSMFS-050F)\n"
 		"  --backup DIR  (with -n) check the metadata store of backup DIR\n"
 		"         (lsmfs-disk backup) against the disks, as a restore would leave it\n"
+		"  -h, --help     this help\n"
+		"  -V, --version  the version\n"
 		"Without -n, -y or -p it asks per problem on a terminal, and acts as -n\n"
 		"otherwise.  Passes: 1 store, 2 inodes, 3 directories, 4 link counts,\n"
 		"5 data and disks.  Every problem prints with a stable code: LSMFS-PPNN.\n"
@@ -80,11 +83,12 @@ int main(int argc, char **argv)
 	char backup_store[LSMFS_META_PATH_MAX + 32];
 	int nmodes = 0, opt;
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+						 {"version", no_argument, NULL, 'V'},
 						 {"list-problems", no_argument, NULL, 'L'},
 						 {"scrub", no_argument, NULL, 'S'},
 						 {"backup", required_argument, NULL, 'B'},
 						 {0}};
-	while ((opt = getopt_long(argc, argv, "nypfvC:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "nyapfvC:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'n': f.mode = FSCK_MODE_NO; nmodes++; break;
 		case 'y': f.mode = FSCK_MODE_YES; nmodes++; break;
@@ -103,6 +107,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'h': usage(stdout); return FSCK_EXIT_OK;
+		case 'V': printf("%s " LSMFS_RELEASE " (format %d)\n", prog, LSMFS_VERSION); return FSCK_EXIT_OK;
 		case 'L': return problem_list(stdout) ? FSCK_EXIT_OPERATIONAL : FSCK_EXIT_OK;
 		case 'S': f.scrub = true; break;
 		case 'B': backup = optarg; break;

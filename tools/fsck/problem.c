@@ -28,8 +28,9 @@ static const struct problem table[] = {
 	{PR_INFO_BAD, "%M: filesystem information (key M fs) is %s; rebuild it from the superblocks",
 	 PR_SEV_ERROR, true, "rewrite M fs from disk 0's superblock"},
 	{PR_STORE_STILL_DAMAGED,
-	 "%M: still damaged after salvage (a damaged commit log is not salvaged)", PR_SEV_FATAL,
-	 false, NULL},
+	 "%M: still damaged after salvage (the check after it still finds damage); restore "
+	 "a backup (lsmfs-disk restore)",
+	 PR_SEV_FATAL, false, NULL},
 	{PR_STORE_COPY_DAMAGED,
 	 "copy %n of the metadata store (%f) is damaged, copy %N (%p) is whole:\n%s    Rewrite "
 	 "copy %n from copy %N", PR_SEV_ERROR, true,

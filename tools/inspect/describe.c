@@ -194,6 +194,12 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 			break;
 		snprintf(out, cap, "O %" PRIu64 " -> orphan%s", id, vl ? " (value not empty)" : "");
 		return;
+	case KEY_FLUX:
+		if (kl != 9)
+			break;
+		snprintf(out, cap, "G %" PRIu64 " -> chunks in flux%s", id,
+			 vl ? " (value not empty)" : "");
+		return;
 	case KEY_SECTION:
 		if (kl != 5)
 			break;

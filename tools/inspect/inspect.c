@@ -35,18 +35,20 @@ static void usage(FILE *out)
 		"  levels          the LSM levels: tables, sizes, key ranges, and the write\n"
 		"                  amplification over the store's life\n"
 		"  keys [T [N]]    every key and value, decoded, in key order; T, a key type\n"
-		"                  (M K P I D X F C O), keeps only that type; N keeps only\n"
-		"                  the keys of that inode (I D X F C O), section (P) or disk\n"
-		"                  (K), or the M key of that name (e.g. keys C 12, keys M fs)\n"
+		"                  (M K P I D X F C O G), keeps only that type; N keeps\n"
+		"                  only the keys of that inode (I D X F C O G), section (P)\n"
+		"                  or disk (K), or the M key of that name (e.g. keys C 12,\n"
+		"                  keys M fs)\n"
 		"  stats           the daemon's accounting as it last wrote it to the store's\n"
 		"                  stats.json (every 2 s while mounted, and at unmount): when,\n"
 		"                  whether still mounted, bytes, writes, fsyncs and sequential\n"
 		"                  writes per disk, the store's bytes by kind, the write\n"
 		"                  amplification; with --json the file as it is\n"
 		"Options (anywhere):\n"
-		"  --json          one JSON object on stdout (every command)\n"
+		"  -j, --json      one JSON object on stdout (every command)\n"
 		"  --raw HEX       keys: only the keys that start with these bytes\n"
 		"  -h, --help      this help\n"
+		"  -V, --version   the version\n"
 		"Exit status: 0 done, 1 the path or inode does not exist (or ls of a\n"
 		"non-directory, or stats with no stats.json), 8 operational error (disks or\n"
 		"store unreadable, stats.json damaged), 16 usage error.  A record that\n"
@@ -158,14 +160,16 @@ int main(int argc, char **argv)
 {
 	struct insp in = {.out = stdout};
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+						 {"version", no_argument, NULL, 'V'},
 						 {"json", no_argument, NULL, 'j'},
 						 {"raw", required_argument, NULL, 'r'},
 						 {"backup", required_argument, NULL, 'b'},
 						 {0}};
 	int opt;
-	while ((opt = getopt_long(argc, argv, "hj", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hjV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'h': usage(stdout); return INSPECT_EXIT_OK;
+		case 'V': printf(INSPECT_PROG " " LSMFS_RELEASE " (format %d)\n", LSMFS_VERSION); return INSPECT_EXIT_OK;
 		case 'j': in.json = true; break;
 		case 'r': in.raw_prefix = optarg; break;
 		case 'b': in.backup = optarg; break;

@@ -76,7 +76,7 @@ static int parse_prefix(struct insp *in, int argc, char **argv, uint8_t *out, si
 	if (argc == 0)
 		return 0;
 	const char *t = argv[0];
-	if (strlen(t) != 1 || !strchr("MKPIDXFCO", t[0]) || argc > 2)
+	if (strlen(t) != 1 || !strchr("MKPIDXFCOG", t[0]) || argc > 2)
 		return -EINVAL;
 	out[(*len)++] = (uint8_t)t[0];
 	if (argc == 1)

@@ -81,6 +81,8 @@ static void usage(FILE *f)
 		"  --no-drop-caches do not write back and drop the page cache before a run\n"
 		"                   (done by default when root, so no run pays for the\n"
 		"                   previous one's dirty pages)\n"
+		"  -h, --help       this help\n"
+		"  -V, --version    the version\n"
 		"SIZE takes k, M, G, T (powers of 1024).  Exit status: 0 done, 1 a run\n"
 		"failed (the error names the file), 2 usage error, 130 interrupted.\n"
 		"Needs /dev/fuse and root or user_allow_other.\n");
@@ -446,7 +448,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 		{"jobs", 1, NULL, OPT_JOBS},     {"fsync", 1, NULL, OPT_FSYNC},
 		{"compare", 1, NULL, OPT_COMPARE}, {"rounds", 1, NULL, OPT_ROUNDS},
 		{"out", 1, NULL, OPT_OUT},       {"mkfs-opts", 1, NULL, OPT_MKFS},
-		{"no-drop-caches", 0, NULL, OPT_NODROP}, {"help", 0, NULL, 'h'},
+		{"no-drop-caches", 0, NULL, OPT_NODROP}, {"help", 0, NULL, 'h'}, {"version", 0, NULL, 'V'},
 		{0, 0, 0, 0}};
 	const char *bs = "4k,64k,1M", *files = "1,16", *jobs = "1,4", *fsync = "end",
 		   *compare = "raw,mergerfs";
@@ -456,11 +458,14 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 	o->rounds = 1;
 	o->drop_caches = geteuid() == 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "ho:", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:V", longs, NULL)) != -1) {
 		int n;
 		switch (c) {
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			printf(BENCH_PROG " " LSMFS_RELEASE "\n");
 			exit(0);
 		case 'o': o->mount_opts = optarg; break;
 		case OPT_DISKS:

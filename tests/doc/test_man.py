@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""test_man.py BUILD_ROOT DOC_DIR: every command's man page against its --help.
+
+For each command: the options its --help lists (the dashed options at the
+start of each option line, and lsmfs's "-o NAME" mount options) must be
+exactly the options in the page's .TP tags, so a page cannot miss an option
+nor document one that is gone; every tool's --version prints the one
+project version; and `man --warnings` has nothing to say about any page
+(lsmfs(5) included).  Exit 0 pass, 1 fail, 77 skip (no man(1))."""
+import os, re, shutil, subprocess, sys
+
+build, doc = sys.argv[1], sys.argv[2]
+COMMANDS = {  # command: (binary under the build root, page)
+    'lsmfs': ('fs/lsmfs', 'lsmfs.8'),
+    'mkfs.lsmfs': ('mkfs/mkfs.lsmfs', 'mkfs.lsmfs.8'),
+    'fsck.lsmfs': ('tools/fsck/fsck.lsmfs', 'fsck.lsmfs.8'),
+    'lsmfs-inspect': ('tools/inspect/lsmfs-inspect', 'lsmfs-inspect.8'),
+    'lsmfs-disk': ('tools/disk/lsmfs-disk', 'lsmfs-disk.8'),
+    'lsmfs-bench': ('tools/lsmfsbench/lsmfs-bench', 'lsmfs-bench.1'),
+}
+PAGES = [p for _, p in COMMANDS.values()] + ['lsmfs.5']
+OPT = re.compile(r'(?<![\w-])(--?[A-Za-z][A-Za-z0-9_-]*)')
+MOUNT_OPT = re.compile(r'-o ([a-z_]+)')
+
+
+def options(text):
+    """The options named in one option column or tag: '-o NAME' counts as
+    one option (lsmfs's mount options), any other dashed word as itself."""
+    found = set(MOUNT_OPT.findall(text))
+    found = {'-o ' + name for name in found}
+    rest = MOUNT_OPT.sub(' ', text)
+    return found | set(OPT.findall(rest))
+
+
+def help_options(binary):
+    out = subprocess.run([binary, '--help'], capture_output=True, text=True)
+    found = set()
+    for line in (out.stdout + out.stderr).splitlines():
+        s = line.strip()
+        if not s.startswith('-'):
+            continue
+        found |= options(re.split(r'\s{2,}', s)[0])  # the option column
+    return found
+
+
+def roff_text(s):
+    s = re.sub(r'\\f[BIRP]|\\f\(..|\\f\[[A-Za-z]*\]', '', s)
+    return s.replace('\\-', '-').replace('\\ ', ' ').replace('\\(em', '-').replace('\\&', '')
+
+
+def tag_options(page):
+    found, lines = set(), open(page).read().splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.startswith('.TP'):
+            tag = lines[i + 1]
+            if tag.startswith(('.B ', '.BI ', '.BR ', '.I ')):
+                tag = tag.split(' ', 1)[1].replace('"', '')
+            found |= options(roff_text(tag))
+    return found
+
+
+failures = []
+versions = {}
+for cmd, (binary, page) in COMMANDS.items():
+    path = os.path.join(build, binary)
+    h, t = help_options(path), tag_options(os.path.join(doc, page))
+    if not h:
+        failures.append(f'{cmd}: --help lists no options')
+    if h - t:
+        failures.append(f'{cmd}: in --help but not in {page}: {" ".join(sorted(h - t))}')
+    if t - h:
+        failures.append(f'{cmd}: in {page} but not in --help: {" ".join(sorted(t - h))}')
+    v = subprocess.run([path, '--version'], capture_output=True, text=True)
+    words = v.stdout.split()
+    if v.returncode != 0 or len(words) < 2 or words[0] != cmd:
+        failures.append(f'{cmd}: --version printed {v.stdout!r} (exit {v.returncode})')
+    else:
+        versions[cmd] = words[1]
+if len(set(versions.values())) > 1:
+    failures.append(f'tools print different versions: {versions}')
+for page in PAGES:
+    th = open(os.path.join(doc, page)).read().splitlines()
+    th = next((l for l in th if l.startswith('.TH')), '')
+    want = set(versions.values())
+    if want and not any(v in th for v in want):
+        failures.append(f'{page}: .TH line does not carry the version {want}: {th}')
+
+if shutil.which('man') is None:
+    print('test_man: no man(1): the --warnings check skipped', file=sys.stderr)
+else:
+    for page in PAGES:
+        r = subprocess.run(['man', '--warnings', '-E', 'UTF-8', '-l', os.path.join(doc, page)],
+                           capture_output=True, text=True, env=dict(os.environ, MANWIDTH='80'))
+        if r.returncode != 0 or r.stderr.strip():
+            failures.append(f'{page}: man --warnings: {r.stderr.strip()} (exit {r.returncode})')
+
+for f in failures:
+    print('FAIL', f)
+print(f'test_man: {len(COMMANDS)} commands, {len(PAGES)} pages, {len(failures)} failures')
+sys.exit(1 if failures else 0)
