@@ -16,7 +16,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 say "build dependencies"
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends dpkg-dev debhelper lintian fakeroot meson \
+apt-get install -y -qq --no-install-recommends build-essential dpkg-dev debhelper lintian fakeroot meson \
 	ninja-build pkg-config libfuse3-dev libxxhash-dev liblz4-dev man-db >/dev/null
 dpkg-checkbuilddeps || die "dpkg-checkbuilddeps"
 
@@ -33,6 +33,7 @@ lintian --fail-on error,warning "$W"/lsmfs_"$ver"_*.changes || die "lintian"
 
 say "apt-get install $(basename "$deb")"
 apt-get install -y -qq "$deb" >/dev/null || die "apt-get install"
+command -v fsck.fuse.lsmfs >/dev/null || die "no fsck.fuse.lsmfs"
 for c in lsmfs mkfs.lsmfs fsck.lsmfs lsmfs-inspect lsmfs-disk lsmfs-bench; do
 	p=$(command -v "$c") || die "$c not on PATH"
 	"$c" --version | grep -q "^$c $ver" || die "$c --version: $("$c" --version)"
@@ -60,12 +61,19 @@ mount -a || die "mount -a"
 head -c 5000000 /dev/urandom >"$W/big"
 cp "$W/big" "$M/big" && echo small >"$M/small" && mkdir "$M/dir" || die "writing through the mount"
 umount "$M" || die "umount"
-fsck -t lsmfs -n "$D0:$D1" || die "fsck -t lsmfs -n"
+# The disks are in fstab as fuse.lsmfs: fsck runs fsck.fuse.lsmfs.  (A
+# missing checker would be skipped in silence, exit 0: look for its output.)
+fsck -n "$D0:$D1" | tee "$W/fsck.out" || die "fsck -n (fstab)"
+grep -q '^fsck.lsmfs: checking' "$W/fsck.out" || die "fsck -n (fstab) did not run fsck.lsmfs"
+cp "$W/fstab.orig" /etc/fstab
+fsck -t lsmfs -n "$D0:$D1" | tee "$W/fsck.out" || die "fsck -t lsmfs -n"
+grep -q '^fsck.lsmfs: checking' "$W/fsck.out" || die "fsck -t lsmfs -n did not run fsck.lsmfs"
 mount -t fuse.lsmfs "$D0:$D1" "$M" || die "mount -t fuse.lsmfs"
 cmp "$W/big" "$M/big" || die "big reads back different"
 [ "$(cat "$M/small")" = small ] || die "small reads back different"
 umount "$M" || die "umount (2)"
-fsck -t lsmfs -n "$D0:$D1" >/dev/null || die "fsck -t lsmfs -n (2)"
+fsck -t lsmfs -n "$D0:$D1" >"$W/fsck.out" && grep -q '^fsck.lsmfs: checking' "$W/fsck.out" ||
+	die "fsck -t lsmfs -n (2)"
 trap - EXIT
 cleanup
 

@@ -35,7 +35,8 @@ in_namespace() {
 		fail "mount -t fuse.lsmfs $D: exit $?"
 	fi
 	mountpoint -q "$T/mnt" && fail "still mounted after umount"
-	fsck -t lsmfs -n "$D" >"$T/fsck.log" 2>&1 || fail "fsck -t lsmfs -n: exit $?: $(cat "$T/fsck.log")"
+	fsck -t lsmfs -n "$D" >"$T/fsck.log" 2>&1 && grep -q "^fsck.lsmfs: checking $D" "$T/fsck.log" ||
+		fail "fsck -t lsmfs -n: exit $?: $(cat "$T/fsck.log")"
 	# fsck -a (what fsck -A and preen pass on) is taken as -p.
 	fsck -t lsmfs -a "$D" >"$T/fsck.log" 2>&1 || fail "fsck -t lsmfs -a: exit $?: $(cat "$T/fsck.log")"
 	
@@ -50,6 +51,15 @@ in_namespace() {
 		fail "mount -a -T fstab: exit $?"
 	fi
 	fsck -t lsmfs -n "$D" >"$T/fsck.log" 2>&1 || fail "fsck -n after the fstab mount: exit $?: $(cat "$T/fsck.log")"
+	# With the disks in fstab as fuse.lsmfs, fsck takes the type from
+	# there and runs fsck.fuse.lsmfs; had it no such checker it would say
+	# nothing and exit 0, so the output must show the check ran.
+	for t in "" "-t fuse.lsmfs"; do
+		# shellcheck disable=SC2086 # $t: no option or one
+		FSTAB_FILE=$T/fstab fsck $t -n "$D" >"$T/fsck.log" 2>&1 &&
+			grep -q "^fsck.lsmfs: checking $D" "$T/fsck.log" ||
+			fail "fsck $t -n with the disks in fstab: exit $?: $(cat "$T/fsck.log")"
+	done
 	
 	for m in "$T/mnt" "$T/mnt2"; do mountpoint -q "$m" && umount "$m"; done
 	return $((fails > 0))
@@ -76,7 +86,7 @@ R=$T/root$prefix
 
 # Where e2fsprogs and mergerfs put theirs: the admin tools in sbin, the
 # daemon (run by mount.fuse3 from PATH) and the benchmark in bin.
-for f in sbin/mkfs.lsmfs sbin/fsck.lsmfs sbin/lsmfs-inspect sbin/lsmfs-disk bin/lsmfs \
+for f in sbin/mkfs.lsmfs sbin/fsck.lsmfs sbin/fsck.fuse.lsmfs sbin/lsmfs-inspect sbin/lsmfs-disk bin/lsmfs \
 	bin/lsmfs-bench; do
 	[[ -x $R/$f ]] || fail "not installed: $prefix/$f"
 done

@@ -136,13 +136,20 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 
 	char err[1024] = "";
-	/* Repairs need the disks to themselves; -n takes no lock and writes
-	 * nothing, so it also runs (with a warning-free best effort) beside a
-	 * mounted filesystem.  A daemon still closing after its unmount is
-	 * waited for, as the daemon's own mount does: "umount; fsck -y". */
-	unsigned flags = DISKSET_TOLERANT | DISKSET_CLASH |
-			 (f.mode == FSCK_MODE_NO ? 0 : DISKSET_LOCK | DISKSET_LOCK_WAIT);
+	/* Repairs need the disks to themselves.  -n writes nothing: it takes
+	 * the locks shared, as a read-only mount does, so no daemon mounts
+	 * the disks while it reads; with a daemon serving it reads beside it,
+	 * unlocked (a best effort, as of the daemon's last writes).  A daemon
+	 * still closing after its unmount (writing its last tables) is waited
+	 * for either way, as the daemon's own mount does: "umount; fsck". */
+	unsigned flags = DISKSET_TOLERANT | DISKSET_CLASH | DISKSET_LOCK | DISKSET_LOCK_WAIT |
+			 (f.mode == FSCK_MODE_NO ? DISKSET_LOCK_SHARED : 0);
 	int rc = diskset_open(f.spec, flags, &f.ds, err, sizeof(err));
+	if (rc == -EBUSY && f.mode == FSCK_MODE_NO) {
+		fprintf(stderr, "%s: %s: checking beside the mounted filesystem, as of its last "
+			"writes\n", prog, err);
+		rc = diskset_open(f.spec, DISKSET_TOLERANT | DISKSET_CLASH, &f.ds, err, sizeof(err));
+	}
 	if (rc == -EBUSY) {
 		fprintf(stderr, "%s: %s\n%s: the filesystem is mounted or in use; refusing to change it (try -n)\n",
 			prog, err, prog);
