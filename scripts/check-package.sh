@@ -39,7 +39,7 @@ for c in lsmfs mkfs.lsmfs fsck.lsmfs lsmfs-inspect lsmfs-disk lsmfs-bench; do
 	"$c" --version | grep -q "^$c $ver" || die "$c --version: $("$c" --version)"
 	say "  $p: $("$c" --version)"
 done
-for page in 8:lsmfs 5:lsmfs 8:mkfs.lsmfs 8:fsck.lsmfs 8:lsmfs-inspect 8:lsmfs-disk 1:lsmfs-bench; do
+for page in 8:lsmfs 5:lsmfs 8:mkfs.lsmfs 8:fsck.lsmfs 8:fsck.fuse.lsmfs 8:lsmfs-inspect 8:lsmfs-disk 1:lsmfs-bench; do
 	man -w "${page%%:*}" "${page#*:}" >/dev/null || die "man ${page%%:*} ${page#*:}: not found"
 done
 [ -f /usr/share/doc/lsmfs/examples/srv-pool.mount ] || die "no systemd mount unit example"

@@ -91,7 +91,7 @@ for f in sbin/mkfs.lsmfs sbin/fsck.lsmfs sbin/fsck.fuse.lsmfs sbin/lsmfs-inspect
 	[[ -x $R/$f ]] || fail "not installed: $prefix/$f"
 done
 for f in share/man/man8/lsmfs.8 share/man/man5/lsmfs.5 share/man/man8/mkfs.lsmfs.8 \
-	share/man/man8/fsck.lsmfs.8 share/man/man8/lsmfs-inspect.8 share/man/man8/lsmfs-disk.8 \
+	share/man/man8/fsck.lsmfs.8 share/man/man8/fsck.fuse.lsmfs.8 share/man/man8/lsmfs-inspect.8 share/man/man8/lsmfs-disk.8 \
 	share/man/man1/lsmfs-bench.1 share/doc/lsmfs/FORMAT.md share/doc/lsmfs/SCHEMA.md \
 	share/doc/lsmfs/examples/fstab share/doc/lsmfs/examples/srv-pool.mount; do
 	[[ -f $R/$f ]] || fail "not installed: $prefix/$f"
