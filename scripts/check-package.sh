@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 say() { echo "check-package: $*" >&2; }
 die() { say "FAIL: $*"; exit 1; }
 export DEBIAN_FRONTEND=noninteractive
+# root's PATH on Debian (login.defs ENV_SUPATH), whatever called us
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 say "build dependencies"
 apt-get update -qq
