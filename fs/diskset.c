@@ -357,8 +357,8 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 				set_err(err, errlen, "%s: in use by process %s (lock %s)", disk, pid,
 					path);
 			else
-				set_err(err, errlen, "%s: in use (mounted read-only; lock %s)", disk,
-					path);
+				set_err(err, errlen, "%s: in use read-only (a read-only mount or "
+					"fsck.lsmfs -n; lock %s)", disk, path);
 			rc = -EBUSY;
 		} else {
 			set_err(err, errlen, "%s: flock: %s", path, strerror(-rc));

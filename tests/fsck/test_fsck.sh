@@ -535,7 +535,7 @@ rm -f "$T/released"
 	printf '' >"$lock" # as diskset_close leaves it
 ) &
 holder=$!
-sleep 0.5
+for _ in $(seq 200); do grep -q '^closing$' "$lock" 2>/dev/null && break; sleep 0.02; done
 out=$("$FSCK" -n "$T/p/d1:$T/p/d2" 2>&1); rc=$?
 [[ $rc == 0 && -e $T/released ]] ||
 	fail "fsck -n while the daemon is closing: exit $rc, ran before it let go: $([[ -e $T/released ]] && echo no || echo yes): $out"
@@ -550,7 +550,7 @@ wait "$holder"
 out=$("$FSCK" -y "$T/p/d1:$T/p/d2" 2>&1); rc=$?
 [[ $rc == 8 ]] && grep -q "mounted or in use" <<<"$out" || fail "repair of a mounted filesystem: exit $rc: $out"
 out=$("$FSCK" -n "$T/p/d1:$T/p/d2" 2>&1); rc=$?
-[[ $rc == 0 ]] && grep -q "checking beside the mounted filesystem" <<<"$out" ||
+[[ $rc == 0 ]] && grep -q "checking beside it, unlocked" <<<"$out" ||
 	fail "fsck -n beside the mount: exit $rc: $out"
 fusermount3 -u "$M"
 

@@ -218,6 +218,7 @@ if [[ -x $EDIT ]]; then
 	"$EDIT" "$META" put 5a01 00 >/dev/null || fail "store_edit put Z"
 	"$EDIT" "$META" put 4d6673 00 >/dev/null || fail "store_edit put M fs"
 	"$EDIT" "$META" put "50$(printf '%08x' 5)" 0102 >/dev/null || fail "store_edit put P 5"
+	"$EDIT" "$META" put "47$(be64 "$ino_small")" "" >/dev/null || fail "store_edit put G"
 	f1=$(insp --json "$D" keys D "$ino_c" | json_get '[k["key"] for k in d["keys"] if "\"f1\"" in k["text"]][0]')
 	"$EDIT" "$META" put "$f1" 01 >/dev/null || fail "store_edit put D c/f1"
 	chunk=$(insp "$D" stat /a/b/big | sed -nE 's/^  chunk 2: section [0-9]+, disk [0-9]+: (.*) [0-9]+ bytes$/\1/p')
@@ -226,6 +227,7 @@ if [[ -x $EDIT ]]; then
 	grep -q "^I $ino_small -> ff00 (does not decode, 2 bytes)$" <<<"$out" || fail "damaged: keys does not show I $ino_small in hex"
 	grep -q "^5a01 -> 00 (key does not parse)$" <<<"$out" || fail "damaged: keys does not show the key Z"
 	grep -q "^M fs -> 00 (does not decode)$" <<<"$out" || fail "damaged: keys does not show M fs in hex"
+	grep -q "^G $ino_small -> chunks in flux$" <<<"$out" || fail "keys does not decode G $ino_small"
 	grep -q '^D '"$ino_c"' [0-9a-f]* "f1" -> 1 bytes (does not decode)$' <<<"$out" || fail "damaged: keys does not show the entry f1"
 	insp --json "$D" keys | python3 -m json.tool >/dev/null 2>&1 || fail "damaged: keys --json does not parse"
 	out=$(insp "$D" stat /a/small) || fail "damaged: stat /a/small: exit $?"

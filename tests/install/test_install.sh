@@ -10,7 +10,7 @@
 set -u
 
 # in_namespace R T: the mount half, run in a private mount namespace where
-# the installed bin and sbin are bound over /usr/local/bin and /usr/local/sbin:
+# the installed tree R is bound over /usr/local:
 # mount(8) runs mount.fuse3 with no PATH, so /bin/sh's default path, which
 # has /usr/local/bin, must find lsmfs as on a machine where it is installed;
 # the machine's own /usr/local is left as it was.
@@ -18,10 +18,14 @@ in_namespace() {
 	local R=$1 T=$2 D
 	fails=0
 	fail() { echo "test_install: FAIL: $*" >&2; fails=$((fails + 1)); }
-	mount --bind "$R/bin" /usr/local/bin && mount --bind "$R/sbin" /usr/local/sbin || {
-		echo "test_install: FAIL: bind mounts over /usr/local" >&2
+	mount --bind "$R" /usr/local || {
+		echo "test_install: FAIL: bind mount over /usr/local" >&2
 		return 1
 	}
+	# Whatever fails below, no daemon outlives the test in this namespace
+	# (it would keep the namespace, and the disks being deleted, alive).
+	# shellcheck disable=SC2064 # $T now: it is local, gone at exit
+	trap "for m in '$T/mnt' '$T/mnt2'; do mountpoint -q \"\$m\" && fusermount3 -uz \"\$m\"; done" EXIT
 	export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 	mkdir -p "$T/d0" "$T/d1" "$T/mnt" "$T/mnt2"
 	D=$T/d0:$T/d1
@@ -54,11 +58,12 @@ in_namespace() {
 	# With the disks in fstab as fuse.lsmfs, fsck takes the type from
 	# there and runs fsck.fuse.lsmfs; had it no such checker it would say
 	# nothing and exit 0, so the output must show the check ran.
-	for t in "" "-t fuse.lsmfs"; do
+	for t in "" "-t fuse.lsmfs" "-t lsmfs"; do
 		# shellcheck disable=SC2086 # $t: no option or one
-		FSTAB_FILE=$T/fstab fsck $t -n "$D" >"$T/fsck.log" 2>&1 &&
-			grep -q "^fsck.lsmfs: checking $D" "$T/fsck.log" ||
-			fail "fsck $t -n with the disks in fstab: exit $?: $(cat "$T/fsck.log")"
+		FSTAB_FILE=$T/fstab fsck $t -n "$D" >"$T/fsck.log" 2>&1
+		rc=$?
+		[[ $rc == 0 ]] && grep -q "^fsck.lsmfs: checking $D" "$T/fsck.log" ||
+			fail "fsck $t -n with the disks in fstab: exit $rc: $(cat "$T/fsck.log")"
 	done
 	
 	for m in "$T/mnt" "$T/mnt2"; do mountpoint -q "$m" && umount "$m"; done

@@ -146,11 +146,14 @@ int main(int argc, char **argv)
 			 (f.mode == FSCK_MODE_NO ? DISKSET_LOCK_SHARED : 0);
 	int rc = diskset_open(f.spec, flags, &f.ds, err, sizeof(err));
 	if (rc == -EBUSY && f.mode == FSCK_MODE_NO) {
-		fprintf(stderr, "%s: %s: checking beside the mounted filesystem, as of its last "
-			"writes\n", prog, err);
+		char busy[sizeof(err)];
+		snprintf(busy, sizeof(busy), "%s", err);
 		rc = diskset_open(f.spec, DISKSET_TOLERANT | DISKSET_CLASH, &f.ds, err, sizeof(err));
+		if (!rc)
+			fprintf(stderr, "%s: %s: checking beside it, unlocked, as of its last writes "
+				"(what it has not written yet may show as damage)\n", prog, busy);
 	}
-	if (rc == -EBUSY) {
+	if (rc == -EBUSY && f.mode != FSCK_MODE_NO) {
 		fprintf(stderr, "%s: %s\n%s: the filesystem is mounted or in use; refusing to change it (try -n)\n",
 			prog, err, prog);
 		return FSCK_EXIT_OPERATIONAL;

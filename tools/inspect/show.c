@@ -134,7 +134,7 @@ int insp_keys(struct insp *in, int argc, char **argv)
 	uint8_t prefix[KEY_MAX];
 	size_t plen;
 	if (parse_prefix(in, argc, argv, prefix, &plen)) {
-		fprintf(stderr, INSPECT_PROG ": keys: the prefix is a key type (M K P I D X F C O), "
+		fprintf(stderr, INSPECT_PROG ": keys: the prefix is a key type (M K P I D X F C O G), "
 				"optionally followed by a number (or a name after M), or --raw HEX "
 				"alone\n");
 		return INSPECT_EXIT_USAGE;
