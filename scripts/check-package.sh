@@ -20,7 +20,7 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 say "build dependencies"
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends build-essential dpkg-dev debhelper lintian fakeroot meson \
-	ninja-build pkg-config libfuse3-dev libxxhash-dev liblz4-dev man-db >/dev/null
+	ninja-build pkg-config libfuse3-dev libxxhash-dev liblz4-dev man-db fuse3 >/dev/null
 dpkg-checkbuilddeps || die "dpkg-checkbuilddeps"
 
 W=$(mktemp -d /tmp/check-package.XXXXXX)
