@@ -129,6 +129,12 @@ if [[ $prefix != /usr/local ]]; then
 	((fails)) && exit 1
 	exit 0
 fi
+if ! unshare -m --propagation private true 2>"$T/unshare.log"; then
+	# e.g. in a chroot, where / is no mount point to make private
+	echo "test_install: mount checks SKIPPED: no private mount namespace here: $(cat "$T/unshare.log")" >&2
+	((fails)) && exit 1
+	exit 0
+fi
 unshare -m --propagation private bash "$0" --in-namespace "$R" "$T" || fail "the mount checks (above)"
 ((fails)) && exit 1
 echo "test_install: ok"
