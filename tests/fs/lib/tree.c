@@ -247,7 +247,10 @@ int tree_check(const char *root, const char *tag, tree_file_fn fn, void *arg,
 	w.st.dirs = 1;
 	walk_dir(&w, "", &st, 0);
 
-	qsort(w.seen, w.nseen, sizeof(*w.seen), cmp_seen);
+	/* An empty tree (a crash before the first file) has no array: qsort
+	 * takes no null pointer, even for no elements (UBSan). */
+	if (w.nseen)
+		qsort(w.seen, w.nseen, sizeof(*w.seen), cmp_seen);
 	for (size_t i = 0; i < w.nseen;) {
 		size_t j = i;
 		while (j < w.nseen && w.seen[j].ino == w.seen[i].ino)
