@@ -151,6 +151,9 @@ struct fs_options {
 	size_t cache_bytes;     /* store block cache */
 	size_t inode_cache;     /* inodes kept in memory that nothing holds
 				 * (past it, kref.c keeps their counts) */
+	uint64_t log_delay_us;  /* store_options.log_delay_us: how long a
+				 * write not synced may stay in the daemon's
+				 * memory; 0: none */
 	/* backup.c, a restore: before any crash repair, the section map
 	 * follows the section directories on the disks and every chunk record
 	 * whose file is gone is marked lost, each such file told to

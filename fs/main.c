@@ -42,6 +42,7 @@ struct cmdline {
 	double attr_timeout, entry_timeout;
 	long cache_mib;
 	long inode_cache;
+	long log_delay_ms;
 	int bdi_max_ratio;
 	int readahead_kb;
 };
@@ -77,6 +78,7 @@ static const struct fuse_opt opts[] = {
 	OPT("entry_timeout=%lf", entry_timeout),
 	OPT("cache_mib=%ld", cache_mib),
 	OPT("inode_cache=%ld", inode_cache),
+	OPT("log_delay_ms=%ld", log_delay_ms),
 	OPT("no_writeback", nowriteback),
 	OPT("no_direct", nodirect),
 	OPT("degraded", degraded),
@@ -153,6 +155,9 @@ static void usage(FILE *f)
 		"  -o inode_cache=N   inodes kept in memory that nothing uses (default\n"
 		"                     262144, ~190 bytes each); past it only the kernel's\n"
 		"                     reference count stays (16 bytes)\n"
+		"  -o log_delay_ms=N  a change not synced reaches the metadata store's\n"
+		"                     commit log at most N ms later (default 5; 0: before\n"
+		"                     the call returns); fsync(2) is not delayed\n"
 		"  -o no_writeback    disable the kernel writeback cache\n"
 		"  -o no_direct       write chunk files through the backing page cache\n"
 		"                     (default: page-aligned writes use O_DIRECT)\n"
@@ -437,6 +442,7 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 		.entry_timeout = c->entry_timeout,
 		.cache_bytes = (size_t)c->cache_mib << 20,
 		.inode_cache = (size_t)c->inode_cache,
+		.log_delay_us = (uint64_t)c->log_delay_ms * 1000,
 	};
 	struct fs *fs = NULL;
 	rc = fs_open(ds, &fo, log_line, &lg, &fs, err, sizeof(err));
@@ -518,7 +524,7 @@ int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct cmdline c = {.attr_timeout = 60, .entry_timeout = 60, .cache_mib = 64,
-			    .bdi_max_ratio = 20, .readahead_kb = 1024};
+			    .log_delay_ms = 5, .bdi_max_ratio = 20, .readahead_kb = 1024};
 	int status;
 	if (fuse_opt_parse(&args, &c, opts, opt_proc) != 0) {
 		usage(stderr);
@@ -535,6 +541,9 @@ int main(int argc, char **argv)
 	} else if (c.inode_cache < 0 || c.cache_mib < 0) {
 		fprintf(stderr, "lsmfs: %s must not be negative\n",
 			c.inode_cache < 0 ? "inode_cache" : "cache_mib");
+		status = 1;
+	} else if (c.log_delay_ms < 0 || c.log_delay_ms > 60000) {
+		fprintf(stderr, "lsmfs: log_delay_ms must be 0..60000\n");
 		status = 1;
 	} else if (c.remount) {
 		status = remount(&c);

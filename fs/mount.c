@@ -297,6 +297,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	so.log = store_log;
 	so.log_ctx = fs;
 	so.reserve_bytes = FS_STORE_RESERVE;
+	so.log_delay_us = opt->log_delay_us;
 	const char *dirs[LSMFS_MAX_META_COPIES];
 	int rc = copies_prepare(fs, &so, dirs, err, errlen);
 	if (rc)

@@ -696,6 +696,8 @@ static void store_free(struct store *st)
 		st->env->ops->unlock(st->lock);
 	env_mirror_free(st->mirror);
 	store_batch_free(st->group);
+	store_batch_free(st->pend);
+	pthread_cond_destroy(&st->flush_cv);
 	pthread_mutex_destroy(&st->mu);
 	pthread_mutex_destroy(&st->errmu);
 	pthread_cond_destroy(&st->bg_cv);
@@ -731,12 +733,20 @@ int store_open(const char *dir, const struct store_options *opt,
 	st->counters.report_ctx = st;
 	pthread_cond_init(&st->bg_cv, NULL);
 	pthread_cond_init(&st->work_cv, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&st->flush_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	st->snapshots.next = st->snapshots.prev = &st->snapshots;
 	st->group = store_batch_new();
+	st->pend = store_batch_new();
 	st->cache = block_cache_new(opt->block_cache_bytes);
 	if (filter_cache_new(opt->filter_memory, &st->filters) == 0)
 		st->counters.filters = st->filters;
-	if (!st->dir || !st->group || !st->cache || !st->filters) {
+	if (!st->dir || !st->group || !st->pend || !st->cache || !st->filters) {
 		store_free(st);
 		return -ENOMEM;
 	}
@@ -809,6 +819,13 @@ int store_open(const char *dir, const struct store_options *opt,
 			rc = -EAGAIN;
 		else
 			st->bg_started = true;
+		if (rc == 0 && (rc = db_log_flusher_start(st)) != 0) {
+			pthread_mutex_lock(&st->mu);
+			st->shutting_down = true;
+			pthread_cond_broadcast(&st->work_cv);
+			pthread_mutex_unlock(&st->mu);
+			pthread_join(st->bg_thread, NULL);
+		}
 	}
 	if (rc) {
 		store_free(st);
@@ -828,7 +845,8 @@ int store_close(struct store *st)
 	pthread_mutex_unlock(&st->mu);
 	if (st->bg_started)
 		pthread_join(st->bg_thread, NULL);
-	int rc = st->bg_error;
+	/* Delayed records go to st->log before it is synced below. */
+	int rc = db_log_flusher_stop(st);
 	if (st->old_log) {
 		/* Its memtable was not flushed (the background thread stopped
 		 * first, or its flush failed): the writes in it were

@@ -33,6 +33,7 @@ struct writer {
 	bool sync;
 	bool reserve;     /* STORE_WRITE_RESERVE */
 	bool force_flush;
+	bool flush_log;   /* write out the delayed records (the flusher) */
 	bool done;
 	int status;
 	pthread_cond_t cv;
@@ -97,6 +98,15 @@ struct store {
 
 	struct writer *writers_head, *writers_tail; /* (mu) */
 	struct store_batch *group; /* the head's scratch batch */
+	/* Delayed log writes (opt.log_delay_us): the records of acknowledged
+	 * groups not yet handed to st->log, as one batch (their sequences
+	 * follow each other), all of them in st->mem (writer-queue head). */
+	struct store_batch *pend;
+	uint64_t pend_since;    /* CLOCK_MONOTONIC us when pend stopped being
+				 * empty; 0: empty (mu) */
+	pthread_cond_t flush_cv; /* wakes the log flusher (mu; CLOCK_MONOTONIC) */
+	pthread_t flusher;
+	bool flusher_started;
 
 	struct store_snapshot snapshots; /* sentinel of the list (mu) */
 
@@ -195,6 +205,13 @@ void db_copies_opened(struct store *st);
 /* The background thread's part of a copy joining: a new MANIFEST.  mu
  * held. */
 void db_copies_roll_manifest(struct store *st);
+
+/* db_write.c: delayed log writes (opt.log_delay_us). */
+/* Start the log flusher, at open (read-write, recovered); 0 or -errno. */
+int db_log_flusher_start(struct store *st);
+/* Stop it, at close (shutting_down set); then write out what is still
+ * delayed.  0 or the error.  mu not held; no writer may be queued. */
+int db_log_flusher_stop(struct store *st);
 
 /* db_compact.c */
 void *db_bg_main(void *arg);

@@ -14,7 +14,19 @@
  * the log, a cut that fails, or a group that reached the log but not the
  * memtable is a sticky background error: every later write fails with it.
  * Writes are not mixed in a group across STORE_WRITE_RESERVE, so that a
- * deletion's retry on the reserve never carries an ordinary write.
+ * deletion's retry on the reserve never carries an ordinary write (but
+ * delayed records, at most PEND_LIMIT bytes of them, go out first).
+ *
+ * Delayed log writes (opt.log_delay_us, FORMAT.md "Delayed log writes"):
+ * the record of a group that is not synced is kept in st->pend, after
+ * those of the groups before it, and the write returns once it is in the
+ * memtable.  st->pend goes to the log as one record, before anything
+ * after it, when a synced write or store_sync() comes, when it reaches
+ * PEND_LIMIT bytes, before the memtable is switched or a write waits for
+ * room, at close, and otherwise when the flusher thread sees it older
+ * than log_delay_us.  A failed write-out leaves it in st->pend (the log
+ * is cut back as for any failed append) for the next try; the group that
+ * went out with it, if any, fails.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +36,11 @@
 
 #include "db_int.h"
 #include "dbformat.h"
+#include "env.h"
+
+/* Delayed records go out before they exceed this: with their framing
+ * they fill at most one env buffer, one write(2) per copy. */
+#define PEND_LIMIT (ENV_WRITE_UNIT - 1024)
 
 static uint64_t now_micros(void)
 {
@@ -195,13 +212,13 @@ static int sync_before(struct store *st)
  * 0, or the error (a sticky one is recorded as st->bg_error).  mu NOT
  * held.
  */
-static int log_group(struct store *st, const struct store_batch *group,
+static int log_group(struct store *st, const uint8_t *rec, size_t len,
 		     bool sync, bool reserve)
 {
 	for (;;) {
 		struct wal_writer *w = st->log;
 		uint64_t before = wal_writer_size(w);
-		int rc = wal_add_record(w, group->rep.data, group->rep.len);
+		int rc = wal_add_record(w, rec, len);
 		if (rc == 0)
 			rc = wal_flush(w);
 		atomic_fetch_add(&st->wal_bytes, wal_writer_size(w) - before);
@@ -240,7 +257,7 @@ static int log_group(struct store *st, const struct store_batch *group,
 		bool retry = false;
 		/* Ends: each retry shrinks the reserve, which then runs out. */
 		if (rrc == 0 && reserve && is_nospace(rc) &&
-		    db_reserve_release(st, group->rep.len + 2 * WAL_BLOCK_SIZE) == 0)
+		    db_reserve_release(st, len + 2 * WAL_BLOCK_SIZE) == 0)
 			retry = true;
 		if (rrc) {
 			pthread_mutex_unlock(&st->mu);
@@ -254,6 +271,88 @@ static int log_group(struct store *st, const struct store_batch *group,
 		if (!retry)
 			return rc;
 	}
+}
+
+/* Open a log if the last was rolled after an error.  mu NOT held. */
+static int ensure_log(struct store *st)
+{
+	if (st->log)
+		return 0;
+	pthread_mutex_lock(&st->mu);
+	int rc = st->log ? 0 : open_log(st, false, NULL);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+static bool pend_empty(const struct store *st)
+{
+	return batch_count(st->pend) == 0;
+}
+
+/*
+ * May a group's record be delayed?  Only while the reserve is whole and
+ * can take the delayed records: they are acknowledged, so on a disk that
+ * filled meanwhile they are written with the reserve's space.
+ */
+static bool may_delay(const struct store *st, const struct store_batch *group, bool sync)
+{
+	return st->opt.log_delay_us && !sync && group->rep.len < PEND_LIMIT &&
+	       st->opt.reserve_bytes >= PEND_LIMIT + 2 * WAL_BLOCK_SIZE &&
+	       st->env->ops->preallocate && st->reserve_have == st->opt.reserve_bytes;
+}
+
+/*
+ * Write the delayed records out (and sync the log, with sync), drawing on
+ * the reserve if the disk is full (may_delay).  0 (st->pend is empty then)
+ * or the error (st->pend kept).  mu NOT held; only the writer-queue head,
+ * or close, calls this.
+ */
+static int pend_out(struct store *st, bool sync)
+{
+	if (pend_empty(st))
+		return 0;
+	int rc = ensure_log(st);
+	if (rc == 0)
+		rc = log_group(st, st->pend->rep.data, st->pend->rep.len, sync, true);
+	if (rc == 0)
+		store_batch_clear(st->pend);
+	return rc;
+}
+
+/* pend_out for the head holding mu: dropped meanwhile. */
+static int pend_out_locked(struct store *st)
+{
+	pthread_mutex_unlock(&st->mu);
+	int rc = pend_out(st, false);
+	pthread_mutex_lock(&st->mu);
+	return rc;
+}
+
+/*
+ * Log a group: delayed, behind the delayed records (those go out first
+ * when the group would take them past PEND_LIMIT); or straight to the log,
+ * flushed (or synced), after the delayed records.  On failure the group is
+ * neither in the log nor delayed, and the delayed records stay.  mu NOT
+ * held.
+ */
+static int log_records(struct store *st, const struct store_batch *group,
+		       bool sync, bool reserve)
+{
+	bool delay = may_delay(st, group, sync);
+	if (!pend_empty(st) &&
+	    (!delay || st->pend->rep.len + group->rep.len - BATCH_HEADER_SIZE > PEND_LIMIT)) {
+		int rc = pend_out(st, false);
+		if (rc)
+			return rc;
+	}
+	if (!delay)
+		return log_group(st, group->rep.data, group->rep.len, sync, reserve);
+	if (!pend_empty(st))
+		return batch_append(st->pend, group); /* unchanged on failure */
+	int rc = batch_set_rep(st->pend, group->rep.data, group->rep.len);
+	if (rc)
+		store_batch_clear(st->pend);
+	return rc;
 }
 
 /*
@@ -277,8 +376,19 @@ static int make_room_for_write(struct store *st, bool force, bool reserve)
 			 * write buffer) rather than wait or fail. */
 			return 0;
 		}
-		if (allow_delay && l0 >= (size_t)st->opt.l0_slowdown_trigger &&
-		    !st->bg_soft_error) {
+		bool slow = allow_delay && l0 >= (size_t)st->opt.l0_slowdown_trigger &&
+			    !st->bg_soft_error;
+		if (!slow && !force && usage <= st->opt.write_buffer_size)
+			return 0;
+		if (!pend_empty(st)) {
+			/* Delayed records belong in the log of the memtable
+			 * they are in, and wait for nothing. */
+			int rc = pend_out_locked(st);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (slow) {
 			/* Give compaction some CPU, once per write, rather than
 			 * stopping hard later. */
 			uint64_t t = now_micros();
@@ -413,10 +523,10 @@ static int insert_op(void *ctx, uint64_t seq, int type, const uint8_t *key,
 }
 
 static int do_write(struct store *st, const struct store_batch *batch,
-		    bool sync, bool reserve, bool force_flush)
+		    bool sync, bool reserve, bool force_flush, bool flush_log)
 {
 	struct writer w = { .batch = batch, .sync = sync, .reserve = reserve,
-			    .force_flush = force_flush };
+			    .force_flush = force_flush, .flush_log = flush_log };
 	pthread_cond_init(&w.cv, NULL);
 	pthread_mutex_lock(&st->mu);
 	if (st->writers_tail)
@@ -467,7 +577,7 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		struct memtable *mem = st->mem;
 		pthread_mutex_unlock(&st->mu);
 
-		rc = log_group(st, group, sync, reserve);
+		rc = log_records(st, group, sync, reserve);
 		bool log_failed = rc != 0;
 		if (rc == 0) {
 			struct insert_ctx ic = { .mem = mem };
@@ -489,6 +599,12 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		}
 		if (group == st->group)
 			store_batch_clear(st->group);
+	} else if (rc == 0 && !sync && flush_log) {
+		rc = pend_out_locked(st); /* the flusher */
+	} else if (rc == 0 && sync && !force_flush && !pend_empty(st)) {
+		pthread_mutex_unlock(&st->mu);
+		rc = pend_out(st, true); /* reports and records its error */
+		pthread_mutex_lock(&st->mu);
 	} else if (rc == 0 && sync && !force_flush) {
 		/* store_sync, or an empty synced batch: the head syncs the
 		 * current log for everyone queued so far. */
@@ -507,6 +623,15 @@ static int do_write(struct store *st, const struct store_batch *batch,
 			db_set_bg_error(st, rc);
 		} else {
 			atomic_fetch_add(&st->wal_syncs, 1);
+		}
+	}
+
+	if (st->opt.log_delay_us) {
+		if (pend_empty(st)) {
+			st->pend_since = 0;
+		} else if (!st->pend_since) {
+			st->pend_since = now_micros() | 1;
+			pthread_cond_signal(&st->flush_cv);
 		}
 	}
 
@@ -541,7 +666,7 @@ int store_write(struct store *st, const struct store_batch *b, unsigned flags)
 	if (!b)
 		return -EINVAL;
 	return do_write(st, b, want_sync(st, flags),
-			(flags & STORE_WRITE_RESERVE) != 0, false);
+			(flags & STORE_WRITE_RESERVE) != 0, false, false);
 }
 
 int store_put(struct store *st, const void *key, size_t klen, const void *val,
@@ -584,12 +709,12 @@ int store_delete(struct store *st, const void *key, size_t klen, unsigned flags)
 
 int store_sync(struct store *st)
 {
-	return do_write(st, NULL, true, false, false);
+	return do_write(st, NULL, true, false, false, false);
 }
 
 int store_flush(struct store *st)
 {
-	int rc = do_write(st, NULL, false, false, true);
+	int rc = do_write(st, NULL, false, false, true, false);
 	if (rc)
 		return rc;
 	/* Wait until the memtable switched out above is in a table, or the
@@ -603,4 +728,64 @@ int store_flush(struct store *st)
 	rc = st->bg_error ? st->bg_error : st->imm ? st->bg_soft_error : 0;
 	pthread_mutex_unlock(&st->mu);
 	return rc;
+}
+
+/*
+ * The log flusher: writes the delayed records out once the oldest has
+ * waited log_delay_us, through the writer queue (only its head touches the
+ * log).  After a failure (a full disk) it tries again 100 ms later, or
+ * sooner if a write comes.
+ */
+static void wait_until(struct store *st, uint64_t us)
+{
+	struct timespec ts = { .tv_sec = (time_t)(us / 1000000u),
+			       .tv_nsec = (long)(us % 1000000u) * 1000 };
+	pthread_cond_timedwait(&st->flush_cv, &st->mu, &ts);
+}
+
+static void *flusher_main(void *arg)
+{
+	struct store *st = arg;
+	pthread_mutex_lock(&st->mu);
+	while (!st->shutting_down) {
+		if (!st->pend_since || st->bg_error) {
+			pthread_cond_wait(&st->flush_cv, &st->mu);
+			continue;
+		}
+		uint64_t due = st->pend_since + st->opt.log_delay_us;
+		if (now_micros() < due) {
+			wait_until(st, due);
+			continue;
+		}
+		pthread_mutex_unlock(&st->mu);
+		int rc = do_write(st, NULL, false, false, false, true);
+		pthread_mutex_lock(&st->mu);
+		if (rc && st->pend_since && !st->shutting_down)
+			wait_until(st, now_micros() + 100000);
+	}
+	pthread_mutex_unlock(&st->mu);
+	return NULL;
+}
+
+int db_log_flusher_start(struct store *st)
+{
+	if (!st->opt.log_delay_us || st->opt.read_only)
+		return 0;
+	if (pthread_create(&st->flusher, NULL, flusher_main, st))
+		return -EAGAIN;
+	st->flusher_started = true;
+	return 0;
+}
+
+int db_log_flusher_stop(struct store *st)
+{
+	pthread_mutex_lock(&st->mu);
+	pthread_cond_broadcast(&st->flush_cv);
+	pthread_mutex_unlock(&st->mu);
+	if (st->flusher_started)
+		pthread_join(st->flusher, NULL);
+	st->flusher_started = false;
+	if (st->bg_error)
+		return st->bg_error;
+	return pend_out(st, false);
 }

@@ -88,6 +88,17 @@ struct store_options {
 	bool read_only;             /* default false: no writes, no compaction */
 	bool paranoid_checks;       /* default false: a torn log tail is an error */
 	bool sync;                  /* default false: fsync the log on every write */
+	/*
+	 * Delayed commit-log writes (FORMAT.md "Delayed log writes"): a write
+	 * that is not synced returns with its record still in the store's
+	 * memory, and its record reaches the OS (write(2)) at most this many
+	 * microseconds later, or sooner: when ENV_WRITE_UNIT bytes are
+	 * waiting, at a synced write, store_sync(), a memtable switch or
+	 * store_close().  Records reach the log in order, so a crash of the
+	 * process keeps a prefix of the writes, as a power cut already may.
+	 * Default 0: every write reaches the OS before it returns.
+	 */
+	uint64_t log_delay_us;
 	size_t write_buffer_size;   /* memtable bytes before a flush; default 8 MiB */
 	size_t block_size;          /* uncompressed data block target; default 4 KiB */
 	size_t block_restart_interval; /* keys between restart points; default 16 */

@@ -667,6 +667,51 @@ START_TEST(t_options)
 }
 END_TEST
 
+/*
+ * -o log_delay_ms: a change nobody synced waits in the daemon's memory at
+ * most that long.  Well past the delay (default 5 ms, then 50), a SIGKILL
+ * keeps it: the flusher wrote it to the commit log.  Values out of range
+ * are refused.
+ */
+START_TEST(t_log_delay)
+{
+	struct fst f;
+	NEW_FS(&f, "mount-logdelay", 2);
+	const char *opts[] = {NULL, "log_delay_ms=50", "log_delay_ms=0"};
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		ck_assert_msg(fst_mount(&f, opts[i]) == 0, "mount -o %s failed",
+			      opts[i] ? opts[i] : "(defaults)");
+		char p[PATH_MAX], name[32];
+		snprintf(name, sizeof(name), "f%zu", i);
+		write_file(pathf(p, f.mnt, name), name);
+		snprintf(name, sizeof(name), "d%zu", i);
+		ck_assert_msg(mkdir(pathf(p, f.mnt, name), 0700) == 0, "mkdir %s", p);
+		usleep(1000 * 1000);
+		ck_assert_msg(fst_kill(&f) == 0, "kill");
+		ck_assert_msg(fst_mount(&f, NULL) == 0, "mount after the kill failed");
+		for (size_t j = 0; j <= i; j++) {
+			struct stat st;
+			snprintf(name, sizeof(name), "f%zu", j);
+			expect_content(pathf(p, f.mnt, name), name);
+			snprintf(name, sizeof(name), "d%zu", j);
+			ck_assert_msg(stat(pathf(p, f.mnt, name), &st) == 0 && S_ISDIR(st.st_mode),
+				      "%s: lost to a kill 1 s after mkdir (-o %s)", p,
+				      opts[i] ? opts[i] : "(defaults)");
+		}
+		ck_assert_msg(fst_umount(&f) == 0, "unmount");
+	}
+	const char *bad[] = {"log_delay_ms=-1", "log_delay_ms=60001", "log_delay_ms=x"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *argv[] = {bin("LSMFS_BIN"), "-f", "-o", bad[i], f.spec, f.mnt, NULL};
+		char out[4096];
+		int st = fst_run(argv, out, sizeof(out));
+		ck_assert_msg(st != 0 && !is_mounted(f.mnt), "-o %s: accepted (exit %d): %s",
+			      bad[i], st, out);
+	}
+	fst_cleanup(&f);
+}
+END_TEST
+
 static pid_t lock_pid(const struct fst *f)
 {
 	char p[PATH_MAX], buf[64] = "";
@@ -748,6 +793,7 @@ static Suite *mount_suite(void)
 	tcase_add_test(t, t_read_only);
 	tcase_add_test(t, t_options);
 	tcase_add_test(t, t_daemonize);
+	tcase_add_test(t, t_log_delay);
 	suite_add_tcase(s, t);
 	return s;
 }
