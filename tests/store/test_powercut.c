@@ -68,7 +68,7 @@ static const struct variant variants[] = {
 	{ "copies", false, 15, 40, 600, true, 0 },
 	/* As mixed, with delayed log writes; a delay no run reaches keeps
 	 * the env's op count the same from run to run (no flusher). */
-	{ "delayed", false, 15, 40, 600, false, 600000000 },
+	{ "delayed", false, 15, 40, 300, false, 600000000 },
 };
 
 #define COPY "/db-copy"
