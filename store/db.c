@@ -845,8 +845,10 @@ int store_close(struct store *st)
 	pthread_mutex_unlock(&st->mu);
 	if (st->bg_started)
 		pthread_join(st->bg_thread, NULL);
-	/* Delayed records go to st->log before it is synced below. */
-	int rc = db_log_flusher_stop(st);
+	/* Delayed records go to st->log before it is synced below; their
+	 * failure does not keep the logs from being synced. */
+	int prc = db_log_flusher_stop(st);
+	int rc = st->bg_error;
 	if (st->old_log) {
 		/* Its memtable was not flushed (the background thread stopped
 		 * first, or its flush failed): the writes in it were
@@ -867,6 +869,8 @@ int store_close(struct store *st)
 		if (!rc)
 			rc = r ? r : c;
 	}
+	if (!rc)
+		rc = prc;
 	if (!rc && !st->opt.read_only && st->vs) {
 		/* Writes since the last edit count in the lifetime totals too:
 		 * one more edit records them (FORMAT.md, tag 7).  Its failure

@@ -104,6 +104,8 @@ struct store {
 	struct store_batch *pend;
 	uint64_t pend_since;    /* CLOCK_MONOTONIC us when pend stopped being
 				 * empty; 0: empty (mu) */
+	bool pend_restarted;    /* pend went out since the head last set
+				 * pend_since (writer-queue head) */
 	pthread_cond_t flush_cv; /* wakes the log flusher (mu; CLOCK_MONOTONIC) */
 	pthread_t flusher;
 	bool flusher_started;

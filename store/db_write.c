@@ -25,8 +25,9 @@
  * PEND_LIMIT bytes, before the memtable is switched or a write waits for
  * room, at close, and otherwise when the flusher thread sees it older
  * than log_delay_us.  A failed write-out leaves it in st->pend (the log
- * is cut back as for any failed append) for the next try; the group that
- * went out with it, if any, fails.
+ * is cut back as for any failed append) for the next try, at the next
+ * write (which is not delayed while the log is failing) or the flusher's
+ * 100 ms later; the group that would have gone after it fails.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -213,7 +214,7 @@ static int sync_before(struct store *st)
  * held.
  */
 static int log_group(struct store *st, const uint8_t *rec, size_t len,
-		     bool sync, bool reserve)
+		     bool sync, bool reserve, bool *written)
 {
 	for (;;) {
 		struct wal_writer *w = st->log;
@@ -222,6 +223,8 @@ static int log_group(struct store *st, const uint8_t *rec, size_t len,
 		if (rc == 0)
 			rc = wal_flush(w);
 		atomic_fetch_add(&st->wal_bytes, wal_writer_size(w) - before);
+		if (written)
+			*written = rc == 0; /* in the log, whatever a sync says */
 		if (rc == 0 && sync) {
 			rc = sync_before(st);
 			if (rc)
@@ -297,25 +300,31 @@ static bool pend_empty(const struct store *st)
 static bool may_delay(const struct store *st, const struct store_batch *group, bool sync)
 {
 	return st->opt.log_delay_us && !sync && group->rep.len < PEND_LIMIT &&
+	       !st->log_failing && /* until a write succeeds, each goes itself */
 	       st->opt.reserve_bytes >= PEND_LIMIT + 2 * WAL_BLOCK_SIZE &&
 	       st->env->ops->preallocate && st->reserve_have == st->opt.reserve_bytes;
 }
 
 /*
  * Write the delayed records out (and sync the log, with sync), drawing on
- * the reserve if the disk is full (may_delay).  0 (st->pend is empty then)
- * or the error (st->pend kept).  mu NOT held; only the writer-queue head,
- * or close, calls this.
+ * the reserve if the disk is full (may_delay).  0 or the error; st->pend
+ * is empty unless the records did not reach the log (a failed sync leaves
+ * them there: not written twice).  mu NOT held; only the writer-queue
+ * head, or close, calls this.
  */
 static int pend_out(struct store *st, bool sync)
 {
 	if (pend_empty(st))
 		return 0;
+	bool written = false;
 	int rc = ensure_log(st);
 	if (rc == 0)
-		rc = log_group(st, st->pend->rep.data, st->pend->rep.len, sync, true);
-	if (rc == 0)
+		rc = log_group(st, st->pend->rep.data, st->pend->rep.len, sync, true,
+			       &written);
+	if (written) {
 		store_batch_clear(st->pend);
+		st->pend_restarted = true;
+	}
 	return rc;
 }
 
@@ -328,6 +337,13 @@ static int pend_out_locked(struct store *st)
 	return rc;
 }
 
+/* Where a delayed group starts in st->pend. */
+struct pend_mark {
+	bool delayed;
+	size_t len;
+	uint32_t count;
+};
+
 /*
  * Log a group: delayed, behind the delayed records (those go out first
  * when the group would take them past PEND_LIMIT); or straight to the log,
@@ -336,8 +352,9 @@ static int pend_out_locked(struct store *st)
  * held.
  */
 static int log_records(struct store *st, const struct store_batch *group,
-		       bool sync, bool reserve)
+		       bool sync, bool reserve, struct pend_mark *mark)
 {
+	mark->delayed = false;
 	bool delay = may_delay(st, group, sync);
 	if (!pend_empty(st) &&
 	    (!delay || st->pend->rep.len + group->rep.len - BATCH_HEADER_SIZE > PEND_LIMIT)) {
@@ -346,13 +363,28 @@ static int log_records(struct store *st, const struct store_batch *group,
 			return rc;
 	}
 	if (!delay)
-		return log_group(st, group->rep.data, group->rep.len, sync, reserve);
-	if (!pend_empty(st))
-		return batch_append(st->pend, group); /* unchanged on failure */
-	int rc = batch_set_rep(st->pend, group->rep.data, group->rep.len);
-	if (rc)
+		return log_group(st, group->rep.data, group->rep.len, sync, reserve, NULL);
+	mark->len = st->pend->rep.len;
+	mark->count = batch_count(st->pend);
+	int rc = mark->count ? batch_append(st->pend, group) /* unchanged on failure */
+			     : batch_set_rep(st->pend, group->rep.data, group->rep.len);
+	if (rc && !mark->count)
 		store_batch_clear(st->pend);
+	mark->delayed = rc == 0;
 	return rc;
+}
+
+/* Take a delayed group back out of st->pend (its memtable insert failed). */
+static void pend_cut(struct store *st, const struct pend_mark *mark)
+{
+	if (!mark->delayed)
+		return;
+	if (mark->count == 0) {
+		store_batch_clear(st->pend);
+		return;
+	}
+	st->pend->rep.len = mark->len;
+	put_le32(st->pend->rep.data + 8, mark->count);
 }
 
 /*
@@ -577,7 +609,8 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		struct memtable *mem = st->mem;
 		pthread_mutex_unlock(&st->mu);
 
-		rc = log_records(st, group, sync, reserve);
+		struct pend_mark mark;
+		rc = log_records(st, group, sync, reserve, &mark);
 		bool log_failed = rc != 0;
 		if (rc == 0) {
 			struct insert_ctx ic = { .mem = mem };
@@ -591,6 +624,7 @@ static int do_write(struct store *st, const struct store_batch *batch,
 			version_set_set_last_sequence(st->vs,
 						      seq + batch_count(group) - 1);
 		} else if (!log_failed) {
+			pend_cut(st, &mark); /* never to reach the log */
 			db_report(st, "%s: memtable insert failed: %s",
 				  st->dir, strerror(-rc));
 			/* The log and the memtable may hold part of the group:
@@ -627,6 +661,9 @@ static int do_write(struct store *st, const struct store_batch *batch,
 	}
 
 	if (st->opt.log_delay_us) {
+		if (st->pend_restarted) /* the oldest record is a new one */
+			st->pend_since = 0;
+		st->pend_restarted = false;
 		if (pend_empty(st)) {
 			st->pend_since = 0;
 		} else if (!st->pend_since) {
@@ -785,7 +822,7 @@ int db_log_flusher_stop(struct store *st)
 	if (st->flusher_started)
 		pthread_join(st->flusher, NULL);
 	st->flusher_started = false;
-	if (st->bg_error)
-		return st->bg_error;
+	/* Even after a sticky error (a compaction's, say): these writes
+	 * were acknowledged; none reached the log (pend_out). */
 	return pend_out(st, false);
 }
