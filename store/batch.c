@@ -115,6 +115,21 @@ int batch_append(struct store_batch *dst, const struct store_batch *src)
 	return 0;
 }
 
+void batch_save(const struct store_batch *b, struct batch_mark *m)
+{
+	m->len = b->rep.len;
+	m->count = batch_count(b);
+	m->user_bytes = b->user_bytes;
+}
+
+void batch_rollback(struct store_batch *b, const struct batch_mark *m)
+{
+	b->rep.oom = 0; /* a failed realloc left the bytes as they were */
+	b->rep.len = m->len;
+	put_le32(b->rep.data + 8, m->count);
+	b->user_bytes = m->user_bytes;
+}
+
 int batch_set_rep(struct store_batch *b, const uint8_t *rep, size_t len)
 {
 	if (len < BATCH_HEADER_SIZE)

@@ -28,6 +28,16 @@ uint64_t batch_sequence(const struct store_batch *b);
 uint32_t batch_count(const struct store_batch *b);
 /* Append src's ops to dst. */
 int batch_append(struct store_batch *dst, const struct store_batch *src);
+
+/* Where a batch stood: batch_rollback() takes it back there, dropping the
+ * ops appended since (and a failed append's out-of-memory mark). */
+struct batch_mark {
+	size_t len;
+	uint32_t count;
+	uint64_t user_bytes;
+};
+void batch_save(const struct store_batch *b, struct batch_mark *m);
+void batch_rollback(struct store_batch *b, const struct batch_mark *m);
 /* Make b a copy of the encoded rep (from the commit log). */
 int batch_set_rep(struct store_batch *b, const uint8_t *rep, size_t len);
 

@@ -675,6 +675,18 @@ int store_copy_drop(struct store *st, size_t copy, int err, const char *why)
 	return env_mirror_drop(st->mirror, copy, err, why);
 }
 
+/* Stop the background thread (shutting down: the flusher sees it too). */
+static void stop_bg(struct store *st)
+{
+	pthread_mutex_lock(&st->mu);
+	st->shutting_down = true;
+	pthread_cond_broadcast(&st->work_cv);
+	pthread_mutex_unlock(&st->mu);
+	if (st->bg_started)
+		pthread_join(st->bg_thread, NULL);
+	st->bg_started = false;
+}
+
 static void store_free(struct store *st)
 {
 	if (st->old_log)
@@ -819,13 +831,8 @@ int store_open(const char *dir, const struct store_options *opt,
 			rc = -EAGAIN;
 		else
 			st->bg_started = true;
-		if (rc == 0 && (rc = db_log_flusher_start(st)) != 0) {
-			pthread_mutex_lock(&st->mu);
-			st->shutting_down = true;
-			pthread_cond_broadcast(&st->work_cv);
-			pthread_mutex_unlock(&st->mu);
-			pthread_join(st->bg_thread, NULL);
-		}
+		if (rc == 0 && (rc = db_log_flusher_start(st)) != 0)
+			stop_bg(st);
 	}
 	if (rc) {
 		store_free(st);
@@ -839,12 +846,7 @@ int store_close(struct store *st)
 {
 	if (!st)
 		return 0;
-	pthread_mutex_lock(&st->mu);
-	st->shutting_down = true;
-	pthread_cond_broadcast(&st->work_cv);
-	pthread_mutex_unlock(&st->mu);
-	if (st->bg_started)
-		pthread_join(st->bg_thread, NULL);
+	stop_bg(st);
 	/* Delayed records go to st->log before it is synced below; their
 	 * failure does not keep the logs from being synced. */
 	int prc = db_log_flusher_stop(st);

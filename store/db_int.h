@@ -33,7 +33,6 @@ struct writer {
 	bool sync;
 	bool reserve;     /* STORE_WRITE_RESERVE */
 	bool force_flush;
-	bool flush_log;   /* write out the delayed records (the flusher) */
 	bool done;
 	int status;
 	pthread_cond_t cv;
@@ -238,6 +237,8 @@ int db_reserve_make(struct store *st);
 int db_reserve_release(struct store *st, uint64_t want);
 /* Is the reserve drawn on (shorter than asked)? */
 bool db_reserve_short(const struct store *st);
+/* Is there a reserve, whole (reserve_bytes of it to give back)? */
+bool db_reserve_whole(const struct store *st);
 
 /* db_read.c */
 /* The oldest sequence any snapshot can see (mu held). */

@@ -36,6 +36,12 @@ bool db_reserve_short(const struct store *st)
 	       st->reserve_have < st->opt.reserve_bytes;
 }
 
+bool db_reserve_whole(const struct store *st)
+{
+	return st->opt.reserve_bytes && st->env->ops->preallocate &&
+	       st->reserve_have == st->opt.reserve_bytes;
+}
+
 int db_reserve_make(struct store *st)
 {
 	if (!db_reserve_short(st))

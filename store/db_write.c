@@ -301,8 +301,7 @@ static bool may_delay(const struct store *st, const struct store_batch *group, b
 {
 	return st->opt.log_delay_us && !sync && group->rep.len < PEND_LIMIT &&
 	       !st->log_failing && /* until a write succeeds, each goes itself */
-	       st->opt.reserve_bytes >= PEND_LIMIT + 2 * WAL_BLOCK_SIZE &&
-	       st->env->ops->preallocate && st->reserve_have == st->opt.reserve_bytes;
+	       st->opt.reserve_bytes >= PEND_LIMIT + 2 * WAL_BLOCK_SIZE && db_reserve_whole(st);
 }
 
 /*
@@ -340,8 +339,7 @@ static int pend_out_locked(struct store *st)
 /* Where a delayed group starts in st->pend. */
 struct pend_mark {
 	bool delayed;
-	size_t len;
-	uint32_t count;
+	struct batch_mark at;
 };
 
 /*
@@ -364,27 +362,23 @@ static int log_records(struct store *st, const struct store_batch *group,
 	}
 	if (!delay)
 		return log_group(st, group->rep.data, group->rep.len, sync, reserve, NULL);
-	mark->len = st->pend->rep.len;
-	mark->count = batch_count(st->pend);
-	int rc = mark->count ? batch_append(st->pend, group) /* unchanged on failure */
-			     : batch_set_rep(st->pend, group->rep.data, group->rep.len);
-	if (rc && !mark->count)
-		store_batch_clear(st->pend);
-	mark->delayed = rc == 0;
-	return rc;
+	batch_save(st->pend, &mark->at);
+	int rc = batch_append(st->pend, group);
+	if (rc) {
+		batch_rollback(st->pend, &mark->at);
+		return rc;
+	}
+	if (mark->at.count == 0) /* the first: the batch starts at its sequence */
+		batch_set_sequence(st->pend, batch_sequence(group));
+	mark->delayed = true;
+	return 0;
 }
 
 /* Take a delayed group back out of st->pend (its memtable insert failed). */
 static void pend_cut(struct store *st, const struct pend_mark *mark)
 {
-	if (!mark->delayed)
-		return;
-	if (mark->count == 0) {
-		store_batch_clear(st->pend);
-		return;
-	}
-	st->pend->rep.len = mark->len;
-	put_le32(st->pend->rep.data + 8, mark->count);
+	if (mark->delayed)
+		batch_rollback(st->pend, &mark->at);
 }
 
 /*
@@ -558,7 +552,7 @@ static int do_write(struct store *st, const struct store_batch *batch,
 		    bool sync, bool reserve, bool force_flush, bool flush_log)
 {
 	struct writer w = { .batch = batch, .sync = sync, .reserve = reserve,
-			    .force_flush = force_flush, .flush_log = flush_log };
+			    .force_flush = force_flush };
 	pthread_cond_init(&w.cv, NULL);
 	pthread_mutex_lock(&st->mu);
 	if (st->writers_tail)

@@ -6,7 +6,8 @@
  * empty batch, the same key twice in one batch (the last op wins), that
  * store_write leaves the batch unchanged (it can be written again), that a
  * batch survives close + reopen (it went through the commit log) and a
- * flush, and sync writes.
+ * flush, and sync writes; batch_save/batch_rollback (the store's delayed
+ * log records) drop exactly what was appended since the save.
  */
 #include <check.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "store.h"
 #include "testutil.h"
 
@@ -94,6 +96,53 @@ static size_t count_keys(struct store *st)
 	store_iter_free(it);
 	return n;
 }
+
+static int count_op(void *ctx, uint64_t seq, int type, const uint8_t *key,
+		    size_t klen, const uint8_t *val, size_t vlen)
+{
+	(void)seq, (void)type, (void)key, (void)klen, (void)val, (void)vlen;
+	++*(int *)ctx;
+	return 0;
+}
+
+START_TEST(test_rollback)
+{
+	struct store_batch *a = store_batch_new(), *b = store_batch_new();
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(bput(a, "k1", "v1"), 0);
+	ck_assert_int_eq(bput(b, "k2", "v2"), 0);
+	ck_assert_int_eq(store_batch_delete(b, "k3", 2), 0);
+	struct batch_mark empty, one;
+	batch_save(a, &one);
+	struct store_batch *c = store_batch_new();
+	batch_save(c, &empty);
+	ck_assert_int_eq(batch_append(c, b), 0);
+	ck_assert_uint_eq(batch_count(c), 2);
+	batch_rollback(c, &empty);
+	ck_assert_uint_eq(batch_count(c), 0);
+	ck_assert_uint_eq(c->rep.len, empty.len);
+	size_t len = a->rep.len;
+	uint64_t ub = a->user_bytes;
+	ck_assert_int_eq(batch_append(a, b), 0);
+	ck_assert_uint_eq(batch_count(a), 3);
+	batch_rollback(a, &one);
+	ck_assert_uint_eq(batch_count(a), 1);
+	ck_assert_uint_eq(a->rep.len, len);
+	ck_assert_uint_eq(a->user_bytes, ub);
+	int n = 0;
+	ck_assert_int_eq(batch_iterate(a->rep.data, a->rep.len, count_op, &n), 0);
+	ck_assert_int_eq(n, 1);
+	/* And it takes appends again, as if the dropped ones never were. */
+	ck_assert_int_eq(batch_append(a, b), 0);
+	n = 0;
+	ck_assert_int_eq(batch_iterate(a->rep.data, a->rep.len, count_op, &n), 0);
+	ck_assert_int_eq(n, 3);
+	store_batch_free(a);
+	store_batch_free(b);
+	store_batch_free(c);
+}
+END_TEST
 
 START_TEST(test_put_delete_atomic)
 {
@@ -348,6 +397,7 @@ static Suite *batch_suite(void)
 	tcase_add_test(tc, test_same_key_twice);
 	tcase_add_test(tc, test_big_batch);
 	tcase_add_test(tc, test_binary_and_empty_values);
+	tcase_add_test(tc, test_rollback);
 	suite_add_tcase(s, tc);
 	return s;
 }
