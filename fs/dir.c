@@ -33,9 +33,14 @@ static uint8_t dtype_of(mode_t mode)
 	return (uint8_t)((mode & S_IFMT) >> 12); /* DT_* == S_IFMT >> 12 on Linux */
 }
 
+/* The entry (parent, name): from the dcache, else from the store (and
+ * then kept in the dcache). */
 static int dirent_get(struct fs *fs, uint64_t parent, const char *name, uint64_t *ino,
 		      uint8_t *type)
 {
+	if (dcache_get(&fs->dcache, parent, name, ino, type))
+		return 0;
+	uint64_t stamp = dcache_stamp(&fs->dcache, parent, name);
 	uint8_t k[KEY_MAX];
 	size_t kl = key_dirent(k, parent, name, strlen(name));
 	void *v;
@@ -47,7 +52,22 @@ static int dirent_get(struct fs *fs, uint64_t parent, const char *name, uint64_t
 	free(v);
 	if (rc)
 		fs_logf(fs, "directory %llu: damaged entry \"%s\"", (unsigned long long)parent, name);
+	else
+		dcache_fill(&fs->dcache, stamp, parent, name, *ino, *type);
 	return rc;
+}
+
+/* After the write of a batch that put (ino != 0) or deleted the entry
+ * (parent, name), with the write's result rc: the dcache follows the
+ * store, or forgets the name when the write failed (the store may hold
+ * either state then).  ns_lock held. */
+static void dirent_done(struct fs *fs, int rc, uint64_t parent, const char *name,
+			uint64_t ino, uint8_t type)
+{
+	if (!rc && ino)
+		dcache_set(&fs->dcache, parent, name, ino, type);
+	else
+		dcache_forget(&fs->dcache, parent, name);
 }
 
 static void dirent_put(struct store_batch *b, uint64_t parent, const char *name, uint64_t ino,
@@ -251,6 +271,7 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 	dr.mtime_nsec = dr.ctime_nsec = r.mtime_nsec;
 	inode_rec_put(b, parent, &dr);
 	rc = store_write(fs->st, b, 0);
+	dirent_done(fs, rc, parent, name, ino, dtype_of(mode));
 	if (!rc) {
 		dir->rec = dr;
 		dir->dirty = false;
@@ -322,6 +343,7 @@ int fs_link(struct fs *fs, uint64_t ino, uint64_t parent, const char *name, stru
 	inode_rec_put(b, ino, &r);
 	inode_rec_put(b, parent, &dr);
 	rc = store_write(fs->st, b, 0);
+	dirent_done(fs, rc, parent, name, ino, dtype_of(r.mode));
 	if (!rc) {
 		in->rec = r;
 		dir->rec = dr;
@@ -455,6 +477,7 @@ int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 	/* A removal frees metadata: it may use the store's reserve (a full
 	 * metadata disk must not stop rm). */
 	rc = store_write(fs->st, b, STORE_WRITE_RESERVE);
+	dirent_done(fs, rc, parent, name, 0, 0);
 	if (!rc) {
 		in->rec = r;
 		dir->rec = dr;
@@ -627,6 +650,11 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 	/* A rename keeps (or, over a target, shrinks) the metadata: it may
 	 * use the store's reserve. */
 	rc = store_write(fs->st, b, STORE_WRITE_RESERVE);
+	if (flags & RENAME_EXCHANGE)
+		dirent_done(fs, rc, parent, name, dino, dtype);
+	else
+		dirent_done(fs, rc, parent, name, 0, 0);
+	dirent_done(fs, rc, newparent, newname, sino, stype);
 	if (!rc) {
 		src->rec = sr;
 		src->dirty = false;

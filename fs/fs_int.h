@@ -126,6 +126,31 @@ bool kref_forget(struct kref_table *t, uint64_t ino, uint64_t n);
 size_t kref_count(const struct kref_table *t);
 void kref_free(struct kref_table *t);
 
+/* dcache.c: directory entries lately read or written, as the store has
+ * them.  Changes (under ns_lock) call set or forget once their batch's
+ * write returned, forget when it failed; a reader outside ns_lock takes a
+ * stamp before its store read and fills with it (dropped if a change to a
+ * name near it came between).  A failed init leaves a cache that holds
+ * nothing. */
+struct dcache_slot;
+struct dcache {
+	pthread_mutex_t lock;
+	struct dcache_slot *slots;  /* nsets * WAYS; NULL: no cache */
+	size_t nsets;               /* a power of two */
+	uint64_t *stripe;           /* change counts, by hash */
+	uint32_t tick;
+};
+int dcache_init(struct dcache *dc, size_t capacity);
+void dcache_free(struct dcache *dc);
+bool dcache_get(struct dcache *dc, uint64_t parent, const char *name, uint64_t *ino,
+		uint8_t *type);
+uint64_t dcache_stamp(struct dcache *dc, uint64_t parent, const char *name);
+void dcache_fill(struct dcache *dc, uint64_t stamp, uint64_t parent, const char *name,
+		 uint64_t ino, uint8_t type);
+void dcache_set(struct dcache *dc, uint64_t parent, const char *name, uint64_t ino,
+		uint8_t type);
+void dcache_forget(struct dcache *dc, uint64_t parent, const char *name);
+
 struct fs_inode {
 	uint64_t ino;
 	uint64_t nlookup;       /* kernel references (lookup/create - forget) */
@@ -209,6 +234,7 @@ struct fs {
 	struct fs_inode **itab;
 	size_t itab_size, itab_count;
 	struct kref_table kref; /* (itab_lock) */
+	struct dcache dcache;
 
 	pthread_mutex_t ino_lock;
 	uint64_t next_ino, reserved_to;

@@ -287,6 +287,8 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 		free(fs);
 		return -ENOMEM;
 	}
+	/* As many names as inodes kept; without memory for it, no cache. */
+	(void)dcache_init(&fs->dcache, fs->opt.inode_cache);
 
 	struct store_options so;
 	store_options_init(&so);
@@ -444,6 +446,7 @@ int fs_close(struct fs *fs)
 	}
 	free(fs->itab);
 	kref_free(&fs->kref);
+	dcache_free(&fs->dcache);
 	for (int i = 0; i < fs->nbounce; i++)
 		free(fs->bounce[i]);
 	if (fs->sections_fd)

@@ -1,0 +1,205 @@
+/*
+ * dcache: directory entries the daemon read or wrote lately, in memory, so
+ * that an unlink, rename or link finds the inode of a name the kernel
+ * just looked up without a store read (which for a name whose key has
+ * left the memtable is a search of every level that may hold it: a
+ * quarter of the daemon's instructions per unlink).
+ *
+ * What it holds is what the store holds: an entry (parent, name) -> (ino,
+ * type) is put here only after the store had it.  Every change of a name
+ * (dir.c, under ns_lock) sets or forgets its entry once its batch is
+ * written, or forgets it when the write failed (the store may hold either
+ * state then).  A reader outside ns_lock (a lookup) fills from a store
+ * read, which a change may overtake: it takes dcache_stamp() before the
+ * read, and dcache_fill() drops the result if a change to a name of the
+ * same stripe came in between, so it cannot put back a name a change
+ * removed.  Absent names are not kept: the kernel keeps those.
+ *
+ * Set-associative: a name hashes to a set of WAYS slots; a new entry takes
+ * a free slot of its set or the one used longest ago.  Capacity is fixed
+ * at init (the inode cache's size): about 48 bytes a slot and the name.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_int.h"
+
+#define WAYS 8
+#define STRIPES 64
+
+struct dcache_slot {
+	uint64_t hash;   /* 0: empty */
+	uint64_t parent, ino;
+	char *name;
+	uint32_t used;   /* dc->tick when last found or filled */
+	uint16_t nlen;
+	uint8_t type;
+};
+
+static uint64_t hash_of(uint64_t parent, const char *name, size_t nlen)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (parent * 0x9E3779B97F4A7C15ull);
+	for (size_t i = 0; i < nlen; i++)
+		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
+	h ^= h >> 29;
+	return h ? h : 1; /* 0 marks an empty slot */
+}
+
+int dcache_init(struct dcache *dc, size_t capacity)
+{
+	memset(dc, 0, sizeof(*dc));
+	size_t sets = 1;
+	while (sets * WAYS < capacity && sets < ((size_t)1 << 40))
+		sets <<= 1;
+	dc->slots = calloc(sets * WAYS, sizeof(*dc->slots));
+	dc->stripe = calloc(STRIPES, sizeof(*dc->stripe));
+	if (!dc->slots || !dc->stripe) {
+		free(dc->slots);
+		free(dc->stripe);
+		dc->slots = NULL;
+		dc->stripe = NULL;
+		return -ENOMEM;
+	}
+	dc->nsets = sets;
+	pthread_mutex_init(&dc->lock, NULL);
+	return 0;
+}
+
+void dcache_free(struct dcache *dc)
+{
+	if (!dc->slots)
+		return;
+	for (size_t i = 0; i < dc->nsets * WAYS; i++)
+		free(dc->slots[i].name);
+	free(dc->slots);
+	free(dc->stripe);
+	pthread_mutex_destroy(&dc->lock);
+	dc->slots = NULL;
+}
+
+static struct dcache_slot *set_of(const struct dcache *dc, uint64_t h)
+{
+	return &dc->slots[((size_t)(h >> 7) & (dc->nsets - 1)) * WAYS];
+}
+
+static struct dcache_slot *find(const struct dcache *dc, uint64_t h, uint64_t parent,
+				const char *name, size_t nlen)
+{
+	struct dcache_slot *s = set_of(dc, h);
+	for (int i = 0; i < WAYS; i++)
+		if (s[i].hash == h && s[i].parent == parent && s[i].nlen == nlen &&
+		    memcmp(s[i].name, name, nlen) == 0)
+			return &s[i];
+	return NULL;
+}
+
+static void clear(struct dcache_slot *s)
+{
+	free(s->name);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Put (or replace) the entry; dc->lock held.  Out of memory: not kept. */
+static void put(struct dcache *dc, uint64_t h, uint64_t parent, const char *name, size_t nlen,
+		uint64_t ino, uint8_t type)
+{
+	struct dcache_slot *s = find(dc, h, parent, name, nlen);
+	if (!s) {
+		struct dcache_slot *set = set_of(dc, h);
+		s = &set[0];
+		for (int i = 0; i < WAYS; i++) {
+			if (!set[i].hash) {
+				s = &set[i];
+				break;
+			}
+			if ((uint32_t)(dc->tick - set[i].used) > (uint32_t)(dc->tick - s->used))
+				s = &set[i];
+		}
+		char *copy = malloc(nlen + 1);
+		if (!copy) {
+			if (s->hash)
+				clear(s);
+			return;
+		}
+		memcpy(copy, name, nlen);
+		copy[nlen] = '\0';
+		free(s->name);
+		s->name = copy;
+		s->hash = h;
+		s->parent = parent;
+		s->nlen = (uint16_t)nlen;
+	}
+	s->ino = ino;
+	s->type = type;
+	s->used = ++dc->tick;
+}
+
+bool dcache_get(struct dcache *dc, uint64_t parent, const char *name, uint64_t *ino,
+		uint8_t *type)
+{
+	if (!dc->slots)
+		return false;
+	size_t nlen = strlen(name);
+	uint64_t h = hash_of(parent, name, nlen);
+	pthread_mutex_lock(&dc->lock);
+	struct dcache_slot *s = find(dc, h, parent, name, nlen);
+	if (s) {
+		*ino = s->ino;
+		*type = s->type;
+		s->used = ++dc->tick;
+	}
+	pthread_mutex_unlock(&dc->lock);
+	return s != NULL;
+}
+
+uint64_t dcache_stamp(struct dcache *dc, uint64_t parent, const char *name)
+{
+	if (!dc->slots)
+		return 0;
+	uint64_t h = hash_of(parent, name, strlen(name));
+	pthread_mutex_lock(&dc->lock);
+	uint64_t v = dc->stripe[h % STRIPES];
+	pthread_mutex_unlock(&dc->lock);
+	return v;
+}
+
+void dcache_fill(struct dcache *dc, uint64_t stamp, uint64_t parent, const char *name,
+		 uint64_t ino, uint8_t type)
+{
+	if (!dc->slots)
+		return;
+	size_t nlen = strlen(name);
+	uint64_t h = hash_of(parent, name, nlen);
+	pthread_mutex_lock(&dc->lock);
+	if (dc->stripe[h % STRIPES] == stamp)
+		put(dc, h, parent, name, nlen, ino, type);
+	pthread_mutex_unlock(&dc->lock);
+}
+
+void dcache_set(struct dcache *dc, uint64_t parent, const char *name, uint64_t ino,
+		uint8_t type)
+{
+	if (!dc->slots)
+		return;
+	size_t nlen = strlen(name);
+	uint64_t h = hash_of(parent, name, nlen);
+	pthread_mutex_lock(&dc->lock);
+	dc->stripe[h % STRIPES]++;
+	put(dc, h, parent, name, nlen, ino, type);
+	pthread_mutex_unlock(&dc->lock);
+}
+
+void dcache_forget(struct dcache *dc, uint64_t parent, const char *name)
+{
+	if (!dc->slots)
+		return;
+	size_t nlen = strlen(name);
+	uint64_t h = hash_of(parent, name, nlen);
+	pthread_mutex_lock(&dc->lock);
+	dc->stripe[h % STRIPES]++;
+	struct dcache_slot *s = find(dc, h, parent, name, nlen);
+	if (s)
+		clear(s);
+	pthread_mutex_unlock(&dc->lock);
+}
