@@ -177,15 +177,25 @@ void dcache_fill(struct dcache *dc, uint64_t stamp, uint64_t parent, const char 
 	pthread_mutex_unlock(&dc->lock);
 }
 
+/* A change of (parent, name): lock, and count it on the name's stripe.
+ * Returns the name's hash. */
+static uint64_t change_begin(struct dcache *dc, uint64_t parent, const char *name,
+			     size_t *nlen)
+{
+	*nlen = strlen(name);
+	uint64_t h = hash_of(parent, name, *nlen);
+	pthread_mutex_lock(&dc->lock);
+	dc->stripe[h % STRIPES]++;
+	return h;
+}
+
 void dcache_set(struct dcache *dc, uint64_t parent, const char *name, uint64_t ino,
 		uint8_t type)
 {
 	if (!dc->slots)
 		return;
-	size_t nlen = strlen(name);
-	uint64_t h = hash_of(parent, name, nlen);
-	pthread_mutex_lock(&dc->lock);
-	dc->stripe[h % STRIPES]++;
+	size_t nlen;
+	uint64_t h = change_begin(dc, parent, name, &nlen);
 	put(dc, h, parent, name, nlen, ino, type);
 	pthread_mutex_unlock(&dc->lock);
 }
@@ -194,10 +204,8 @@ void dcache_forget(struct dcache *dc, uint64_t parent, const char *name)
 {
 	if (!dc->slots)
 		return;
-	size_t nlen = strlen(name);
-	uint64_t h = hash_of(parent, name, nlen);
-	pthread_mutex_lock(&dc->lock);
-	dc->stripe[h % STRIPES]++;
+	size_t nlen;
+	uint64_t h = change_begin(dc, parent, name, &nlen);
 	struct dcache_slot *s = find(dc, h, parent, name, nlen);
 	if (s)
 		clear(s);
