@@ -13,7 +13,10 @@
  * read, which a change may overtake: it takes dcache_stamp() before the
  * read, and dcache_fill() drops the result if a change to a name of the
  * same stripe came in between, so it cannot put back a name a change
- * removed.  Absent names are not kept: the kernel keeps those.
+ * removed.  A name the store does not have is kept too, as inode 0 (no
+ * inode has that number): the kernel's lookup of a new name comes just
+ * before its create, whose check that the name is free then needs no
+ * second store read.
  *
  * Set-associative: a name hashes to a set of WAYS slots; a new entry takes
  * a free slot of its set or the one used longest ago.  Capacity is fixed

@@ -33,19 +33,21 @@ static uint8_t dtype_of(mode_t mode)
 	return (uint8_t)((mode & S_IFMT) >> 12); /* DT_* == S_IFMT >> 12 on Linux */
 }
 
-/* The entry (parent, name): from the dcache, else from the store (and
- * then kept in the dcache). */
+/* The entry (parent, name), or -ENOENT: from the dcache, else from the
+ * store (and then kept in the dcache, its absence included). */
 static int dirent_get(struct fs *fs, uint64_t parent, const char *name, uint64_t *ino,
 		      uint8_t *type)
 {
 	if (dcache_get(&fs->dcache, parent, name, ino, type))
-		return 0;
+		return *ino ? 0 : -ENOENT;
 	uint64_t stamp = dcache_stamp(&fs->dcache, parent, name);
 	uint8_t k[KEY_MAX];
 	size_t kl = key_dirent(k, parent, name, strlen(name));
 	void *v;
 	size_t vl;
 	int rc = store_get(fs->st, NULL, k, kl, &v, &vl);
+	if (rc == -ENOENT)
+		dcache_fill(&fs->dcache, stamp, parent, name, 0, 0);
 	if (rc)
 		return rc;
 	rc = dirent_val_decode(v, vl, ino, type);
@@ -57,14 +59,14 @@ static int dirent_get(struct fs *fs, uint64_t parent, const char *name, uint64_t
 	return rc;
 }
 
-/* After the write of a batch that put (ino != 0) or deleted the entry
- * (parent, name), with the write's result rc: the dcache follows the
- * store, or forgets the name when the write failed (the store may hold
- * either state then).  ns_lock held. */
+/* After the write of a batch that put (ino != 0) or deleted (ino 0) the
+ * entry (parent, name), with the write's result rc: the dcache follows
+ * the store, or forgets the name when the write failed (the store may
+ * hold either state then).  ns_lock held. */
 static void dirent_done(struct fs *fs, int rc, uint64_t parent, const char *name,
 			uint64_t ino, uint8_t type)
 {
-	if (!rc && ino)
+	if (!rc)
 		dcache_set(&fs->dcache, parent, name, ino, type);
 	else
 		dcache_forget(&fs->dcache, parent, name);

@@ -127,11 +127,11 @@ size_t kref_count(const struct kref_table *t);
 void kref_free(struct kref_table *t);
 
 /* dcache.c: directory entries lately read or written, as the store has
- * them.  Changes (under ns_lock) call set or forget once their batch's
- * write returned, forget when it failed; a reader outside ns_lock takes a
- * stamp before its store read and fills with it (dropped if a change to a
- * name near it came between).  A failed init leaves a cache that holds
- * nothing. */
+ * them (ino 0: the store has no such name).  Changes (under ns_lock) call
+ * set or forget once their batch's write returned, forget when it failed;
+ * a reader outside ns_lock takes a stamp before its store read and fills
+ * with it (dropped if a change to a name near it came between).  A failed
+ * init leaves a cache that holds nothing. */
 struct dcache_slot;
 struct dcache {
 	pthread_mutex_t lock;

@@ -1,8 +1,8 @@
 /*
  * test_dcache.c: fs/dcache.c, the daemon's cache of directory entries.
  *
- * It answers only what was set or filled and not forgotten since; a set
- * replaces; a fill whose stamp predates a change of its name is dropped,
+ * It answers only what was set or filled and not forgotten since (an
+ * absent name as inode 0); a set replaces; a fill whose stamp predates a change of its name is dropped,
  * so a reader racing a change never puts back what the change removed;
  * past its capacity it forgets (and never answers wrongly); a cache whose
  * init failed holds nothing.
@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define ABSENT UINT64_MAX /* expect: cached as a name the store has not */
+
+/* The cache answers (ino, type), or nothing (ino 0), or ABSENT. */
 static void expect(struct dcache *dc, uint64_t parent, const char *name, uint64_t ino,
 		   uint8_t type)
 {
@@ -27,6 +30,11 @@ static void expect(struct dcache *dc, uint64_t parent, const char *name, uint64_
 		return;
 	}
 	ck_assert_msg(hit, "(%llu, %s): not found", (unsigned long long)parent, name);
+	if (ino == ABSENT) {
+		ck_assert_msg(got == 0, "(%llu, %s): found %llu, expected absent",
+			      (unsigned long long)parent, name, (unsigned long long)got);
+		return;
+	}
 	ck_assert_uint_eq(got, ino);
 	ck_assert_uint_eq(t, type);
 }
@@ -49,6 +57,14 @@ START_TEST(test_set_get_forget)
 	expect(&dc, 1, "a", 0, 0);
 	expect(&dc, 2, "a", 20, 4);
 	dcache_forget(&dc, 1, "nothing"); /* forgetting what is absent is harmless */
+	/* A name the store has not (an unlink's, a lookup's miss). */
+	dcache_set(&dc, 2, "a", 0, 0);
+	expect(&dc, 2, "a", ABSENT, 0);
+	dcache_set(&dc, 2, "a", 21, 8); /* then a create */
+	expect(&dc, 2, "a", 21, 8);
+	uint64_t s = dcache_stamp(&dc, 3, "x");
+	dcache_fill(&dc, s, 3, "x", 0, 0);
+	expect(&dc, 3, "x", ABSENT, 0);
 	dcache_free(&dc);
 }
 END_TEST
@@ -67,6 +83,11 @@ START_TEST(test_stale_fill_dropped)
 	dcache_forget(&dc, 5, "f");
 	dcache_fill(&dc, s, 5, "f", 51, 8);
 	expect(&dc, 5, "f", 0, 0);
+	/* An absence read before a create: dropped too. */
+	s = dcache_stamp(&dc, 5, "g");
+	dcache_set(&dc, 5, "g", 60, 8);
+	dcache_fill(&dc, s, 5, "g", 0, 0);
+	expect(&dc, 5, "g", 60, 8);
 	/* With no change between, the fill is kept. */
 	s = dcache_stamp(&dc, 5, "f");
 	dcache_fill(&dc, s, 5, "f", 52, 8);
@@ -146,8 +167,7 @@ static void *reader(void *arg)
 		pthread_mutex_unlock(&race.store);
 		if (rand_r(&seed) % 2)
 			sched_yield(); /* widen the window a change may fall into */
-		if (v)
-			dcache_fill(&race.dc, s, 1, name, v, 8);
+		dcache_fill(&race.dc, s, 1, name, v, 8); /* v 0: absent */
 	}
 	return NULL;
 }
@@ -170,10 +190,10 @@ START_TEST(test_fill_races_change)
 		pthread_mutex_lock(&race.store);
 		race.truth[i] = v;
 		pthread_mutex_unlock(&race.store);
-		if (v)
-			dcache_set(&race.dc, 1, name, v, 8);
+		if (v || round % 3)
+			dcache_set(&race.dc, 1, name, v, 8); /* a create, an unlink */
 		else
-			dcache_forget(&race.dc, 1, name);
+			dcache_forget(&race.dc, 1, name); /* a failed write */
 		if (round % 64 == 0)
 			for (int j = 0; j < NN; j++) {
 				char nj[8];
