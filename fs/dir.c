@@ -88,6 +88,18 @@ static void dirent_del(struct store_batch *b, uint64_t parent, const char *name)
 	(void)store_batch_delete(b, k, kl);
 }
 
+/* After the write (result rc) of a batch that added (delta 1) or removed
+ * (-1) an entry of directory d: its count follows, or is no longer known
+ * when the write failed (the store may hold either state then).  ns_lock
+ * held. */
+static void count_entries(struct fs_inode *d, int rc, int delta)
+{
+	if (rc || d->nentries < 0 || d->nentries + delta < 0)
+		d->nentries = -1;
+	else
+		d->nentries += delta;
+}
+
 static void orphan_put(struct store_batch *b, uint64_t ino)
 {
 	uint8_t k[KEY_MAX];
@@ -274,6 +286,7 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 	inode_rec_put(b, parent, &dr);
 	rc = store_write(fs->st, b, 0);
 	dirent_done(fs, rc, parent, name, ino, dtype_of(mode));
+	count_entries(dir, rc, 1);
 	if (!rc) {
 		dir->rec = dr;
 		dir->dirty = false;
@@ -286,6 +299,8 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 		rc = -ENOMEM;
 		goto unlock;
 	}
+	if (S_ISDIR(mode))
+		in->nentries = 0;
 	inode_stat(fs, in, st);
 	in->nlookup = 1; /* not yet visible to anyone else: no lock needed */
 	in->fresh = true;
@@ -346,6 +361,7 @@ int fs_link(struct fs *fs, uint64_t ino, uint64_t parent, const char *name, stru
 	inode_rec_put(b, parent, &dr);
 	rc = store_write(fs->st, b, 0);
 	dirent_done(fs, rc, parent, name, ino, dtype_of(r.mode));
+	count_entries(dir, rc, 1);
 	if (!rc) {
 		in->rec = r;
 		dir->rec = dr;
@@ -366,10 +382,16 @@ unlock:
 }
 
 /* Does directory ino hold any entry? */
-static int dir_is_empty(struct fs *fs, uint64_t ino)
+/* 0 when directory d has no entry, else -ENOTEMPTY (or -errno).  From
+ * its count when known; else a look at the store, which for a directory
+ * whose entries were deleted steps over every deletion the store still
+ * holds (a few microseconds each).  ns_lock held. */
+static int dir_is_empty(struct fs *fs, struct fs_inode *d)
 {
+	if (d->nentries >= 0)
+		return d->nentries ? -ENOTEMPTY : 0;
 	uint8_t lo[KEY_MAX], hi[KEY_MAX];
-	size_t ll = key_dirent_prefix(lo, ino), hl = key_dirent_prefix(hi, ino + 1);
+	size_t ll = key_dirent_prefix(lo, d->ino), hl = key_dirent_prefix(hi, d->ino + 1);
 	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
 	struct store_iter *it;
 	int rc = store_iter_new(fs->st, &io, &it);
@@ -378,8 +400,11 @@ static int dir_is_empty(struct fs *fs, uint64_t ino)
 	store_iter_seek_first(it);
 	rc = store_iter_valid(it) ? -ENOTEMPTY : store_iter_status(it);
 	store_iter_free(it);
+	if (!rc)
+		d->nentries = 0; /* counted from here on */
 	return rc;
 }
+
 
 /* Drop one name of in (already checked) into batch b: nlink and orphan. */
 static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_rec *r)
@@ -452,7 +477,7 @@ int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 		rc = -EISDIR;
 		goto unlock;
 	}
-	if (isdir && (rc = dir_is_empty(fs, ino)))
+	if (isdir && (rc = dir_is_empty(fs, in)))
 		goto unlock;
 	struct lockset ls;
 	uint64_t inos[2] = {ino, parent};
@@ -480,6 +505,7 @@ int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 	 * metadata disk must not stop rm). */
 	rc = store_write(fs->st, b, STORE_WRITE_RESERVE);
 	dirent_done(fs, rc, parent, name, 0, 0);
+	count_entries(dir, rc, -1);
 	if (!rc) {
 		in->rec = r;
 		dir->rec = dr;
@@ -586,7 +612,7 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 			rc = -EISDIR;
 			goto unlock;
 		}
-		if (disdir && (rc = dir_is_empty(fs, dino)))
+		if (disdir && (rc = dir_is_empty(fs, dst)))
 			goto unlock;
 	}
 	/* A directory may not move below itself (the kernel checks this
@@ -657,6 +683,13 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 	else
 		dirent_done(fs, rc, parent, name, 0, 0);
 	dirent_done(fs, rc, newparent, newname, sino, stype);
+	if (!(flags & RENAME_EXCHANGE)) { /* an exchange keeps both counts */
+		count_entries(sdir, rc, -1);
+		count_entries(ddir, rc, dst ? 0 : 1); /* one directory: net 0 or -1 */
+	} else if (rc) {
+		count_entries(sdir, rc, 0);
+		count_entries(ddir, rc, 0);
+	}
 	if (!rc) {
 		src->rec = sr;
 		src->dirty = false;

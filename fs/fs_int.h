@@ -163,6 +163,12 @@ struct fs_inode {
 	bool fresh;             /* made by this mount and never given a chunk
 				   record (create_chunk clears it): it has
 				   none, so its unlink need not look */
+	/* A directory's live entries, -1 when not known (dir.c, ns_lock):
+	 * known from its mkdir in this mount, or from a scan that found it
+	 * empty, and kept by every change of its names since, so that an
+	 * rmdir after its files went need not step over their deletions in
+	 * the store.  Any other inode: -1. */
+	int64_t nentries;
 	struct inode_rec rec;
 	struct inode_data *data;
 	struct fs_inode *hnext;

@@ -150,6 +150,7 @@ struct fs_inode *inode_get(struct fs *fs, uint64_t ino, int *err)
 	fresh->rec = rec;
 	fresh->loaded = true;
 	fresh->refs = 1;
+	fresh->nentries = -1;
 	pthread_mutex_lock(&fs->itab_lock);
 	in = itab_find(fs, ino);
 	if (in) {
@@ -174,6 +175,7 @@ struct fs_inode *inode_new(struct fs *fs, uint64_t ino, const struct inode_rec *
 	in->rec = *rec;
 	in->loaded = true;
 	in->refs = 1;
+	in->nentries = -1;
 	pthread_mutex_lock(&fs->itab_lock);
 	in->nlookup = kref_take(&fs->kref, ino); /* 0: a new inode */
 	itab_insert(fs, in);
