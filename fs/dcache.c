@@ -18,6 +18,12 @@
  * before its create, whose check that the name is free then needs no
  * second store read.
  *
+ * A directory made by this mount starts empty, and every name it gets
+ * passes through here: until one of its names is evicted (or a change of
+ * one failed), the cache holds all of them, and a name it does not hold
+ * is absent without a store read (the kernel's lookup before each create
+ * in a new directory).  COMPLETE directories at most are known so.
+ *
  * Set-associative: a name hashes to a set of WAYS slots; a new entry takes
  * a free slot of its set or the one used longest ago.  Capacity is fixed
  * at init (the inode cache's size): about 48 bytes a slot and the name.
@@ -30,6 +36,7 @@
 
 #define WAYS 8
 #define STRIPES 64
+#define COMPLETE 1024 /* directories whose every entry is here, at most */
 
 struct dcache_slot {
 	uint64_t hash;   /* 0: empty */
@@ -57,11 +64,14 @@ int dcache_init(struct dcache *dc, size_t capacity)
 		sets <<= 1;
 	dc->slots = calloc(sets * WAYS, sizeof(*dc->slots));
 	dc->stripe = calloc(STRIPES, sizeof(*dc->stripe));
-	if (!dc->slots || !dc->stripe) {
+	dc->complete = calloc(COMPLETE, sizeof(*dc->complete));
+	if (!dc->slots || !dc->stripe || !dc->complete) {
 		free(dc->slots);
 		free(dc->stripe);
+		free(dc->complete);
 		dc->slots = NULL;
 		dc->stripe = NULL;
+		dc->complete = NULL;
 		return -ENOMEM;
 	}
 	dc->nsets = sets;
@@ -77,8 +87,24 @@ void dcache_free(struct dcache *dc)
 		free(dc->slots[i].name);
 	free(dc->slots);
 	free(dc->stripe);
+	free(dc->complete);
 	pthread_mutex_destroy(&dc->lock);
 	dc->slots = NULL;
+}
+
+/* The slot a directory's completeness would take: one per directory,
+ * and a directory that finds its slot taken is simply not complete. */
+static uint64_t *complete_slot(const struct dcache *dc, uint64_t dir)
+{
+	return &dc->complete[(dir * 0x9E3779B97F4A7C15ull) >> 54]; /* COMPLETE = 2^10 */
+}
+
+/* Directory dir may have entries the cache does not hold. */
+static void incomplete(struct dcache *dc, uint64_t dir)
+{
+	uint64_t *c = complete_slot(dc, dir);
+	if (*c == dir)
+		*c = 0;
 }
 
 static struct dcache_slot *set_of(const struct dcache *dc, uint64_t h)
@@ -119,10 +145,14 @@ static void put(struct dcache *dc, uint64_t h, uint64_t parent, const char *name
 			if ((uint32_t)(dc->tick - set[i].used) > (uint32_t)(dc->tick - s->used))
 				s = &set[i];
 		}
+		if (s->hash && s->ino) /* a name its directory has goes */
+			incomplete(dc, s->parent);
 		char *copy = malloc(nlen + 1);
 		if (!copy) {
 			if (s->hash)
 				clear(s);
+			if (ino)
+				incomplete(dc, parent);
 			return;
 		}
 		memcpy(copy, name, nlen);
@@ -147,13 +177,28 @@ bool dcache_get(struct dcache *dc, uint64_t parent, const char *name, uint64_t *
 	uint64_t h = hash_of(parent, name, nlen);
 	pthread_mutex_lock(&dc->lock);
 	struct dcache_slot *s = find(dc, h, parent, name, nlen);
+	bool hit = true;
 	if (s) {
 		*ino = s->ino;
 		*type = s->type;
 		s->used = ++dc->tick;
+	} else if (*complete_slot(dc, parent) == parent) {
+		*ino = 0; /* every name the directory has is here: not this one */
+		*type = 0;
+	} else {
+		hit = false;
 	}
 	pthread_mutex_unlock(&dc->lock);
-	return s != NULL;
+	return hit;
+}
+
+void dcache_dir_made(struct dcache *dc, uint64_t dir)
+{
+	if (!dc->slots)
+		return;
+	pthread_mutex_lock(&dc->lock);
+	*complete_slot(dc, dir) = dir;
+	pthread_mutex_unlock(&dc->lock);
 }
 
 uint64_t dcache_stamp(struct dcache *dc, uint64_t parent, const char *name)
@@ -212,5 +257,6 @@ void dcache_forget(struct dcache *dc, uint64_t parent, const char *name)
 	struct dcache_slot *s = find(dc, h, parent, name, nlen);
 	if (s)
 		clear(s);
+	incomplete(dc, parent); /* the store may have the name */
 	pthread_mutex_unlock(&dc->lock);
 }

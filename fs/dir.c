@@ -299,8 +299,10 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 		rc = -ENOMEM;
 		goto unlock;
 	}
-	if (S_ISDIR(mode))
+	if (S_ISDIR(mode)) {
 		in->nentries = 0;
+		dcache_dir_made(&fs->dcache, ino);
+	}
 	inode_stat(fs, in, st);
 	in->nlookup = 1; /* not yet visible to anyone else: no lock needed */
 	in->fresh = true;

@@ -138,6 +138,7 @@ struct dcache {
 	struct dcache_slot *slots;  /* nsets * WAYS; NULL: no cache */
 	size_t nsets;               /* a power of two */
 	uint64_t *stripe;           /* change counts, by hash */
+	uint64_t *complete;         /* directories whose every name is here */
 	uint32_t tick;
 };
 int dcache_init(struct dcache *dc, size_t capacity);
@@ -150,6 +151,9 @@ void dcache_fill(struct dcache *dc, uint64_t stamp, uint64_t parent, const char 
 void dcache_set(struct dcache *dc, uint64_t parent, const char *name, uint64_t ino,
 		uint8_t type);
 void dcache_forget(struct dcache *dc, uint64_t parent, const char *name);
+/* Directory dir was just made (empty, and every name it gets is set
+ * here): until one is evicted, a name not held is absent.  ns_lock. */
+void dcache_dir_made(struct dcache *dc, uint64_t dir);
 
 struct fs_inode {
 	uint64_t ino;

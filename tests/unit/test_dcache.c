@@ -4,8 +4,9 @@
  * It answers only what was set or filled and not forgotten since (an
  * absent name as inode 0); a set replaces; a fill whose stamp predates a change of its name is dropped,
  * so a reader racing a change never puts back what the change removed;
- * past its capacity it forgets (and never answers wrongly); a cache whose
- * init failed holds nothing.
+ * past its capacity it forgets (and never answers wrongly); a directory
+ * made by this mount answers "absent" for names it does not hold until
+ * one of its names goes; a cache whose init failed holds nothing.
  */
 #include "fs_int.h"
 
@@ -15,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ABSENT UINT64_MAX /* expect: cached as a name the store has not */
+#define ABSENT UINT64_MAX
+#define WAYS_FOR_TEST 8 /* dcache.c's WAYS: a capacity of one set */ /* expect: cached as a name the store has not */
 
 /* The cache answers (ino, type), or nothing (ino 0), or ABSENT. */
 static void expect(struct dcache *dc, uint64_t parent, const char *name, uint64_t ino,
@@ -123,10 +125,48 @@ START_TEST(test_capacity)
 }
 END_TEST
 
+/* A directory made by this mount: a name not held is absent, until one
+ * of its names is evicted or a change of one fails. */
+START_TEST(test_complete_dir)
+{
+	struct dcache dc;
+	ck_assert_int_eq(dcache_init(&dc, WAYS_FOR_TEST), 0); /* one set */
+	dcache_dir_made(&dc, 10);
+	expect(&dc, 10, "x", ABSENT, 0);
+	expect(&dc, 11, "x", 0, 0); /* another directory: not known */
+	dcache_set(&dc, 10, "a", 100, 8);
+	expect(&dc, 10, "a", 100, 8);
+	expect(&dc, 10, "b", ABSENT, 0);
+	/* Fill the set: the first name goes, and then a name not held is no
+	 * longer known absent (it may be the one that went). */
+	char name[8];
+	for (int i = 0; i < WAYS_FOR_TEST; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		dcache_set(&dc, 10, name, 200 + (uint64_t)i, 8);
+	}
+	expect(&dc, 10, "a", 0, 0);
+	expect(&dc, 10, "b", 0, 0);
+	/* Absent names going do not matter. */
+	dcache_free(&dc);
+	ck_assert_int_eq(dcache_init(&dc, WAYS_FOR_TEST), 0);
+	dcache_dir_made(&dc, 20);
+	for (int i = 0; i < 2 * WAYS_FOR_TEST; i++) {
+		snprintf(name, sizeof(name), "g%d", i);
+		dcache_set(&dc, 20, name, 0, 0); /* unlinks */
+	}
+	expect(&dc, 20, "zz", ABSENT, 0);
+	/* A failed change: the store may hold the name. */
+	dcache_forget(&dc, 20, "q");
+	expect(&dc, 20, "zz", 0, 0);
+	dcache_free(&dc);
+}
+END_TEST
+
 START_TEST(test_no_memory_holds_nothing)
 {
 	struct dcache dc;
 	memset(&dc, 0, sizeof(dc)); /* what a failed init leaves */
+	dcache_dir_made(&dc, 1);
 	dcache_set(&dc, 1, "a", 2, 8);
 	uint64_t s = dcache_stamp(&dc, 1, "a");
 	dcache_fill(&dc, s, 1, "a", 2, 8);
@@ -223,6 +263,7 @@ int main(void)
 	tcase_add_test(tc, test_set_get_forget);
 	tcase_add_test(tc, test_stale_fill_dropped);
 	tcase_add_test(tc, test_capacity);
+	tcase_add_test(tc, test_complete_dir);
 	tcase_add_test(tc, test_no_memory_holds_nothing);
 	tcase_add_test(tc, test_fill_races_change);
 	suite_add_tcase(s, tc);
