@@ -29,6 +29,7 @@
  * at init (the inode cache's size): about 48 bytes a slot and the name.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,7 +61,7 @@ int dcache_init(struct dcache *dc, size_t capacity)
 {
 	memset(dc, 0, sizeof(*dc));
 	size_t sets = 1;
-	while (sets * WAYS < capacity && sets < ((size_t)1 << 40))
+	while (sets * WAYS < capacity && sets <= SIZE_MAX / WAYS / 4)
 		sets <<= 1;
 	dc->slots = calloc(sets * WAYS, sizeof(*dc->slots));
 	dc->stripe = calloc(STRIPES, sizeof(*dc->stripe));

@@ -383,7 +383,6 @@ unlock:
 	return rc;
 }
 
-/* Does directory ino hold any entry? */
 /* 0 when directory d has no entry, else -ENOTEMPTY (or -errno).  From
  * its count when known; else a look at the store, which for a directory
  * whose entries were deleted steps over every deletion the store still
@@ -406,7 +405,6 @@ static int dir_is_empty(struct fs *fs, struct fs_inode *d)
 		d->nentries = 0; /* counted from here on */
 	return rc;
 }
-
 
 /* Drop one name of in (already checked) into batch b: nlink and orphan. */
 static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_rec *r)

@@ -12,6 +12,7 @@
 
 #include <check.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,14 +188,14 @@ static struct {
 	struct dcache dc;
 	pthread_mutex_t ns, store;
 	uint64_t truth[NN];
-	volatile int stop;
+	atomic_int stop;
 } race;
 
 static void *reader(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
 	char name[8];
-	while (!race.stop) {
+	while (!atomic_load(&race.stop)) {
 		int i = (int)(rand_r(&seed) % NN);
 		snprintf(name, sizeof(name), "n%d", i);
 		uint64_t ino;
@@ -248,7 +249,7 @@ START_TEST(test_fill_races_change)
 			}
 		pthread_mutex_unlock(&race.ns);
 	}
-	race.stop = 1;
+	atomic_store(&race.stop, 1);
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
 	dcache_free(&race.dc);
