@@ -289,6 +289,28 @@ static bool chain_has_record_start(const uint8_t *b, size_t len, size_t start)
 }
 
 /*
+ * Do valid fragments start at b[p] and run, one after another, to the end
+ * of the short last block b[0, len) (or to zeros there), a record's start
+ * among them?  What a fragment length damaged so that it runs past the
+ * end of the file leaves behind it; a torn last write never does, since
+ * the file ends inside the fragment it was writing.
+ */
+static bool chain_to_end(const uint8_t *b, size_t len, size_t p)
+{
+	bool start = false;
+	while (p + WAL_HEADER_SIZE <= len) {
+		const uint8_t *h = b + p;
+		size_t n = get_le16(h + 4), end = p + WAL_HEADER_SIZE + n;
+		if (h[6] < FRAG_FULL || h[6] > FRAG_LAST || end > len ||
+		    checksum32(h + 6, 1 + n) != get_le32(h))
+			break;
+		start |= h[6] == FRAG_FULL || h[6] == FRAG_FIRST;
+		p = end;
+	}
+	return start && all_zero(b + p, len - p);
+}
+
+/*
  * Does a record start anywhere at or after file offset from (a fragment
  * boundary), or at any later block start?  Every later block is walked
  * from its start, since every block starts with a fragment header.
@@ -481,10 +503,21 @@ int wal_read_record(struct wal_reader *r, const uint8_t **rec, size_t *len)
 		if (end > WAL_BLOCK_SIZE)
 			return corrupt(r, frag_off, next_block,
 				       "fragment length %zu runs past block end", n);
-		if (end > r->block_len)
+		if (end > r->block_len) {
+			/* A torn last write, unless valid fragments follow
+			 * the header to the end of the file: then the length
+			 * was damaged, and the records after it are not a
+			 * tail to cut (a scan of at most one block, at
+			 * recovery). */
+			for (size_t p = r->pos + WAL_HEADER_SIZE; p + WAL_HEADER_SIZE <= r->block_len; p++)
+				if (chain_to_end(r->block, r->block_len, p))
+					return corrupt(r, frag_off, r->block_off + p,
+						       "fragment length %zu runs past the end of the file, and valid records follow",
+						       n);
 			return corrupt(r, frag_off, UINT64_MAX,
 				       "file ends inside a record (fragment of %zu bytes)",
 				       n);
+		}
 		uint64_t after = r->block_off + end;
 		if (checksum32(h + 6, 1 + n) != sum)
 			return corrupt(r, frag_off, stale_page_in(r, r->pos, end) ? UINT64_MAX : after,
