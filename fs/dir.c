@@ -683,13 +683,10 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 	else
 		dirent_done(fs, rc, parent, name, 0, 0);
 	dirent_done(fs, rc, newparent, newname, sino, stype);
-	if (!(flags & RENAME_EXCHANGE)) { /* an exchange keeps both counts */
-		count_entries(sdir, rc, -1);
-		count_entries(ddir, rc, dst ? 0 : 1); /* one directory: net 0 or -1 */
-	} else if (rc) {
-		count_entries(sdir, rc, 0);
-		count_entries(ddir, rc, 0);
-	}
+	/* An exchange keeps both counts; one directory nets 0 or -1. */
+	bool exchange = flags & RENAME_EXCHANGE;
+	count_entries(sdir, rc, exchange ? 0 : -1);
+	count_entries(ddir, rc, exchange || dst ? 0 : 1);
 	if (!rc) {
 		src->rec = sr;
 		src->dirty = false;
