@@ -272,14 +272,23 @@ static int rest_is_zero(struct wal_reader *r)
  * or FIRST fragment whose length and checksum check out.  The chain ends at
  * the first fragment that does not check out (its length cannot be trusted).
  */
+/* Does a whole fragment with a good checksum stand at b[p] within
+ * b[0, len)?  *end: where it ends. */
+static bool fragment_ok(const uint8_t *b, size_t len, size_t p, size_t *end)
+{
+	const uint8_t *h = b + p;
+	size_t n = get_le16(h + 4);
+	*end = p + WAL_HEADER_SIZE + n;
+	return *end <= len && checksum32(h + 6, 1 + n) == get_le32(h);
+}
+
 static bool chain_has_record_start(const uint8_t *b, size_t len, size_t start)
 {
 	size_t p = start;
 	while (p + WAL_HEADER_SIZE <= len) {
 		const uint8_t *h = b + p;
-		size_t n = get_le16(h + 4);
-		size_t end = p + WAL_HEADER_SIZE + n;
-		if (end > len || checksum32(h + 6, 1 + n) != get_le32(h))
+		size_t end;
+		if (!fragment_ok(b, len, p, &end))
 			return false;
 		if (h[6] == FRAG_FULL || h[6] == FRAG_FIRST)
 			return true;
@@ -300,9 +309,8 @@ static bool chain_to_end(const uint8_t *b, size_t len, size_t p)
 	bool start = false;
 	while (p + WAL_HEADER_SIZE <= len) {
 		const uint8_t *h = b + p;
-		size_t n = get_le16(h + 4), end = p + WAL_HEADER_SIZE + n;
-		if (h[6] < FRAG_FULL || h[6] > FRAG_LAST || end > len ||
-		    checksum32(h + 6, 1 + n) != get_le32(h))
+		size_t end;
+		if (h[6] < FRAG_FULL || h[6] > FRAG_LAST || !fragment_ok(b, len, p, &end))
 			break;
 		start |= h[6] == FRAG_FULL || h[6] == FRAG_FIRST;
 		p = end;
