@@ -268,7 +268,8 @@ static ssize_t put_direct(struct fs *fs, int dfd, const char *buf, struct fuse_b
 		const char *from = buf + off;
 		size_t k = n - off;
 		if ((uintptr_t)from % DIRECT_ALIGN) {
-			/* libfuse's buffer puts the data 80 bytes past a page */
+			/* not from a request buffer of loop.c (which puts a
+			 * WRITE's data on a page boundary): a copy */
 			if (!bounce && !(bounce = bounce_get(fs)))
 				break;
 			if (k > BOUNCE_SIZE)

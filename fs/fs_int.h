@@ -757,4 +757,9 @@ bool fs_writable(struct fs *fs);
 /* wire.c */
 int fs_wire_attach(struct fs *fs, struct fuse_session *se);
 
+/* loop.c: serve se's requests on up to max_workers threads until unmount
+ * or a signal; 0 or a negative errno.  A WRITE's data lands page-aligned
+ * in memory (see loop.c). */
+int fs_loop(struct fuse_session *se, int max_workers);
+
 #endif

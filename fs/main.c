@@ -49,6 +49,10 @@ struct cmdline {
 
 enum { KEY_FG, KEY_DEBUG, KEY_RO, KEY_RW, KEY_HELP, KEY_VERSION, KEY_DROP, KEY_REMOUNT };
 
+/* Request threads at most: libfuse's default for its loop (3.14), which
+ * the daemon used before loop.c. */
+#define LOOP_WORKERS 10
+
 #define OPT(t, m) {t, offsetof(struct cmdline, m), 1}
 static const struct fuse_opt opts[] = {
 	FUSE_OPT_KEY("-f", KEY_FG),
@@ -507,8 +511,7 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 		notify(fd, "");
 	}
 
-	struct fuse_loop_config cfg = {.clone_fd = 0, .max_idle_threads = 16};
-	int lrc = fuse_session_loop_mt(se, &cfg);
+	int lrc = fs_loop(se, LOOP_WORKERS);
 	diskset_mark(ds, DISKSET_CLOSING); /* a new mount of these disks waits for us now */
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);

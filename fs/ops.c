@@ -64,8 +64,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* Not v1 (a setuid check per write on our side); wire.c asks for
 	 * v2, which libfuse cannot name. */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
-	/* Large writes arrive as pipes of page references and go on to the
-	 * chunk files with splice: one copy fewer per byte. */
+	/* Large writes could arrive as pipes of page references, but
+	 * libfuse offers that only without a custom read hook, which wire.c
+	 * is: loop.c puts a WRITE's data page-aligned in memory instead, for
+	 * O_DIRECT without a copy. */
 	if (conn->capable & FUSE_CAP_SPLICE_READ)
 		conn->want |= FUSE_CAP_SPLICE_READ;
 	conn->max_write = 1u << 20;
