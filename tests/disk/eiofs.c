@@ -22,6 +22,13 @@
  *                              opendir works, readdir fails with EIO;
  *                              its files read as usual
  *
+ *   stall .lsmfs/sections/5/17.0
+ *                              read() of this file blocks for as long as
+ *                              the rule is there (a disk that stopped
+ *                              answering), then reads as usual
+ *   stall statfs               statfs() blocks for as long as the rule is
+ *                              there
+ *
  * RULEFILE may be missing (no rules) and may change while mounted: it is
  * stat()ed at each read and opendir and read again when its inode, size,
  * mtime or ctime changed.  Replacing it with rename() is the cleanest.
@@ -173,7 +180,7 @@ static bool under(const char *rel, const char *dir, size_t n)
 }
 
 /* What is done to rel, for rules_fail. */
-enum doing { READ, OPENDIR, READDIR };
+enum doing { READ, OPENDIR, READDIR, STALL };
 
 /* Whether doing that to rel (relative to SOURCE) fails. */
 static bool rules_fail(const char *rel, enum doing what)
@@ -187,7 +194,11 @@ static bool rules_fail(const char *rel, enum doing what)
 		const char *r = rules.v[i];
 		size_t n = strlen(r);
 
-		if (n >= 2 && !strcmp(r + n - 2, "/+"))
+		if (!strncmp(r, "stall ", 6))
+			bad = what == STALL && !strcmp(rel, r + 6);
+		else if (what == STALL)
+			bad = false;
+		else if (n >= 2 && !strcmp(r + n - 2, "/+"))
 			bad = what == READDIR && strlen(rel) == n - 2 &&
 			      !strncmp(rel, r, n - 2);
 		else if (r[n - 1] != '/')
@@ -296,6 +307,8 @@ static int eio_utimens(const char *path, const struct timespec ts[2],
 
 static int eio_statfs(const char *path, struct statvfs *sv)
 {
+	while (rules_fail("statfs", STALL)) /* "stall statfs" */
+		usleep(20000);
 	return err(fstatvfs(src_fd, sv));
 }
 
@@ -389,6 +402,8 @@ static int eio_read(const char *path, char *buf, size_t size, off_t off,
 	/* path is NULL once the file was unlinked: no rule can name it */
 	if (path && rules_fail(rel(path), READ))
 		return -EIO;
+	while (path && rules_fail(rel(path), STALL))
+		usleep(20000);
 	n = pread(fi->fh, buf, size, off);
 	return n < 0 ? -errno : (int)n;
 }
