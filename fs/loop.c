@@ -44,8 +44,13 @@
  *
  * The end: unmount makes every read(2) fail (ENODEV), a signal's handler
  * marks the session exited and wakes the main thread; either way the main
- * thread cancels the workers still blocked in read(2) (cancellation is
- * enabled only around it), wakes the parked ones and joins them all.
+ * thread wakes the parked workers, interrupts those blocked in read(2)
+ * with LOOP_WAKE_SIGNAL (a handler that does nothing, installed without
+ * SA_RESTART: the read fails with EINTR and the worker sees the session
+ * exited), again every LOOP_JOIN_NS until each has ended, and joins them.
+ * A worker busy with a request is never interrupted: it ends after its
+ * reply.  (Not pthread_cancel, as libfuse does: cancelling unwinds through
+ * our frames, which AddressSanitizer then reports at the thread's end.)
  */
 #include "fs_int.h"
 
@@ -63,6 +68,8 @@
 #define LOOP_WINDOW_NS 8000000ull   /* 8 ms */
 #define LOOP_BUSY_PERCENT 90
 #define LOOP_IDLE_NS 50000000ull    /* 50 ms */
+#define LOOP_JOIN_NS 10000000ull    /* 10 ms */
+#define LOOP_WAKE_SIGNAL SIGUSR2
 #define LOOP_WRITE_HEADERS (sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
 /* libfuse reads at most its bufsize: max_write (1 MiB, ops.c) plus a
  * 4 KiB header allowance, or before INIT 256 pages plus that allowance.
@@ -74,6 +81,7 @@ struct worker {
 	pthread_t thread;
 	struct loop *loop;
 	bool primary;
+	atomic_bool in_read;  /* inside fuse_session_receive_buf */
 	void *alloc;         /* page-aligned; buf.mem points into it */
 	struct fuse_buf buf;
 };
@@ -126,9 +134,9 @@ static int take(struct worker *w)
 	w->buf.size = LOOP_BUF_BYTES;
 	w->buf.flags = 0;
 	atomic_fetch_add(&l->nreading, 1);
-	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-	int res = fuse_session_receive_buf(l->se, &w->buf);
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	atomic_store(&w->in_read, true);
+	int res = fuse_session_exited(l->se) ? 0 : fuse_session_receive_buf(l->se, &w->buf);
+	atomic_store(&w->in_read, false);
 	atomic_fetch_sub(&l->nreading, 1);
 	if (res > 0 && !is_forget(&w->buf))
 		atomic_store(&l->last_take, now_ns());
@@ -212,7 +220,6 @@ static void serve_helper(struct worker *w)
 static void *work(void *arg)
 {
 	struct worker *w = arg;
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	if (w->primary)
 		serve_primary(w);
 	else
@@ -248,6 +255,7 @@ static int start_worker(struct loop *l, bool primary)
 	}
 	w->loop = l;
 	w->primary = primary;
+	atomic_init(&w->in_read, false);
 	int rc = start_thread(&w->thread, work, w);
 	if (rc) {
 		free(w->alloc);
@@ -328,6 +336,29 @@ static void *watch(void *arg)
 	return NULL;
 }
 
+static void wake_handler(int sig)
+{
+	(void)sig; /* only to make a blocked read(2) fail with EINTR */
+}
+
+/* Join w, interrupting its read(2) until it ends (see the top). */
+static void join_worker(struct worker *w)
+{
+	for (;;) {
+		if (atomic_load(&w->in_read))
+			pthread_kill(w->thread, LOOP_WAKE_SIGNAL);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += (long)LOOP_JOIN_NS;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		if (pthread_timedjoin_np(w->thread, NULL, &until) == 0)
+			return;
+	}
+}
+
 int fs_loop(struct fuse_session *se, int max_workers)
 {
 	struct loop l = {.se = se, .max_workers = max_workers > 0 ? max_workers : 1};
@@ -341,6 +372,11 @@ int fs_loop(struct fuse_session *se, int max_workers)
 	atomic_init(&l.busy_ns, 0);
 	atomic_init(&l.busy_since, 0);
 	atomic_init(&l.watcher_asleep, false);
+	struct sigaction sa, old_sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = wake_handler; /* no SA_RESTART: read(2) fails */
+	sigemptyset(&sa.sa_mask);
+	sigaction(LOOP_WAKE_SIGNAL, &sa, &old_sa);
 	pthread_mutex_lock(&l.lock);
 	int rc = start_worker(&l, true);
 	if (!rc && l.max_workers > 1) {
@@ -356,8 +392,6 @@ int fs_loop(struct fuse_session *se, int max_workers)
 	}
 	pthread_mutex_lock(&l.lock);
 	l.exiting = true;
-	for (struct worker *w = l.workers; w; w = w->next)
-		pthread_cancel(w->thread); /* acts only inside read(2) */
 	pthread_cond_broadcast(&l.park_cv);
 	pthread_cond_broadcast(&l.watch_cv);
 	pthread_mutex_unlock(&l.lock);
@@ -365,13 +399,14 @@ int fs_loop(struct fuse_session *se, int max_workers)
 		pthread_join(l.watcher, NULL);
 	while (l.workers) {
 		struct worker *w = l.workers;
-		pthread_join(w->thread, NULL);
+		join_worker(w);
 		l.workers = w->next;
 		free(w->alloc);
 		free(w);
 	}
 	if (!rc)
 		rc = l.error;
+	sigaction(LOOP_WAKE_SIGNAL, &old_sa, NULL);
 	sem_destroy(&l.finish);
 	pthread_cond_destroy(&l.watch_cv);
 	pthread_cond_destroy(&l.park_cv);
