@@ -22,8 +22,8 @@
  *     clients).
  * A watcher thread looks every LOOP_STALL_NS while requests come, and
  * sleeps after LOOP_IDLE_NS without one (the next request wakes it).  A
- * helper it releases reads and serves requests until it finds the primary
- * back at read(2), then parks again.  Helpers are started as needed, up
+ * helper it releases reads and serves requests until LOOP_HELP_NS after
+ * the last time the watcher found helpers needed, then parks again.  Helpers are started as needed, up
  * to max_workers threads in all; they never end before the loop does.
  * So no request waits behind a slow one for much longer than
  * LOOP_STALL_NS while a helper is free, as in libfuse's loop, where a new
@@ -67,6 +67,7 @@
 #define LOOP_STALL_NS 1000000ull    /* 1 ms */
 #define LOOP_WINDOW_NS 8000000ull   /* 8 ms */
 #define LOOP_BUSY_PERCENT 90
+#define LOOP_HELP_NS 20000000ull    /* 20 ms */
 #define LOOP_IDLE_NS 50000000ull    /* 50 ms */
 #define LOOP_JOIN_NS 10000000ull    /* 10 ms */
 #define LOOP_WAKE_SIGNAL SIGUSR2
@@ -101,7 +102,9 @@ struct loop {
 	sem_t finish;
 	/* Read without the lock by the watcher and the workers. */
 	atomic_int nreading;          /* workers inside read(2) */
-	atomic_bool primary_reading;
+	/* Helpers go on reading until then (ns); the watcher moves it on
+	 * LOOP_HELP_NS past each time it finds them needed. */
+	atomic_uint_fast64_t helpers_until;
 	atomic_uint_fast64_t last_take;  /* when a read(2) last returned a request */
 	atomic_uint_fast64_t busy_ns;    /* the primary's time serving, in all */
 	atomic_uint_fast64_t busy_since; /* when its request began; 0: reading */
@@ -168,9 +171,7 @@ static void serve_primary(struct worker *w)
 {
 	struct loop *l = w->loop;
 	while (!fuse_session_exited(l->se)) {
-		atomic_store(&l->primary_reading, true);
 		int res = take(w);
-		atomic_store(&l->primary_reading, false);
 		if (res == -EINTR)
 			continue;
 		if (res <= 0) {
@@ -203,7 +204,7 @@ static void serve_helper(struct worker *w)
 		pthread_mutex_unlock(&l->lock);
 		if (!go)
 			return;
-		/* Released: serve until the primary is back at read(2). */
+		/* Released: serve while the watcher wants helpers. */
 		do {
 			int res = take(w);
 			if (res == -EINTR)
@@ -213,7 +214,7 @@ static void serve_helper(struct worker *w)
 				return;
 			}
 			fuse_session_process_buf(l->se, &w->buf);
-		} while (!atomic_load(&l->primary_reading) && !fuse_session_exited(l->se));
+		} while (now_ns() < atomic_load(&l->helpers_until) && !fuse_session_exited(l->se));
 	}
 }
 
@@ -321,8 +322,10 @@ static void *watch(void *arg)
 			window_start = now;
 			window_busy = atomic_load(&l->busy_ns);
 		}
-		if (stalled || saturated)
+		if (stalled || saturated) {
+			atomic_store(&l->helpers_until, now + LOOP_HELP_NS);
 			release_helper(l);
+		}
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += (long)LOOP_STALL_NS;
@@ -367,7 +370,7 @@ int fs_loop(struct fuse_session *se, int max_workers)
 	pthread_cond_init(&l.watch_cv, NULL);
 	sem_init(&l.finish, 0, 0);
 	atomic_init(&l.nreading, 0);
-	atomic_init(&l.primary_reading, false);
+	atomic_init(&l.helpers_until, 0);
 	atomic_init(&l.last_take, now_ns());
 	atomic_init(&l.busy_ns, 0);
 	atomic_init(&l.busy_since, 0);
