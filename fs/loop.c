@@ -83,6 +83,7 @@ struct worker {
 	struct loop *loop;
 	bool primary;
 	atomic_bool in_read;  /* inside fuse_session_receive_buf */
+	uint64_t took;        /* when its last request was read (ns) */
 	void *alloc;         /* page-aligned; buf.mem points into it */
 	struct fuse_buf buf;
 };
@@ -141,8 +142,11 @@ static int take(struct worker *w)
 	int res = fuse_session_exited(l->se) ? 0 : fuse_session_receive_buf(l->se, &w->buf);
 	atomic_store(&w->in_read, false);
 	atomic_fetch_sub(&l->nreading, 1);
-	if (res > 0 && !is_forget(&w->buf))
-		atomic_store(&l->last_take, now_ns());
+	if (res > 0) {
+		w->took = now_ns();
+		if (!is_forget(&w->buf))
+			atomic_store(&l->last_take, w->took);
+	}
 	return res;
 }
 
@@ -167,26 +171,38 @@ static void wake_watcher(struct loop *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
-static void serve_primary(struct worker *w)
+/* Take one request and serve it (nothing, when the read was
+ * interrupted): false when the loop ends, the end told to the main
+ * thread.  The primary's time serving is counted for the watcher. */
+static bool serve_one(struct worker *w)
 {
 	struct loop *l = w->loop;
-	while (!fuse_session_exited(l->se)) {
-		int res = take(w);
-		if (res == -EINTR)
-			continue;
-		if (res <= 0) {
-			ended(l, res);
-			return;
-		}
-		uint64_t t0 = now_ns();
-		atomic_store(&l->busy_since, t0);
+	int res = take(w);
+	if (res == -EINTR)
+		return true;
+	if (res <= 0) {
+		ended(l, res);
+		return false;
+	}
+	if (w->primary) {
+		atomic_store(&l->busy_since, w->took);
 		if (atomic_load(&l->watcher_asleep))
 			wake_watcher(l); /* the first request after a quiet spell */
-		fuse_session_process_buf(l->se, &w->buf);
-		atomic_store(&l->busy_since, 0);
-		atomic_fetch_add(&l->busy_ns, now_ns() - t0);
 	}
-	ended(l, 0);
+	fuse_session_process_buf(l->se, &w->buf);
+	if (w->primary) {
+		atomic_store(&l->busy_since, 0);
+		atomic_fetch_add(&l->busy_ns, now_ns() - w->took);
+	}
+	return true;
+}
+
+static void serve_primary(struct worker *w)
+{
+	while (!fuse_session_exited(w->loop->se))
+		if (!serve_one(w))
+			return;
+	ended(w->loop, 0);
 }
 
 static void serve_helper(struct worker *w)
@@ -206,14 +222,8 @@ static void serve_helper(struct worker *w)
 			return;
 		/* Released: serve while the watcher wants helpers. */
 		do {
-			int res = take(w);
-			if (res == -EINTR)
-				continue;
-			if (res <= 0) {
-				ended(l, res);
+			if (!serve_one(w))
 				return;
-			}
-			fuse_session_process_buf(l->se, &w->buf);
 		} while (now_ns() < atomic_load(&l->helpers_until) && !fuse_session_exited(l->se));
 	}
 }
