@@ -123,6 +123,20 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* CLOCK_REALTIME ns (< 1 s) from now: a deadline for
+ * pthread_cond_timedwait and pthread_timedjoin_np. */
+static struct timespec deadline_in(uint64_t ns)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_nsec += (long)ns;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
 static bool is_forget(const struct fuse_buf *b)
 {
 	const struct fuse_in_header *in = b->mem;
@@ -336,13 +350,7 @@ static void *watch(void *arg)
 			atomic_store(&l->helpers_until, now + LOOP_HELP_NS);
 			release_helper(l);
 		}
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += (long)LOOP_STALL_NS;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		struct timespec until = deadline_in(LOOP_STALL_NS);
 		(void)pthread_cond_timedwait(&l->watch_cv, &l->lock, &until);
 	}
 	pthread_mutex_unlock(&l->lock);
@@ -360,13 +368,7 @@ static void join_worker(struct worker *w)
 	for (;;) {
 		if (atomic_load(&w->in_read))
 			pthread_kill(w->thread, LOOP_WAKE_SIGNAL);
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += (long)LOOP_JOIN_NS;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		struct timespec until = deadline_in(LOOP_JOIN_NS);
 		if (pthread_timedjoin_np(w->thread, NULL, &until) == 0)
 			return;
 	}
