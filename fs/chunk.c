@@ -100,9 +100,9 @@ static void slot_close(struct chunk_fd *c)
 
 void data_close_fds(struct fs *fs, struct fs_inode *in)
 {
-	(void)fs;
 	if (!in->data)
 		return;
+	iogate_drain(fs, in); /* none under way when nothing holds in */
 	for (int i = 0; i < CHUNK_FDS; i++)
 		slot_close(&in->data->fds[i]);
 }
@@ -274,6 +274,8 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 	if (write && !fs_writable(fs))
 		return -EROFS;
 	uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
+	int mark = section_mark();
+again:
 	section_enter(fs, section, in->ino, chunk, write);
 	if (!disk_usable(fs, section_disk_of(fs, section))) {
 		/* Missing (a degraded mount) or found replaced (diskwatch.c):
@@ -284,7 +286,7 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 		return has == 0 ? -ENOENT : has < 0 ? has : -EIO;
 	}
 	uint32_t gen = section_gen(fs, section);
-	struct chunk_fd *victim = &d->fds[0];
+	struct chunk_fd *victim = NULL;
 	for (int i = 0; i < CHUNK_FDS; i++) {
 		struct chunk_fd *c = &d->fds[i];
 		if (c->fd >= 0 && c->chunk == chunk) {
@@ -298,8 +300,16 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 			*out = c;
 			return 0;
 		}
-		if (c->fd < 0 || (victim->fd >= 0 && c->stamp < victim->stamp))
+		if (!c->pins && (!victim || c->fd < 0 ||
+				 (victim->fd >= 0 && c->stamp < victim->stamp)))
 			victim = c;
+	}
+	if (!victim || victim->pins) {
+		/* Its slot, or every slot, is in a read outside the lock
+		 * (iogate.c): wait for one, outside the section's gate. */
+		section_release(fs, mark);
+		iogate_wait(fs, in);
+		goto again;
 	}
 	char rel[96];
 	section_chunk_name(in->ino, chunk, section, rel, sizeof(rel));

@@ -332,6 +332,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 	char *copy = NULL;
 	inode_lock(fs, in);
 	order_wait(fs, ino, off);
+	iogate_drain(fs, in); /* then no read is under way: none until we unlock */
 	if (in->gone) {
 		rc = -EIO;
 		goto out;
@@ -469,6 +470,9 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 		return rc;
 	rc = 0;
 	inode_lock(fs, in);
+	/* No write, truncate or other change of the layout until iogate_end,
+	 * and each chunk's read(2) with the lock let go (iogate.c). */
+	iogate_begin(fs, in);
 	if (off >= in->rec.size)
 		goto out;
 	if (size > in->rec.size - off)
@@ -498,27 +502,34 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 		if (n > cs - within)
 			n = (size_t)(cs - within);
 		struct chunk_fd *c;
-		section_release(fs, mark); /* the previous chunk's */
 		rc = chunk_open(fs, in, chunk, CHUNK_READ, &c, NULL);
 		size_t r = 0;
 		if (rc == 0) {
 			bool eof = false;
+			int err = 0;
+			iogate_out(fs, in, c);
 			while (r < n) {
 				ssize_t k = pread(c->fd, buf + done + r, n - r, (off_t)(within + r));
 				if (k < 0 && errno == EINTR)
 					continue;
 				if (k < 0) {
-					rc = -errno;
-					fs_logf(fs, "inode %llu: reading chunk %llu: %s",
-						(unsigned long long)ino, (unsigned long long)chunk,
-						strerror(errno));
-					goto out;
+					err = errno;
+					break;
 				}
 				if (k == 0) {
 					eof = true;
 					break;
 				}
 				r += (size_t)k;
+			}
+			section_release(fs, mark); /* the innermost lock (gate.c) */
+			iogate_back(fs, in, c);
+			if (err) {
+				rc = -err;
+				fs_logf(fs, "inode %llu: reading chunk %llu: %s",
+					(unsigned long long)ino, (unsigned long long)chunk,
+					strerror(err));
+				goto out;
 			}
 			if (eof && within + r < c->durable) {
 				/* fsync had made these bytes durable: the chunk
@@ -537,6 +548,7 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 		} else if (rc != -ENOENT) {
 			goto out;
 		}
+		section_release(fs, mark); /* a hole's */
 		rc = 0;
 		memset(buf + done + r, 0, n - r); /* hole or short chunk: zeros */
 		done += n;
@@ -544,6 +556,7 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 	*got = done;
 out:
 	section_release(fs, 0);
+	iogate_end(fs, in);
 	inode_unlock(fs, in);
 	inode_put(fs, in);
 	return rc;
@@ -552,6 +565,7 @@ out:
 /* Change the size of a regular file (under its lock); rec updated in memory. */
 static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 {
+	iogate_drain(fs, in);
 	uint64_t osize = in->rec.size;
 	uint64_t cs = fs->info.chunk_size;
 	int rc = 0;

@@ -7,7 +7,8 @@
  *                   orphans) is serialized here, so check-then-act is atomic;
  *   inode stripe    fs->ilock[ino % ILOCKS]: an inode's attributes, data and
  *                   chunk fds; taken after ns_lock, at most two at once
- *                   (rename/link take them in stripe order);
+ *                   (rename/link take them in stripe order); a read lets
+ *                   it go for each chunk's read(2) (iogate.c);
  *   fs->itab_lock   the in-memory inode table and reference counts only;
  *                   held briefly, never across I/O.
  * The store has its own locks; store calls are made under the above.
@@ -60,6 +61,8 @@ struct chunk_fd {
 	bool writable;          /* fd opened O_RDWR (reads open O_RDONLY) */
 	uint64_t durable;       /* the record's length: bytes fsync made durable */
 	uint64_t stamp;         /* LRU */
+	uint32_t pins;          /* reads of it outside the inode's lock (iogate.c):
+				   not closed, evicted or reopened while > 0 */
 };
 
 /* Data state of an inode that has been opened: fds and unsynced chunks. */
@@ -173,6 +176,8 @@ struct fs_inode {
 	 * rmdir after its files went need not step over their deletions in
 	 * the store.  Any other inode: -1. */
 	int64_t nentries;
+	uint32_t io_ops;        /* reads under way (iogate.c) */
+	uint32_t io_drain;      /* layout changes waiting for them */
 	struct inode_rec rec;
 	struct inode_data *data;
 	struct fs_inode *hnext;
@@ -238,6 +243,8 @@ struct fs {
 
 	pthread_mutex_t ns_lock;
 	pthread_mutex_t ilock[ILOCKS];
+	pthread_cond_t iocv[ILOCKS]; /* by stripe, with ilock (iogate.c) */
+	int io_delay_us;             /* tests: a pause before each read outside it */
 	struct write_order order;
 
 	pthread_mutex_t itab_lock;
@@ -339,6 +346,17 @@ struct fs {
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
 };
+
+/* iogate.c, all under the inode's lock: a read is one iogate_begin ..
+ * iogate_end, and lets the lock go for a chunk's read(2) between
+ * iogate_out and iogate_back (slot c pinned); a change of the file's
+ * layout calls iogate_drain first; iogate_wait waits for a pin to go. */
+void iogate_begin(struct fs *fs, struct fs_inode *in);
+void iogate_end(struct fs *fs, struct fs_inode *in);
+void iogate_drain(struct fs *fs, struct fs_inode *in);
+void iogate_out(struct fs *fs, struct fs_inode *in, struct chunk_fd *c);
+void iogate_back(struct fs *fs, struct fs_inode *in, struct chunk_fd *c);
+void iogate_wait(struct fs *fs, struct fs_inode *in);
 
 /* order.c: order_enter at a write's start (returns a slot or -1),
  * order_wait under the inode's lock, order_leave(slot) still under it. */

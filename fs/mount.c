@@ -274,8 +274,10 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	pthread_mutex_init(&fs->ctl.lock, NULL);
 	pthread_cond_init(&fs->ctl.cv, NULL);
 	fs->ctl.listen_fd = fs->ctl.stop_pipe[0] = fs->ctl.stop_pipe[1] = fs->ctl.next_fd = -1;
-	for (int i = 0; i < ILOCKS; i++)
+	for (int i = 0; i < ILOCKS; i++) {
 		pthread_mutex_init(&fs->ilock[i], NULL);
+		pthread_cond_init(&fs->iocv[i], NULL);
+	}
 	if (order_init(fs)) {
 		free(fs);
 		return -ENOMEM;

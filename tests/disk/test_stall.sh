@@ -13,6 +13,17 @@
 # only when every reader is held up (fs/loop.c): without that, the first
 # stalled request would hold up everything here.  Last, the unmount, and
 # fsck finds the filesystem clean.
+#
+# Second, a chunk read held up by the disk ("stall <chunk file>": read()
+# of that file blocks) holds up nothing but itself: the daemon reads chunk
+# files outside the inode's lock (fs/iogate.c).  While a `dd` of the
+# stalled chunk waits, a stat of the same file, a read of its chunks on the
+# other disk, 300 creates (some share the file's lock stripe), a rename
+# and an unlink of the file itself, and a listing must each finish within
+# seconds; then the rule goes, the dd reads the right bytes, and fsck is
+# clean.  Before, the read held the file's stripe lock across the read(2):
+# the stat, any create landing on the stripe, and then (under the
+# namespace lock) every create waited for the disk.
 NAME=test_stall
 # shellcheck source=tests/disk/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -73,5 +84,64 @@ for i in 1 2 3; do
 done
 umount_wait "$D0:$D1" || fail "unmount"
 "$FSCK" -n "$D0:$D1" > "$T/fsck.out" 2>&1 || fail "fsck after the stall: $(cat "$T/fsck.out")"
+
+# Part two: a stalled chunk read.  Small chunks, so that the file has
+# chunks on both disks; mounted again, so that nothing of it is cached.
+rm -rf "${D0:?}"/* "${D0:?}"/.lsmfs "${S1:?}"/.lsmfs
+"$MKFS" -q --sections 16 --chunk-size 65536 "$D0" "$D1" || { echo "$NAME: mkfs 2 failed" >&2; exit 1; }
+mount_fg "$T/lsmfs2.log" "$D0:$D1" || { echo "$NAME: mount 2 failed: $(cat "$T/lsmfs2.log")" >&2; exit 1; }
+head -c 2621440 /dev/urandom > "$T/f1"
+cp "$T/f1" "$M/f1"
+umount_wait "$D0:$D1" || fail "unmount 2"
+mount_fg "$T/lsmfs3.log" "$D0:$D1" || { echo "$NAME: mount 3 failed: $(cat "$T/lsmfs3.log")" >&2; exit 1; }
+ino=$(stat -c %i "$M/f1")
+# The first chunk of f1 on the eiofs disk, and one on the other disk.
+c1=$(cd "$S1" && find .lsmfs/sections -type f -name "$ino.*" | sed 's/.*\.//' | sort -n | head -n1)
+c0=$(cd "$D0" && find .lsmfs/sections -type f -name "$ino.*" | sed 's/.*\.//' | sort -n | head -n1)
+[[ -n $c1 && -n $c0 ]] || fail "f1 has no chunk on one of the disks (d1: '$c1', d0: '$c0')"
+rel=$(cd "$S1" && find .lsmfs/sections -type f -name "$ino.$c1" | sed 's|^\./||')
+# A request the daemon has taken cannot be interrupted (the kernel waits
+# for its answer), so each step runs in the background and is given up
+# on after 10 s; the rule's removal at the end lets the stragglers finish.
+bstep() { # WHAT CMD...
+	local what=$1 pid
+	shift
+	"$@" > /dev/null 2>&1 &
+	pid=$!
+	for _ in $(seq 200); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		fail "$what: held up behind the stalled chunk read"
+		stragglers+=("$pid")
+	elif ! wait "$pid"; then
+		fail "$what: failed"
+	fi
+}
+stragglers=()
+echo "stall $rel" > "$RULES"
+dd if="$M/f1" of="$T/c1.got" bs=65536 skip="$c1" count=1 iflag=direct status=none &
+ddpid=$!
+sleep 1
+kill -0 "$ddpid" 2>/dev/null || fail "the read of chunk $c1 did not wait for the stalled disk"
+bstep "stat of the file being read" stat "$M/f1"
+bstep "read of its chunk on the other disk" sh -c \
+	"dd if='$M/f1' of='$T/c0.got' bs=65536 skip=$c0 count=1 iflag=direct status=none"
+cmp -s "$T/c0.got" <(dd if="$T/f1" bs=65536 skip="$c0" count=1 status=none) ||
+	fail "chunk $c0 read wrong while chunk $c1 was stalled"
+bstep "300 creates" sh -c "for i in \$(seq 300); do : > '$M'/g\$i || exit 1; done"
+bstep "rename of the file being read" mv "$M/f1" "$M/f1b"
+bstep "listing" ls -l "$M"
+bstep "unlink of the file being read" rm "$M/f1b"
+bstep "unlink of 300" sh -c "rm '$M'/g*"
+kill -0 "$ddpid" 2>/dev/null || fail "the read of chunk $c1 answered while its disk was stalled"
+: > "$RULES"
+for p in "${stragglers[@]}"; do wait "$p"; done
+wait "$ddpid" || fail "the read of chunk $c1 after the stall"
+cmp -s "$T/c1.got" <(dd if="$T/f1" bs=65536 skip="$c1" count=1 status=none) ||
+	fail "chunk $c1 read wrong after the stall"
+umount_wait "$D0:$D1" || fail "unmount 3"
+"$FSCK" -n "$D0:$D1" > "$T/fsck.out" 2>&1 || fail "fsck after the chunk stall: $(cat "$T/fsck.out")"
 ((fails == 0)) || exit 1
 say "ok"

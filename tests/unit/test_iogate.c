@@ -1,0 +1,215 @@
+/*
+ * test_iogate.c: reads outside the inode's lock (fs/iogate.c) against
+ * writes, truncates and each other, on one file, with no kernel between.
+ *
+ * A filesystem over two directories (chunks of 4 KiB, so that one read
+ * spans more chunks than an inode caches fds for, and readers evict each
+ * other's slots) is opened in this process as the daemon opens it.  For a
+ * few seconds, on one file of 64 chunks:
+ *   - 3 readers read random ranges of 1 to 12 chunks at random offsets;
+ *   - a writer writes 1 to 3 whole chunks at a time, each chunk with one
+ *     new version's bytes;
+ *   - a truncater cuts the file to a random whole number of chunks, or
+ *     makes it longer (a hole), now and then.
+ * Every chunk a read returns must be one version's bytes for that chunk or
+ * zeros, never a mix, and no read may fail: a truncate or write meeting a
+ * read in flight would show as torn chunks, or as a read failing on an fd
+ * closed under it.  Each read outside the lock pauses 200 us first
+ * (fs->io_delay_us), as on a slow disk, so that such meetings happen.  The kernel serializes most of this itself
+ * (FUSE truncates wait for writes); the daemon must not depend on it.
+ *
+ * usage: test_iogate MKFS
+ */
+#include "fs_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CS 4096u
+#define NCHUNKS 64u
+#define READERS 3
+#define SECS 5
+
+static struct fs *fs;
+static uint64_t ino;
+static atomic_bool stop;
+static atomic_uint version = 1;
+static atomic_ulong nreads, nwrites, ntruncs;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "test_iogate: FAIL: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(1);
+}
+
+/* A chunk's bytes in version v: byte j is v * (2j + 1) + 7 chunk (mod 256),
+ * so that no other chunk's or version's bytes agree with them for long. */
+static unsigned char byte_of(uint32_t v, uint64_t chunk, uint32_t j)
+{
+	return (unsigned char)(v * (2 * j + 1) + chunk * 7u);
+}
+
+static unsigned char inverse(unsigned char a) /* of an odd a, mod 256 */
+{
+	unsigned char x = a;
+	for (int i = 0; i < 3; i++)
+		x = (unsigned char)(x * (2 - a * x));
+	return x;
+}
+
+/* Is p[0..n) (offsets j0.. of chunk) zeros or one version's bytes? */
+static bool chunk_ok(const unsigned char *p, size_t n, uint64_t chunk, uint32_t j0)
+{
+	bool zeros = true;
+	for (size_t i = 0; i < n && zeros; i++)
+		zeros = p[i] == 0;
+	if (zeros)
+		return true;
+	/* The first byte gives v mod 256 (2 j0 + 1 is odd); the rest must
+	 * agree with it. */
+	unsigned char base = (unsigned char)(p[0] - chunk * 7u);
+	uint32_t v = (unsigned char)(base * inverse((unsigned char)(2 * j0 + 1)));
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != byte_of(v, chunk, j0 + (uint32_t)i))
+			return false;
+	return true;
+}
+
+static uint64_t rnd(unsigned *seed, uint64_t n)
+{
+	return (uint64_t)rand_r(seed) % n;
+}
+
+static void *reader(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	size_t max = 12 * CS;
+	unsigned char *buf = malloc(max);
+	while (!atomic_load(&stop)) {
+		uint64_t off = rnd(&seed, NCHUNKS * CS);
+		size_t len = 1 + rnd(&seed, max);
+		size_t got;
+		int rc = fs_read(fs, ino, (char *)buf, len, (off_t)off, &got);
+		if (rc)
+			die("read of %zu at %llu: %s", len, (unsigned long long)off, strerror(-rc));
+		for (size_t done = 0; done < got;) {
+			uint64_t pos = off + done;
+			uint32_t j0 = (uint32_t)(pos % CS);
+			size_t n = CS - j0 < got - done ? CS - j0 : got - done;
+			if (!chunk_ok(buf + done, n, pos / CS, j0))
+				die("read at %llu: chunk %llu is torn (bytes %u..%zu)",
+				    (unsigned long long)off, (unsigned long long)(pos / CS), j0, j0 + n);
+			done += n;
+		}
+		atomic_fetch_add(&nreads, 1);
+	}
+	free(buf);
+	return NULL;
+}
+
+static void *writer(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	unsigned char *buf = malloc(3 * CS);
+	while (!atomic_load(&stop)) {
+		uint64_t first = rnd(&seed, NCHUNKS - 2), n = 1 + rnd(&seed, 3);
+		uint32_t v = atomic_fetch_add(&version, 1);
+		for (uint64_t c = 0; c < n; c++)
+			for (uint32_t j = 0; j < CS; j++)
+				buf[c * CS + j] = byte_of(v, first + c, j);
+		int rc = fs_write(fs, ino, (char *)buf, n * CS, (off_t)(first * CS), NULL);
+		if (rc != (int)(n * CS))
+			die("write of chunks %llu+%llu: %d", (unsigned long long)first,
+			    (unsigned long long)n, rc);
+		atomic_fetch_add(&nwrites, 1);
+	}
+	free(buf);
+	return NULL;
+}
+
+static void *truncater(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	while (!atomic_load(&stop)) {
+		struct stat a = {.st_size = (off_t)(rnd(&seed, NCHUNKS + 1) * CS)}, out;
+		int rc = fs_setattr(fs, ino, &a, FUSE_SET_ATTR_SIZE, NULL, &out);
+		if (rc)
+			die("truncate to %lld: %s", (long long)a.st_size, strerror(-rc));
+		atomic_fetch_add(&ntruncs, 1);
+		usleep(300); /* the writer fills the file between truncates */
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: test_iogate MKFS\n");
+		return 2;
+	}
+	char root[] = "/tmp/lsmfs-iogate.XXXXXX", d0[64], d1[64], spec[160], err[1024], cmd[512];
+	if (!mkdtemp(root))
+		die("mkdtemp: %s", strerror(errno));
+	snprintf(d0, sizeof(d0), "%s/d0", root);
+	snprintf(d1, sizeof(d1), "%s/d1", root);
+	if (mkdir(d0, 0755) || mkdir(d1, 0755))
+		die("mkdir: %s", strerror(errno));
+	snprintf(cmd, sizeof(cmd), "'%s' -q --sections 8 --chunk-size %u --inline-max 256 %s %s",
+		 argv[1], CS, d0, d1);
+	if (system(cmd) != 0)
+		die("%s: failed", cmd);
+	snprintf(spec, sizeof(spec), "%s:%s", d0, d1);
+	struct lsmfs_diskset *ds;
+	if (diskset_open(spec, DISKSET_LOCK, &ds, err, sizeof(err)))
+		die("%s", err);
+	struct fs_options fo = {.attr_timeout = 1, .entry_timeout = 1, .cache_bytes = 1 << 20};
+	if (fs_open(ds, &fo, NULL, NULL, &fs, err, sizeof(err)))
+		die("fs_open: %s", err);
+	struct stat st;
+	int rc = fs_mknod(fs, LSMFS_ROOT_INO, "f", S_IFREG | 0644, 0, 0, 0, 022, NULL, &st);
+	if (rc)
+		die("mknod: %s", strerror(-rc));
+	ino = st.st_ino;
+	/* Each chunk read outside the lock takes this long, as on a slow
+	 * disk: a write or truncate that did not wait for it would meet it. */
+	fs->io_delay_us = 200;
+
+	pthread_t t[READERS + 2];
+	for (int i = 0; i < READERS; i++)
+		pthread_create(&t[i], NULL, reader, (void *)(uintptr_t)(i + 1));
+	pthread_create(&t[READERS], NULL, writer, (void *)(uintptr_t)100);
+	pthread_create(&t[READERS + 1], NULL, truncater, (void *)(uintptr_t)200);
+	sleep(SECS);
+	atomic_store(&stop, true);
+	for (int i = 0; i < READERS + 2; i++)
+		pthread_join(t[i], NULL);
+	if (atomic_load(&nreads) < 100 || atomic_load(&nwrites) < 10 || atomic_load(&ntruncs) < 10)
+		die("too little done to tell: %lu reads, %lu writes, %lu truncates",
+		    atomic_load(&nreads), atomic_load(&nwrites), atomic_load(&ntruncs));
+	if ((rc = fs_close(fs)))
+		die("fs_close: %s", strerror(-rc));
+	diskset_close(ds);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	if (system(cmd) != 0)
+		die("%s: failed", cmd);
+	printf("test_iogate: ok: %lu reads, %lu writes, %lu truncates\n", atomic_load(&nreads),
+	       atomic_load(&nwrites), atomic_load(&ntruncs));
+	return 0;
+}
