@@ -367,14 +367,17 @@ again:
 	return 0;
 }
 
+void chunk_account_blocks(struct fs_inode *in, struct chunk_fd *c, uint64_t now)
+{
+	in->rec.blocks = in->rec.blocks + now >= c->blocks ? in->rec.blocks + now - c->blocks : 0;
+	c->blocks = now;
+}
+
 void chunk_account(struct fs_inode *in, struct chunk_fd *c)
 {
 	struct stat st;
-	if (fstat(c->fd, &st) != 0)
-		return;
-	uint64_t now = (uint64_t)st.st_blocks;
-	in->rec.blocks = in->rec.blocks + now >= c->blocks ? in->rec.blocks + now - c->blocks : 0;
-	c->blocks = now;
+	if (fstat(c->fd, &st) == 0)
+		chunk_account_blocks(in, c, (uint64_t)st.st_blocks);
 }
 
 /* An iterator over the chunk records of ino in [from, to) (to UINT64_MAX:

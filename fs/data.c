@@ -312,6 +312,50 @@ static int put_bytes(int fd, const char *buf, struct fuse_bufvec *src, size_t do
 	return (size_t)w == n ? 0 : -EIO;
 }
 
+/*
+ * After a write that failed part way: the part of it past the size the file
+ * had when it began that did not get written, where writes under way with
+ * it made the file longer, reads as zeros (not what the chunk held past the
+ * old size); a chunk it made past the size goes.  Under the lock, drained.
+ */
+static void write_failed(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to,
+			 uint64_t size_before, bool made_past)
+{
+	uint64_t cs = fs->info.chunk_size;
+	if (from < size_before)
+		from = size_before;
+	if (to > in->rec.size)
+		to = in->rec.size;
+	if (from < to) {
+		int r2 = data_punch(fs, in, from, to);
+		if (r2)
+			fs_logf(fs, "inode %llu: zeroing [%llu, %llu) after a failed write: %s",
+				(unsigned long long)in->ino, (unsigned long long)from,
+				(unsigned long long)to, strerror(-r2));
+	}
+	if (made_past) {
+		/* A failed write (a full or failing disk) leaves no chunk past
+		 * the size it reached: such a chunk is never read, and fsck
+		 * would report it. */
+		uint64_t keep = in->rec.size / cs + (in->rec.size % cs != 0);
+		int r2 = chunk_drop(fs, in, keep, UINT64_MAX, UINT64_MAX);
+		if (r2)
+			fs_logf(fs, "inode %llu: dropping chunks past the size after a failed write: %s",
+				(unsigned long long)in->ino, strerror(-r2));
+	}
+}
+
+/*
+ * A write.  Inline data goes to the store under the inode's lock.  Chunk
+ * data goes out of the lock (iogate.c): each chunk opened (or made) under
+ * it, then the lock let go for the write(2), so that a disk that holds the
+ * write up holds up nothing else, and the writes of one file reach its
+ * chunk files several at a time.  What changes the layout (a write past
+ * the end that must first make the gap read as zeros, turning an inline
+ * file into chunks) waits for the I/O under way first; a write that starts
+ * at or below the end of the writes under way (in->io_end: the file's next
+ * write in a sequential stream) needs no such wait.
+ */
 static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fuse_bufvec *src,
 			size_t size, off_t soff, const struct fs_caller *kill)
 {
@@ -330,13 +374,10 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		return rc;
 	}
 	char *copy = NULL;
+	bool waiting = true, begun = false;
 	inode_lock(fs, in);
 	order_wait(fs, ino, off);
-	iogate_drain(fs, in); /* then no read is under way: none until we unlock */
-	if (in->gone) {
-		rc = -EIO;
-		goto out;
-	}
+	in->io_wwait++; /* no new read begins meanwhile (iogate.c) */
 	/* With FUSE_HANDLE_KILLPRIV_V2 the kernel leaves these to us. */
 	if (kill) {
 		inode_kill_suidgid(&in->rec, kill);
@@ -345,33 +386,54 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 	if (__atomic_load_n(&fs->killpriv_v2, __ATOMIC_ACQUIRE) &&
 	    (rc = xattr_drop_capability(fs, in)))
 		goto out;
-	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
-		if (off + size <= fs->info.inline_max) {
-			if (src) { /* inline data goes to the store: bring it to memory */
-				copy = malloc(size ? size : 1);
-				if (!copy) {
-					rc = -ENOMEM;
-					goto out;
-				}
-				struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
-				dst.buf[0].mem = copy;
-				ssize_t got = fuse_buf_copy(&dst, src, 0);
-				if (got != (ssize_t)size) {
-					rc = got < 0 ? (int)got : -EIO;
-					goto out;
-				}
-				buf = copy;
-			}
-			rc = inline_write(fs, in, buf, size, off);
-			if (!rc)
-				rc = (int)size;
+	for (;;) {
+		if (in->gone) {
+			rc = -EIO;
 			goto out;
 		}
-		if ((rc = data_to_chunked(fs, in)))
-			goto out;
+		if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
+			iogate_drain(fs, in);
+			if (off + size <= fs->info.inline_max) {
+				if (src) { /* inline data goes to the store: bring it to memory */
+					copy = malloc(size ? size : 1);
+					if (!copy) {
+						rc = -ENOMEM;
+						goto out;
+					}
+					struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+					dst.buf[0].mem = copy;
+					ssize_t got = fuse_buf_copy(&dst, src, 0);
+					if (got != (ssize_t)size) {
+						rc = got < 0 ? (int)got : -EIO;
+						goto out;
+					}
+					buf = copy;
+				}
+				rc = inline_write(fs, in, buf, size, off);
+				if (!rc)
+					rc = (int)size;
+				goto out;
+			}
+			if ((rc = data_to_chunked(fs, in)))
+				goto out;
+		}
+		if (off > in->rec.size && off > in->io_end) {
+			iogate_drain(fs, in);
+			if (off > in->rec.size && (rc = data_zero_gap(fs, in, in->rec.size, off)))
+				goto out;
+		}
+		if (iogate_try_begin(fs, in, true))
+			break;
+		/* Reads under way, or a truncate, say, waiting for the I/O
+		 * under way: this write looks again after them. */
+		iogate_wait(fs, in);
 	}
-	if (off > in->rec.size && (rc = data_zero_gap(fs, in, in->rec.size, off)))
-		goto out;
+	iogate_unwait(fs, in);
+	waiting = false;
+	begun = true;
+	uint64_t size_before = in->rec.size;
+	if (off + size > in->io_end)
+		in->io_end = off + size;
 	uint64_t cs = fs->info.chunk_size;
 	size_t done = 0;
 	bool made_past = false; /* this write created a chunk past the size */
@@ -384,34 +446,43 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 			n = (size_t)(cs - within);
 		struct chunk_fd *c;
 		bool created;
-		section_release(fs, mark); /* the previous chunk's */
 		if ((rc = chunk_open(fs, in, chunk, CHUNK_CREATE, &c, &created)))
 			break;
 		made_past |= created && chunk * cs >= in->rec.size;
+		int dfd = within % DIRECT_ALIGN == 0 && n % DIRECT_ALIGN == 0 ? direct_fd(fs, in, c) : -1;
+		uint32_t disk = chunk_disk(fs, in->ino, chunk); /* inside its gate */
+		/* On its way: the next write of a sequential stream may go. */
+		order_leave(fs, slot, ino);
+		slot = -1;
+		iogate_out(fs, in, c);
 		size_t went = 0;
-		if (within % DIRECT_ALIGN == 0 && n % DIRECT_ALIGN == 0) {
-			int dfd = direct_fd(fs, in, c);
-			if (dfd >= 0) {
-				ssize_t w = put_direct(fs, dfd, buf ? buf + done : NULL, src, n,
-						       (off_t)within);
-				if (w < 0) {
-					rc = (int)w;
-					break;
-				}
+		int err = 0;
+		if (dfd >= 0) {
+			ssize_t w = put_direct(fs, dfd, buf ? buf + done : NULL, src, n, (off_t)within);
+			if (w < 0)
+				err = (int)w;
+			else
 				went = (size_t)w;
-			}
 		}
-		if (went < n && (rc = put_bytes(c->fd, buf, src, done + went, n - went,
-						(off_t)(within + went))))
-			break;
-		stats_write(fs, chunk_disk(fs, in->ino, chunk), c, within, n);
-		chunk_account(in, c);
-		if ((rc = chunk_mark_dirty(in, chunk)))
-			break;
+		if (!err && went < n)
+			err = put_bytes(c->fd, buf, src, done + went, n - went, (off_t)(within + went));
+		struct stat st;
+		bool counted = !err && fstat(c->fd, &st) == 0;
 		/* A chunk written to its end goes to the disk now, in order,
 		 * rather than all at once at fsync or under memory pressure. */
-		if (within + n == cs)
+		if (!err && within + n == cs)
 			(void)sync_file_range(c->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
+		section_release(fs, mark); /* the innermost lock (gate.c) */
+		iogate_back(fs, in, c);
+		if (err) {
+			rc = err;
+			break;
+		}
+		stats_write(fs, disk, c, within, n);
+		if (counted)
+			chunk_account_blocks(in, c, (uint64_t)st.st_blocks);
+		if ((rc = chunk_mark_dirty(in, chunk)))
+			break;
 		done += n;
 	}
 	section_release(fs, mark);
@@ -422,17 +493,17 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		in->dirty = true;
 		rc = (int)done; /* a short write reports what reached the disk */
 	}
-	if (made_past && done < size) {
-		/* A failed write (a full or failing disk) leaves no chunk past
-		 * the size it reached: such a chunk is never read, and fsck
-		 * would report it. */
-		uint64_t keep = in->rec.size / cs + (in->rec.size % cs != 0);
-		int r2 = chunk_drop(fs, in, keep, UINT64_MAX, UINT64_MAX);
-		if (r2)
-			fs_logf(fs, "inode %llu: dropping chunks past the size after a failed write: %s",
-				(unsigned long long)ino, strerror(-r2));
+	iogate_end(fs, in, true);
+	begun = false;
+	if (done < size) {
+		iogate_drain(fs, in);
+		write_failed(fs, in, off + done, off + size, size_before, made_past);
 	}
 out:
+	if (waiting)
+		iogate_unwait(fs, in);
+	if (begun)
+		iogate_end(fs, in, true);
 	order_leave(fs, slot, ino);
 	inode_unlock(fs, in);
 	inode_put(fs, in);
@@ -472,7 +543,7 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 	inode_lock(fs, in);
 	/* No write, truncate or other change of the layout until iogate_end,
 	 * and each chunk's read(2) with the lock let go (iogate.c). */
-	iogate_begin(fs, in);
+	iogate_begin_read(fs, in);
 	if (off >= in->rec.size)
 		goto out;
 	if (size > in->rec.size - off)
@@ -556,7 +627,7 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 	*got = done;
 out:
 	section_release(fs, 0);
-	iogate_end(fs, in);
+	iogate_end(fs, in, false);
 	inode_unlock(fs, in);
 	inode_put(fs, in);
 	return rc;
@@ -731,6 +802,9 @@ int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)
 	if (!in)
 		return rc;
 	inode_lock(fs, in);
+	/* A write under way may be making a chunk longer: the length fsync
+	 * records as durable must be one fdatasync covered. */
+	iogate_drain(fs, in);
 	rc = chunk_sync_dirty(fs, in);
 	if (!rc) {
 		(void)datasync; /* the record carries the size: always written */

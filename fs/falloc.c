@@ -64,7 +64,7 @@ static int punch_chunk(void *ctx, uint64_t chunk, uint64_t durable)
 	return rc == -ENOENT ? 0 : rc;
 }
 
-static int punch_hole(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end)
+int data_punch(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end)
 {
 	struct inode_rec *r = &in->rec;
 	if (off >= r->size)
@@ -233,7 +233,7 @@ int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t soff, off_t slen,
 		goto out;
 	}
 	if (mode & FALLOC_FL_PUNCH_HOLE)
-		rc = punch_hole(fs, in, off, end);
+		rc = data_punch(fs, in, off, end);
 	else
 		rc = allocate(fs, in, mode, off, end);
 	if (rc)

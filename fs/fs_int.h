@@ -7,8 +7,8 @@
  *                   orphans) is serialized here, so check-then-act is atomic;
  *   inode stripe    fs->ilock[ino % ILOCKS]: an inode's attributes, data and
  *                   chunk fds; taken after ns_lock, at most two at once
- *                   (rename/link take them in stripe order); a read lets
- *                   it go for each chunk's read(2) (iogate.c);
+ *                   (rename/link take them in stripe order); a read or
+ *                   write lets it go for each chunk's I/O (iogate.c);
  *   fs->itab_lock   the in-memory inode table and reference counts only;
  *                   held briefly, never across I/O.
  * The store has its own locks; store calls are made under the above.
@@ -61,7 +61,7 @@ struct chunk_fd {
 	bool writable;          /* fd opened O_RDWR (reads open O_RDONLY) */
 	uint64_t durable;       /* the record's length: bytes fsync made durable */
 	uint64_t stamp;         /* LRU */
-	uint32_t pins;          /* reads of it outside the inode's lock (iogate.c):
+	uint32_t pins;          /* I/O on it outside the inode's lock (iogate.c):
 				   not closed, evicted or reopened while > 0 */
 };
 
@@ -176,8 +176,13 @@ struct fs_inode {
 	 * rmdir after its files went need not step over their deletions in
 	 * the store.  Any other inode: -1. */
 	int64_t nentries;
-	uint32_t io_ops;        /* reads under way (iogate.c) */
+	uint32_t io_ops;        /* reads and chunk writes under way (iogate.c) */
+	uint32_t io_writes;     /* the writes of them */
+	uint32_t io_wwait;      /* writes waiting to begin */
+	uint32_t io_rwait;      /* reads waiting to begin */
+	bool io_turn_read;      /* both waiting: the reads go next */
 	uint32_t io_drain;      /* layout changes waiting for them */
+	uint64_t io_end;        /* the end of the writes under way (data.c) */
 	struct inode_rec rec;
 	struct inode_data *data;
 	struct fs_inode *hnext;
@@ -347,12 +352,17 @@ struct fs {
 	void *log_ctx;
 };
 
-/* iogate.c, all under the inode's lock: a read is one iogate_begin ..
- * iogate_end, and lets the lock go for a chunk's read(2) between
- * iogate_out and iogate_back (slot c pinned); a change of the file's
- * layout calls iogate_drain first; iogate_wait waits for a pin to go. */
-void iogate_begin(struct fs *fs, struct fs_inode *in);
-void iogate_end(struct fs *fs, struct fs_inode *in);
+/* iogate.c, all under the inode's lock: a read or a chunk write is one
+ * iogate_begin .. iogate_end (a write counts itself in io_wwait until
+ * iogate_try_begin takes it, then iogate_unwait), and lets the lock go for
+ * a chunk's I/O
+ * between iogate_out and iogate_back (slot c pinned); a change of the
+ * file's layout calls iogate_drain first; iogate_wait waits for a pin or
+ * a drain to go. */
+bool iogate_try_begin(struct fs *fs, struct fs_inode *in, bool write);
+void iogate_unwait(struct fs *fs, struct fs_inode *in);
+void iogate_begin_read(struct fs *fs, struct fs_inode *in);
+void iogate_end(struct fs *fs, struct fs_inode *in, bool write);
 void iogate_drain(struct fs *fs, struct fs_inode *in);
 void iogate_out(struct fs *fs, struct fs_inode *in, struct chunk_fd *c);
 void iogate_back(struct fs *fs, struct fs_inode *in, struct chunk_fd *c);
@@ -535,6 +545,8 @@ int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *attr,
 /* falloc.c; caller: who asks (an unprivileged one loses setuid). */
 int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
 		 off_t len, const struct fs_caller *caller);
+/* Make [off, end) of the file read as zeros (under its lock, drained). */
+int data_punch(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end);
 int fs_fsync(struct fs *fs, uint64_t ino, bool datasync);
 int fs_fsyncdir(struct fs *fs, uint64_t ino);
 int fs_statfs(struct fs *fs, struct statvfs *out);
@@ -675,8 +687,10 @@ struct inode_data *chunk_data_of(struct fs_inode *in);
  * section_release with a mark taken before. */
 int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_access access,
 	       struct chunk_fd **out, bool *created);
-/* Keep rec.blocks in step with what the chunk file holds now. */
+/* Keep rec.blocks in step with what the chunk file holds now (its
+ * st_blocks, read by the caller outside the lock: _blocks). */
 void chunk_account(struct fs_inode *in, struct chunk_fd *c);
+void chunk_account_blocks(struct fs_inode *in, struct chunk_fd *c, uint64_t st_blocks);
 /* Remember that chunk was written since the last fsync. */
 int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk);
 /* Put the inode's `G` mark into b, or at once (b NULL), unless there. */

@@ -13,7 +13,9 @@
  * inode's lock it yields to a registered write to the same inode that
  * starts below it and ends at most ORDER_WINDOW before it (its predecessor
  * in the train, give or take a few clean pages), waiting on the stripe's
- * condition variable.  Streams further apart in one file (a log and its
+ * condition variable.  A write leaves when its data goes out to its chunk
+ * file (data.c lets the inode's lock go for the write(2), iogate.c), or at
+ * its end, so that the train goes out in order, several writes at a time.  Streams further apart in one file (a log and its
  * data region) do not wait for each other.  The registered write with
  * the lowest offset never waits, so someone always makes progress; a wait
  * is still bounded (ORDER_WAIT_MS, fs->order.wait_ms) because a registered write may be held

@@ -28,11 +28,15 @@
  *                              answering), then reads as usual
  *   stall statfs               statfs() blocks for as long as the rule is
  *                              there
+ *   stall-write .lsmfs/sections/5/17.0
+ *                              write() of this file blocks for as long as
+ *                              the rule is there, then writes as usual
  *
  * RULEFILE may be missing (no rules) and may change while mounted: it is
  * stat()ed at each read and opendir and read again when its inode, size,
  * mtime or ctime changed.  Replacing it with rename() is the cleanest.
- * Writes always pass through; only reads fail.
+ * Writes always pass through (held up only by stall-write); only reads
+ * fail.
  *
  * Every read reaches the daemon (direct_io, no attribute or entry cache),
  * so a rule applies from the next read on.  O_DIRECT is dropped when the
@@ -180,7 +184,7 @@ static bool under(const char *rel, const char *dir, size_t n)
 }
 
 /* What is done to rel, for rules_fail. */
-enum doing { READ, OPENDIR, READDIR, STALL };
+enum doing { READ, OPENDIR, READDIR, STALL, STALL_WRITE };
 
 /* Whether doing that to rel (relative to SOURCE) fails. */
 static bool rules_fail(const char *rel, enum doing what)
@@ -196,7 +200,9 @@ static bool rules_fail(const char *rel, enum doing what)
 
 		if (!strncmp(r, "stall ", 6))
 			bad = what == STALL && !strcmp(rel, r + 6);
-		else if (what == STALL)
+		else if (!strncmp(r, "stall-write ", 12))
+			bad = what == STALL_WRITE && !strcmp(rel, r + 12);
+		else if (what == STALL || what == STALL_WRITE)
 			bad = false;
 		else if (n >= 2 && !strcmp(r + n - 2, "/+"))
 			bad = what == READDIR && strlen(rel) == n - 2 &&
@@ -411,6 +417,8 @@ static int eio_read(const char *path, char *buf, size_t size, off_t off,
 static int eio_write(const char *path, const char *buf, size_t size,
 		     off_t off, struct fuse_file_info *fi)
 {
+	while (path && rules_fail(rel(path), STALL_WRITE))
+		usleep(20000);
 	ssize_t n = pwrite(fi->fh, buf, size, off);
 
 	return n < 0 ? -errno : (int)n;

@@ -23,7 +23,8 @@
 # seconds; then the rule goes, the dd reads the right bytes, and fsck is
 # clean.  Before, the read held the file's stripe lock across the read(2):
 # the stat, any create landing on the stripe, and then (under the
-# namespace lock) every create waited for the disk.
+# namespace lock) every create waited for the disk.  Third, the same for a
+# chunk write held up by its disk ("stall-write").
 NAME=test_stall
 # shellcheck source=tests/disk/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -85,6 +86,14 @@ done
 umount_wait "$D0:$D1" || fail "unmount"
 "$FSCK" -n "$D0:$D1" > "$T/fsck.out" 2>&1 || fail "fsck after the stall: $(cat "$T/fsck.out")"
 
+# The first chunk of inode INO under disk directory DIR, and its path there.
+first_chunk() { # DIR INO
+	(cd "$1" && find .lsmfs/sections -type f -name "$2.*" | sed 's/.*\.//' | sort -n | head -n1)
+}
+chunk_path() { # DIR INO CHUNK
+	(cd "$1" && find .lsmfs/sections -type f -name "$2.$3" | sed 's|^\./||')
+}
+
 # Part two: a stalled chunk read.  Small chunks, so that the file has
 # chunks on both disks; mounted again, so that nothing of it is cached.
 rm -rf "${D0:?}"/* "${D0:?}"/.lsmfs "${S1:?}"/.lsmfs
@@ -96,10 +105,9 @@ umount_wait "$D0:$D1" || fail "unmount 2"
 mount_fg "$T/lsmfs3.log" "$D0:$D1" || { echo "$NAME: mount 3 failed: $(cat "$T/lsmfs3.log")" >&2; exit 1; }
 ino=$(stat -c %i "$M/f1")
 # The first chunk of f1 on the eiofs disk, and one on the other disk.
-c1=$(cd "$S1" && find .lsmfs/sections -type f -name "$ino.*" | sed 's/.*\.//' | sort -n | head -n1)
-c0=$(cd "$D0" && find .lsmfs/sections -type f -name "$ino.*" | sed 's/.*\.//' | sort -n | head -n1)
+c1=$(first_chunk "$S1" "$ino") c0=$(first_chunk "$D0" "$ino")
 [[ -n $c1 && -n $c0 ]] || fail "f1 has no chunk on one of the disks (d1: '$c1', d0: '$c0')"
-rel=$(cd "$S1" && find .lsmfs/sections -type f -name "$ino.$c1" | sed 's|^\./||')
+rel=$(chunk_path "$S1" "$ino" "$c1")
 # A request the daemon has taken cannot be interrupted (the kernel waits
 # for its answer), so each step runs in the background and is given up
 # on after 10 s; the rule's removal at the end lets the stragglers finish.
@@ -113,18 +121,32 @@ bstep() { # WHAT CMD...
 		sleep 0.05
 	done
 	if kill -0 "$pid" 2>/dev/null; then
-		fail "$what: held up behind the stalled chunk read"
+		fail "$what: held up behind the stalled chunk I/O"
 		stragglers+=("$pid")
 	elif ! wait "$pid"; then
 		fail "$what: failed"
 	fi
 }
-stragglers=()
-echo "stall $rel" > "$RULES"
-dd if="$M/f1" of="$T/c1.got" bs=65536 skip="$c1" count=1 iflag=direct status=none &
-ddpid=$!
-sleep 1
-kill -0 "$ddpid" 2>/dev/null || fail "the read of chunk $c1 did not wait for the stalled disk"
+# RULE in place, CMD in the background (its pid in $held), still waiting a
+# second later; unstall takes the rule away and waits for everything.
+stall() { # RULE WHAT CMD...
+	local rule=$1 what=$2
+	shift 2
+	stragglers=()
+	echo "$rule" > "$RULES"
+	"$@" &
+	held=$!
+	sleep 1
+	kill -0 "$held" 2>/dev/null || fail "$what did not wait for the stalled disk"
+}
+unstall() { # WHAT
+	kill -0 "$held" 2>/dev/null || fail "$1 finished while its disk was stalled"
+	: > "$RULES"
+	for p in "${stragglers[@]}"; do wait "$p"; done
+	wait "$held" || fail "$1 after the stall"
+}
+stall "stall $rel" "the read of chunk $c1" \
+	dd if="$M/f1" of="$T/c1.got" bs=65536 skip="$c1" count=1 iflag=direct status=none
 bstep "stat of the file being read" stat "$M/f1"
 bstep "read of its chunk on the other disk" sh -c \
 	"dd if='$M/f1' of='$T/c0.got' bs=65536 skip=$c0 count=1 iflag=direct status=none"
@@ -135,13 +157,39 @@ bstep "rename of the file being read" mv "$M/f1" "$M/f1b"
 bstep "listing" ls -l "$M"
 bstep "unlink of the file being read" rm "$M/f1b"
 bstep "unlink of 300" sh -c "rm '$M'/g*"
-kill -0 "$ddpid" 2>/dev/null || fail "the read of chunk $c1 answered while its disk was stalled"
-: > "$RULES"
-for p in "${stragglers[@]}"; do wait "$p"; done
-wait "$ddpid" || fail "the read of chunk $c1 after the stall"
+unstall "the read of chunk $c1"
 cmp -s "$T/c1.got" <(dd if="$T/f1" bs=65536 skip="$c1" count=1 status=none) ||
 	fail "chunk $c1 read wrong after the stall"
 umount_wait "$D0:$D1" || fail "unmount 3"
 "$FSCK" -n "$D0:$D1" > "$T/fsck.out" 2>&1 || fail "fsck after the chunk stall: $(cat "$T/fsck.out")"
+
+# Part three: a stalled chunk write ("stall-write <chunk file>").  While a
+# direct write of f2's chunk on the eiofs disk waits, a stat of f2, 300
+# creates, a 1 MiB file written and read back, a rename and a listing must
+# each finish within seconds; then the write is in f2.  (The kernel itself
+# holds f2's inode lock across a direct write, so other writes and renames
+# of f2 wait for the disk in the kernel, as on any filesystem.)
+mount_fg "$T/lsmfs4.log" "$D0:$D1" || { echo "$NAME: mount 4 failed: $(cat "$T/lsmfs4.log")" >&2; exit 1; }
+cp "$T/f1" "$M/f2"
+ino=$(stat -c %i "$M/f2")
+c1=$(first_chunk "$S1" "$ino")
+[[ -n $c1 ]] || fail "f2 has no chunk on the eiofs disk"
+rel=$(chunk_path "$S1" "$ino" "$c1")
+head -c 65536 /dev/urandom > "$T/w1"
+head -c 1048576 /dev/urandom > "$T/g"
+stall "stall-write $rel" "the write of chunk $c1" \
+	dd if="$T/w1" of="$M/f2" bs=65536 seek="$c1" count=1 oflag=direct conv=notrunc status=none
+bstep "stat of the file being written" stat "$M/f2"
+bstep "300 creates" sh -c "for i in \$(seq 300); do : > '$M'/h\$i || exit 1; done"
+bstep "a 1 MiB file written and read back" sh -c "cp '$T/g' '$M/g' && cmp '$T/g' '$M/g'"
+bstep "rename of another file" mv "$M/g" "$M/g2"
+bstep "listing" ls -l "$M"
+bstep "unlink of 300" sh -c "rm '$M'/h*"
+unstall "the write of chunk $c1"
+cmp -s "$T/w1" <(dd if="$M/f2" bs=65536 skip="$c1" count=1 status=none) ||
+	fail "chunk $c1 of f2 does not hold the stalled write"
+cmp -s "$T/g" "$M/g2" || fail "g2 reads wrong after the stall"
+umount_wait "$D0:$D1" || fail "unmount 4"
+"$FSCK" -n "$D0:$D1" > "$T/fsck.out" 2>&1 || fail "fsck after the write stall: $(cat "$T/fsck.out")"
 ((fails == 0)) || exit 1
 say "ok"

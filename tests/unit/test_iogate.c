@@ -1,20 +1,25 @@
 /*
- * test_iogate.c: reads outside the inode's lock (fs/iogate.c) against
- * writes, truncates and each other, on one file, with no kernel between.
+ * test_iogate.c: reads and writes outside the inode's lock (fs/iogate.c)
+ * against truncates, fsyncs and each other, on one file, with no kernel
+ * between.
  *
  * A filesystem over two directories (chunks of 4 KiB, so that one read
  * spans more chunks than an inode caches fds for, and readers evict each
  * other's slots) is opened in this process as the daemon opens it.  For a
  * few seconds, on one file of 64 chunks:
  *   - 3 readers read random ranges of 1 to 12 chunks at random offsets;
- *   - a writer writes 1 to 3 whole chunks at a time, each chunk with one
- *     new version's bytes;
+ *   - 2 writers, one in each half of the file, write groups of 3 whole
+ *     chunks, each write with one new version's bytes;
  *   - a truncater cuts the file to a random whole number of chunks, or
- *     makes it longer (a hole), now and then.
+ *     makes it longer (a hole), now and then;
+ *   - an fsync every few milliseconds (it records the chunks' durable
+ *     lengths, which a write under way must not run ahead of).
  * Every chunk a read returns must be one version's bytes for that chunk or
- * zeros, never a mix, and no read may fail: a truncate or write meeting a
+ * zeros, never a mix, and the chunks of a group one version or zeros (a
+ * read sees a write whole or not at all), and no read may fail: a truncate or write meeting a
  * read in flight would show as torn chunks, or as a read failing on an fd
- * closed under it.  Each read outside the lock pauses 200 us first
+ * closed under it, or as EIO (a chunk shorter than the length an fsync
+ * recorded as durable).  Each read outside the lock pauses 200 us first
  * (fs->io_delay_us), as on a slow disk, so that such meetings happen.  The kernel serializes most of this itself
  * (FUSE truncates wait for writes); the daemon must not depend on it.
  *
@@ -37,7 +42,8 @@
 #include <unistd.h>
 
 #define CS 4096u
-#define NCHUNKS 64u
+#define NCHUNKS 60u
+#define GROUP 3u /* chunks a write covers: one version */
 #define READERS 3
 #define SECS 5
 
@@ -74,22 +80,23 @@ static unsigned char inverse(unsigned char a) /* of an odd a, mod 256 */
 	return x;
 }
 
-/* Is p[0..n) (offsets j0.. of chunk) zeros or one version's bytes? */
-static bool chunk_ok(const unsigned char *p, size_t n, uint64_t chunk, uint32_t j0)
+/* p[0..n) (offsets j0.. of chunk): -1 for zeros, the version mod 256 of
+ * its bytes, or -2 for neither (torn). */
+static int chunk_version(const unsigned char *p, size_t n, uint64_t chunk, uint32_t j0)
 {
 	bool zeros = true;
 	for (size_t i = 0; i < n && zeros; i++)
 		zeros = p[i] == 0;
 	if (zeros)
-		return true;
+		return -1;
 	/* The first byte gives v mod 256 (2 j0 + 1 is odd); the rest must
 	 * agree with it. */
 	unsigned char base = (unsigned char)(p[0] - chunk * 7u);
 	uint32_t v = (unsigned char)(base * inverse((unsigned char)(2 * j0 + 1)));
 	for (size_t i = 0; i < n; i++)
 		if (p[i] != byte_of(v, chunk, j0 + (uint32_t)i))
-			return false;
-	return true;
+			return -2;
+	return (int)v;
 }
 
 static uint64_t rnd(unsigned *seed, uint64_t n)
@@ -109,13 +116,27 @@ static void *reader(void *arg)
 		int rc = fs_read(fs, ino, (char *)buf, len, (off_t)off, &got);
 		if (rc)
 			die("read of %zu at %llu: %s", len, (unsigned long long)off, strerror(-rc));
+		/* Each chunk zeros or one version's bytes; the chunks of one
+		 * group that are not zeros, one version (a write covers a
+		 * group whole; a truncate leaves zeros at a group's end). */
+		int group_v = -1;
 		for (size_t done = 0; done < got;) {
 			uint64_t pos = off + done;
 			uint32_t j0 = (uint32_t)(pos % CS);
+			uint64_t chunk = pos / CS;
 			size_t n = CS - j0 < got - done ? CS - j0 : got - done;
-			if (!chunk_ok(buf + done, n, pos / CS, j0))
+			int v = chunk_version(buf + done, n, chunk, j0);
+			if (v == -2)
 				die("read at %llu: chunk %llu is torn (bytes %u..%zu)",
-				    (unsigned long long)off, (unsigned long long)(pos / CS), j0, j0 + n);
+				    (unsigned long long)off, (unsigned long long)chunk, j0, j0 + n);
+			if (chunk % GROUP == 0 || done == 0)
+				group_v = -1;
+			if (v >= 0 && group_v >= 0 && v != group_v)
+				die("read at %llu: chunk %llu has version %d, its group's first %d: "
+				    "a write seen half done", (unsigned long long)off,
+				    (unsigned long long)chunk, v, group_v);
+			if (v >= 0)
+				group_v = v;
 			done += n;
 		}
 		atomic_fetch_add(&nreads, 1);
@@ -124,12 +145,17 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+/* Writer 0 writes in the first half of the file, writer 1 in the second:
+ * writes of one file go on together, as the kernel's do, never on the
+ * same bytes at once. */
 static void *writer(void *arg)
 {
-	unsigned seed = (unsigned)(uintptr_t)arg;
-	unsigned char *buf = malloc(3 * CS);
+	int id = (int)(uintptr_t)arg;
+	unsigned seed = 100u + (unsigned)id;
+	uint64_t base = id * (NCHUNKS / 2);
+	unsigned char *buf = malloc(GROUP * CS);
 	while (!atomic_load(&stop)) {
-		uint64_t first = rnd(&seed, NCHUNKS - 2), n = 1 + rnd(&seed, 3);
+		uint64_t first = base + GROUP * rnd(&seed, NCHUNKS / 2 / GROUP), n = GROUP;
 		uint32_t v = atomic_fetch_add(&version, 1);
 		for (uint64_t c = 0; c < n; c++)
 			for (uint32_t j = 0; j < CS; j++)
@@ -141,6 +167,18 @@ static void *writer(void *arg)
 		atomic_fetch_add(&nwrites, 1);
 	}
 	free(buf);
+	return NULL;
+}
+
+static void *syncer(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		int rc = fs_fsync(fs, ino, false);
+		if (rc)
+			die("fsync: %s", strerror(-rc));
+		usleep(3000);
+	}
 	return NULL;
 }
 
@@ -191,14 +229,16 @@ int main(int argc, char **argv)
 	 * disk: a write or truncate that did not wait for it would meet it. */
 	fs->io_delay_us = 200;
 
-	pthread_t t[READERS + 2];
+	pthread_t t[READERS + 4];
 	for (int i = 0; i < READERS; i++)
 		pthread_create(&t[i], NULL, reader, (void *)(uintptr_t)(i + 1));
-	pthread_create(&t[READERS], NULL, writer, (void *)(uintptr_t)100);
-	pthread_create(&t[READERS + 1], NULL, truncater, (void *)(uintptr_t)200);
+	pthread_create(&t[READERS], NULL, writer, (void *)(uintptr_t)0);
+	pthread_create(&t[READERS + 1], NULL, writer, (void *)(uintptr_t)1);
+	pthread_create(&t[READERS + 2], NULL, truncater, (void *)(uintptr_t)200);
+	pthread_create(&t[READERS + 3], NULL, syncer, NULL);
 	sleep(SECS);
 	atomic_store(&stop, true);
-	for (int i = 0; i < READERS + 2; i++)
+	for (int i = 0; i < READERS + 4; i++)
 		pthread_join(t[i], NULL);
 	if (atomic_load(&nreads) < 100 || atomic_load(&nwrites) < 10 || atomic_load(&ntruncs) < 10)
 		die("too little done to tell: %lu reads, %lu writes, %lu truncates",
