@@ -15,8 +15,9 @@
  * in the train, give or take a few clean pages), waiting on the stripe's
  * condition variable.  A write leaves when its data goes out to its chunk
  * file (data.c lets the inode's lock go for the write(2), iogate.c), or at
- * its end, so that the train goes out in order, several writes at a time.  Streams further apart in one file (a log and its
- * data region) do not wait for each other.  The registered write with
+ * its end, so that the train goes out in order, several writes at a time.
+ * Streams further apart in one file (a log and its data region) do not
+ * wait for each other.  The registered write with
  * the lowest offset never waits, so someone always makes progress; a wait
  * is still bounded (ORDER_WAIT_MS, fs->order.wait_ms) because a registered write may be held
  * up elsewhere (a stalled disk) and order is an optimisation, not a rule.
