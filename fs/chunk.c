@@ -305,7 +305,7 @@ again:
 			victim = c;
 	}
 	if (!victim || victim->pins) {
-		/* Its slot, or every slot, is in a read outside the lock
+		/* Its slot, or every slot, is in I/O outside the lock
 		 * (iogate.c): wait for one, outside the section's gate. */
 		section_release(fs, mark);
 		iogate_wait(fs, in);

@@ -350,11 +350,10 @@ static void write_failed(struct fs *fs, struct fs_inode *in, uint64_t from, uint
  * data goes out of the lock (iogate.c): each chunk opened (or made) under
  * it, then the lock let go for the write(2), so that a disk that holds the
  * write up holds up nothing else, and the writes of one file reach its
- * chunk files several at a time.  What changes the layout (a write past
- * the end that must first make the gap read as zeros, turning an inline
- * file into chunks) waits for the I/O under way first; a write that starts
- * at or below the end of the writes under way (in->io_end: the file's next
- * write in a sequential stream) needs no such wait.
+ * chunk files several at a time.  A write past the end, which must first
+ * make the gap read as zeros, waits for the I/O under way first; a write
+ * that starts at or below the end of the writes under way (in->io_end: the
+ * file's next write in a sequential stream) needs no such wait.
  */
 static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fuse_bufvec *src,
 			size_t size, off_t soff, const struct fs_caller *kill)
@@ -374,7 +373,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		return rc;
 	}
 	char *copy = NULL;
-	bool waiting = true, begun = false;
+	bool waiting = true; /* counted in io_wwait, not yet begun */
 	inode_lock(fs, in);
 	order_wait(fs, ino, off);
 	in->io_wwait++; /* no new read begins meanwhile (iogate.c) */
@@ -391,8 +390,9 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 			rc = -EIO;
 			goto out;
 		}
+		/* An inline file has no I/O out: its reads never let the lock
+		 * go, and only a drained truncate makes a file inline again. */
 		if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
-			iogate_drain(fs, in);
 			if (off + size <= fs->info.inline_max) {
 				if (src) { /* inline data goes to the store: bring it to memory */
 					copy = malloc(size ? size : 1);
@@ -430,7 +430,6 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 	}
 	iogate_unwait(fs, in);
 	waiting = false;
-	begun = true;
 	uint64_t size_before = in->rec.size;
 	if (off + size > in->io_end)
 		in->io_end = off + size;
@@ -494,7 +493,6 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		rc = (int)done; /* a short write reports what reached the disk */
 	}
 	iogate_end(fs, in, true);
-	begun = false;
 	if (done < size) {
 		iogate_drain(fs, in);
 		write_failed(fs, in, off + done, off + size, size_before, made_past);
@@ -502,8 +500,6 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 out:
 	if (waiting)
 		iogate_unwait(fs, in);
-	if (begun)
-		iogate_end(fs, in, true);
 	order_leave(fs, slot, ino);
 	inode_unlock(fs, in);
 	inode_put(fs, in);

@@ -222,7 +222,7 @@ int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t soff, off_t slen,
 	if (!in)
 		return rc;
 	inode_lock(fs, in);
-	iogate_drain(fs, in); /* no read under way while the layout changes */
+	iogate_drain(fs, in); /* no I/O under way while the layout changes */
 	struct inode_rec *r = &in->rec;
 	if (!S_ISREG(r->mode)) {
 		rc = S_ISDIR(r->mode) ? -EISDIR : -ENODEV;

@@ -249,7 +249,7 @@ struct fs {
 	pthread_mutex_t ns_lock;
 	pthread_mutex_t ilock[ILOCKS];
 	pthread_cond_t iocv[ILOCKS]; /* by stripe, with ilock (iogate.c) */
-	int io_delay_us;             /* tests: a pause before each read outside it */
+	int io_delay_us;             /* tests: a pause before each I/O outside it */
 	struct write_order order;
 
 	pthread_mutex_t itab_lock;
@@ -352,12 +352,12 @@ struct fs {
 	void *log_ctx;
 };
 
-/* iogate.c, all under the inode's lock: a read or a chunk write is one
- * iogate_begin .. iogate_end (a write counts itself in io_wwait until
- * iogate_try_begin takes it, then iogate_unwait), and lets the lock go for
- * a chunk's I/O
- * between iogate_out and iogate_back (slot c pinned); a change of the
- * file's layout calls iogate_drain first; iogate_wait waits for a pin or
+/* iogate.c, all under the inode's lock: a read is under way from
+ * iogate_begin_read, a chunk write from iogate_try_begin (it counts itself
+ * in io_wwait until then, and takes itself out with iogate_unwait), each
+ * until iogate_end; it lets the lock go for a chunk's I/O between
+ * iogate_out and iogate_back (slot c pinned).  A change of the file's
+ * layout calls iogate_drain first; iogate_wait waits for a pin, a turn or
  * a drain to go. */
 bool iogate_try_begin(struct fs *fs, struct fs_inode *in, bool write);
 void iogate_unwait(struct fs *fs, struct fs_inode *in);

@@ -11,7 +11,8 @@
  * chunk's I/O under the lock (the chunk opened, its fd slot pinned), lets
  * the lock go for the system call, and takes it again to account for it.
  *
- * Between iogate_begin and iogate_end an operation is under way:
+ * From iogate_begin_read or iogate_try_begin to iogate_end an operation
+ * is under way:
  *   - reads go on together, and so do writes (the writes of a file are
  *     ordered by order.c and do not overlap as the kernel sends them);
  *   - reads and writes do not overlap each other, so that a read returns
@@ -20,12 +21,11 @@
  *     they take turns (io_turn_read), so that neither a stream of writes
  *     (the kernel's writeback) nor one of reads holds the other off;
  *   - a change of the file's layout (a truncate, an fallocate, a write
- *     past the end that zeroes the gap first, the first write that makes
- *     an inline file chunked, fsync's durable lengths, the last release)
- *     drains first: it waits, with the lock let go, until nothing is
- *     under way, while nothing new begins.  An operation under way never
- *     waits for a drain or for a waiting operation, so every wait ends
- *     when the operations under way end.
+ *     past the end that zeroes the gap first, fsync's durable lengths, the
+ *     last release) drains first: it waits, with the lock let go, until
+ *     nothing is under way, while nothing new begins.  An operation under
+ *     way never waits for a drain or for a waiting operation, so every
+ *     wait ends when the operations under way end.
  * A pinned slot is neither evicted nor reopened: chunk_open waits for it
  * instead (iogate_wait).
  *
