@@ -197,8 +197,18 @@ int chunk_lost_cut(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t len)
 
 int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t len)
 {
-	if (c->durable <= len)
-		return 0;
+	if (c->durable <= len) {
+		/* The slot may be behind the record: the lengths of an inode
+		 * let go of from memory are recorded without it
+		 * (chunk_record_unsynced). */
+		uint64_t durable = 0;
+		int r = chunk_record_get(fs, ino, c->chunk, &durable, NULL);
+		if (r < 0)
+			return r;
+		if (durable <= len)
+			return 0;
+		c->durable = durable;
+	}
 	uint8_t k[KEY_MAX], v[CHUNK_VAL_LEN];
 	size_t kl = key_chunk(k, ino, c->chunk);
 	chunk_value_encode(len, v);
@@ -853,7 +863,7 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags)
 {
 	/* What it wrote before it was last dropped from memory first. */
 	struct unsynced_inode u;
-	if (fs->nunsynced && take_unsynced(fs, in->ino, &u)) {
+	if (__atomic_load_n(&fs->nunsynced, __ATOMIC_RELAXED) && take_unsynced(fs, in->ino, &u)) {
 		int rc = sync_inode_chunks(fs, in->ino, in, u.dirty, u.ndirty, u.new_sections, u.nnew, wflags);
 		if (rc) {
 			/* Kept for the next fsync or the unmount. */
