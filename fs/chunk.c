@@ -197,8 +197,18 @@ int chunk_lost_cut(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t len)
 
 int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t len)
 {
-	if (c->durable <= len)
-		return 0;
+	if (c->durable <= len) {
+		/* The slot may be behind the record: the lengths of an inode
+		 * let go of from memory are recorded without it
+		 * (chunk_record_unsynced). */
+		uint64_t durable = 0;
+		int r = chunk_record_get(fs, ino, c->chunk, &durable, NULL);
+		if (r < 0)
+			return r;
+		if (durable <= len)
+			return 0;
+		c->durable = durable;
+	}
 	uint8_t k[KEY_MAX], v[CHUNK_VAL_LEN];
 	size_t kl = key_chunk(k, ino, c->chunk);
 	chunk_value_encode(len, v);
@@ -571,13 +581,8 @@ int chunk_any(struct fs *fs, uint64_t ino)
 	return rc < 0 ? rc : any;
 }
 
-/*
- * Inodes dropped from memory with chunks written since their last fsync:
- * their dirty lists went with them, so an fsync after they come back
- * syncs the backing filesystems whole (rare: a file written, evicted,
- * reopened and only then fsynced).  The set is bounded: past
- * UNSYNCED_MAX (fs_int.h) inodes, every disk is synced and the set emptied.
- */
+/* syncfs of every usable disk (errors logged): before many fdatasyncs,
+ * one journal commit that leaves them little to do. */
 static void sync_all_disks(struct fs *fs)
 {
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++)
@@ -589,49 +594,20 @@ static void sync_all_disks(struct fs *fs)
 		}
 }
 
-void chunk_remember_unsynced(struct fs *fs, uint64_t ino)
-{
-	pthread_mutex_lock(&fs->unsynced_lock);
-	bool full = fs->nunsynced == UNSYNCED_MAX;
-	if (!full)
-		fs->unsynced[fs->nunsynced++] = ino;
-	pthread_mutex_unlock(&fs->unsynced_lock);
-	if (full) {
-		/* Everything written so far becomes durable: the set can go,
-		 * then this inode joins the empty set. */
-		sync_all_disks(fs);
-		pthread_mutex_lock(&fs->unsynced_lock);
-		fs->nunsynced = 0;
-		fs->unsynced[fs->nunsynced++] = ino;
-		pthread_mutex_unlock(&fs->unsynced_lock);
-	}
-}
-
-/* Was ino dropped with unsynced chunks?  Takes it out of the set. */
-static bool take_unsynced(struct fs *fs, uint64_t ino)
-{
-	bool found = false;
-	pthread_mutex_lock(&fs->unsynced_lock);
-	for (size_t i = 0; i < fs->nunsynced; i++)
-		if (fs->unsynced[i] == ino) {
-			fs->unsynced[i] = fs->unsynced[--fs->nunsynced];
-			found = true;
-			break;
-		}
-	pthread_mutex_unlock(&fs->unsynced_lock);
-	return found;
-}
 
 /* At most this many chunk files are open at once for one fsync. */
 #define SYNC_WINDOW 64
 
-int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
+/*
+ * fdatasync the chunks of ino in dirty[] (repeats allowed), record the
+ * length each now has durably, then fsync the section directories in
+ * new_sections[] that got new chunk files.  in, when given, is ino in
+ * memory: its cached slots learn the lengths.  Under ino's lock.
+ */
+static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
+			     const uint64_t *dirty, size_t ndirty, const uint64_t *new_sections,
+			     size_t nnew, unsigned wflags)
 {
-	if (fs->unsynced && take_unsynced(fs, in->ino))
-		sync_all_disks(fs); /* what it wrote before it was dropped */
-	struct inode_data *d = in->data;
-	if (!d)
-		return 0;
 	int rc = 0;
 	struct store_batch *lens = store_batch_new();
 	if (!lens)
@@ -640,45 +616,45 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 	 * so that the blocks of its files are allocated in one journal
 	 * transaction; the fdatasyncs then mostly wait.  However many chunks
 	 * are dirty, the descriptors in use stay bounded. */
-	for (size_t base = 0; base < d->ndirty && !rc; base += SYNC_WINDOW) {
-		size_t n = d->ndirty - base < SYNC_WINDOW ? d->ndirty - base : SYNC_WINDOW;
+	for (size_t base = 0; base < ndirty && !rc; base += SYNC_WINDOW) {
+		size_t n = ndirty - base < SYNC_WINDOW ? ndirty - base : SYNC_WINDOW;
 		int fds[SYNC_WINDOW];
 		for (size_t i = 0; i < n; i++) {
-			uint64_t chunk = d->dirty[base + i];
-			uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
+			uint64_t chunk = dirty[base + i];
+			uint32_t section = chunk_section(ino, chunk, fs->info.sections);
 			char rel[96];
-			section_chunk_name(in->ino, chunk, section, rel, sizeof(rel));
+			section_chunk_name(ino, chunk, section, rel, sizeof(rel));
 			/* The gate only while the name resolves: a move that
 			 * switches the section later made the copy durable
 			 * on its new disk first, so syncing the old one then
 			 * loses nothing (gate.c). */
 			int mark = section_mark();
-			section_enter(fs, section, in->ino, chunk, false);
+			section_enter(fs, section, ino, chunk, false);
 			if (!disk_usable(fs, section_disk_of(fs, section)))
 				fds[i] = -EIO;
 			else if ((fds[i] = openat(chunk_dirfd(fs, section), rel, O_RDONLY | O_CLOEXEC)) < 0)
 				fds[i] = -errno;
 			section_release(fs, mark);
-			if (fds[i] >= 0 && d->ndirty > 1)
+			if (fds[i] >= 0 && ndirty > 1)
 				(void)sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
 		}
 		for (size_t i = 0; i < n; i++) {
-			uint64_t chunk = d->dirty[base + i];
+			uint64_t chunk = dirty[base + i];
 			if (fds[i] == -ENOENT) /* dropped since it was written */
 				continue;
 			if (fds[i] < 0) {
 				fs_logf(fs, "inode %" PRIu64 ": opening chunk %" PRIu64 " for fsync: %s",
-					in->ino, chunk, strerror(-fds[i]));
+					ino, chunk, strerror(-fds[i]));
 				if (!rc)
 					rc = fds[i];
 				continue;
 			}
 			if (!rc)
-				stats_fsync(fs, chunk_disk(fs, in->ino, chunk));
+				stats_fsync(fs, chunk_disk(fs, ino, chunk));
 			struct stat st;
 			if (!rc && fdatasync(fds[i]) != 0) {
 				rc = -errno;
-				fs_logf(fs, "inode %" PRIu64 ": fsync of chunk %" PRIu64 ": %s", in->ino,
+				fs_logf(fs, "inode %" PRIu64 ": fsync of chunk %" PRIu64 ": %s", ino,
 					chunk, strerror(errno));
 			} else if (!rc && fstat(fds[i], &st) == 0) {
 				/* What is durable now: its length goes into the
@@ -686,19 +662,20 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 				 * later is known to have lost data. */
 				uint8_t k[KEY_MAX], v[CHUNK_VAL_LEN];
 				chunk_value_encode((uint64_t)st.st_size, v);
-				store_batch_put(lens, k, key_chunk(k, in->ino, chunk), v, sizeof(v));
-				chunk_set_durable(in, chunk, (uint64_t)st.st_size);
+				store_batch_put(lens, k, key_chunk(k, ino, chunk), v, sizeof(v));
+				if (in)
+					chunk_set_durable(in, chunk, (uint64_t)st.st_size);
 			}
 			close(fds[i]);
 		}
 	}
 	/* New chunk files need their directory entries durable too. */
-	for (size_t i = 0; !rc && i < d->nnew; i++) {
-		uint32_t section = (uint32_t)d->new_sections[i];
+	for (size_t i = 0; !rc && i < nnew; i++) {
+		uint32_t section = (uint32_t)new_sections[i];
 		char sdir[SECTION_NAME_MAX];
 		section_dir_name(section, sdir);
 		int mark = section_mark();
-		section_enter(fs, section, in->ino, 0, false);
+		section_enter(fs, section, ino, 0, false);
 		uint32_t disk = section_disk_of(fs, section);
 		int fd = -1;
 		if (!disk_usable(fs, disk))
@@ -716,8 +693,191 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in)
 	}
 	/* The lengths reach the store before the caller syncs its log. */
 	if (!rc && store_batch_count(lens))
-		rc = store_write(fs->st, lens, 0);
+		rc = store_write(fs->st, lens, wflags);
 	store_batch_free(lens);
+	return rc;
+}
+
+
+/*
+ * Chunk lengths (SCHEMA.md "Chunk lengths"): every chunk written is on its
+ * inode's dirty list until an fsync, a remount read-only or the unmount
+ * fdatasyncs it and records its length.  An inode dropped from memory
+ * before that leaves its lists here (fs->unsynced), so that the fsync that
+ * follows its return, or the unmount, still covers them; past
+ * UNSYNCED_MAX inodes or UNSYNCED_CHUNKS_MAX chunks they are recorded at
+ * once.  An entry is taken out, synced and recorded under its inode's
+ * lock, so no truncate or removal of its chunks runs beside it, and the
+ * unlink that leads to a reclaim drops it under that lock too.
+ */
+static void unsynced_free(struct unsynced_inode *u)
+{
+	free(u->dirty);
+	free(u->new_sections);
+}
+
+/* Add u's lists to the entry of u->ino, made when it has none (the lists
+ * then move, without a copy): the set owns them after.  Sets *full when
+ * the set is past its bound.  -ENOMEM leaves u as it was. */
+static int keep_unsynced(struct fs *fs, struct unsynced_inode *u, bool *full)
+{
+	int rc = 0;
+	pthread_mutex_lock(&fs->unsynced_lock);
+	struct unsynced_inode *e = NULL;
+	for (size_t i = 0; i < fs->nunsynced && !e; i++)
+		if (fs->unsynced[i].ino == u->ino)
+			e = &fs->unsynced[i];
+	if (e) {
+		/* Dropped twice before a sync: add to what it left. */
+		size_t cap = e->ndirty, capn = e->nnew, n = e->ndirty, nn = e->nnew;
+		for (size_t i = 0; i < u->ndirty && !rc; i++)
+			rc = append_u64(&e->dirty, &e->ndirty, &cap, u->dirty[i]);
+		for (size_t i = 0; i < u->nnew && !rc; i++)
+			rc = append_u64(&e->new_sections, &e->nnew, &capn, u->new_sections[i]);
+		if (rc) {
+			e->ndirty = n; /* as it was */
+			e->nnew = nn;
+		} else {
+			unsynced_free(u);
+		}
+	} else {
+		if (fs->nunsynced == fs->capunsynced) {
+			size_t nc = fs->capunsynced ? fs->capunsynced * 2 : 64;
+			struct unsynced_inode *g = realloc(fs->unsynced, nc * sizeof(*g));
+			if (!g)
+				rc = -ENOMEM;
+			else {
+				fs->unsynced = g;
+				fs->capunsynced = nc;
+			}
+		}
+		if (!rc)
+			fs->unsynced[fs->nunsynced++] = *u;
+	}
+	if (!rc)
+		fs->unsynced_chunks += u->ndirty;
+	*full = fs->nunsynced >= UNSYNCED_MAX || fs->unsynced_chunks >= UNSYNCED_CHUNKS_MAX;
+	pthread_mutex_unlock(&fs->unsynced_lock);
+	return rc;
+}
+
+bool chunk_remember_unsynced(struct fs *fs, struct fs_inode *in)
+{
+	struct inode_data *d = in->data;
+	if (!d || (!d->ndirty && !d->nnew))
+		return false;
+	struct unsynced_inode u = {
+		.ino = in->ino,
+		.dirty = d->dirty, .ndirty = d->ndirty,
+		.new_sections = d->new_sections, .nnew = d->nnew,
+	};
+	bool full = false;
+	if (keep_unsynced(fs, &u, &full) == 0) {
+		d->dirty = d->new_sections = NULL;
+		d->ndirty = d->capdirty = d->nnew = d->capnew = 0;
+		return full;
+	}
+	/* No memory to keep them: synced and recorded now, under the lock
+	 * the caller holds. */
+	fs_logf(fs, "inode %" PRIu64 ": out of memory keeping the chunks written since its last "
+		"fsync: syncing them now", in->ino);
+	if (sync_inode_chunks(fs, in->ino, in, d->dirty, d->ndirty, d->new_sections, d->nnew, 0))
+		fs_logf(fs, "inode %" PRIu64 ": syncing its chunks failed; their lengths stay "
+			"unrecorded", in->ino);
+	d->ndirty = d->nnew = 0;
+	return false;
+}
+
+bool chunk_keep_unsynced(struct fs *fs, uint64_t ino, uint64_t chunk)
+{
+	struct unsynced_inode u = { .ino = ino, .dirty = malloc(sizeof(uint64_t)), .ndirty = 1 };
+	bool full = false;
+	if (u.dirty)
+		u.dirty[0] = chunk;
+	if (!u.dirty || keep_unsynced(fs, &u, &full)) {
+		free(u.dirty);
+		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": out of memory: its length stays "
+			"unrecorded", ino, chunk);
+	}
+	return full;
+}
+
+/* Take ino's entry out of the kept set into *out; false when it has none. */
+static bool take_unsynced(struct fs *fs, uint64_t ino, struct unsynced_inode *out)
+{
+	bool found = false;
+	pthread_mutex_lock(&fs->unsynced_lock);
+	for (size_t i = 0; i < fs->nunsynced; i++)
+		if (fs->unsynced[i].ino == ino) {
+			*out = fs->unsynced[i];
+			fs->unsynced[i] = fs->unsynced[--fs->nunsynced];
+			fs->unsynced_chunks -= out->ndirty < fs->unsynced_chunks ? out->ndirty
+										  : fs->unsynced_chunks;
+			found = true;
+			break;
+		}
+	pthread_mutex_unlock(&fs->unsynced_lock);
+	return found;
+}
+
+void chunk_forget_unsynced(struct fs *fs, uint64_t ino)
+{
+	struct unsynced_inode u;
+	if (take_unsynced(fs, ino, &u))
+		unsynced_free(&u);
+}
+
+int chunk_record_unsynced(struct fs *fs, unsigned wflags)
+{
+	/* The inode numbers first, then each entry under its inode's lock:
+	 * the lock comes before unsynced_lock, as in drop(). */
+	pthread_mutex_lock(&fs->unsynced_lock);
+	size_t n = fs->nunsynced;
+	uint64_t *inos = malloc((n ? n : 1) * sizeof(*inos));
+	for (size_t i = 0; inos && i < n; i++)
+		inos[i] = fs->unsynced[i].ino;
+	pthread_mutex_unlock(&fs->unsynced_lock);
+	if (!inos)
+		return -ENOMEM;
+	if (n > 1)
+		sync_all_disks(fs); /* one journal commit, then each fdatasync is quick */
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		pthread_mutex_t *lock = inode_lock_of(fs, inos[i]);
+		pthread_mutex_lock(lock);
+		struct unsynced_inode u;
+		if (take_unsynced(fs, inos[i], &u)) {
+			int r = sync_inode_chunks(fs, u.ino, NULL, u.dirty, u.ndirty, u.new_sections,
+						  u.nnew, wflags);
+			unsynced_free(&u);
+			if (r && !rc)
+				rc = r;
+		}
+		pthread_mutex_unlock(lock);
+	}
+	free(inos);
+	return rc;
+}
+
+int chunk_sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags)
+{
+	/* What it wrote before it was last dropped from memory first. */
+	struct unsynced_inode u;
+	if (__atomic_load_n(&fs->nunsynced, __ATOMIC_RELAXED) && take_unsynced(fs, in->ino, &u)) {
+		int rc = sync_inode_chunks(fs, in->ino, in, u.dirty, u.ndirty, u.new_sections, u.nnew, wflags);
+		if (rc) {
+			/* Kept for the next fsync or the unmount. */
+			bool full;
+			if (keep_unsynced(fs, &u, &full))
+				unsynced_free(&u); /* ENOMEM: fsync fails anyway */
+			return rc;
+		}
+		unsynced_free(&u);
+	}
+	struct inode_data *d = in->data;
+	if (!d)
+		return 0;
+	int rc = sync_inode_chunks(fs, in->ino, in, d->dirty, d->ndirty, d->new_sections, d->nnew, wflags);
 	if (!rc) {
 		d->ndirty = 0;
 		d->nnew = 0;

@@ -312,37 +312,44 @@ static int put_bytes(int fd, const char *buf, struct fuse_bufvec *src, size_t do
 	return (size_t)w == n ? 0 : -EIO;
 }
 
+static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize);
+
 /*
- * After a write that failed part way: the part of it past the size the file
- * had when it began that did not get written, where writes under way with
- * it made the file longer, reads as zeros (not what the chunk held past the
- * old size); a chunk it made past the size goes.  Under the lock, drained.
+ * After a write of [from, to) failed at from (a full or failing disk),
+ * under the lock, drained.  When it would have made the file longer than
+ * size_before, the size it had when the write began, the file ends where
+ * the failure left it, max(from, size_before), as on ext4: what writes
+ * under way with it put past that point goes (they succeeded out of
+ * order: the kernel writes a file back several requests at a time), and
+ * until a truncate or the last close every write that reaches past it
+ * fails with err (write_common), so that no later write makes the file
+ * longer over a hole that would read as zeros.  A failed overwrite inside
+ * the file changes no size: the kernel reports the error at fsync or
+ * close, and the bytes there are what the disk holds.
  */
 static void write_failed(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to,
-			 uint64_t size_before, bool made_past)
+			 uint64_t size_before, bool made_past, int err)
 {
-	uint64_t cs = fs->info.chunk_size;
-	if (from < size_before)
-		from = size_before;
-	if (to > in->rec.size)
-		to = in->rec.size;
-	if (from < to) {
-		int r2 = data_punch(fs, in, from, to);
-		if (r2)
-			fs_logf(fs, "inode %llu: zeroing [%llu, %llu) after a failed write: %s",
-				(unsigned long long)in->ino, (unsigned long long)from,
-				(unsigned long long)to, strerror(-r2));
-	}
-	if (made_past) {
-		/* A failed write (a full or failing disk) leaves no chunk past
-		 * the size it reached: such a chunk is never read, and fsck
-		 * would report it. */
+	if (to <= size_before)
+		return;
+	uint64_t end = from > size_before ? from : size_before;
+	if (!in->write_failed || end < in->write_floor)
+		in->write_floor = end;
+	in->write_failed = true;
+	in->write_err = err;
+	int r = 0;
+	if (in->rec.size > end) {
+		r = set_size(fs, in, end);
+	} else if (made_past) {
+		/* No chunk past the size it reached: such a chunk is never
+		 * read, and fsck would report it. */
+		uint64_t cs = fs->info.chunk_size;
 		uint64_t keep = in->rec.size / cs + (in->rec.size % cs != 0);
-		int r2 = chunk_drop(fs, in, keep, UINT64_MAX, UINT64_MAX);
-		if (r2)
-			fs_logf(fs, "inode %llu: dropping chunks past the size after a failed write: %s",
-				(unsigned long long)in->ino, strerror(-r2));
+		r = chunk_drop(fs, in, keep, UINT64_MAX, UINT64_MAX);
 	}
+	if (r)
+		fs_logf(fs, "inode %llu: ending the file at %llu after a failed write: %s",
+			(unsigned long long)in->ino, (unsigned long long)end, strerror(-r));
 }
 
 /*
@@ -356,7 +363,7 @@ static void write_failed(struct fs *fs, struct fs_inode *in, uint64_t from, uint
  * file's next write in a sequential stream) needs no such wait.
  */
 static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fuse_bufvec *src,
-			size_t size, off_t soff, const struct fs_caller *kill)
+			size_t size, off_t soff, const struct fs_caller *kill, bool cached)
 {
 	if (soff < 0)
 		return -EINVAL;
@@ -388,6 +395,10 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 	for (;;) {
 		if (in->gone) {
 			rc = -EIO;
+			goto out;
+		}
+		if (in->write_failed && off + size > in->write_floor) {
+			rc = in->write_err; /* the file ends there (write_failed) */
 			goto out;
 		}
 		/* An inline file has no I/O out: its reads never let the lock
@@ -485,6 +496,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 		done += n;
 	}
 	section_release(fs, mark);
+	int err = done < size ? rc : 0;
 	if (done) {
 		if (off + done > in->rec.size)
 			in->rec.size = off + done;
@@ -495,7 +507,10 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 	iogate_end(fs, in, true);
 	if (done < size) {
 		iogate_drain(fs, in);
-		write_failed(fs, in, off + done, off + size, size_before, made_past);
+		write_failed(fs, in, off + done, off + size, size_before, made_past, err);
+		/* The kernel takes a short writeback as done: the error. */
+		if (cached)
+			rc = err;
 	}
 out:
 	if (waiting)
@@ -510,19 +525,20 @@ out:
 }
 
 int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t off,
-	     const struct fs_caller *kill)
+	     const struct fs_caller *kill, bool cached)
 {
-	return write_common(fs, ino, buf, NULL, size, off, kill);
+	return write_common(fs, ino, buf, NULL, size, off, kill, cached);
 }
 
 int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src, off_t off,
-		  const struct fs_caller *kill)
+		  const struct fs_caller *kill, bool cached)
 {
 	/* Without splice the request arrives in one memory buffer. */
 	if (src->count == 1 && src->idx == 0 && src->off == 0 &&
 	    !(src->buf[0].flags & FUSE_BUF_IS_FD))
-		return write_common(fs, ino, src->buf[0].mem, NULL, src->buf[0].size, off, kill);
-	return write_common(fs, ino, NULL, src, fuse_buf_size(src), off, kill);
+		return write_common(fs, ino, src->buf[0].mem, NULL, src->buf[0].size, off, kill,
+				    cached);
+	return write_common(fs, ino, NULL, src, fuse_buf_size(src), off, kill, cached);
 }
 
 int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, size_t *got)
@@ -737,6 +753,7 @@ int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set,
 			rc = -EINVAL;
 			goto out;
 		}
+		in->write_failed = false; /* the size is the caller's now */
 		if ((uint64_t)a->st_size != r->size) {
 			if ((rc = set_size(fs, in, (uint64_t)a->st_size)))
 				goto out;
@@ -801,7 +818,7 @@ int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)
 	/* A write under way may be making a chunk longer: the length fsync
 	 * records as durable must be one fdatasync covered. */
 	iogate_drain(fs, in);
-	rc = chunk_sync_dirty(fs, in);
+	rc = chunk_sync_dirty(fs, in, 0);
 	if (!rc) {
 		(void)datasync; /* the record carries the size: always written */
 		rc = inode_persist(fs, in, true);
@@ -851,8 +868,10 @@ int fs_release(struct fs *fs, uint64_t ino)
 	pthread_mutex_unlock(&fs->itab_lock);
 	if (last) {
 		inode_lock(fs, in);
-		if (in->nopen == 0) /* not reopened meanwhile */
+		if (in->nopen == 0) { /* not reopened meanwhile */
 			data_close_fds(fs, in);
+			in->write_failed = false; /* no writeback after the last close */
+		}
 		inode_unlock(fs, in);
 	}
 	inode_put(fs, in);

@@ -65,6 +65,14 @@ struct chunk_fd {
 				   not closed, evicted or reopened while > 0 */
 };
 
+/* The chunks an inode wrote whose lengths are not yet recorded, kept when
+ * the inode is dropped from memory (chunk.c). */
+struct unsynced_inode {
+	uint64_t ino;
+	uint64_t *dirty, *new_sections;
+	size_t ndirty, nnew;
+};
+
 /* Data state of an inode that has been opened: fds and unsynced chunks. */
 struct inode_data {
 	struct chunk_fd fds[CHUNK_FDS];
@@ -183,6 +191,13 @@ struct fs_inode {
 	bool io_turn_read;      /* both waiting: the reads go next */
 	uint32_t io_drain;      /* layout changes waiting for them */
 	uint64_t io_end;        /* the end of the writes under way (data.c) */
+	/* A write that would have made the file longer failed at write_floor
+	 * (data.c): until a truncate or the last close, writes that reach
+	 * past it fail with write_err, so that the file never ends past a
+	 * failed write nor holds zeros where one failed. */
+	bool write_failed;
+	int write_err;
+	uint64_t write_floor;
 	struct inode_rec rec;
 	struct inode_data *data;
 	struct fs_inode *hnext;
@@ -297,11 +312,14 @@ struct fs {
 	bool stats_write_failed;   /* said once in the log; not again */
 	uint64_t stats_sum;        /* every counter added up, as last written */
 
-	/* chunk.c: inodes dropped with chunks not yet synced. */
+	/* chunk.c: the chunks of inodes dropped from memory that were
+	 * written since their lengths were last recorded ("Chunk lengths"). */
 	pthread_mutex_t unsynced_lock;
-#define UNSYNCED_MAX 4096
-	uint64_t *unsynced; /* UNSYNCED_MAX entries */
-	size_t nunsynced;
+#define UNSYNCED_MAX 4096            /* inodes, then they are recorded */
+#define UNSYNCED_CHUNKS_MAX (1 << 20) /* chunks (8 MiB), likewise */
+	struct unsynced_inode *unsynced;
+	size_t nunsynced, capunsynced;
+	uint64_t unsynced_chunks;
 
 	/* copies.c: the store's copies (SCHEMA.md "Store copies").  Store
 	 * copy k (store_options numbering) is the superblock's copy
@@ -535,10 +553,13 @@ struct fs_caller {
 };
 /* kill: the kernel asks to clear setuid/setgid with this write, for
  * this caller (NULL: it does not). */
+/* cached: the kernel's writeback of its page cache (fi->writepage), whose
+ * short writes would be taken as done, so a failure part way answers the
+ * error; other writes answer what reached the disk. */
 int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size,
-	     off_t off, const struct fs_caller *kill);
+	     off_t off, const struct fs_caller *kill, bool cached);
 int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src,
-		  off_t off, const struct fs_caller *kill);
+		  off_t off, const struct fs_caller *kill, bool cached);
 /* caller: used when to_set carries FUSE_SET_ATTR_KILL_SUID. */
 int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *attr,
 	       int to_set, const struct fs_caller *caller, struct stat *out);
@@ -716,11 +737,27 @@ int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *dura
 int chunk_lost_cut(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t len);
 /* Before a chunk file is cut to len: lower its record's length, durably. */
 int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t len);
-/* fdatasync every chunk written since the last call, with a bounded
- * number of descriptors, then the directories of new chunk files. */
-int chunk_sync_dirty(struct fs *fs, struct fs_inode *in);
-/* ino is dropped from memory with chunks written since its last fsync. */
-void chunk_remember_unsynced(struct fs *fs, uint64_t ino);
+/* fdatasync every chunk written since the last call (also those kept when
+ * in was last dropped from memory), with a bounded number of descriptors,
+ * record their lengths (store_write with wflags), then fsync the
+ * directories of new chunk files.  Under in's lock, with no I/O under way
+ * (iogate_drain). */
+int chunk_sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags);
+/* in is dropped from memory with chunks written since their lengths were
+ * last recorded: keep them (taken from in->data).  Under in's lock.
+ * Returns true when the kept set is past its bound: the caller then calls
+ * chunk_record_unsynced, holding no lock. */
+bool chunk_remember_unsynced(struct fs *fs, struct fs_inode *in);
+/* Chunk chunk of ino, whose length the store lacks, joins the kept set
+ * (the crash sweep); returns as chunk_remember_unsynced does. */
+bool chunk_keep_unsynced(struct fs *fs, uint64_t ino, uint64_t chunk);
+/* The chunks kept for ino go: its last name is gone (under its lock). */
+void chunk_forget_unsynced(struct fs *fs, uint64_t ino);
+/* fdatasync every kept chunk and record its length, inode by inode under
+ * its lock (wflags: store_write's, STORE_WRITE_RESERVE at unmount); the
+ * kept set is then empty.  Holding no lock. */
+int chunk_record_unsynced(struct fs *fs, unsigned wflags);
+
 /* At mount: repair the chunks of every inode a crash left marked. */
 int chunk_recover(struct fs *fs);
 /* A chunk file was made or removed in section: chunk_sync_all covers it. */

@@ -199,6 +199,12 @@ static void drop(struct fs *fs, struct fs_inode *in)
 		/* The data goes in the background (reclaim.c), holding no
 		 * lock that other operations need. */
 		data_close_fds(fs, in);
+		/* Chunks kept from an earlier drop go with the data; under
+		 * the lock, so that chunk_record_unsynced is not recording
+		 * them as the reclaim removes them. */
+		inode_lock(fs, in);
+		chunk_forget_unsynced(fs, in->ino);
+		inode_unlock(fs, in);
 		int rc = reclaim_queue(fs, in->ino);
 		if (rc)
 			rc = inode_reclaim(fs, in->ino);
@@ -209,14 +215,17 @@ static void drop(struct fs *fs, struct fs_inode *in)
 		inode_lock(fs, in);
 		int rc = in->gone ? 0 : inode_persist(fs, in, false);
 		data_close_fds(fs, in);
-		/* Chunks written since the last fsync are forgotten with the
-		 * inode: a later fsync must still cover them (chunk.c). */
-		if (in->data && (in->data->ndirty || in->data->nnew))
-			chunk_remember_unsynced(fs, in->ino);
+		/* Chunks written since their lengths were recorded outlive
+		 * the inode in memory: a later fsync, or the unmount, still
+		 * covers them (chunk.c). */
+		bool full = !in->gone && chunk_remember_unsynced(fs, in);
 		inode_unlock(fs, in);
 		if (rc)
 			fs_logf(fs, "inode %llu: writing its record: %s",
 				(unsigned long long)in->ino, strerror(-rc));
+		if (full && (rc = chunk_record_unsynced(fs, 0)))
+			fs_logf(fs, "recording the lengths of chunks written without fsync: %s",
+				strerror(-rc));
 	}
 	data_free(fs, in);
 	free(in);
@@ -329,7 +338,8 @@ int fs_persist_all(struct fs *fs)
 	}
 	for (size_t i = 0; i < fs->itab_size; i++)
 		for (struct fs_inode *in = fs->itab[i]; in; in = in->hnext)
-			if (in->dirty || in->in_flux) {
+			if (in->dirty || in->in_flux ||
+			    (in->data && (in->data->ndirty || in->data->nnew))) {
 				in->refs++;
 				dirty[n++] = in;
 			}
@@ -338,17 +348,33 @@ int fs_persist_all(struct fs *fs)
 	for (size_t i = 0; i < n; i++) {
 		struct fs_inode *in = dirty[i];
 		inode_lock(fs, in);
-		/* Unmount: an overwrite of a record of fixed size, which may
-		 * use the store's reserve so that sizes and times written
-		 * reach the store on a full disk. */
-		int r = persist(fs, in, STORE_WRITE_RESERVE);
+		/* Unmount: the lengths of chunks written since the last fsync
+		 * and an overwrite of a record of fixed size, which may use
+		 * the store's reserve so that they reach the store on a full
+		 * disk (SCHEMA.md "Chunk lengths"). */
+		int r = 0;
+		if (!in->gone && in->rec.nlink > 0 && in->data) {
+			iogate_drain(fs, in);
+			r = chunk_sync_dirty(fs, in, STORE_WRITE_RESERVE);
+		}
+		if (r)
+			fs_logf(fs, "inode %llu: recording its chunks' lengths: %s",
+				(unsigned long long)in->ino, strerror(-r));
+		int r2 = persist(fs, in, STORE_WRITE_RESERVE);
+		if (!r)
+			r = r2;
 		inode_unlock(fs, in);
 		if (r && !rc)
 			rc = r;
 		inode_put(fs, in);
 	}
 	free(dirty);
-	return rc;
+	/* Then those of inodes no longer in memory. */
+	int r = chunk_record_unsynced(fs, STORE_WRITE_RESERVE);
+	if (r)
+		fs_logf(fs, "recording the lengths of chunks written without fsync: %s",
+			strerror(-r));
+	return rc ? rc : r;
 }
 
 bool inode_caller_in_group(const struct fs_caller *c, gid_t gid)

@@ -217,8 +217,7 @@ static int open_disks(struct fs *fs, char *err, size_t errlen)
 	fs->sections_fd = malloc(LSMFS_MAX_DISKS * sizeof(int));
 	fs->no_direct = calloc(LSMFS_MAX_DISKS, 1);
 	fs->disk_lost = calloc(LSMFS_MAX_DISKS, 1);
-	fs->unsynced = malloc(UNSYNCED_MAX * sizeof(*fs->unsynced));
-	if (!fs->sections_fd || !fs->no_direct || !fs->disk_lost || !fs->unsynced || stats_init(fs))
+	if (!fs->sections_fd || !fs->no_direct || !fs->disk_lost || stats_init(fs))
 		return -ENOMEM;
 	if (!fs->opt.direct)
 		memset(fs->no_direct, 1, LSMFS_MAX_DISKS);
@@ -459,6 +458,10 @@ int fs_close(struct fs *fs)
 	members_free(fs);
 	free(fs->no_direct);
 	free(fs->disk_lost);
+	for (size_t i = 0; i < fs->nunsynced; i++) {
+		free(fs->unsynced[i].dirty);
+		free(fs->unsynced[i].new_sections);
+	}
 	free(fs->unsynced);
 	stats_free(fs);
 	order_free(fs);

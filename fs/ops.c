@@ -349,7 +349,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct fs *fs = fs_of(req);
 	struct fs_caller c;
 	bool kill = fi && (fi->flags & WIRE_WRITE_KILL_SUIDGID);
-	int rc = fs_write(fs, ino, buf, size, off, kill ? caller_of(req, &c) : NULL);
+	int rc = fs_write(fs, ino, buf, size, off, kill ? caller_of(req, &c) : NULL,
+			  fi && fi->writepage);
 	direct_written(fs, ino, fi, off, rc);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -367,7 +368,8 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *buf
 	struct fs *fs = fs_of(req);
 	struct fs_caller c;
 	bool kill = fi && (fi->flags & WIRE_WRITE_KILL_SUIDGID);
-	int rc = fs_write_bufv(fs, ino, bufv, off, kill ? caller_of(req, &c) : NULL);
+	int rc = fs_write_bufv(fs, ino, bufv, off, kill ? caller_of(req, &c) : NULL,
+			       fi && fi->writepage);
 	direct_written(fs, ino, fi, off, rc);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);

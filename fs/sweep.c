@@ -24,7 +24,10 @@
  * and keeps the key, and the next mount sweeps again.  A clean unmount
  * without a crash before it sweeps nothing: a
  * chunk file without record on a cleanly unmounted filesystem is damage,
- * for fsck to report.
+ * for fsck to report.  A chunk file whose record has no length (written
+ * before the crash, never synced) joins the chunks whose lengths the next
+ * sync records (chunk.c), so that after mount and clean unmount every
+ * chunk's length is known.
  */
 #include "fs_int.h"
 
@@ -128,12 +131,18 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 		pthread_mutex_lock(lock);
 		int mark = section_mark();
 		section_enter(fs, section, ino, chunk, true);
-		uint64_t durable;
+		uint64_t durable = 0;
 		/* A section that moved away meanwhile was swept on its way
 		 * (its chunks were copied, then all removed here). */
 		int has = section_disk_of(fs, section) != d ? 1
 			  : chunk_record_get(fs, ino, chunk, &durable, NULL);
 		int e = 0;
+		bool full = false;
+		if (has == 1 && section_disk_of(fs, section) == d && durable == 0) {
+			/* Written before the crash and never synced: its
+			 * length is recorded at the next sync (chunk.c). */
+			full = chunk_keep_unsynced(fs, ino, chunk);
+		}
 		if (has < 0) {
 			rc = has;
 		} else if (has == 0) {
@@ -152,6 +161,8 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 				LSMFS_DIR, LSMFS_SECTIONS_DIR, sname, de->d_name,
 				strerror(rc < 0 ? -rc : e));
 		n->failed += e != 0;
+		if (full && (e = chunk_record_unsynced(fs, 0)))
+			fs_logf(fs, "recording the lengths of chunks a crash left: %s", strerror(-e));
 		errno = 0;
 	}
 	if (!rc && errno) {

@@ -35,12 +35,19 @@ echo hello > "$M/a/small"
 echo world > "$M/g"
 head -c 300000 /dev/urandom > "$M/a/b/big"
 sync "$M/a/b/big" # its chunk records get their durable lengths
+# Written without fsync: the clean unmount records its chunks' lengths, of
+# one kept in memory and of one the kernel let go of first.
+head -c 300000 /dev/urandom > "$M/a/nosync"
+head -c 300000 /dev/urandom > "$M/a/dropped"
+stat "$M/a/dropped" >/dev/null
+echo 2 > /proc/sys/vm/drop_caches # the kernel forgets a/dropped: the daemon drops it
 ln "$M/a/small" "$M/c/small.link"
 ln -s ../g "$M/a/sym"
 mkfifo "$M/fifo"
 for i in $(seq 20); do echo "$i" > "$M/c/f$i"; done
 ino() { stat -c %i "$M/$1"; }
 I_SMALL=$(ino a/small) I_G=$(ino g) I_BIG=$(ino a/b/big) I_SYM=$(ino a/sym) I_FIFO=$(ino fifo)
+I_NOSYNC=$(ino a/nosync) I_DROPPED=$(ino a/dropped)
 I_A=$(ino a) I_B=$(ino a/b) I_C=$(ino c) I_F5=$(ino c/f5) I_F9=$(ino c/f9)
 manifest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
 manifest "$M" > "$T/manifest"
@@ -163,6 +170,9 @@ damage_chunk_ownerless() { # a chunk file nothing names, with known bytes
 damage_chunk_misplaced() { local f; f=$(chunk_file "$I_BIG" 2); mkdir -p d1/.lsmfs/sections/7; mv "$f" d1/.lsmfs/sections/7/; }
 damage_chunk_too_long() { truncate -s 70000 "$(chunk_file "$I_BIG" 0)"; }
 damage_chunk_short() { truncate -s 1000 "$(chunk_file "$I_BIG" 1)"; }
+damage_nosync_missing() { rm "$(chunk_file "$I_NOSYNC" 2)"; }
+damage_nosync_short() { truncate -s 30000 "$(chunk_file "$I_NOSYNC" 0)"; }
+damage_dropped_missing() { rm "$(chunk_file "$I_DROPPED" 3)"; }
 damage_stray_name() { echo x > d2/.lsmfs/sections/not-a-section; }
 damage_inode_gone() { "$EDIT" d1/$META del 49$(be64 "$I_G"); }
 damage_nlink() { rec_edit "$I_SMALL" 14 05000000; }
@@ -230,6 +240,14 @@ damage_store_copy_gone() { # copy 1 of the store removed from its disk
 
 check chunk_missing 0504
 grep -q "LSMFS-0504 inode $I_BIG (/a/b/big) chunk 1" <<<"$out" || fail "chunk_missing: the file's path is not named: $out"
+# Chunks of files never fsynced: their lengths are known after the clean
+# unmount, so a lost chunk is found (before, they read as a hole).
+check nosync_missing 0504
+grep -q "LSMFS-0504 inode $I_NOSYNC (/a/nosync) chunk 2" <<<"$out" || fail "nosync_missing: not named: $out"
+check nosync_short 050E
+grep -q "LSMFS-050E inode $I_NOSYNC (/a/nosync) chunk 0" <<<"$out" || fail "nosync_short: not named: $out"
+check dropped_missing 0504
+grep -q "LSMFS-0504 inode $I_DROPPED (/a/dropped) chunk 3" <<<"$out" || fail "dropped_missing: not named: $out"
 check chunk_ownerless 0507
 check chunk_misplaced 0506
 check chunk_too_long 0505
@@ -552,7 +570,35 @@ out=$("$FSCK" -y "$T/p/d1:$T/p/d2" 2>&1); rc=$?
 out=$("$FSCK" -n "$T/p/d1:$T/p/d2" 2>&1); rc=$?
 [[ $rc == 0 ]] && grep -q "checking beside it, unlocked" <<<"$out" ||
 	fail "fsck -n beside the mount: exit $rc: $out"
-fusermount3 -u "$M"
+umount_gone "$T/p"
+
+# ---- after a crash: mount and clean unmount record the lengths of chunks
+# written before it and never synced (the sweep finds them), so that a
+# chunk lost afterwards is found by fsck and read as EIO, not as zeros ----
+X=$T/x
+mkdir -p "$X/d1" "$X/d2"
+"$MKFS" -q --chunk-size 65536 "$X/d1" "$X/d2" && "$LSMFS" "$X/d1:$X/d2" "$M" || fail "crash fs: mkfs or mount"
+head -c 300000 /dev/urandom > "$M/unsynced"
+I_UNS=$(stat -c %i "$M/unsynced")
+echo x > "$M/synced" && sync "$M/synced" # the store's log (unsynced's records) reaches the disk
+pid=$(head -n1 "$X/d1/.lsmfs/lock")
+kill -9 "$pid"; fusermount3 -u "$M" 2>/dev/null || umount -l "$M"
+for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+"$LSMFS" "$X/d1:$X/d2" "$M" || fail "crash fs: remount after the kill"
+umount_gone "$X"
+f=$(cd "$X" && ls d*/.lsmfs/sections/*/"$I_UNS".1 2>/dev/null | head -1)
+if [[ -z $f ]]; then
+	fail "crash fs: chunk 1 of the unsynced file is not on the disks"
+else
+	rm "$X/$f"
+	out=$("$FSCK" -n "$X/d1:$X/d2" 2>&1); rc=$?
+	[[ $rc == 4 ]] && grep -q "LSMFS-0504 inode $I_UNS (/unsynced) chunk 1" <<<"$out" ||
+		fail "a chunk written before a crash, lost after mount and clean unmount: fsck exit $rc: $out"
+	"$LSMFS" "$X/d1:$X/d2" "$M" || fail "crash fs: mount after the loss"
+	err=$(cat "$M/unsynced" 2>&1 >/dev/null)
+	grep -q "Input/output error" <<<"$err" || fail "reading a lost chunk: want EIO, got: '$err'"
+	umount_gone "$X"
+fi
 
 if ((fails)); then
 	echo "test_fsck: $fails failure(s)" >&2

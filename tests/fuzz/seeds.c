@@ -273,14 +273,14 @@ static void make_fs(const char *root, const char *mkfs)
 		rc = fs_mknod(fs, dir, "small", S_IFREG | 0644, 0, 1000, 1000, 022, NULL, &st);
 	uint64_t small = st.st_ino;
 	if (!rc) /* fs_write answers the bytes written */
-		rc = fs_write(fs, small, "inline data", 11, 0, NULL) == 11 ? 0 : -EIO;
+		rc = fs_write(fs, small, "inline data", 11, 0, NULL, false) == 11 ? 0 : -EIO;
 	if (!rc)
 		rc = fs_mknod(fs, LSMFS_ROOT_INO, "big", S_IFREG | 0600, 0, 0, 0, 022, NULL, &st);
 	uint64_t big = st.st_ino;
 	static char blob[3 * 4096 + 100];
 	memset(blob, 'b', sizeof(blob));
 	if (!rc)
-		rc = fs_write(fs, big, blob, sizeof(blob), 0, NULL) == (int)sizeof(blob) ? 0 : -EIO;
+		rc = fs_write(fs, big, blob, sizeof(blob), 0, NULL, false) == (int)sizeof(blob) ? 0 : -EIO;
 	if (!rc)
 		rc = fs_mknod(fs, dir, "link", S_IFLNK | 0777, 0, 0, 0, 0, "../big", &st);
 	if (!rc)

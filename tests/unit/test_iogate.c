@@ -160,7 +160,7 @@ static void *writer(void *arg)
 		for (uint64_t c = 0; c < n; c++)
 			for (uint32_t j = 0; j < CS; j++)
 				buf[c * CS + j] = byte_of(v, first + c, j);
-		int rc = fs_write(fs, ino, (char *)buf, n * CS, (off_t)(first * CS), NULL);
+		int rc = fs_write(fs, ino, (char *)buf, n * CS, (off_t)(first * CS), NULL, false);
 		if (rc != (int)(n * CS))
 			die("write of chunks %llu+%llu: %d", (unsigned long long)first,
 			    (unsigned long long)n, rc);
