@@ -143,12 +143,21 @@ ln -s "$G1/.lsmfs" "$T/g1-own"
 for c in "$M/inner" "$M" "$M/inner/../inner" "$G0/.lsmfs/sections/0" "-f $G1/.lsmfs" \
 	"-f $T/g1-own/sections" "-f $GM/sub" "-f $GM"; do
 	# shellcheck disable=SC2086
-	out=$(timeout 20 "$DISK" "$M" add $c --no-balance 2>&1); rc=$?
-	if [[ $rc == 124 ]]; then
+	"$DISK" "$M" add $c --no-balance > "$T/add.out" 2>&1 &
+	tool=$!
+	for _ in $(seq 200); do kill -0 "$tool" 2>/dev/null || break; sleep 0.05; done
+	if kill -0 "$tool" 2>/dev/null; then
+		# Hung in the kernel, waiting on the daemon: only an abort of
+		# the FUSE connection lets either go.
 		fail "add $c: hung"
+		[[ -d /sys/fs/fuse/connections/$conn ]] ||
+			mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
 		echo 1 > "/sys/fs/fuse/connections/$conn/abort"
+		wait "$tool"
+		fusermount3 -u -z "$M"
 		break
 	fi
+	wait "$tool"; rc=$? out=$(cat "$T/add.out")
 	[[ $rc == 8 ]] && grep -q "a disk must lie outside" <<<"$out" || fail "add $c: exit $rc: $out"
 done
 [[ ! -e $M/inner/.lsmfs && ! -e $GM/sub/.lsmfs && ! -e $G0/.lsmfs/sections/0/.lsmfs ]] ||
