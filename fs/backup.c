@@ -1,6 +1,6 @@
 /*
- * backup.c: online backups of the metadata store, and putting one back
- * (SCHEMA.md "Backups"; `lsmfs-disk backup DIR`, `lsmfs-disk restore DIR`).
+ * backup.c: online backups of the metadata store, and what a restore of one
+ * checks first (SCHEMA.md "Backups"; `lsmfs-disk backup DIR`; restore.c).
  *
  * A backup is a directory:
  *   store/         a checkpoint of the store (store_checkpoint: a prefix of
@@ -14,18 +14,17 @@
  * and disk records agree.  Memory: the checkpoint's (a buffer and the
  * table list), whatever the number of files.
  *
- * A restore (offline, the disks locked, no store open) checks that the
- * backup is whole and of this filesystem with the same disks, marks every
- * copy of the store stale, fills the first one from the backup, marks it
- * current (copies_restore_offline; the copy marked RESTORING meanwhile, so
- * that no mount takes it until the end), then opens the filesystem as a
- * mount would, with backup_settle before any crash repair: the section map
- * follows the section directories on the disks (sections moved since),
- * and every chunk record whose file went since the backup is marked lost
- * (lost.c: those bytes read as EIO, never as zeros; the repair of files in
- * flux would have dropped the records of unsynced ones).  Then the crash
- * repair (the backup of a mounted filesystem says it was mounted, so
- * chunk files written since are swept), the close, and the mark goes.
+ * backup_verify says whether a backup may be restored: whole (every
+ * checksum of its store, the filesystem info) and of this filesystem with
+ * the same disks; restore.c puts it back (fs_restore), then opens the
+ * filesystem as a mount would, with backup_settle before any crash
+ * repair: the section map follows the section directories on the disks
+ * (sections moved since), and every chunk record whose file went since
+ * the backup is marked lost (lost.c: those bytes read as EIO, never as
+ * zeros; the repair of files in flux would have dropped the records of
+ * unsynced ones).  Then the crash repair (the backup of a mounted
+ * filesystem says it was mounted, so chunk files written since are
+ * swept).
  */
 #include "fs_int.h"
 
@@ -97,8 +96,8 @@ int backup_write(struct fs *fs, const char *dir, int (*out)(void *ctx, const cha
 	return 0;
 }
 
-int backup_read(const char *dir, struct lsmfs_super *sb, char *store, size_t cap, char *err,
-		size_t errlen)
+int backup_read(const char *dir, const struct lsmfs_super *disks, struct lsmfs_super *sb,
+		char *store, size_t cap, char *err, size_t errlen)
 {
 	char path[LSMFS_META_PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/" BACKUP_MARK, dir);
@@ -126,6 +125,8 @@ int backup_read(const char *dir, struct lsmfs_super *sb, char *store, size_t cap
 		return fs_set_err(err, errlen, rc, "%s: %s", path, why);
 	if ((size_t)snprintf(store, cap, "%s/" BACKUP_STORE, dir) >= cap)
 		return fs_set_err(err, errlen, -ENAMETOOLONG, "%s: path too long", dir);
+	if (disks && memcmp(sb->fs_uuid, disks->fs_uuid, 16))
+		return fs_set_err(err, errlen, -EXDEV, "%s: a backup of another filesystem", dir);
 	return 0;
 }
 
@@ -152,42 +153,64 @@ static int same_disks(const struct lsmfs_super *b, const struct lsmfs_super *d, 
 	return 0;
 }
 
-int fs_restore(struct lsmfs_diskset *ds, const char *dir, void (*log)(void *, const char *),
-	       void *log_ctx, int (*out)(void *ctx, const char *line), void *ctx, char *err,
-	       size_t errlen)
+/* store_verify's lines, kept to be told only when something is wrong. */
+struct findings {
+	char *buf;
+	size_t len;
+	bool cut;
+};
+
+static void finding(void *ctx, const char *line)
 {
-	struct lsmfs_super bsb;
-	char store[LSMFS_META_PATH_MAX + 32];
-	int rc = backup_read(dir, &bsb, store, sizeof(store), err, errlen);
-	if (rc || (rc = same_disks(&bsb, &ds->sb, err, errlen)))
+	struct findings *f = ctx;
+	size_t n = strlen(line);
+	if (f->cut || f->len + n + 2 > 16384) {
+		f->cut = true;
+		return;
+	}
+	char *g = realloc(f->buf, f->len + n + 2);
+	if (!g) {
+		f->cut = true;
+		return;
+	}
+	f->buf = g;
+	memcpy(f->buf + f->len, line, n + 1);
+	f->len += n + 1;
+}
+
+int backup_verify(const char *dir, const struct lsmfs_super *disks, struct lsmfs_super *sb,
+		  char *store, size_t cap, void (*log)(void *, const char *), void *log_ctx,
+		  char *err, size_t errlen)
+{
+	int rc = backup_read(dir, disks, sb, store, cap, err, errlen);
+	if (rc || (rc = same_disks(sb, disks, err, errlen)))
 		return rc;
-	/* Whole: it opens, read-only, as a store. */
+	/* Every checksum of every table, the MANIFEST and any log, as
+	 * fsck.lsmfs -n --backup checks them (pass 1). */
 	struct store_options so;
 	store_options_init(&so);
 	so.read_only = true;
+	so.create_if_missing = false;
+	struct findings f = {0};
+	rc = store_verify(store, &so, finding, &f);
+	if (rc) {
+		for (size_t at = 0; log && at < f.len; at += strlen(f.buf + at) + 1)
+			log(log_ctx, f.buf + at);
+		free(f.buf);
+		return fs_set_err(err, errlen, rc, "%s: %s%s", store,
+			       rc == -EUCLEAN ? "damaged" : strerror(-rc),
+			       rc == -EUCLEAN && log ? " (the findings above)" : "");
+	}
+	free(f.buf);
+	/* The filesystem info, as a mount reads it. */
 	struct store *st;
 	if ((rc = store_open(store, &so, &st)))
 		return fs_set_err(err, errlen, rc, "%s: does not open as a store: %s", store,
 			       strerror(-rc));
+	struct fs_info fi;
+	rc = fs_info_load(st, sb, store, &fi, err, errlen);
 	store_close(st);
-	if ((rc = copies_restore_offline(ds, store, err, errlen)))
-		return rc;
-	/* Opened as a mount would be, with backup_settle first. */
-	struct fs_options opt = {.direct = true, .attr_timeout = 1, .entry_timeout = 1,
-				 .restoring = out, .restoring_ctx = ctx};
-	struct fs *fs;
-	if ((rc = fs_open(ds, &opt, log, log_ctx, &fs, err, errlen)))
-		return rc;
-	if ((rc = fs_close(fs)))
-		return fs_set_err(err, errlen, rc, "closing the restored filesystem: %s (run the restore "
-			       "again)", strerror(-rc));
-	char mark[sizeof(ds->meta_paths[0]) + 16];
-	snprintf(mark, sizeof(mark), "%s/" LSMFS_RESTORING, ds->meta_dir);
-	if (unlink(mark) != 0 || (rc = lsmfs_fsync_dir(ds->meta_dir)))
-		return fs_set_err(err, errlen, rc ? rc : -errno, "%s: %s", mark,
-			       strerror(rc ? -rc : errno));
-	(void)out(ctx, "restored");
-	return 0;
+	return rc;
 }
 
 /* The section map follows the disks: a section whose directory is not on

@@ -697,7 +697,7 @@ static int copy_one(int sfd, int dfd, const char *name)
 }
 
 /* The store files of dst replaced by src's, each synced, dst synced. */
-static int replace_files(const char *src, const char *dst, char *err, size_t errlen)
+int copies_replace_files(const char *src, const char *dst, char *err, size_t errlen)
 {
 	int rc = 0;
 	int sfd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -745,7 +745,7 @@ int copies_rewrite_offline(struct lsmfs_diskset *ds, uint32_t from, uint32_t to,
 	ds->sb.meta[to].flags |= LSMFS_META_STALE;
 	int rc = copies_write(ds, err, errlen);
 	if (!rc)
-		rc = replace_files(ds->meta_paths[from], ds->meta_paths[to], err, errlen);
+		rc = copies_replace_files(ds->meta_paths[from], ds->meta_paths[to], err, errlen);
 	if (!rc) {
 		ds->sb.meta[to].flags = before & ~LSMFS_META_STALE;
 		rc = copies_write(ds, err, errlen);
@@ -753,43 +753,4 @@ int copies_rewrite_offline(struct lsmfs_diskset *ds, uint32_t from, uint32_t to,
 			ds->sb.meta[to].flags |= LSMFS_META_STALE; /* as the disks still say */
 	}
 	return rc;
-}
-
-int copies_restore_offline(struct lsmfs_diskset *ds, const char *src, char *err, size_t errlen)
-{
-	/* Every copy stale first: from here until the end none is current,
-	 * and a mount is refused (a restore cut short is run again). */
-	uint32_t p = UINT32_MAX;
-	for (uint32_t i = 0; i < ds->sb.meta_count; i++) {
-		ds->sb.meta[i].flags |= LSMFS_META_STALE;
-		if (p == UINT32_MAX && !(ds->meta_absent & (1u << i)))
-			p = i;
-	}
-	if (p == UINT32_MAX) {
-		snprintf(err, errlen, "no copy of the metadata store is there to restore into");
-		return -ENOENT;
-	}
-	/* The mark first: until fs_restore removes it, no mount takes the
-	 * store (a restore cut short is run again). */
-	char mark[sizeof(ds->meta_paths[0]) + 16];
-	snprintf(mark, sizeof(mark), "%s/" LSMFS_RESTORING, ds->meta_paths[p]);
-	int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	int rc = fd >= 0 && fsync(fd) == 0 ? lsmfs_fsync_dir(ds->meta_paths[p]) : -errno;
-	if (fd >= 0)
-		close(fd);
-	if (rc) {
-		snprintf(err, errlen, "%s: %s", mark, strerror(-rc));
-		return rc;
-	}
-	rc = copies_write(ds, err, errlen);
-	if (!rc)
-		rc = replace_files(src, ds->meta_paths[p], err, errlen);
-	if (rc)
-		return rc;
-	/* It alone is current: the others are brought up to date from it at
-	 * the next read-write open. */
-	ds->sb.meta[p].flags &= ~LSMFS_META_STALE;
-	ds->meta_primary = p;
-	snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s", ds->meta_paths[p]);
-	return copies_write(ds, err, errlen);
 }

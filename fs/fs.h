@@ -183,11 +183,9 @@ void copies_forget(const char *disk);
  * from's (each synced), marked up to date. */
 int copies_rewrite_offline(struct lsmfs_diskset *ds, uint32_t from, uint32_t to, char *err,
 			   size_t errlen);
-/* Offline: the first copy there marked LSMFS_RESTORING (fs_restore
- * removes the mark once done), every copy marked stale, the first given
- * src's store files (a backup's), then marked current alone: the others
- * are brought up to date at the next read-write open. */
-int copies_restore_offline(struct lsmfs_diskset *ds, const char *src, char *err, size_t errlen);
+/* Offline: the store files of directory dst replaced by src's (the old
+ * ones removed first, each new one synced, dst synced). */
+int copies_replace_files(const char *src, const char *dst, char *err, size_t errlen);
 /* Is name a file of the store proper (what copies must agree on):
  * CURRENT, MANIFEST-*, *.log, *.sst; not LOCK, the socket, statistics. */
 bool copies_store_file(const char *name);
@@ -238,6 +236,9 @@ bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d);
  * Without it, a copy holding LSMFS_RESTORING refuses the set (-EBUSY). */
 #define DISKSET_RESTORE 64u
 #define LSMFS_RESTORING "RESTORING" /* in a copy of the store: a restore under way */
+/* In that copy: its store files as they were, kept until the restore ends
+ * (restore.c); made whole under the name LSMFS_RESTORE_SAVED ".tmp". */
+#define LSMFS_RESTORE_SAVED "restore.old"
 
 /*
  * Open the disks named in spec ("DISK[:DISK...]", any order).  Refuses,
@@ -280,17 +281,28 @@ int diskset_write_supers(struct lsmfs_diskset *ds, uint64_t only, char *err, siz
  * answer to a clash. */
 void diskset_swap(struct lsmfs_diskset *ds, uint32_t a, uint32_t b);
 
-/* ---- Backups (backup.c; SCHEMA.md "Backups") ----
+/* ---- Backups (backup.c, restore.c; SCHEMA.md "Backups") ----
  * backup_read: a backup directory's superblock (of the disk set when it
  * was taken) and its store's directory (into store[cap]); -ENOENT or
- * -EUCLEAN when it is not a whole backup.  fs_restore: put the backup's
- * store back onto ds (opened with DISKSET_LOCK | DISKSET_RESTORE, the
- * disks it was taken with, no store open): out hears `lost {json}` for
- * every file whose chunk files went since (they read as EIO there), then
- * `restored`.  Cut short, it is run again (no mount takes the store
- * meanwhile). */
-int backup_read(const char *dir, struct lsmfs_super *sb, char *store, size_t cap, char *err,
-		size_t errlen);
+ * -EUCLEAN when it is not a whole backup, -EXDEV when disks (if not NULL)
+ * are another filesystem's.  backup_verify: backup_read, the same disks
+ * as disks (UUIDs and list), then the whole of it, as fsck.lsmfs -n
+ * --backup checks it: every checksum of every table, the MANIFEST and
+ * any log (store_verify: what it found goes to log), and the filesystem
+ * info as a mount reads it.  0, or why not in err.  Reads only.
+ * fs_restore: put the backup's store back onto ds (opened with
+ * DISKSET_LOCK | DISKSET_RESTORE, the disks it was taken with, no store
+ * open): refused (nothing changed) unless backup_verify passes; out hears
+ * `lost {json}` for every file whose chunk files went since (they read as
+ * EIO there), then `restored`.  A restore that fails puts the store as it
+ * was back; one cut short (killed) leaves a store no mount takes, and is
+ * run again: it goes on, or, when the backup no longer verifies, puts the
+ * old store back. */
+int backup_read(const char *dir, const struct lsmfs_super *disks, struct lsmfs_super *sb,
+		char *store, size_t cap, char *err, size_t errlen);
+int backup_verify(const char *dir, const struct lsmfs_super *disks, struct lsmfs_super *sb,
+		  char *store, size_t cap, void (*log)(void *, const char *), void *log_ctx,
+		  char *err, size_t errlen);
 int fs_restore(struct lsmfs_diskset *ds, const char *dir, void (*log)(void *, const char *),
 	       void *log_ctx, int (*out)(void *ctx, const char *line), void *ctx, char *err,
 	       size_t errlen);

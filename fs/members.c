@@ -412,10 +412,83 @@ void members_change_end(struct fs *fs)
 	pthread_mutex_unlock(&fs->move_lock);
 }
 
+/* Is the directory fd, or one of its ancestors, (dev, ino)?  Walked up by
+ * "..", so neither symlinks nor ".." in the path given lead around it. */
+static bool below(int fd, dev_t dev, ino_t ino)
+{
+	int cur = dup(fd);
+	bool found = false;
+	while (cur >= 0 && !found) {
+		struct stat st, up;
+		int parent = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fstat(cur, &st) != 0 || parent < 0 || fstat(parent, &up) != 0) {
+			if (parent >= 0)
+				close(parent);
+			break;
+		}
+		found = st.st_dev == dev && st.st_ino == ino;
+		close(cur);
+		cur = parent;
+		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino) /* the root */
+			break;
+	}
+	if (cur >= 0)
+		close(cur);
+	return found;
+}
+
+/* A new disk must lie outside the filesystem and its own files: not on
+ * the mount (its chunk files would be files of the filesystem itself,
+ * each write waiting on the daemon making it: a deadlock), not inside a
+ * member's .lsmfs (its sections, the store) nor inside a copy of the
+ * store (a --meta directory).  Checked before the disk set is locked and
+ * before anything is written: only the resolved path is looked at. */
+static int check_outside(struct fs *fs, const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st, o;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return fs_set_err(err, errlen, -e, "%s: %s", path, strerror(e));
+	}
+	int rc = 0;
+	/* Everything on the mount has the FUSE connection's device. */
+	if (fs->se && fs->mountpoint && stat(fs->mountpoint, &o) == 0 && o.st_dev == st.st_dev)
+		rc = fs_set_err(err, errlen, -EINVAL, "%s: is on the filesystem's own mount (%s): "
+			     "a disk must lie outside it", path, fs->mountpoint);
+	for (uint32_t d = 0; !rc && d < fs->ds->ndisks; d++) {
+		char dir[PATH_MAX + 16];
+		if (!diskset_present(fs->ds, d))
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", fs->ds->paths[d], LSMFS_DIR);
+		if (stat(dir, &o) == 0 && below(fd, o.st_dev, o.st_ino))
+			rc = fs_set_err(err, errlen, -EINVAL, "%s: is inside %s (disk %u's own files): a "
+				     "disk must lie outside every member's %s", path, dir, d,
+				     LSMFS_DIR);
+	}
+	for (uint32_t c = 0; !rc && c < fs->ds->sb.meta_count; c++)
+		if (!(fs->ds->meta_absent & (1u << c)) && stat(fs->ds->meta_paths[c], &o) == 0 &&
+		    below(fd, o.st_dev, o.st_ino))
+			rc = fs_set_err(err, errlen, -EINVAL, "%s: is inside %s (copy %u of the metadata "
+				     "store): a disk must lie outside it", path,
+				     fs->ds->meta_paths[c], c);
+	close(fd);
+	return rc;
+}
+
 int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, char *err,
 		size_t errlen)
 {
-	int rc = members_change_begin(fs, err, errlen);
+	char *real = realpath(path, NULL);
+	if (!real)
+		return fs_set_err(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	int rc = check_outside(fs, real, err, errlen);
+	free(real);
+	if (rc)
+		return rc;
+	rc = members_change_begin(fs, err, errlen);
 	if (rc)
 		return rc;
 	rc = add_locked(fs, path, force, index, err, errlen);

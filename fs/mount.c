@@ -143,29 +143,29 @@ int fs_alloc_ino(struct fs *fs, uint64_t *ino)
 	return rc;
 }
 
-static int load_info(struct fs *fs, char *err, size_t errlen)
+int fs_info_load(struct store *st, const struct lsmfs_super *sb, const char *where,
+		 struct fs_info *fi, char *err, size_t errlen)
 {
 	uint8_t k[KEY_MAX];
 	size_t kl = key_meta(k, META_FS);
 	void *val;
 	size_t vl;
-	int rc = store_get(fs->st, NULL, k, kl, &val, &vl);
+	int rc = store_get(st, NULL, k, kl, &val, &vl);
 	if (rc) {
 		snprintf(err, errlen, "%s: no filesystem information in the metadata store (%s)",
-			 fs->ds->meta_dir, strerror(-rc));
+			 where, strerror(-rc));
 		return rc == -ENOENT ? -EUCLEAN : rc;
 	}
-	rc = fs_info_decode(val, vl, &fs->info);
+	rc = fs_info_decode(val, vl, fi);
 	free(val);
 	if (rc) {
-		snprintf(err, errlen, "%s: filesystem information is damaged", fs->ds->meta_dir);
+		snprintf(err, errlen, "%s: filesystem information is damaged", where);
 		return rc;
 	}
-	const struct lsmfs_super *sb = &fs->ds->sb;
-	if (memcmp(fs->info.fs_uuid, sb->fs_uuid, 16) || fs->info.sections != sb->sections ||
-	    fs->info.chunk_size != sb->chunk_size) {
+	if (memcmp(fi->fs_uuid, sb->fs_uuid, 16) || fi->sections != sb->sections ||
+	    fi->chunk_size != sb->chunk_size) {
 		snprintf(err, errlen, "%s: metadata store belongs to another filesystem than the disks' superblocks",
-			 fs->ds->meta_dir);
+			 where);
 		return -EXDEV;
 	}
 	return 0;
@@ -313,8 +313,8 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 		goto fail;
 	}
 	copies_opened(fs);
-	if ((rc = load_info(fs, err, errlen)) || (rc = load_filter(fs, err, errlen)) ||
-	    (rc = load_sections(fs, err, errlen)) ||
+	if ((rc = fs_info_load(fs->st, &ds->sb, ds->meta_dir, &fs->info, err, errlen)) ||
+	    (rc = load_filter(fs, err, errlen)) || (rc = load_sections(fs, err, errlen)) ||
 	    (rc = gate_init(fs)) || (rc = open_disks(fs, err, errlen)))
 		goto fail;
 	rc = get_u64(fs, META_NEXT_INO, &fs->next_ino);

@@ -15,7 +15,9 @@
 #     checksum equal and fsck clean; fsck -n before that recovery is clean
 #     too, and says a move is under way;
 #   - refusals: a non-root caller online, bad usage (16), an offline move
-#     (and fsck -y) while the disks are mounted read-only.
+#     (and fsck -y) while the disks are mounted read-only;
+#   - what a move says: the disk it came from, "1 file"; a daemon killed
+#     mid-move said as such; a missing copy of the store named by its path.
 NAME=test_disk
 # shellcheck source=tests/disk/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -133,6 +135,56 @@ out=$("$LSMFS" "$T/fresh" "$T/mnt2" 2>&1); rc=$?
 [[ $rc != 0 ]] && grep -q "in use" <<<"$out" || fail "read-write mount beside a read-only one: exit $rc: $out"
 grep -q " $T/mnt2 " /proc/self/mountinfo && fusermount3 -u "$T/mnt2"
 umount_wait "$T/fresh" || fail "unmount of the new read-only mount"
+
+# ---- what lsmfs-disk says of a move ----
+# A filesystem of 2 sections, one per disk, one file of one chunk: each
+# move names the disk the section was on, and counts "1 file" / "0 files".
+E0=$T/e0 E1=$T/e1
+mkdir -p "$E0" "$E1"
+"$MKFS" -q --sections 2 --chunk-size 65536 "$E0" "$E1" && "$LSMFS" "$E0:$E1" "$M" ||
+	fail "mount of the 2-section filesystem"
+head -c 60000 /dev/urandom > "$M/one"
+out=$("$DISK" "$M" move 0 1 2>&1; "$DISK" "$M" move 1 0 2>&1)
+grep -q "^moved section 0 from disk 0 to disk 1: " <<<"$out" &&
+	grep -q "^moved section 1 from disk 1 to disk 0: " <<<"$out" ||
+	fail "move: the source disk is not named: $out"
+[[ $(grep -c ": 1 file, " <<<"$out") == 1 && $(grep -c ": 0 files, " <<<"$out") == 1 ]] ||
+	fail "move: the file count is not said as 1 file / 0 files: $out"
+# The daemon killed mid-move: said as such, not as an "unexpected answer".
+head -c 60000000 /dev/urandom > "$M/big"
+said=
+for try in 1 2 3; do
+	pid=$(daemon_pid "$E0:$E1") to=$((try % 2))
+	"$DISK" "$M" move 0 "$to" > "$T/move.out" 2>&1 &
+	tool=$!
+	for _ in $(seq 300); do
+		"$DISK" "$M" status 2>/dev/null | grep -q "^moving section" && break
+		sleep 0.005
+	done
+	if "$DISK" "$M" status 2>/dev/null | grep -q "^moving section"; then
+		kill -9 "$pid"
+		wait "$tool"
+		said=$(cat "$T/move.out")
+		fusermount3 -u -z "$M"
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+		break
+	fi
+	wait "$tool"
+done
+if [[ -z $said ]]; then
+	fail "the move always ended before the daemon could be killed during it"
+else
+	grep -q "the daemon closed the connection before it answered" <<<"$said" &&
+		! grep -q "unexpected answer" <<<"$said" ||
+		fail "a daemon death mid-move: $said"
+fi
+# A copy of the store whose disk is missing: named by its disk's path.
+"$LSMFS" -o degraded "$E0" "$M" || fail "degraded mount without disk 1"
+out=$("$DISK" "$M" status 2>&1)
+grep -q "^  copy 1: disk 1, $E1/.lsmfs/meta: missing$" <<<"$out" ||
+	fail "status of a missing copy: $(grep "copy 1" <<<"$out")"
+umount_wait "$E0"
+"$LSMFS" "$E0:$E1" "$M" && umount_wait "$E0:$E1" || fail "mount of both disks again"
 
 # ---- SIGKILL at random points ----
 # kill_daemon: a rebalance running online; the daemon dies at a random

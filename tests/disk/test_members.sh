@@ -12,6 +12,8 @@
 #     done offline (the store moves); a retired disk added again;
 #   - refusals: a non-empty directory (taken with -f), another
 #     filesystem's disk, a member twice, the last disk, too little room;
+#     a disk on the mount itself or below it, inside a member's .lsmfs or
+#     inside a --meta store directory (with -f too, by a symlink too);
 #   - SIGKILL of lsmfs-disk (offline) and of the daemon (online) at random
 #     points of adds and removes: fsck -n finds at most superblocks behind,
 #     the next mount of the disks that are members finds every file whole,
@@ -126,6 +128,44 @@ say "offline add: disks hold $h0, $h1, $h2 bytes"
 fsck_clean "$L" "offline add"
 out=$("$DISK" "$L" rebalance 2>&1)
 grep -q "nothing to move" <<<"$out" || fail "rebalance right after add still moves: $out"
+
+# ---- refused: a disk on the mount, or inside the filesystem's own files ----
+# (online: the daemon refuses; a disk on its own mount deadlocked it, so a
+# hang is cut short by aborting the FUSE connection).  A filesystem of its
+# own, its store in a --meta directory.
+G0=$T/g0 G1=$T/g1 GM=$T/gmeta
+mkdir -p "$G0" "$G1" "$GM"
+"$MKFS" -q --sections 4 --meta "$GM" "$G0" "$G1" && "$LSMFS" "$G0:$G1" "$M" ||
+	fail "mount of the --meta filesystem"
+conn=$(stat -c %d "$M")
+mkdir -p "$M/inner" "$GM/sub"
+ln -s "$G1/.lsmfs" "$T/g1-own"
+for c in "$M/inner" "$M" "$M/inner/../inner" "$G0/.lsmfs/sections/0" "-f $G1/.lsmfs" \
+	"-f $T/g1-own/sections" "-f $GM/sub" "-f $GM"; do
+	# shellcheck disable=SC2086
+	"$DISK" "$M" add $c --no-balance > "$T/add.out" 2>&1 &
+	tool=$!
+	for _ in $(seq 200); do kill -0 "$tool" 2>/dev/null || break; sleep 0.05; done
+	if kill -0 "$tool" 2>/dev/null; then
+		# Hung in the kernel, waiting on the daemon: only an abort of
+		# the FUSE connection lets either go.
+		fail "add $c: hung"
+		[[ -d /sys/fs/fuse/connections/$conn ]] ||
+			mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
+		echo 1 > "/sys/fs/fuse/connections/$conn/abort"
+		wait "$tool"
+		fusermount3 -u -z "$M"
+		break
+	fi
+	wait "$tool"; rc=$? out=$(cat "$T/add.out")
+	[[ $rc == 8 ]] && grep -q "a disk must lie outside" <<<"$out" || fail "add $c: exit $rc: $out"
+done
+[[ ! -e $M/inner/.lsmfs && ! -e $GM/sub/.lsmfs && ! -e $G0/.lsmfs/sections/0/.lsmfs ]] ||
+	fail "a refused add left a .lsmfs behind"
+out=$(timeout 20 "$DISK" "$M" status 2>&1)
+[[ $(grep -c "^[0-9] " <<<"$out") == 2 ]] || fail "after the refused adds: $out"
+umount_wait "$G0:$G1" || fail "unmount after the refused adds"
+"$FSCK" -n "$G0:$G1" > /dev/null 2>&1 || fail "fsck after the refused adds"
 
 # ---- online: add a fourth disk, remove disk 1, under load ----
 "$LSMFS" "$L" "$M" || fail "mount for online add"

@@ -140,7 +140,16 @@ static int cmd_status(struct session *s, bool json)
 		char where[32] = "";
 		if (st.copy[c].disk >= 0)
 			snprintf(where, sizeof(where), "disk %" PRId64 ", ", st.copy[c].disk);
-		printf("  copy %u: %s%s: %s\n", c, where, st.copy[c].path, st.copy[c].state);
+		/* A copy whose disk is missing has no path from the daemon:
+		 * its disk's last known one, or none. */
+		int d = st.copy[c].disk >= 0 ? status_disk(&st, (uint32_t)st.copy[c].disk) : -1;
+		if (st.copy[c].path[0])
+			printf("  copy %u: %s%s: %s\n", c, where, st.copy[c].path, st.copy[c].state);
+		else if (d >= 0 && st.disk[d].path && st.disk[d].path[0])
+			printf("  copy %u: %s%s/" LSMFS_DIR "/" LSMFS_META_DIR ": %s\n", c, where, st.disk[d].path,
+			       st.copy[c].state);
+		else
+			printf("  copy %u: %s(its path unknown): %s\n", c, where, st.copy[c].state);
 	}
 	if (st.moving) {
 		char done[32], total[32];
@@ -270,8 +279,9 @@ static int do_move(struct session *s, const struct move *m, struct progress *p)
 	char b[32];
 	size_format(p->last_bytes, b, sizeof(b));
 	if (!p->tty)
-		printf("moved section %u from disk %u to disk %u: %" PRIu64 " files, %s in %.2f s\n",
-		       m->section, m->from, m->to, p->files, b, since(&p->move_start));
+		printf("moved section %u from disk %u to disk %u: %" PRIu64 " file%s, %s in %.2f s\n",
+		       m->section, m->from, m->to, p->files, p->files == 1 ? "" : "s", b,
+		       since(&p->move_start));
 	fflush(stdout);
 	return 0;
 }
@@ -879,7 +889,22 @@ static int cmd_move(struct session *s, const char *sec, const char *disk)
 	unsigned long dn = strtoul(disk, &end, 10);
 	if (*end || !*disk || errno || dn >= LSMFS_MAX_DISKS)
 		return EXIT_USAGE;
-	struct move m = {.section = (uint32_t)sn, .to = (uint32_t)dn, .from = UINT32_MAX};
+	/* The disk it is on now, for the report: the map as the status has it. */
+	struct status st;
+	char err[1200];
+	if (status_read(s, &st, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
+		return EXIT_FAILED;
+	}
+	if (sn >= st.sections) {
+		fprintf(stderr, PROG ": move: the filesystem has no section %lu (it has %u)\n", sn,
+			st.sections);
+		status_free(&st);
+		return EXIT_FAILED;
+	}
+	struct move m = {.section = (uint32_t)sn, .to = (uint32_t)dn,
+			 .from = st.section_disk[sn]};
+	status_free(&st);
 	struct progress p = {.tty = isatty(2), .count = 1};
 	clock_gettime(CLOCK_MONOTONIC, &p.start);
 	return do_move(s, &m, &p);

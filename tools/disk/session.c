@@ -214,6 +214,13 @@ static int verdict(struct asked *a, char *err, size_t errlen)
 		if (sscanf(a->last, "error %d %n", &e, &off) == 1 && e > 0) {
 			snprintf(err, errlen, "%s", a->last + off);
 			rc = -e;
+		} else if (!strncmp(a->last, "progress ", 9) || !strncmp(a->last, "lost ", 5)) {
+			/* A report, not a verdict: the daemon went away mid-request. */
+			if (a->line)
+				a->line(a->ctx, a->last);
+			snprintf(err, errlen, "the daemon closed the connection before it answered (did "
+				 "it die? see its log): the request may be half done");
+			rc = -EIO;
 		} else {
 			snprintf(err, errlen, "unexpected answer: %.200s", a->last);
 			rc = -EIO;

@@ -164,11 +164,8 @@ int main(int argc, char **argv)
 	}
 	if (backup) {
 		struct lsmfs_super bsb;
-		rc = backup_read(backup, &bsb, backup_store, sizeof(backup_store), err, sizeof(err));
-		if (!rc && memcmp(bsb.fs_uuid, f.ds->sb.fs_uuid, 16)) {
-			snprintf(err, sizeof(err), "%s: a backup of another filesystem", backup);
-			rc = -EXDEV;
-		}
+		rc = backup_read(backup, &f.ds->sb, &bsb, backup_store, sizeof(backup_store), err,
+				 sizeof(err));
 		if (rc) {
 			fprintf(stderr, "%s: %s\n", prog, err);
 			diskset_close(f.ds);

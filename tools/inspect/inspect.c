@@ -107,11 +107,8 @@ static int open_all(struct insp *in, const char *spec)
 	char backup[LSMFS_META_PATH_MAX + 32], err[1200];
 	if (in->backup) {
 		struct lsmfs_super bsb;
-		rc = backup_read(in->backup, &bsb, backup, sizeof(backup), err, sizeof(err));
-		if (!rc && memcmp(bsb.fs_uuid, in->ds->sb.fs_uuid, 16)) {
-			snprintf(err, sizeof(err), "%s: a backup of another filesystem", in->backup);
-			rc = -EXDEV;
-		}
+		rc = backup_read(in->backup, &in->ds->sb, &bsb, backup, sizeof(backup), err,
+				 sizeof(err));
 		if (rc) {
 			fprintf(stderr, INSPECT_PROG ": %s\n", err);
 			return rc;
