@@ -18,7 +18,10 @@
 #     reader: no error to them, reads answered from the other copy, the
 #     copy dropped; copy add and remove restore the count; fsck clean;
 #   - SIGKILL of the daemon during `copy add`: the next mount finds every
-#     file, fsck clean.
+#     file, fsck clean;
+#   - copy 1's commit log cut to half after a SIGKILL: fsck -n calls copy 1
+#     behind (LSMFS-0109), -y rewrites it, and copy 1 alone then serves
+#     every file.
 NAME=test_copies
 # shellcheck source=tests/disk/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -213,4 +216,27 @@ for i in 1 2 3 4 5 6; do
 	umount_wait "$L" || fail "kill $i: unmount"
 	fsck_clean "$L" "kill $i (copy add, ${delay}s)"
 done
+# ---- a copy whose commit log lost its second half ----
+R=$T/r
+mkdir -p "$R/d0" "$R/d1"
+"$MKFS" -q --sections 8 "$R/d0" "$R/d1" || fail "mkfs r"
+RL=$R/d0:$R/d1
+mount_fg "$T/daemon.log" -o log_delay_ms=0 "$RL" || fail "mount r"
+for i in $(seq 200); do echo "file $i" > "$M/f$i"; done
+sums > "$T/sums"
+pid=$(daemon_pid "$RL")
+kill -9 "$pid"
+fusermount3 -u -z "$M" 2>/dev/null
+for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+log=$(ls -S "$R/d1/.lsmfs/meta/"*.log | head -1)
+truncate -s $(($(stat -c %s "$log") / 2)) "$log"
+out=$("$FSCK" -n "$RL" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "LSMFS-0109 copy 1 .* is behind copy 0" <<<"$out" ||
+	fail "copy 1's log cut to half: fsck -n exit $rc, not said behind: $(grep -E 'LSMFS|problem' <<<"$out")"
+out=$("$FSCK" -y "$RL" 2>&1); rc=$?
+[[ $rc == 1 ]] || fail "copy 1 behind: fsck -y exit $rc: $(grep -E 'LSMFS|problem|fsck' <<<"$out")"
+fsck_clean "$RL" "copy 1 rewritten"
+mount_fg "$T/daemon.log" -o degraded,ro "$R/d1" || fail "mount r with copy 1 alone"
+check_sums "copy 1 alone, after fsck rewrote it"
+umount_wait "$R/d1"
 finish
