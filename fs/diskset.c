@@ -636,8 +636,9 @@ int diskset_open(const char *spec, unsigned flags,
 			lsmfs_uuid_format(given[0].sb.fs_uuid, fs);
 			rc = -ENODEV;
 			set_err(err, errlen, "disk %u of %u (UUID %s) of filesystem "
-				"%s is missing from the list (to go on without it: mount -o "
-				"degraded; lsmfs-disk remove --lost drops a disk dead for good)",
+				"%s is missing from the list (to go on without it: lsmfs -o "
+				"degraded; to check what is there: fsck.lsmfs -n --degraded; "
+				"lsmfs-disk remove --lost drops a disk dead for good)",
 				i, count, uuid, fs);
 			goto out;
 		}

@@ -165,9 +165,9 @@ only 'mkfs.lsmfs --meta m' m0 m1
 only 'mkfs.lsmfs --meta m0,m' m0,m0/ m0,m1/
 only 'mkfs.lsmfs --meta=m0,m' m0,m0/ m0,m1/
 
-# fsck.lsmfs [-n|-y|-p] [-f] [-v] [-C FD] [--scrub] [--backup DIR] DISK[:DISK...]
+# fsck.lsmfs [-n|-y|-p] [-f] [-v] [-C FD] [--scrub] [--backup DIR] [--degraded] DISK[:DISK...]
 only 'fsck.lsmfs --sc' --scrub
-has 'fsck.lsmfs -' -n -y -p -f -v -C --scrub --backup --list-problems
+has 'fsck.lsmfs -' -n -y -p -f -v -C --scrub --backup --degraded --list-problems
 only 'fsck.lsmfs -n di' disk0 disk1
 only 'fsck.lsmfs -y -C 3 disk0:disk1:di' disk0 disk1
 only 'fsck.lsmfs --backup d' data disk0 disk1

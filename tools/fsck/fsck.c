@@ -18,7 +18,8 @@ static const char *prog = "fsck.lsmfs";
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: %s [-n|-y|-p|-a] [-f] [-v] [-C FD] [--scrub] [--backup DIR] DISK[:DISK...]\n"
+		"usage: %s [-n|-y|-p|-a] [-f] [-v] [-C FD] [--scrub] [--backup DIR] [--degraded]\n"
+		"       DISK[:DISK...]\n"
 		"       %s --list-problems\n"
 		"Check an lsmfs filesystem, offline, over its backing disks.\n"
 		"  -n     open read-only, answer no to every repair (writes nothing)\n"
@@ -32,6 +33,8 @@ static void usage(FILE *out)
 		"         read errors name the file's path and offset (LSMFS-050F)\n"
 		"  --backup DIR  (with -n) check the metadata store of backup DIR\n"
 		"         (lsmfs-disk backup) against the disks, as a restore would leave it\n"
+		"  --degraded  (with -n) check with disks missing from the list: what is\n"
+		"         there is checked, the missing disks' chunks and sections are not\n"
 		"  -h, --help     this help\n"
 		"  -V, --version  the version\n"
 		"Without -n, -y or -p it asks per problem on a terminal, and acts as -n\n"
@@ -87,6 +90,7 @@ int main(int argc, char **argv)
 						 {"list-problems", no_argument, NULL, 'L'},
 						 {"scrub", no_argument, NULL, 'S'},
 						 {"backup", required_argument, NULL, 'B'},
+						 {"degraded", no_argument, NULL, 'D'},
 						 {0}};
 	while ((opt = getopt_long(argc, argv, "nyapfvC:hV", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -111,6 +115,7 @@ int main(int argc, char **argv)
 		case 'L': return problem_list(stdout) ? FSCK_EXIT_OPERATIONAL : FSCK_EXIT_OK;
 		case 'S': f.scrub = true; break;
 		case 'B': backup = optarg; break;
+		case 'D': f.degraded = true; break;
 		default: usage(stderr); return FSCK_EXIT_USAGE;
 		}
 	}
@@ -125,6 +130,13 @@ int main(int argc, char **argv)
 	if (backup && f.mode != FSCK_MODE_NO) {
 		fprintf(stderr, "%s: --backup checks a backup: with -n only (restore it with "
 			"lsmfs-disk DISKS restore DIR)\n", prog);
+		return FSCK_EXIT_USAGE;
+	}
+	if (f.degraded && f.mode != FSCK_MODE_NO) {
+		/* A repair would write the store without the missing disks'
+		 * copies, and remap what they hold. */
+		fprintf(stderr, "%s: --degraded checks what is there: with -n only (repairs need "
+			"every disk, or lsmfs-disk remove --lost first)\n", prog);
 		return FSCK_EXIT_USAGE;
 	}
 	f.spec = argv[optind];
@@ -143,12 +155,14 @@ int main(int argc, char **argv)
 	 * still closing after its unmount (writing its last tables) is waited
 	 * for either way, as the daemon's own mount does: "umount; fsck". */
 	unsigned flags = DISKSET_TOLERANT | DISKSET_CLASH | DISKSET_LOCK | DISKSET_LOCK_WAIT |
-			 (f.mode == FSCK_MODE_NO ? DISKSET_LOCK_SHARED : 0);
+			 (f.mode == FSCK_MODE_NO ? DISKSET_LOCK_SHARED : 0) |
+			 (f.degraded ? DISKSET_DEGRADED : 0);
 	int rc = diskset_open(f.spec, flags, &f.ds, err, sizeof(err));
 	if (rc == -EBUSY && f.mode == FSCK_MODE_NO) {
 		char busy[sizeof(err)];
 		snprintf(busy, sizeof(busy), "%s", err);
-		rc = diskset_open(f.spec, DISKSET_TOLERANT | DISKSET_CLASH, &f.ds, err, sizeof(err));
+		rc = diskset_open(f.spec, DISKSET_TOLERANT | DISKSET_CLASH |
+				  (f.degraded ? DISKSET_DEGRADED : 0), &f.ds, err, sizeof(err));
 		if (!rc)
 			fprintf(stderr, "%s: %s: checking beside it, unlocked, as of its last writes "
 				"(what it has not written yet may show as damage)\n", prog, busy);
@@ -178,6 +192,10 @@ int main(int argc, char **argv)
 	}
 	printf("%s: checking %s (%u disk%s, store in %s)\n", prog, f.spec, f.ds->ndisks,
 	       f.ds->ndisks == 1 ? "" : "s", f.backup_store ? f.backup_store : f.ds->meta_dir);
+	for (uint32_t d = 0; d < f.ds->ndisks; d++)
+		if (f.ds->missing >> d & 1)
+			printf("%s: disk %u is missing (--degraded): its sections, chunks and any copy "
+			       "of the store on it are not checked\n", prog, d);
 	int status = FSCK_EXIT_OK;
 	printf("Pass 1: Checking the metadata store\n");
 	fflush(stdout);

@@ -71,6 +71,7 @@ struct fsck {
 	/* options */
 	enum fsck_mode mode;
 	bool force, verbose;
+	bool degraded;          /* --degraded: disks missing (ds->missing) are not checked */
 	bool scrub;             /* --scrub: read every chunk file whole (scrub.c) */
 	bool yes_all;           /* answered (a)ll at a question */
 	int progress_fd;        /* -C FD, -1 when not given */
