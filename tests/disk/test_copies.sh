@@ -233,8 +233,11 @@ mounted && { umount_wait "$V/d0"; fail "d0 alone: mounted read-write with copy 1
 grep -q "copy 1 of the metadata store (on disk 1, missing) is not known to be behind.*force_degraded" \
 	<<<"$out" || fail "d0 alone, read-write: refused without saying why (exit $rc): $out"
 mount_fg "$T/daemon.log" -o degraded,ro "$V/d0" || fail "d0 alone, read-only"
+ro=$!
 [[ $(cat "$M/base" 2>/dev/null) == base ]] || fail "d0 alone, read-only: base unreadable"
+touch "$M/w" 2>/dev/null && fail "d0 alone, read-only: written"
 umount_wait "$V/d0"
+wait "$ro" # a read-only daemon leaves no pid in the lock files for umount_wait
 mount_fg "$T/daemon.log" -o degraded,force_degraded "$V/d0" || fail "d0 alone, forced"
 for i in $(seq 21); do echo "$i" > "$M/f$i"; done
 ls -i "$M" | awk '{print $1}' | sort > "$T/inos0"
