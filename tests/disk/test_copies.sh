@@ -240,6 +240,8 @@ umount_wait "$V/d0"
 wait "$ro" # a read-only daemon leaves no pid in the lock files for umount_wait
 mount_fg "$T/daemon.log" -o degraded,force_degraded "$V/d0" || fail "d0 alone, forced"
 for i in $(seq 21); do echo "$i" > "$M/f$i"; done
+out=$("$DISK" "$M" status 2>&1)
+grep -q "^  copy 1: disk 1: missing$" <<<"$out" || fail "d0 alone, forced: status of copy 1: $out"
 ls -i "$M" | awk '{print $1}' | sort > "$T/inos0"
 umount_wait "$V/d0"
 # Copy 1 is now behind in d0's own states: read-write needs no word.

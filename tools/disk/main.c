@@ -138,8 +138,12 @@ static int cmd_status(struct session *s, bool json)
 	       copy_down ? ", DEGRADED (restore the count: " PROG " ... copy add DISK)" : "");
 	for (uint32_t c = 0; c < st.ncopies; c++) {
 		char where[32] = "";
+		/* A copy on a disk missing from a degraded mount has no path:
+		 * the disk alone names it. */
+		bool nopath = !st.copy[c].path[0];
 		if (st.copy[c].disk >= 0)
-			snprintf(where, sizeof(where), "disk %" PRId64 ", ", st.copy[c].disk);
+			snprintf(where, sizeof(where), "disk %" PRId64 "%s", st.copy[c].disk,
+				 nopath ? "" : ", ");
 		printf("  copy %u: %s%s: %s\n", c, where, st.copy[c].path, st.copy[c].state);
 	}
 	if (st.moving) {
