@@ -19,10 +19,10 @@
  * stay stale until fsck.lsmfs --use-copy keeps one (copies_choose).  A
  * read-write mount with a disk missing takes the copies here for the
  * newest only when the states show the missing ones behind, or when told
- * (force_degraded; copies_prepare).  It is a file of its own, not the superblock, so that a
- * copy can be marked stale at any moment (from the store's write path)
- * without racing a change to the disk set, which writes superblocks in
- * several steps with a store write between them.
+ * (force_degraded; copies_prepare).  It is a file of its own, not the
+ * superblock, so that a copy can be marked stale at any moment (from the
+ * store's write path) without racing a change to the disk set, which
+ * writes superblocks in several steps with a store write between them.
  *
  * Runtime: the store calls copies_failed (store_options.copy_failed)
  * before a write that a dropped copy lacks is acknowledged; it marks the
@@ -149,15 +149,14 @@ void copies_load(struct lsmfs_diskset *ds)
 	uint64_t best = 0;
 	uint32_t stale = 0;
 	uint64_t since[LSMFS_MAX_META_COPIES] = {0};
-	struct states *all = calloc(LSMFS_MAX_DISKS, sizeof(*all));
+	struct states all[LSMFS_MAX_DISKS]; /* 64 x 56 bytes */
 	uint32_t nall = 0;
 	uint32_t m = ds->sb.meta_count;
 	for (uint32_t d = 0; d < ds->ndisks && d < LSMFS_MAX_DISKS; d++) {
 		struct states st;
 		if (!ds->paths[d] || states_read(ds->paths[d], &ds->sb, &st))
 			continue;
-		if (all)
-			all[nall++] = st;
+		all[nall++] = st;
 		uint32_t mask = 0;
 		for (uint32_t i = 0; i < m; i++)
 			if (st.flags[i])
@@ -185,7 +184,6 @@ void copies_load(struct lsmfs_diskset *ds)
 						ds->diverged_with[x] |= 1u << y;
 						ds->diverged_with[y] |= 1u << x;
 					}
-	free(all);
 	stale |= ds->copies_diverged;
 	ds->copies_epoch = best;
 	for (uint32_t i = 0; i < m; i++) {
