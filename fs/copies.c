@@ -13,10 +13,16 @@
  * truth, and where two files of that epoch disagree (two mounts, each
  * without the other's disk), every copy either calls stale is stale: a
  * filesystem with no up-to-date copy left is refused rather than
- * guessed at.  It is a file of its own, not the superblock, so that a
- * copy can be marked stale at any moment (from the store's write path)
- * without racing a change to the disk set, which writes superblocks in
- * several steps with a store write between them.
+ * guessed at.  Each entry also says since which epoch the copy has its
+ * state; two files that each call the other's copy stale without having
+ * known of the other's word mark copies that diverged (any epochs): both
+ * stay stale until fsck.lsmfs --use-copy keeps one (copies_choose).  A
+ * read-write mount with a disk missing takes the copies here for the
+ * newest only when the states show the missing ones behind, or when told
+ * (force_degraded; copies_prepare).  It is a file of its own, not the
+ * superblock, so that a copy can be marked stale at any moment (from the
+ * store's write path) without racing a change to the disk set, which
+ * writes superblocks in several steps with a store write between them.
  *
  * Runtime: the store calls copies_failed (store_options.copy_failed)
  * before a write that a dropped copy lacks is acknowledged; it marks the
@@ -43,10 +49,12 @@
 
 #include "schema.h"
 
-#define COPIES_MAGIC "LSMFS-CP"
+#define COPIES_MAGIC "LSMFS-C2"
+#define COPIES_MAGIC_V1 "LSMFS-CP" /* entries without `since`: read forever */
 #define COPIES_FILE "copies"
 #define COPIES_HEAD 36 /* magic, fs UUID, epoch, count */
-#define COPIES_ENTRY 16 /* le32 disk, le32 flags, le64 XXH3 of the directory */
+#define COPIES_ENTRY 24 /* le32 disk, le32 flags, le64 XXH3 of the directory, le64 since */
+#define COPIES_ENTRY_V1 16
 #define COPIES_MAX (COPIES_HEAD + COPIES_ENTRY * LSMFS_MAX_META_COPIES + 8)
 
 /* ---- the copy states file (SCHEMA.md "Store copies") ---- */
@@ -57,7 +65,9 @@ static uint64_t where_hash(const struct lsmfs_meta_copy *c)
 	return c->disk == LSMFS_META_ON_DIR ? XXH3_64bits(c->dir, strlen(c->dir)) : 0;
 }
 
-static size_t states_encode(const struct lsmfs_diskset *ds, uint64_t epoch, uint8_t *buf)
+/* The file for epoch; since[i]: copy i's since in it. */
+static size_t states_encode(const struct lsmfs_diskset *ds, uint64_t epoch, const uint64_t *since,
+			    uint8_t *buf)
 {
 	memcpy(buf, COPIES_MAGIC, 8);
 	memcpy(buf + 8, ds->sb.fs_uuid, 16);
@@ -68,17 +78,24 @@ static size_t states_encode(const struct lsmfs_diskset *ds, uint64_t epoch, uint
 		sc_put_le32(buf + off, ds->sb.meta[i].disk);
 		sc_put_le32(buf + off + 4, ds->sb.meta[i].flags & LSMFS_META_STALE);
 		sc_put_le64(buf + off + 8, where_hash(&ds->sb.meta[i]));
+		sc_put_le64(buf + off + 16, since[i]);
 	}
 	sc_put_le64(buf + off, XXH3_64bits(buf, off));
 	return off + 8;
 }
 
-/* One disk's file: 0 with *epoch and, for each copy of sb, its flags (a
- * copy the file does not name: stale), -ENOENT when there is none,
- * -EUCLEAN when it is damaged or another filesystem's (ignored: the other
- * disks' files, or none, say the same or more). */
-static int states_read(const char *disk, const struct lsmfs_super *sb, uint64_t *epoch,
-		       uint32_t *flags)
+/* One disk's file, as read. */
+struct states {
+	uint64_t epoch;
+	uint32_t flags[LSMFS_MAX_META_COPIES]; /* for each copy of sb */
+	uint64_t since[LSMFS_MAX_META_COPIES];
+};
+
+/* One disk's file: 0 with *st (a copy the file does not name: stale
+ * since epoch 0), -ENOENT when there is none, -EUCLEAN when it is damaged
+ * or another filesystem's (ignored: the other disks' files, or none, say
+ * the same or more). */
+static int states_read(const char *disk, const struct lsmfs_super *sb, struct states *st)
 {
 	char path[PATH_MAX + 64];
 	snprintf(path, sizeof(path), "%s/" LSMFS_DIR "/" COPIES_FILE, disk);
@@ -91,49 +108,89 @@ static int states_read(const char *disk, const struct lsmfs_super *sb, uint64_t 
 	if (n < 0)
 		return -EIO;
 	size_t len = (size_t)n;
-	if (len < COPIES_HEAD + 8 || memcmp(buf, COPIES_MAGIC, 8) ||
-	    memcmp(buf + 8, sb->fs_uuid, 16))
+	if (len < COPIES_HEAD + 8 || memcmp(buf + 8, sb->fs_uuid, 16))
 		return -EUCLEAN;
+	size_t entry = !memcmp(buf, COPIES_MAGIC, 8)	  ? COPIES_ENTRY
+		       : !memcmp(buf, COPIES_MAGIC_V1, 8) ? COPIES_ENTRY_V1
+							   : 0;
 	uint32_t count = sc_get_le32(buf + 32);
-	if (count > LSMFS_MAX_META_COPIES || len != COPIES_HEAD + COPIES_ENTRY * count + 8 ||
+	if (!entry || count > LSMFS_MAX_META_COPIES || len != COPIES_HEAD + entry * count + 8 ||
 	    sc_get_le64(buf + len - 8) != XXH3_64bits(buf, len - 8))
 		return -EUCLEAN;
-	*epoch = sc_get_le64(buf + 24);
+	st->epoch = sc_get_le64(buf + 24);
 	for (uint32_t i = 0; i < sb->meta_count; i++) {
-		flags[i] = LSMFS_META_STALE;
+		st->flags[i] = LSMFS_META_STALE;
+		st->since[i] = 0;
 		for (uint32_t e = 0; e < count; e++) {
-			const uint8_t *p = buf + COPIES_HEAD + COPIES_ENTRY * e;
+			const uint8_t *p = buf + COPIES_HEAD + entry * e;
 			if (sc_get_le32(p) == sb->meta[i].disk &&
-			    sc_get_le64(p + 8) == where_hash(&sb->meta[i]))
-				flags[i] = sc_get_le32(p + 4) & LSMFS_META_STALE;
+			    sc_get_le64(p + 8) == where_hash(&sb->meta[i])) {
+				st->flags[i] = sc_get_le32(p + 4) & LSMFS_META_STALE;
+				st->since[i] = entry == COPIES_ENTRY ? sc_get_le64(p + 16) : 0;
+			}
 		}
 	}
 	return 0;
+}
+
+/* Did copies x and y part: does a calls x current and y stale, b calls y
+ * current and x stale, and neither know of the other's word (the epoch
+ * since which a calls x current is older than the one since which b
+ * calls it stale, and the other way round)?  Then a mount without y
+ * wrote x and one without x wrote y: each holds writes the other lacks. */
+static bool parted(const struct states *a, const struct states *b, uint32_t x, uint32_t y)
+{
+	return !a->flags[x] && a->flags[y] && !b->flags[y] && b->flags[x] &&
+	       a->since[x] < b->since[x] && b->since[y] < a->since[y];
 }
 
 void copies_load(struct lsmfs_diskset *ds)
 {
 	uint64_t best = 0;
 	uint32_t stale = 0;
+	uint64_t since[LSMFS_MAX_META_COPIES] = {0};
+	struct states all[LSMFS_MAX_DISKS]; /* 64 x 56 bytes */
+	uint32_t nall = 0;
+	uint32_t m = ds->sb.meta_count;
 	for (uint32_t d = 0; d < ds->ndisks && d < LSMFS_MAX_DISKS; d++) {
-		uint64_t epoch;
-		uint32_t flags[LSMFS_MAX_META_COPIES];
-		if (!ds->paths[d] || states_read(ds->paths[d], &ds->sb, &epoch, flags))
+		struct states st;
+		if (!ds->paths[d] || states_read(ds->paths[d], &ds->sb, &st))
 			continue;
+		all[nall++] = st;
 		uint32_t mask = 0;
-		for (uint32_t i = 0; i < ds->sb.meta_count; i++)
-			if (flags[i])
+		for (uint32_t i = 0; i < m; i++)
+			if (st.flags[i])
 				mask |= 1u << i;
-		if (epoch > best) {
-			best = epoch;
+		if (st.epoch > best) {
+			best = st.epoch;
 			stale = mask;
-		} else if (epoch == best) {
+			memcpy(since, st.since, sizeof(since));
+		} else if (st.epoch == best) {
 			stale |= mask; /* two stories of one epoch: believe both */
+			for (uint32_t i = 0; i < m; i++)
+				since[i] = st.since[i] > since[i] ? st.since[i] : since[i];
 		}
 	}
+	/* Copies that parted: neither may be taken for current, whatever the
+	 * epochs say (the later epoch is no more than the busier side). */
+	ds->copies_diverged = 0;
+	memset(ds->diverged_with, 0, sizeof(ds->diverged_with));
+	for (uint32_t a = 0; a < nall; a++)
+		for (uint32_t b = 0; b < nall; b++)
+			for (uint32_t x = 0; x < m; x++)
+				for (uint32_t y = 0; y < m; y++)
+					if (x != y && parted(&all[a], &all[b], x, y)) {
+						ds->copies_diverged |= 1u << x | 1u << y;
+						ds->diverged_with[x] |= 1u << y;
+						ds->diverged_with[y] |= 1u << x;
+					}
+	stale |= ds->copies_diverged;
 	ds->copies_epoch = best;
-	for (uint32_t i = 0; i < ds->sb.meta_count; i++)
+	for (uint32_t i = 0; i < m; i++) {
 		ds->sb.meta[i].flags = (stale >> i) & 1 ? LSMFS_META_STALE : 0;
+		ds->sb.meta[i].since = since[i];
+		ds->sb.meta[i].since_flags = ds->sb.meta[i].flags;
+	}
 }
 
 /* Write one disk's file atomically (temp, fsync, rename, fsync .lsmfs). */
@@ -144,10 +201,17 @@ static int states_write_disk(const char *disk, const uint8_t *buf, size_t len)
 	return lsmfs_write_file(dir, COPIES_FILE, buf, len);
 }
 
-int copies_write(struct lsmfs_diskset *ds, char *err, size_t errlen)
+/* Write the states with the next epoch, each copy's since moved on to it
+ * where its state changed (every copy's with all). */
+static int states_write(struct lsmfs_diskset *ds, bool all, char *err, size_t errlen)
 {
 	uint8_t buf[COPIES_MAX];
-	size_t len = states_encode(ds, ds->copies_epoch + 1, buf);
+	uint64_t since[LSMFS_MAX_META_COPIES] = {0}, next = ds->copies_epoch + 1;
+	for (uint32_t i = 0; i < ds->sb.meta_count; i++) {
+		const struct lsmfs_meta_copy *c = &ds->sb.meta[i];
+		since[i] = all || (c->flags & LSMFS_META_STALE) != c->since_flags ? next : c->since;
+	}
+	size_t len = states_encode(ds, next, since, buf);
 	int first = 0, written = 0;
 	for (uint32_t d = 0; d < ds->ndisks && d < LSMFS_MAX_DISKS; d++) {
 		const char *p = __atomic_load_n(&ds->paths[d], __ATOMIC_ACQUIRE);
@@ -165,6 +229,34 @@ int copies_write(struct lsmfs_diskset *ds, char *err, size_t errlen)
 	if (!written)
 		return first ? first : -ENODEV;
 	ds->copies_epoch++;
+	for (uint32_t i = 0; i < ds->sb.meta_count; i++) {
+		ds->sb.meta[i].since = since[i];
+		ds->sb.meta[i].since_flags = ds->sb.meta[i].flags & LSMFS_META_STALE;
+	}
+	return 0;
+}
+
+int copies_write(struct lsmfs_diskset *ds, char *err, size_t errlen)
+{
+	return states_write(ds, false, err, errlen);
+}
+
+int copies_choose(struct lsmfs_diskset *ds, uint32_t n, char *err, size_t errlen)
+{
+	if (n >= ds->sb.meta_count || (ds->meta_absent & (1u << n))) {
+		snprintf(err, errlen, "copy %u of the metadata store is not there (%u copies)", n,
+			 ds->sb.meta_count);
+		return -ENOENT;
+	}
+	for (uint32_t i = 0; i < ds->sb.meta_count; i++)
+		ds->sb.meta[i].flags = i == n ? 0 : LSMFS_META_STALE;
+	int rc = states_write(ds, true, err, errlen);
+	if (rc)
+		return rc;
+	ds->copies_diverged = 0;
+	memset(ds->diverged_with, 0, sizeof(ds->diverged_with));
+	ds->meta_primary = n;
+	snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s", ds->meta_paths[n]);
 	return 0;
 }
 
@@ -244,6 +336,34 @@ int copies_prepare(struct fs *fs, struct store_options *so, const char **dirs, c
 			marked |= 1u << i;
 		}
 	}
+	/* A copy missing that the states here do not call stale may have
+	 * moved on without these copies: a mount of it alone, on disks not
+	 * given here, writes its states there only.  (With every disk here,
+	 * any such mount wrote them where copies_load read them.)  Taking
+	 * the copies here for the newest is the user's word to give. */
+	uint32_t unsure = ds->missing ? marked & ds->meta_absent : 0;
+	if (unsure && !ds->force) {
+		for (uint32_t i = 0; i < ds->sb.meta_count; i++)
+			if (marked & (1u << i))
+				ds->sb.meta[i].flags &= ~LSMFS_META_STALE;
+		uint32_t i = (uint32_t)__builtin_ctz(unsure);
+		char where[sizeof(ds->sb.meta[0].dir) + 32];
+		if (ds->sb.meta[i].disk == LSMFS_META_ON_DIR)
+			snprintf(where, sizeof(where), "%s", ds->sb.meta[i].dir);
+		else
+			snprintf(where, sizeof(where), "on disk %u", ds->sb.meta[i].disk);
+		snprintf(err, errlen, "copy %u of the metadata store (%s, missing) is not known "
+			 "to be behind the copies here: a mount of it without them may have written "
+			 "what they lack.  Mount read-only (-o degraded,ro), bring its disk back, or "
+			 "take the copies here for the newest (-o degraded,force_degraded: the two "
+			 "then diverge, and fsck.lsmfs --use-copy keeps one)", i, where);
+		return -EROFS;
+	}
+	if (unsure)
+		/* The numbers this mount hands out must not meet those a mount of
+		 * the missing copy may hand out: both start from the same counter
+		 * (fs_mount moves it on, SCHEMA.md "Store copies"). */
+		fs->ino_branch = 1 + (ds->meta_primary < ds->sb.meta_count ? ds->meta_primary : 0);
 	if (marked) {
 		/* Before the store writes anything those copies lack. */
 		char e[PATH_MAX + 128] = "";
@@ -268,6 +388,16 @@ int copies_prepare(struct fs *fs, struct store_options *so, const char **dirs, c
 				"DEGRADED (%u of %u copies)", i,
 				ds->meta_paths[i][0] ? ds->meta_paths[i] : "its disk is missing", n,
 				ds->sb.meta_count);
+	if (unsure)
+		fs_logf(fs, "the copies of the metadata store here are taken for the newest "
+			"(force_degraded): copies %#x, missing, are marked stale, and whatever a mount "
+			"of them alone wrote is lost unless fsck.lsmfs --use-copy keeps it", unsure);
+	if (!rw)
+		for (uint32_t i = 0; i < ds->sb.meta_count; i++)
+			if ((ds->meta_absent & (1u << i)) && ds->missing &&
+			    !(ds->sb.meta[i].flags & LSMFS_META_STALE))
+				fs_logf(fs, "read-only: metadata store copy %u, missing, is not known to "
+					"be behind the copies here, which may be older than it", i);
 	if (n < ds->sb.meta_count)
 		__atomic_store_n(&fs->copies_degraded, true, __ATOMIC_RELEASE);
 	if (rw) {

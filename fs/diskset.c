@@ -247,7 +247,35 @@ static int resolve_meta(struct lsmfs_diskset *ds, char *err, size_t errlen)
 		if (ds->meta_primary == UINT32_MAX && !(sb->meta[i].flags & LSMFS_META_STALE))
 			ds->meta_primary = i;
 	}
+	if (ds->meta_primary == UINT32_MAX && ds->copies_diverged) {
+		/* Name them: which parted from which, and where each is. */
+		char list[2 * sizeof(ds->meta_paths[0]) + 256] = "";
+		size_t len = 0;
+		for (uint32_t i = 0; i < sb->meta_count && len < sizeof(list); i++)
+			if (ds->copies_diverged & (1u << i))
+				len += (size_t)snprintf(list + len, sizeof(list) - len, "%scopy %u (%s)",
+							len ? " and " : "", i,
+							ds->meta_paths[i][0] ? ds->meta_paths[i]
+									     : "its disk is missing");
+		set_err(err, errlen, "the copies of the metadata store diverged: %s were each written "
+			"by a mount without the other (-o degraded,force_degraded); keep one with "
+			"fsck.lsmfs -y --use-copy N (what the others hold that it lacks is lost; -n "
+			"--use-copy N says what)", list);
+		return -EUCLEAN;
+	}
 	if (ds->meta_primary == UINT32_MAX) {
+		if (!why[0]) {
+			/* Every copy there is stale: name them. */
+			size_t len = 0;
+			for (uint32_t i = 0; i < sb->meta_count && len < sizeof(why); i++)
+				if (!(ds->meta_absent & (1u << i)))
+					len += (size_t)snprintf(why + len, sizeof(why) - len, "%scopy %u "
+								"(%s)", len ? ", " : "", i,
+								ds->meta_paths[i]);
+			if (len < sizeof(why))
+				snprintf(why + len, sizeof(why) - len, "%s of the metadata store %s stale",
+					 len ? "" : "no copy", len ? "marked" : "is there");
+		}
 		set_err(err, errlen, "%s%s", why,
 			sb->meta_count > 1 ? " (and no other copy of the store that is up to "
 					     "date is there)" : "");
@@ -636,8 +664,9 @@ int diskset_open(const char *spec, unsigned flags,
 			lsmfs_uuid_format(given[0].sb.fs_uuid, fs);
 			rc = -ENODEV;
 			set_err(err, errlen, "disk %u of %u (UUID %s) of filesystem "
-				"%s is missing from the list (to go on without it: mount -o "
-				"degraded; lsmfs-disk remove --lost drops a disk dead for good)",
+				"%s is missing from the list (to go on without it: lsmfs -o "
+				"degraded; to check what is there: fsck.lsmfs -n --degraded; "
+				"lsmfs-disk remove --lost drops a disk dead for good)",
 				i, count, uuid, fs);
 			goto out;
 		}
@@ -652,10 +681,12 @@ int diskset_open(const char *spec, unsigned flags,
 	memcpy(ds->sb.disk_uuid, ds->sb.disk_uuids[ds->sb.disk_index], 16);
 
 	copies_load(ds);
+	ds->force = (flags & DISKSET_FORCE) != 0;
 	rc = resolve_meta(ds, err, errlen);
-	if (rc && (flags & DISKSET_RESTORE)) {
+	if (rc && (flags & (DISKSET_RESTORE | DISKSET_DIVERGED))) {
 		/* A restore cut short left every copy stale: it starts again
-		 * from the first copy there. */
+		 * from the first copy there.  (Copies that diverged: the
+		 * caller chooses one.) */
 		rc = 0;
 		for (uint32_t i = 0; i < ds->sb.meta_count && ds->meta_primary == UINT32_MAX; i++)
 			if (!(ds->meta_absent & (1u << i)))

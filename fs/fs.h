@@ -58,6 +58,11 @@ struct lsmfs_meta_copy {
 	/* LSMFS_META_STALE: not in the superblock but in the copy states
 	 * (<disk>/.lsmfs/copies, fs/copies.c), set by diskset_open. */
 	uint32_t flags;
+	/* Also of the copy states only: the epoch since which the copy has
+	 * its state (stale or not, as since_flags says; copies_write moves
+	 * it on when flags differ). */
+	uint64_t since;
+	uint32_t since_flags;
 	char dir[LSMFS_META_PATH_MAX];   /* LSMFS_META_ON_DIR: absolute path; else "" */
 };
 
@@ -135,6 +140,15 @@ struct lsmfs_diskset {
 	/* The copy states' epoch (copies.c): sb.meta[].flags came from the
 	 * files of this epoch. */
 	uint64_t copies_epoch;
+	/* Copies that diverged (copies.c): bit i for a copy written by a
+	 * mount without another that was written by a mount without it;
+	 * both are stale until one is chosen (copies_choose).  diverged_with
+	 * [i]: the copies i parted from. */
+	uint32_t copies_diverged;
+	uint32_t diverged_with[LSMFS_MAX_META_COPIES];
+	/* DISKSET_FORCE: a read-write open may take the copies here for the
+	 * newest although a missing one may hold writes they lack. */
+	bool force;
 	char meta_dir[LSMFS_META_PATH_MAX + 64];
 	int lock_fds[LSMFS_MAX_DISKS];   /* -1 when not locked */
 	/* DISKSET_TOLERANT: bit i set when disk i's superblock is damaged
@@ -176,6 +190,11 @@ static inline bool diskset_present(const struct lsmfs_diskset *ds, uint32_t d)
  * named in err). */
 void copies_load(struct lsmfs_diskset *ds);
 int copies_write(struct lsmfs_diskset *ds, char *err, size_t errlen);
+/* Copy n alone current, every other copy stale, each of them since the
+ * next epoch (so that no earlier file's word outranks it), written to
+ * every disk present; meta_primary and meta_dir become copy n's.  0, or
+ * -errno with err. */
+int copies_choose(struct lsmfs_diskset *ds, uint32_t n, char *err, size_t errlen);
 /* A disk leaving the filesystem: its copy states file goes. */
 void copies_forget(const char *disk);
 /* Offline (the store closed, the disks locked: fsck): copy `to` made a
@@ -235,6 +254,14 @@ bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d);
  * cut short) is accepted, meta_primary then the first copy there.
  * Without it, a copy holding LSMFS_RESTORING refuses the set (-EBUSY). */
 #define DISKSET_RESTORE 64u
+/* With DISKSET_DEGRADED: a read-write open may take the copies of the
+ * store here for the newest although a missing one is not known to be
+ * behind them (lsmfs -o force_degraded, lsmfs-disk remove --lost). */
+#define DISKSET_FORCE 128u
+/* fsck --use-copy: a set whose copies diverged (every one left stale) is
+ * accepted, meta_primary then the first copy there; the caller chooses
+ * one with copies_choose. */
+#define DISKSET_DIVERGED 256u
 #define LSMFS_RESTORING "RESTORING" /* in a copy of the store: a restore under way */
 /* In that copy: its store files as they were, kept until the restore ends
  * (restore.c); made whole under the name LSMFS_RESTORE_SAVED ".tmp". */

@@ -44,6 +44,9 @@
 #define BOUNCE_SIZE (1u << 20)
 #define CHUNK_FDS 4         /* cached chunk fds per open inode */
 #define INO_RESERVE 1024    /* inode numbers reserved per store write */
+/* A mount that took its copies of the store for the newest (force_degraded)
+ * moves next_ino on by (1 + its copy) << INO_BRANCH_SHIFT (SCHEMA.md). */
+#define INO_BRANCH_SHIFT 40
 /* fs_options.inode_cache when 0: about 50 MB of inodes nothing holds. */
 #define FS_INODE_CACHE 262144
 /* Bytes the metadata store holds back for deletions, renames and the
@@ -328,6 +331,10 @@ struct fs {
 	uint32_t store_ncopies;
 	pthread_mutex_t copies_lock;
 	bool copies_lock_init;
+	/* A mount that took the copies here for the newest (force_degraded):
+	 * 1 + the copy it opened by, the run of inode numbers it moves
+	 * next_ino by (copies_prepare, fs_mount); 0 otherwise. */
+	uint32_t ino_branch;
 	bool copies_degraded;     /* atomics: a copy is missing or failed */
 
 	/* diskwatch.c: per disk, 1 once it is no longer the disk opened. */

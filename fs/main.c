@@ -39,6 +39,7 @@ struct cmdline {
 	int nowriteback;
 	int nodirect;
 	int degraded;
+	int force_degraded;
 	double attr_timeout, entry_timeout;
 	long cache_mib;
 	long inode_cache;
@@ -86,6 +87,7 @@ static const struct fuse_opt opts[] = {
 	OPT("no_writeback", nowriteback),
 	OPT("no_direct", nodirect),
 	OPT("degraded", degraded),
+	OPT("force_degraded", force_degraded),
 	OPT("bdi_max_ratio=%d", bdi_max_ratio),
 	OPT("readahead_kb=%d", readahead_kb),
 	FUSE_OPT_END,
@@ -152,6 +154,11 @@ static void usage(FILE *f)
 		"  -o ro              read-only\n"
 		"  -o degraded        mount with disks missing: their chunks read (and write)\n"
 		"                     as EIO; lsmfs-disk remove --lost drops one for good\n"
+		"                     (read-write only where the copies of the store here\n"
+		"                     are known to be the newest: else add ro, or see below)\n"
+		"  -o force_degraded  as degraded, and take the copies of the store here for\n"
+		"                     the newest although a missing one may hold writes they\n"
+		"                     lack (it is then behind; fsck.lsmfs --use-copy chooses)\n"
 		"  -o allow_other     let other users in (and the usual FUSE mount options)\n"
 		"  -o attr_timeout=S  seconds the kernel caches attributes (default 60)\n"
 		"  -o entry_timeout=S seconds the kernel caches names (default 60)\n"
@@ -434,7 +441,8 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 	 * it (lsmfs-disk offline, fsck repairing, a read-write mount). */
 	int rc = diskset_open(c->disks,
 			      DISKSET_LOCK | DISKSET_LOCK_WAIT | (c->read_only ? DISKSET_LOCK_SHARED : 0) |
-			      (c->degraded ? DISKSET_DEGRADED : 0),
+			      (c->degraded || c->force_degraded ? DISKSET_DEGRADED : 0) |
+			      (c->force_degraded ? DISKSET_FORCE : 0),
 			      &ds, err, sizeof(err));
 	if (rc)
 		return fail(fd, "%s", err);

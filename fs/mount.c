@@ -322,6 +322,10 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 		snprintf(err, errlen, "%s: inode counter unreadable: %s", ds->meta_dir, strerror(-rc));
 		goto fail;
 	}
+	if (fs->ino_branch)
+		/* Apart from any a mount of the missing copies hands out from
+		 * the same counter: each copy has a run of 2^40 of its own. */
+		fs->next_ino += (uint64_t)fs->ino_branch << INO_BRANCH_SHIFT;
 	fs->reserved_to = fs->next_ino;
 	int64_t sec;
 	uint32_t nsec;

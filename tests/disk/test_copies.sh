@@ -18,7 +18,16 @@
 #     reader: no error to them, reads answered from the other copy, the
 #     copy dropped; copy add and remove restore the count; fsck clean;
 #   - SIGKILL of the daemon during `copy add`: the next mount finds every
-#     file, fsck clean.
+#     file, fsck clean;
+#   - each disk of two mounted alone (-o degraded): read-write only when
+#     the copy states here show the missing copy behind, else refused (ro
+#     works) until -o force_degraded; two forced sides get inode numbers
+#     apart, and with both disks back the mount and fsck name the two
+#     copies that diverged; fsck --use-copy 0 says what copy 1 holds, and
+#     with -y keeps copy 0 (its files, not copy 1's);
+#   - copy 1's commit log cut to half after a SIGKILL: fsck -n calls copy 1
+#     behind (LSMFS-0109), -y rewrites it, and copy 1 alone then serves
+#     every file.
 NAME=test_copies
 # shellcheck source=tests/disk/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -213,4 +222,79 @@ for i in 1 2 3 4 5 6; do
 	umount_wait "$L" || fail "kill $i: unmount"
 	fsck_clean "$L" "kill $i (copy add, ${delay}s)"
 done
+# ---- each disk mounted alone: the copies diverge only when told ----
+V=$T/v
+mkdir -p "$V/d0" "$V/d1"
+"$MKFS" -q --sections 8 "$V/d0" "$V/d1" || fail "mkfs v"
+VL=$V/d0:$V/d1
+"$LSMFS" "$VL" "$M" && echo base > "$M/base" && umount_wait "$VL" || fail "mount v"
+out=$("$LSMFS" -o degraded "$V/d0" "$M" 2>&1); rc=$?
+mounted && { umount_wait "$V/d0"; fail "d0 alone: mounted read-write with copy 1 not known behind"; }
+grep -q "copy 1 of the metadata store (on disk 1, missing) is not known to be behind.*force_degraded" \
+	<<<"$out" || fail "d0 alone, read-write: refused without saying why (exit $rc): $out"
+mount_fg "$T/daemon.log" -o degraded,ro "$V/d0" || fail "d0 alone, read-only"
+ro=$!
+[[ $(cat "$M/base" 2>/dev/null) == base ]] || fail "d0 alone, read-only: base unreadable"
+touch "$M/w" 2>/dev/null && fail "d0 alone, read-only: written"
+umount_wait "$V/d0"
+wait "$ro" # a read-only daemon leaves no pid in the lock files for umount_wait
+mount_fg "$T/daemon.log" -o degraded,force_degraded "$V/d0" || fail "d0 alone, forced"
+for i in $(seq 21); do echo "$i" > "$M/f$i"; done
+out=$("$DISK" "$M" status 2>&1)
+grep -q "^  copy 1: disk 1, .*/.lsmfs/meta: missing$" <<<"$out" || fail "d0 alone, forced: status of copy 1: $out"
+ls -i "$M" | awk '{print $1}' | sort > "$T/inos0"
+umount_wait "$V/d0"
+# Copy 1 is now behind in d0's own states: read-write needs no word.
+mount_fg "$T/daemon.log" -o degraded "$V/d0" || fail "d0 alone again, copy 1 marked behind"
+echo x > "$M/x" || fail "d0 alone again: not writable"
+ls -i "$M/x" | awk '{print $1}' >> "$T/inos0"
+umount_wait "$V/d0"
+"$LSMFS" -o degraded "$V/d1" "$M" 2>/dev/null
+mounted && { umount_wait "$V/d1"; fail "d1 alone: mounted read-write, copy 0 not known behind"; }
+mount_fg "$T/daemon.log" -o force_degraded "$V/d1" || fail "d1 alone, forced"
+echo new > "$M/new"
+ino=$(stat -c %i "$M/new")
+grep -qx "$ino" "$T/inos0" && fail "d1 alone, forced: inode $ino handed out on d0's side too"
+umount_wait "$V/d1"
+out=$("$LSMFS" "$VL" "$M" 2>&1)
+mounted && { umount_wait "$VL"; fail "diverged copies: mounted"; }
+grep -q "diverged: copy 0 ($V/d0/.lsmfs/meta) and copy 1 ($V/d1/.lsmfs/meta)" <<<"$out" ||
+	fail "diverged copies: the mount does not name them: $out"
+out=$("$FSCK" -n "$VL" 2>&1); rc=$?
+[[ $rc == 8 ]] && grep -q "diverged: copy 0 .* and copy 1 .*--use-copy" <<<"$out" ||
+	fail "diverged copies: fsck -n exit $rc: $out"
+out=$("$FSCK" -n --use-copy 0 "$VL" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "copy 1 ($V/d1/.lsmfs/meta), diverged from it: .*, 4 inodes: .* is lost" <<<"$out" ||
+	fail "fsck -n --use-copy 0: exit $rc: $out"
+out=$("$FSCK" -y --use-copy 0 "$VL" 2>&1); rc=$?
+[[ $rc == 1 ]] || fail "fsck -y --use-copy 0: exit $rc: $out"
+fsck_clean "$VL" "copy 0 kept"
+mount_fg "$T/daemon.log" "$VL" || fail "mount v after --use-copy 0"
+[[ $(cat "$M/f21" "$M/x" 2>/dev/null) == $'21\nx' && ! -e $M/new ]] ||
+	fail "copy 0 kept: not its files: $(ls "$M" | tr '\n' ' ')"
+umount_wait "$VL"
+
+# ---- a copy whose commit log lost its second half ----
+R=$T/r
+mkdir -p "$R/d0" "$R/d1"
+"$MKFS" -q --sections 8 "$R/d0" "$R/d1" || fail "mkfs r"
+RL=$R/d0:$R/d1
+mount_fg "$T/daemon.log" -o log_delay_ms=0 "$RL" || fail "mount r"
+for i in $(seq 200); do echo "file $i" > "$M/f$i"; done
+sums > "$T/sums"
+pid=$(daemon_pid "$RL")
+kill -9 "$pid"
+fusermount3 -u -z "$M" 2>/dev/null
+for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+log=$(ls -S "$R/d1/.lsmfs/meta/"*.log | head -1)
+truncate -s $(($(stat -c %s "$log") / 2)) "$log"
+out=$("$FSCK" -n "$RL" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "LSMFS-0109 copy 1 .* is behind copy 0" <<<"$out" ||
+	fail "copy 1's log cut to half: fsck -n exit $rc, not said behind: $(grep -E 'LSMFS|problem' <<<"$out")"
+out=$("$FSCK" -y "$RL" 2>&1); rc=$?
+[[ $rc == 1 ]] || fail "copy 1 behind: fsck -y exit $rc: $(grep -E 'LSMFS|problem|fsck' <<<"$out")"
+fsck_clean "$RL" "copy 1 rewritten"
+mount_fg "$T/daemon.log" -o degraded,ro "$R/d1" || fail "mount r with copy 1 alone"
+check_sums "copy 1 alone, after fsck rewrote it"
+umount_wait "$R/d1"
 finish

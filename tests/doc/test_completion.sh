@@ -130,7 +130,7 @@ has 'lsmfs -' -f -d -o
 only 'lsmfs -o inode_' inode_cache=
 nospace 'lsmfs -o inode_'
 only 'lsmfs -o ro,no_' ro,no_writeback ro,no_direct
-has 'lsmfs -o ' ro degraded allow_other attr_timeout= entry_timeout= cache_mib= \
+has 'lsmfs -o ' ro degraded force_degraded allow_other attr_timeout= entry_timeout= cache_mib= \
     inode_cache= log_delay_ms= no_writeback no_direct bdi_max_ratio= readahead_kb=
 # after a '=' readline replaces only what follows it
 only 'lsmfs -o cache_mib=64,inode_' 64,inode_cache=
@@ -165,15 +165,16 @@ only 'mkfs.lsmfs --meta m' m0 m1
 only 'mkfs.lsmfs --meta m0,m' m0,m0/ m0,m1/
 only 'mkfs.lsmfs --meta=m0,m' m0,m0/ m0,m1/
 
-# fsck.lsmfs [-n|-y|-p] [-f] [-v] [-C FD] [--scrub] [--backup DIR] DISK[:DISK...]
+# fsck.lsmfs [-n|-y|-p] [-f] [-v] [-C FD] [--scrub] [--backup DIR] [--degraded] [--use-copy N] DISK...
 only 'fsck.lsmfs --sc' --scrub
-has 'fsck.lsmfs -' -n -y -p -f -v -C --scrub --backup --list-problems
+has 'fsck.lsmfs -' -n -y -p -f -v -C --scrub --backup --degraded --use-copy --list-problems
 only 'fsck.lsmfs -n di' disk0 disk1
 only 'fsck.lsmfs -y -C 3 disk0:disk1:di' disk0 disk1
 only 'fsck.lsmfs --backup d' data disk0 disk1
 only 'fsck.lsmfs --backup=d' data disk0 disk1
 only 'fsck.lsmfs -n --backup out di' disk0 disk1
 only 'fsck.lsmfs disk0 ' # one operand
+only 'fsck.lsmfs -y --use-copy 1 di' disk0 disk1
 only 'fsck.lsmfs --list-problems ' # no operand
 
 # lsmfs-inspect [--json] [--raw HEX] [--backup DIR] DISK[:DISK...] COMMAND [ARGS]

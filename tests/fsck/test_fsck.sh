@@ -11,6 +11,9 @@
 # A superblock copied over another disk's: found from the section map (also
 # with three disks and the store apart), refused when nothing can tell,
 # repaired with every checksum unchanged.  --list-problems: every code once.
+# A disk missing: refused with a hint naming fsck's own --degraded, which
+# checks what is there (finding damage on the disk present) and writes
+# nothing.
 set -u
 B=$(cd "${1:?usage: test_fsck.sh BUILD_DIR}" && pwd)
 MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs EDIT=$B/tests/fsck/store_edit
@@ -526,6 +529,27 @@ out=$("$FSCK" -n --scrub "$T/s/d1:$T/s/d2" 2>&1); rc=$?
 [[ $rc == 4 ]] && grep -q "LSMFS-050F inode $I_BIG (/a/b/big) chunk 1: .*: reading at offset 0: Is a directory" <<<"$out" ||
 	fail "scrub of an unreadable chunk file: exit $rc, want 4 and LSMFS-050F naming /a/b/big: $out"
 echo "test_fsck: --scrub reads every chunk file ($want bytes) and names an unreadable one by path"
+
+# ---- a disk missing: --degraded checks what is there ----
+rm -rf "$T/g"; cp -a "$T/p" "$T/g"
+out=$("$FSCK" -n "$T/g/d1" 2>&1); rc=$?
+[[ $rc == 8 ]] && grep -q "disk 1 of 2 .* is missing from the list (.*fsck.lsmfs -n --degraded" <<<"$out" ||
+	fail "a disk missing: exit $rc, want 8 and a hint naming fsck.lsmfs -n --degraded: $out"
+whole=$("$FSCK" -n "$T/g/d1:$T/g/d2" 2>&1 | grep -o "[0-9]* files, [0-9]* directories")
+before=$(cd "$T/g" && find . -type f ! -name lock -print0 | sort -z | xargs -0 sha256sum)
+out=$("$FSCK" -n --degraded "$T/g/d1" 2>&1); rc=$?
+[[ $rc == 0 ]] && grep -q "disk 1 is missing (--degraded)" <<<"$out" &&
+	grep -q "^Pass 5" <<<"$out" && grep -q ": $whole, 0 problems" <<<"$out" ||
+	fail "--degraded on what is there (clean): exit $rc: $out"
+(cd "$T/g" && head -c 5000 "$T/ownerless.bytes" > d1/.lsmfs/sections/0/99999.0)
+out=$("$FSCK" -n --degraded "$T/g/d1" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "LSMFS-0507 " <<<"$out" ||
+	fail "--degraded with an ownerless chunk on the disk there: exit $rc: $out"
+rm "$T/g/d1/.lsmfs/sections/0/99999.0"
+[[ $(cd "$T/g" && find . -type f ! -name lock -print0 | sort -z | xargs -0 sha256sum) == "$before" ]] ||
+	fail "fsck -n --degraded changed the disk"
+"$FSCK" -y --degraded "$T/g/d1" >/dev/null 2>&1; rc=$?
+[[ $rc == 16 ]] || fail "-y --degraded: exit $rc, want 16 (a check of what is there writes nothing)"
 
 # ---- the problem table ----
 S=$(cd "$(dirname "$0")/../../tools/fsck" && pwd)

@@ -149,7 +149,10 @@ int session_open(struct session *s, const char *target, bool writable, bool degr
 	if (rc >= 0)
 		return rc;
 	/* No daemon answers: offline, with the disks locked to change them. */
-	rc = diskset_open(target, lenient | (writable ? DISKSET_LOCK | DISKSET_LOCK_WAIT : 0), &s->ds,
+	/* remove --lost says the disk is dead for good: its copy of the store,
+	 * if any, is not waited for (fs/SCHEMA.md "Store copies"). */
+	rc = diskset_open(target, lenient | (writable ? DISKSET_LOCK | DISKSET_LOCK_WAIT : 0) |
+				  (writable && degraded ? DISKSET_FORCE : 0), &s->ds,
 			  err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, PROG ": %s%s\n", err,

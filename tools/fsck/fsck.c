@@ -18,7 +18,8 @@ static const char *prog = "fsck.lsmfs";
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: %s [-n|-y|-p|-a] [-f] [-v] [-C FD] [--scrub] [--backup DIR] DISK[:DISK...]\n"
+		"usage: %s [-n|-y|-p|-a] [-f] [-v] [-C FD] [--scrub] [--backup DIR] [--degraded]\n"
+		"       [--use-copy N] DISK[:DISK...]\n"
 		"       %s --list-problems\n"
 		"Check an lsmfs filesystem, offline, over its backing disks.\n"
 		"  -n     open read-only, answer no to every repair (writes nothing)\n"
@@ -32,6 +33,11 @@ static void usage(FILE *out)
 		"         read errors name the file's path and offset (LSMFS-050F)\n"
 		"  --backup DIR  (with -n) check the metadata store of backup DIR\n"
 		"         (lsmfs-disk backup) against the disks, as a restore would leave it\n"
+		"  --degraded  (with -n) check with disks missing from the list: what is\n"
+		"         there is checked, the missing disks' chunks and sections are not\n"
+		"  --use-copy N  keep copy N of the metadata store over the others (copies\n"
+		"         that diverged): says what each other copy holds, which is lost;\n"
+		"         with -y marks copy N the one current copy and rewrites the others\n"
 		"  -h, --help     this help\n"
 		"  -V, --version  the version\n"
 		"Without -n, -y or -p it asks per problem on a terminal, and acts as -n\n"
@@ -80,6 +86,7 @@ int main(int argc, char **argv)
 {
 	struct fsck f = {.mode = FSCK_MODE_ASK, .progress_fd = -1, .cancel = &cancel_flag};
 	const char *backup = NULL;
+	uint32_t use_copy = UINT32_MAX;
 	char backup_store[LSMFS_META_PATH_MAX + 32];
 	int nmodes = 0, opt;
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
@@ -87,6 +94,8 @@ int main(int argc, char **argv)
 						 {"list-problems", no_argument, NULL, 'L'},
 						 {"scrub", no_argument, NULL, 'S'},
 						 {"backup", required_argument, NULL, 'B'},
+						 {"degraded", no_argument, NULL, 'D'},
+						 {"use-copy", required_argument, NULL, 'U'},
 						 {0}};
 	while ((opt = getopt_long(argc, argv, "nyapfvC:hV", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -111,6 +120,18 @@ int main(int argc, char **argv)
 		case 'L': return problem_list(stdout) ? FSCK_EXIT_OPERATIONAL : FSCK_EXIT_OK;
 		case 'S': f.scrub = true; break;
 		case 'B': backup = optarg; break;
+		case 'D': f.degraded = true; break;
+		case 'U': {
+			char *end;
+			unsigned long n = strtoul(optarg, &end, 10);
+			if (*end || end == optarg || n >= LSMFS_MAX_META_COPIES) {
+				fprintf(stderr, "%s: --use-copy wants a copy number (0-%d), not '%s'\n",
+					prog, LSMFS_MAX_META_COPIES - 1, optarg);
+				return FSCK_EXIT_USAGE;
+			}
+			use_copy = (uint32_t)n;
+			break;
+		}
 		default: usage(stderr); return FSCK_EXIT_USAGE;
 		}
 	}
@@ -125,6 +146,18 @@ int main(int argc, char **argv)
 	if (backup && f.mode != FSCK_MODE_NO) {
 		fprintf(stderr, "%s: --backup checks a backup: with -n only (restore it with "
 			"lsmfs-disk DISKS restore DIR)\n", prog);
+		return FSCK_EXIT_USAGE;
+	}
+	if (use_copy != UINT32_MAX && (backup || f.degraded)) {
+		fprintf(stderr, "%s: --use-copy chooses among the copies of the store on the disks: "
+			"not with --backup or --degraded\n", prog);
+		return FSCK_EXIT_USAGE;
+	}
+	if (f.degraded && f.mode != FSCK_MODE_NO) {
+		/* A repair would write the store without the missing disks'
+		 * copies, and remap what they hold. */
+		fprintf(stderr, "%s: --degraded checks what is there: with -n only (repairs need "
+			"every disk, or lsmfs-disk remove --lost first)\n", prog);
 		return FSCK_EXIT_USAGE;
 	}
 	f.spec = argv[optind];
@@ -143,12 +176,16 @@ int main(int argc, char **argv)
 	 * still closing after its unmount (writing its last tables) is waited
 	 * for either way, as the daemon's own mount does: "umount; fsck". */
 	unsigned flags = DISKSET_TOLERANT | DISKSET_CLASH | DISKSET_LOCK | DISKSET_LOCK_WAIT |
-			 (f.mode == FSCK_MODE_NO ? DISKSET_LOCK_SHARED : 0);
+			 (f.mode == FSCK_MODE_NO ? DISKSET_LOCK_SHARED : 0) |
+			 (f.degraded ? DISKSET_DEGRADED : 0) |
+			 (use_copy != UINT32_MAX ? DISKSET_DIVERGED : 0);
 	int rc = diskset_open(f.spec, flags, &f.ds, err, sizeof(err));
 	if (rc == -EBUSY && f.mode == FSCK_MODE_NO) {
 		char busy[sizeof(err)];
 		snprintf(busy, sizeof(busy), "%s", err);
-		rc = diskset_open(f.spec, DISKSET_TOLERANT | DISKSET_CLASH, &f.ds, err, sizeof(err));
+		rc = diskset_open(f.spec, DISKSET_TOLERANT | DISKSET_CLASH |
+				  (f.degraded ? DISKSET_DEGRADED : 0) |
+				  (use_copy != UINT32_MAX ? DISKSET_DIVERGED : 0), &f.ds, err, sizeof(err));
 		if (!rc)
 			fprintf(stderr, "%s: %s: checking beside it, unlocked, as of its last writes "
 				"(what it has not written yet may show as damage)\n", prog, busy);
@@ -175,7 +212,18 @@ int main(int argc, char **argv)
 	}
 	printf("%s: checking %s (%u disk%s, store in %s)\n", prog, f.spec, f.ds->ndisks,
 	       f.ds->ndisks == 1 ? "" : "s", f.backup_store ? f.backup_store : f.ds->meta_dir);
+	for (uint32_t d = 0; d < f.ds->ndisks; d++)
+		if (f.ds->missing >> d & 1)
+			printf("%s: disk %u is missing (--degraded): its sections, chunks and any copy "
+			       "of the store on it are not checked\n", prog, d);
 	int status = FSCK_EXIT_OK;
+	if (use_copy != UINT32_MAX) {
+		rc = fsck_choose_copy(&f, use_copy);
+		if (rc) {
+			status = rc > 0 ? FSCK_EXIT_UNCORRECTED : FSCK_EXIT_OPERATIONAL;
+			goto out;
+		}
+	}
 	printf("Pass 1: Checking the metadata store\n");
 	fflush(stdout);
 	rc = fsck_pass1_store(&f);

@@ -71,6 +71,7 @@ struct fsck {
 	/* options */
 	enum fsck_mode mode;
 	bool force, verbose;
+	bool degraded;          /* --degraded: disks missing (ds->missing) are not checked */
 	bool scrub;             /* --scrub: read every chunk file whole (scrub.c) */
 	bool yes_all;           /* answered (a)ll at a question */
 	int progress_fd;        /* -C FD, -1 when not given */
@@ -109,6 +110,10 @@ struct fsck {
 
 /* fsck.c */
 void fsck_progress(struct fsck *f, int pass, uint64_t cur, uint64_t max);
+/* --use-copy N (choose.c): say what the other copies of the store hold;
+ * with -y make copy N the one current copy.  0 when done, 1 when only
+ * said (not -y), -errno on failure (said on stderr). */
+int fsck_choose_copy(struct fsck *f, uint32_t n);
 bool fsck_cancelled(const struct fsck *f);
 
 /* repair.c: store edits, each one synced batch. */

@@ -101,8 +101,29 @@ static bool copies_differ(const char *a, const char *b, char *what, size_t cap)
 	return differ;
 }
 
+/* The last write copy dir holds (its tables and commit logs alone, read
+ * as a read-only open of it would recover them), into *seq.  0, or the
+ * open's error. */
+static int copy_sequence(const char *dir, uint64_t *seq)
+{
+	struct store_options so;
+	store_options_init(&so);
+	so.read_only = true;
+	struct store *st;
+	int rc = store_open(dir, &so, &st);
+	if (rc)
+		return rc;
+	struct store_stats stats;
+	store_get_stats(st, &stats);
+	*seq = stats.last_sequence;
+	(void)store_close(st); /* read-only: nothing of it to lose */
+	return 0;
+}
+
 /* A store kept in several copies (fs/SCHEMA.md "Store copies"): each is
- * verified on its own.  A damaged, stale or disagreeing copy is
+ * verified on its own, and the whole ones are compared by the last write
+ * each holds: one behind the newest (a commit log cut short, say) would
+ * lose acknowledged writes the day it is read alone.  A damaged, stale or disagreeing copy is
  * rewritten from a whole one; only when no copy is whole does the
  * primary go through salvage (and the others are rewritten from it then,
  * at the next run).  0 when a whole copy was found (*done). */
@@ -118,6 +139,7 @@ static int check_copies(struct fsck *f, bool *done)
 	bool whole[LSMFS_MAX_META_COPIES] = {false};
 	struct lines lines[LSMFS_MAX_META_COPIES];
 	memset(lines, 0, sizeof(lines));
+	uint64_t seq[LSMFS_MAX_META_COPIES] = {0};
 	uint32_t ref = UINT32_MAX;
 	for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
 		if (ds->meta_absent & (1u << c))
@@ -126,8 +148,10 @@ static int check_copies(struct fsck *f, bool *done)
 		if (stale)
 			continue; /* behind by design (a crash cut its filling short): not judged */
 		int rc = store_verify(ds->meta_paths[c], &so, store_line, &lines[c]);
-		whole[c] = rc == 0;
-		if (whole[c] && !stale && (ref == UINT32_MAX || c == ds->meta_primary))
+		whole[c] = rc == 0 && copy_sequence(ds->meta_paths[c], &seq[c]) == 0;
+		/* The reference: the newest whole copy, the primary among equals. */
+		if (whole[c] && (ref == UINT32_MAX || seq[c] > seq[ref] ||
+				 (seq[c] == seq[ref] && c == ds->meta_primary)))
 			ref = c;
 	}
 	if (ref != UINT32_MAX) {
@@ -172,11 +196,15 @@ static int check_copies(struct fsck *f, bool *done)
 			}
 			enum fsck_code code = (ds->sb.meta[c].flags & LSMFS_META_STALE) ? PR_STORE_COPY_STALE
 					      : !whole[c] ? PR_STORE_COPY_DAMAGED
+					      : seq[c] < seq[ref] ? PR_STORE_COPY_BEHIND
 					      : copies_differ(ds->meta_paths[ref], ds->meta_paths[c], what,
 							      sizeof(what)) ? PR_STORE_COPY_DIFFERS
 									    : 0;
-			if (code == PR_STORE_COPY_DIFFERS)
+			if (code == PR_STORE_COPY_DIFFERS || code == PR_STORE_COPY_BEHIND)
 				pc.str = what;
+			if (code == PR_STORE_COPY_BEHIND)
+				snprintf(what, sizeof(what), "it holds writes up to %" PRIu64 ", copy %u "
+					 "up to %" PRIu64, seq[c], ref, seq[ref]);
 			if (!code || !problem_fix(f, code, &pc))
 				continue;
 			char err[PATH_MAX + 200];

@@ -355,8 +355,8 @@ void fsck_pass5_data(struct fsck *f)
 	fsck_check_superblocks(f);
 	for (uint32_t s = 0; s < f->info.sections; s++) {
 		uint32_t d = f->section_disk[s];
-		if (d != UINT32_MAX && diskset_present(f->ds, d))
-			continue;
+		if (d != UINT32_MAX && (diskset_present(f->ds, d) || (f->ds->missing >> d & 1)))
+			continue; /* there, or on a disk missing (--degraded): not checked */
 		uint32_t home = section_home(f, s);
 		if (problem_fix(f, d == UINT32_MAX ? PR_SECTION_UNMAPPED : PR_SECTION_BAD_DISK,
 				&(struct problem_ctx){.section = s, .num = d, .num2 = nd, .disk = home}))
@@ -369,6 +369,8 @@ void fsck_pass5_data(struct fsck *f)
 		size_t kl = key_disk(k, d);
 		void *v;
 		size_t vl;
+		if (f->ds->missing >> d & 1)
+			continue; /* --degraded: a member, not here */
 		int rc = store_get(f->st, NULL, k, kl, &v, &vl);
 		if (!diskset_present(f->ds, d)) {
 			if (rc == 0) {
@@ -414,7 +416,7 @@ void fsck_pass5_data(struct fsck *f)
 		uint32_t s = chunk_section(c->ino, c->chunk, f->info.sections);
 		uint32_t d = f->section_disk[s];
 		if (!diskset_present(f->ds, d))
-			continue; /* reported above */
+			continue; /* reported above, or on a disk missing (--degraded) */
 		f->chunks_per_disk[d]++;
 		char file[LSMFS_META_PATH_MAX + 160], path[4096];
 		fsck_chunk_file(f, c->ino, c->chunk, file, sizeof(file));

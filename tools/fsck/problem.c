@@ -51,6 +51,11 @@ static const struct problem table[] = {
 	 PR_SEV_ERROR, true,
 	 "make the directory, copy the up-to-date copy's files into it (each synced), mark it "
 	 "up to date"},
+	{PR_STORE_COPY_BEHIND,
+	 "copy %n of the metadata store (%f) is behind copy %N (%p): %s; rewrite copy %n from "
+	 "copy %N", PR_SEV_ERROR, true,
+	 "mark the copy stale, replace its files with the newest copy's (each synced), mark it "
+	 "up to date"},
 	/* pass 2: inodes */
 	{PR_INODE_BAD_RECORD, "inode %i: the record does not decode; %s", PR_SEV_ERROR, false,
 	 "a new record of the type the inode's keys show (owned by root, private), or, with "

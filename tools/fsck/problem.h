@@ -29,6 +29,7 @@ enum fsck_code {
 	PR_STORE_COPY_DIFFERS = 0x0106,  /* whole copies that disagree */
 	PR_STORE_COPY_STALE = 0x0107,    /* a copy marked behind the others */
 	PR_STORE_COPY_MISSING = 0x0108,  /* a copy gone from its disk */
+	PR_STORE_COPY_BEHIND = 0x0109,   /* a whole copy lacking writes another has */
 	PR_INODE_BAD_RECORD = 0x0201,    /* pass 2: inodes */
 	PR_INODE_BAD_TYPE = 0x0202,
 	PR_INODE_ABOVE_COUNTER = 0x0203,
