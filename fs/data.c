@@ -170,7 +170,7 @@ static int inline_write(struct fs *fs, struct fs_inode *in, const char *buf, siz
 	struct inode_rec r = in->rec;
 	if (nlen > r.size)
 		r.size = nlen;
-	inode_touch(&r, true, true);
+	inode_touch(fs, &r, true, true);
 	struct store_batch *b = store_batch_new();
 	if (!b) {
 		free(nb);
@@ -488,7 +488,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 	if (done) {
 		if (off + done > in->rec.size)
 			in->rec.size = off + done;
-		inode_touch(&in->rec, true, true);
+		inode_touch(fs, &in->rec, true, true);
 		in->dirty = true;
 		rc = (int)done; /* a short write reports what reached the disk */
 	}
@@ -716,7 +716,7 @@ int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set,
 	struct inode_rec *r = &in->rec;
 	int64_t now_s;
 	uint32_t now_ns;
-	fs_now(&now_s, &now_ns);
+	fs_now(fs, &now_s, &now_ns);
 	/* An inode that went with its last name (dir.c purgeable) still
 	 * gets the kernel's writeback of its times, in memory only (persist
 	 * skips it); a truncate that raced with the unlink comes after it. */

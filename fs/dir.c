@@ -263,7 +263,7 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 	r.generation = fs->generation;
 	r.parent = S_ISDIR(mode) ? parent : 0;
 	r.size = tlen;
-	fs_now(&r.atime_sec, &r.atime_nsec);
+	fs_now(fs, &r.atime_sec, &r.atime_nsec);
 	r.mtime_sec = r.ctime_sec = r.btime_sec = r.atime_sec;
 	r.mtime_nsec = r.ctime_nsec = r.btime_nsec = r.atime_nsec;
 	/* Permission bits from the parent's default ACL or the umask. */
@@ -356,8 +356,8 @@ int fs_link(struct fs *fs, uint64_t ino, uint64_t parent, const char *name, stru
 	lockset_lock(fs, &ls, inos, 2);
 	struct inode_rec r = in->rec, dr = dir->rec;
 	r.nlink++;
-	inode_touch(&r, false, true);
-	inode_touch(&dr, true, true);
+	inode_touch(fs, &r, false, true);
+	inode_touch(fs, &dr, true, true);
 	dirent_put(b, parent, name, ino, dtype_of(r.mode));
 	inode_rec_put(b, ino, &r);
 	inode_rec_put(b, parent, &dr);
@@ -407,13 +407,14 @@ static int dir_is_empty(struct fs *fs, struct fs_inode *d)
 }
 
 /* Drop one name of in (already checked) into batch b: nlink and orphan. */
-static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_rec *r)
+static void drop_name(struct fs *fs, struct store_batch *b, struct fs_inode *in,
+		      struct inode_rec *r)
 {
 	if (S_ISDIR(r->mode))
 		r->nlink = 0;
 	else if (r->nlink > 0)
 		r->nlink--;
-	inode_touch(r, false, true);
+	inode_touch(fs, r, false, true);
 	if (r->nlink == 0)
 		orphan_put(b, in->ino);
 	inode_rec_put(b, in->ino, r);
@@ -492,14 +493,14 @@ int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 	dirent_del(b, parent, name);
 	if (purge) {
 		r.nlink = 0;
-		inode_touch(&r, false, true);
+		inode_touch(fs, &r, false, true);
 		inode_keys_delete(b, ino);
 	} else {
-		drop_name(b, in, &r);
+		drop_name(fs, b, in, &r);
 	}
 	if (isdir && dr.nlink > 2)
 		dr.nlink--;
-	inode_touch(&dr, true, true);
+	inode_touch(fs, &dr, true, true);
 	inode_rec_put(b, parent, &dr);
 	/* A removal frees metadata: it may use the store's reserve (a full
 	 * metadata disk must not stop rm). */
@@ -651,12 +652,12 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 				spr.nlink++;
 			}
 		}
-		inode_touch(&dr, false, true);
+		inode_touch(fs, &dr, false, true);
 	} else {
 		dirent_del(b, parent, name);
 		dirent_put(b, newparent, newname, sino, stype);
 		if (dst) {
-			drop_name(b, dst, &dr);
+			drop_name(fs, b, dst, &dr);
 			if (disdir)
 				dpr->nlink--; /* the replaced directory's ".." */
 		}
@@ -666,9 +667,9 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 			dpr->nlink++;
 		}
 	}
-	inode_touch(&sr, false, true);
-	inode_touch(&spr, true, true);
-	inode_touch(dpr, true, true);
+	inode_touch(fs, &sr, false, true);
+	inode_touch(fs, &spr, true, true);
+	inode_touch(fs, dpr, true, true);
 	inode_rec_put(b, sino, &sr);
 	if (dst && (flags & RENAME_EXCHANGE))
 		inode_rec_put(b, dino, &dr);

@@ -245,7 +245,7 @@ int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t soff, off_t slen,
 	/* File capabilities go for any caller, as on ext4. */
 	if ((rc = xattr_drop_capability(fs, in)))
 		goto out;
-	inode_touch(r, !(mode & FALLOC_FL_KEEP_SIZE) || (mode & FALLOC_FL_PUNCH_HOLE), true);
+	inode_touch(fs, r, !(mode & FALLOC_FL_KEEP_SIZE) || (mode & FALLOC_FL_PUNCH_HOLE), true);
 	in->dirty = true;
 	rc = inode_persist(fs, in, false);
 out:
