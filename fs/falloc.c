@@ -102,18 +102,6 @@ int data_punch(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end)
 	return rc;
 }
 
-/* Can the disks take `bytes` more?  Their free space, each backing
- * filesystem counted once. */
-static int check_space(struct fs *fs, uint64_t bytes)
-{
-	struct statvfs sv;
-	int rc = fs_statfs(fs, &sv);
-	if (rc)
-		return rc;
-	uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-	return bytes > avail ? -ENOSPC : 0;
-}
-
 static int allocate(struct fs *fs, struct fs_inode *in, int mode, uint64_t off, uint64_t end)
 {
 	struct inode_rec *r = &in->rec;
@@ -141,8 +129,7 @@ static int allocate(struct fs *fs, struct fs_inode *in, int mode, uint64_t off, 
 	}
 	/* What the file holds already may be in the range: only the rest
 	 * must fit. */
-	uint64_t need = end - off, have = r->blocks * 512;
-	if ((rc = check_space(fs, need > have ? need - have : 0)))
+	if ((rc = space_check(fs, in->ino, off, end, r->blocks * 512)))
 		return rc;
 	if (!keep && end > r->size && (rc = data_zero_gap(fs, in, r->size, end)))
 		return rc;

@@ -556,7 +556,11 @@ int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
 int data_punch(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end);
 int fs_fsync(struct fs *fs, uint64_t ino, bool datasync);
 int fs_fsyncdir(struct fs *fs, uint64_t ino);
+/* space.c (SCHEMA.md "Free space"): statfs, with f_bavail what the
+ * placement of chunks can take; and can the disks take the chunks of ino's
+ * [off, end), less the `have` bytes the file holds: 0 or -ENOSPC. */
 int fs_statfs(struct fs *fs, struct statvfs *out);
+int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_t have);
 /* Inline data of ino (NULL, 0 when none); malloc'd. */
 int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len);
 /* Move an inline file's bytes to chunk 0 and flag it chunked. */
