@@ -714,9 +714,14 @@ int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set,
 		return rc;
 	inode_lock(fs, in);
 	struct inode_rec *r = &in->rec;
-	int64_t now_s;
-	uint32_t now_ns;
-	fs_now(fs, &now_s, &now_ns);
+	/* The clock only when something takes it (fs_now costs a system
+	 * call or two: clock.c); a setattr that only writes back the
+	 * kernel's times needs none. */
+	int64_t now_s = 0;
+	uint32_t now_ns = 0;
+	if (!(to_set & FUSE_SET_ATTR_CTIME) ||
+	    (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
+		fs_now(fs, &now_s, &now_ns);
 	/* An inode that went with its last name (dir.c purgeable) still
 	 * gets the kernel's writeback of its times, in memory only (persist
 	 * skips it); a truncate that raced with the unlink comes after it. */

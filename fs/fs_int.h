@@ -486,6 +486,9 @@ int inode_persist(struct fs *fs, struct fs_inode *in, bool sync);
 void inode_stat(const struct fs *fs, const struct fs_inode *in,
 		struct stat *st);
 void inode_touch(struct fs *fs, struct inode_rec *r, bool mtime, bool ctime);
+/* The same with the ctime stamp holds: one operation's records share one
+ * time (fs_now asks the kernel, clock.c), as the kernel's do. */
+void inode_touch_as(struct inode_rec *r, const struct inode_rec *stamp, bool mtime, bool ctime);
 /* Clear setuid, and setgid when group-executable or when the caller is
  * neither in the file's group nor privileged, as the VFS does on write,
  * truncate and chown of a non-directory (caller NULL: privileged). */

@@ -385,6 +385,18 @@ void inode_touch(struct fs *fs, struct inode_rec *r, bool mtime, bool ctime)
 	}
 }
 
+void inode_touch_as(struct inode_rec *r, const struct inode_rec *stamp, bool mtime, bool ctime)
+{
+	if (mtime) {
+		r->mtime_sec = stamp->ctime_sec;
+		r->mtime_nsec = stamp->ctime_nsec;
+	}
+	if (ctime) {
+		r->ctime_sec = stamp->ctime_sec;
+		r->ctime_nsec = stamp->ctime_nsec;
+	}
+}
+
 void inode_stat(const struct fs *fs, const struct fs_inode *in, struct stat *st)
 {
 	const struct inode_rec *r = &in->rec;
