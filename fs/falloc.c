@@ -6,7 +6,8 @@
  * Costs follow what exists, never the byte range a caller names: a punch
  * visits the chunk records inside the range (a range scan) and removes
  * the chunks it covers whole; an allocation is refused with ENOSPC before
- * any work when the backing disks cannot hold it, and one that fails part
+ * any work when a backing disk cannot hold the chunks of the range that
+ * hash to it (space.c), and one that fails part
  * way gives back the chunks it created.  With KEEP_SIZE nothing is
  * allocated past the chunk that holds the end of the file: chunks past
  * the size are never read (growing a file drops them), so keeping them
@@ -18,7 +19,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <linux/falloc.h>
 
 /* punch: the chunk records inside the range, visited by chunk_scan. */
