@@ -15,12 +15,14 @@
  * carry an earlier mtime (xfstests generic/423), or the reverse.
  *
  * So the daemon asks the kernel: it changes the ctime of an unnamed file
- * (O_TMPFILE) on one of its disks and reads it back.  The kernel hands out
- * that time from the same clock as a FUSE inode's, and on a filesystem with
- * fine-grained timestamps it is a fine one that raises the kernel's floor,
- * so any time the kernel stamps later is not earlier.  Without such a file
- * (a read-only mount, a disk whose filesystem has no O_TMPFILE or keeps
- * whole seconds) the coarse clock is read: the kernel's clock before 6.13.
+ * (O_TMPFILE) in the metadata store's directory and reads it back.  The
+ * kernel hands out that time from the same clock as a FUSE inode's, and on
+ * a filesystem with fine-grained timestamps it is a fine one that raises
+ * the kernel's floor, so any time the kernel stamps later is not earlier.
+ * Without such a file (a read-only mount, a store filesystem without
+ * O_TMPFILE or keeping whole seconds), or when it fails, the coarse clock
+ * is read: the kernel's clock before 6.13.  One operation stamps once
+ * (inode_touch_as): a fchmod and a fstat, a few microseconds.
  *
  * Thread safe: the file is shared; a stamp read back may be a concurrent
  * caller's, which is as good (it was handed out during the call).
@@ -48,24 +50,21 @@ void clock_open(struct fs *fs)
 	fs->clock_fd = -1;
 	if (fs->opt.read_only)
 		return;
-	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
-		if (fs->sections_fd[d] < 0)
-			continue;
-		int fd = openat(fs->sections_fd[d], ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-		if (fd < 0)
-			continue;
-		/* Whole seconds only (an ext4 with small inodes): no better
-		 * than the coarse clock, and earlier than the kernel's. */
-		struct timespec ts = {0, 0};
-		for (int i = 0; i < 3 && ts.tv_nsec == 0; i++)
-			if (kernel_time(fd, &ts) != 0)
-				break;
-		if (ts.tv_nsec != 0) {
-			fs->clock_fd = fd;
-			return;
-		}
+	/* Beside the store, which every change waits for anyway: a data
+	 * disk that stalls or fails holds up no stamp. */
+	int fd = open(fs->ds->meta_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	/* Whole seconds only (an ext4 with small inodes): no better than
+	 * the coarse clock, and earlier than the kernel's. */
+	struct timespec ts = {0, 0};
+	for (int i = 0; i < 3 && ts.tv_nsec == 0; i++)
+		if (kernel_time(fd, &ts) != 0)
+			break;
+	if (ts.tv_nsec != 0)
+		fs->clock_fd = fd;
+	else
 		close(fd);
-	}
 }
 
 void clock_close(struct fs *fs)

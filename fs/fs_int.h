@@ -241,7 +241,7 @@ struct fs {
 	} ctl;
 	uint8_t *section_changed; /* bitmap: a chunk file made or removed there (atomics) */
 	int *sections_fd;         /* disk index -> fd of <disk>/.lsmfs/sections */
-	int clock_fd;             /* clock.c: an unnamed file on a disk, or -1 */
+	int clock_fd;             /* clock.c: an unnamed file beside the store, or -1 */
 	/* members.c: paths and fds of disks detached (or replaced) while
 	 * open, freed at fs_close: a reader may still hold them. */
 	struct fs_gone { char *path; int fd; } *gone;
