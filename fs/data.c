@@ -170,7 +170,7 @@ static int inline_write(struct fs *fs, struct fs_inode *in, const char *buf, siz
 	struct inode_rec r = in->rec;
 	if (nlen > r.size)
 		r.size = nlen;
-	inode_touch(&r, true, true);
+	inode_touch(fs, &r, true, true);
 	struct store_batch *b = store_batch_new();
 	if (!b) {
 		free(nb);
@@ -500,7 +500,7 @@ static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fus
 	if (done) {
 		if (off + done > in->rec.size)
 			in->rec.size = off + done;
-		inode_touch(&in->rec, true, true);
+		inode_touch(fs, &in->rec, true, true);
 		in->dirty = true;
 		rc = (int)done; /* a short write reports what reached the disk */
 	}
@@ -730,9 +730,14 @@ int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set,
 		return rc;
 	inode_lock(fs, in);
 	struct inode_rec *r = &in->rec;
-	int64_t now_s;
-	uint32_t now_ns;
-	fs_now(&now_s, &now_ns);
+	/* The clock only when something takes it (fs_now costs a system
+	 * call or two: clock.c); a setattr that only writes back the
+	 * kernel's times needs none. */
+	int64_t now_s = 0;
+	uint32_t now_ns = 0;
+	if (!(to_set & FUSE_SET_ATTR_CTIME) ||
+	    (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
+		fs_now(fs, &now_s, &now_ns);
 	/* An inode that went with its last name (dir.c purgeable) still
 	 * gets the kernel's writeback of its times, in memory only (persist
 	 * skips it); a truncate that raced with the unlink comes after it. */
@@ -876,49 +881,4 @@ int fs_release(struct fs *fs, uint64_t ino)
 	}
 	inode_put(fs, in);
 	return rc;
-}
-
-int fs_statfs(struct fs *fs, struct statvfs *out)
-{
-	memset(out, 0, sizeof(*out));
-	const uint64_t bs = 4096;
-	uint64_t blocks = 0, bfree = 0, bavail = 0;
-	dev_t seen[LSMFS_MAX_DISKS];
-	uint32_t nseen = 0;
-	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {
-		if (!diskset_present(fs->ds, d))
-			continue;
-		/* Disks that are directories of one filesystem share its
-		 * space: count each backing filesystem once, by device. */
-		struct stat st;
-		if (fstat(fs->sections_fd[d], &st) != 0)
-			return -errno;
-		bool dup = false;
-		for (uint32_t i = 0; i < nseen; i++)
-			dup |= seen[i] == st.st_dev;
-		if (dup)
-			continue;
-		seen[nseen++] = st.st_dev;
-		struct statvfs sv;
-		if (fstatvfs(fs->sections_fd[d], &sv) != 0)
-			return -errno;
-		blocks += (uint64_t)sv.f_blocks * sv.f_frsize / bs;
-		bfree += (uint64_t)sv.f_bfree * sv.f_frsize / bs;
-		bavail += (uint64_t)sv.f_bavail * sv.f_frsize / bs;
-	}
-	out->f_bsize = bs;
-	out->f_frsize = bs;
-	out->f_blocks = blocks;
-	out->f_bfree = bfree;
-	out->f_bavail = bavail;
-	pthread_mutex_lock(&fs->ino_lock);
-	uint64_t used = fs->next_ino;
-	pthread_mutex_unlock(&fs->ino_lock);
-	/* Inodes are keys: the limit is space, shown as a large pool. */
-	out->f_files = (fsfilcnt_t)1 << 32;
-	out->f_ffree = used < out->f_files ? out->f_files - used : 0;
-	out->f_favail = out->f_ffree;
-	out->f_namemax = NAME_MAX_BYTES;
-	out->f_fsid = sc_get_le64(fs->info.fs_uuid);
-	return 0;
 }

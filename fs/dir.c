@@ -263,7 +263,7 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 	r.generation = fs->generation;
 	r.parent = S_ISDIR(mode) ? parent : 0;
 	r.size = tlen;
-	fs_now(&r.atime_sec, &r.atime_nsec);
+	fs_now(fs, &r.atime_sec, &r.atime_nsec);
 	r.mtime_sec = r.ctime_sec = r.btime_sec = r.atime_sec;
 	r.mtime_nsec = r.ctime_nsec = r.btime_nsec = r.atime_nsec;
 	/* Permission bits from the parent's default ACL or the umask. */
@@ -356,8 +356,8 @@ int fs_link(struct fs *fs, uint64_t ino, uint64_t parent, const char *name, stru
 	lockset_lock(fs, &ls, inos, 2);
 	struct inode_rec r = in->rec, dr = dir->rec;
 	r.nlink++;
-	inode_touch(&r, false, true);
-	inode_touch(&dr, true, true);
+	inode_touch(fs, &r, false, true);
+	inode_touch_as(&dr, &r, true, true);
 	dirent_put(b, parent, name, ino, dtype_of(r.mode));
 	inode_rec_put(b, ino, &r);
 	inode_rec_put(b, parent, &dr);
@@ -406,14 +406,16 @@ static int dir_is_empty(struct fs *fs, struct fs_inode *d)
 	return rc;
 }
 
-/* Drop one name of in (already checked) into batch b: nlink and orphan. */
-static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_rec *r)
+/* Drop one name of in (already checked) into batch b: nlink and orphan;
+ * its ctime is the operation's, stamped on `stamp`. */
+static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_rec *r,
+		      const struct inode_rec *stamp)
 {
 	if (S_ISDIR(r->mode))
 		r->nlink = 0;
 	else if (r->nlink > 0)
 		r->nlink--;
-	inode_touch(r, false, true);
+	inode_touch_as(r, stamp, false, true);
 	if (r->nlink == 0)
 		orphan_put(b, in->ino);
 	inode_rec_put(b, in->ino, r);
@@ -490,16 +492,16 @@ int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 		goto unlock;
 	}
 	dirent_del(b, parent, name);
+	inode_touch(fs, &dr, true, true); /* the operation's time, once */
 	if (purge) {
 		r.nlink = 0;
-		inode_touch(&r, false, true);
+		inode_touch_as(&r, &dr, false, true);
 		inode_keys_delete(b, ino);
 	} else {
-		drop_name(b, in, &r);
+		drop_name(b, in, &r, &dr);
 	}
 	if (isdir && dr.nlink > 2)
 		dr.nlink--;
-	inode_touch(&dr, true, true);
 	inode_rec_put(b, parent, &dr);
 	/* A removal frees metadata: it may use the store's reserve (a full
 	 * metadata disk must not stop rm). */
@@ -636,6 +638,7 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 	struct inode_rec sr = src->rec, dr = dst ? dst->rec : src->rec;
 	struct inode_rec spr = sdir->rec, other_parent = ddir->rec;
 	struct inode_rec *dpr = parent == newparent ? &spr : &other_parent;
+	inode_touch(fs, &sr, false, true); /* the operation's time, once */
 	if (flags & RENAME_EXCHANGE) {
 		dirent_put(b, parent, name, dino, dtype);
 		dirent_put(b, newparent, newname, sino, stype);
@@ -651,12 +654,12 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 				spr.nlink++;
 			}
 		}
-		inode_touch(&dr, false, true);
+		inode_touch_as(&dr, &sr, false, true);
 	} else {
 		dirent_del(b, parent, name);
 		dirent_put(b, newparent, newname, sino, stype);
 		if (dst) {
-			drop_name(b, dst, &dr);
+			drop_name(b, dst, &dr, &sr);
 			if (disdir)
 				dpr->nlink--; /* the replaced directory's ".." */
 		}
@@ -666,9 +669,8 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 			dpr->nlink++;
 		}
 	}
-	inode_touch(&sr, false, true);
-	inode_touch(&spr, true, true);
-	inode_touch(dpr, true, true);
+	inode_touch_as(&spr, &sr, true, true);
+	inode_touch_as(dpr, &sr, true, true);
 	inode_rec_put(b, sino, &sr);
 	if (dst && (flags & RENAME_EXCHANGE))
 		inode_rec_put(b, dino, &dr);

@@ -401,7 +401,11 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 	}
 	char pid[32];
 	int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+	/* The pid only tells others who holds the lock: a full disk (the
+	 * file is empty after a clean unmount, and the pid needs a block)
+	 * leaves it empty rather than refusing the mount. */
+	if ((ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) &&
+	    errno != ENOSPC && errno != EDQUOT) {
 		rc = -errno;
 		set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		close(fd);

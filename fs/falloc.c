@@ -6,7 +6,8 @@
  * Costs follow what exists, never the byte range a caller names: a punch
  * visits the chunk records inside the range (a range scan) and removes
  * the chunks it covers whole; an allocation is refused with ENOSPC before
- * any work when the backing disks cannot hold it, and one that fails part
+ * any work when a backing disk cannot hold the chunks of the range that
+ * hash to it (space.c), and one that fails part
  * way gives back the chunks it created.  With KEEP_SIZE nothing is
  * allocated past the chunk that holds the end of the file: chunks past
  * the size are never read (growing a file drops them), so keeping them
@@ -18,7 +19,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <linux/falloc.h>
 
 /* punch: the chunk records inside the range, visited by chunk_scan. */
@@ -102,18 +102,6 @@ int data_punch(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end)
 	return rc;
 }
 
-/* Can the disks take `bytes` more?  Their free space, each backing
- * filesystem counted once. */
-static int check_space(struct fs *fs, uint64_t bytes)
-{
-	struct statvfs sv;
-	int rc = fs_statfs(fs, &sv);
-	if (rc)
-		return rc;
-	uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-	return bytes > avail ? -ENOSPC : 0;
-}
-
 static int allocate(struct fs *fs, struct fs_inode *in, int mode, uint64_t off, uint64_t end)
 {
 	struct inode_rec *r = &in->rec;
@@ -141,8 +129,7 @@ static int allocate(struct fs *fs, struct fs_inode *in, int mode, uint64_t off, 
 	}
 	/* What the file holds already may be in the range: only the rest
 	 * must fit. */
-	uint64_t need = end - off, have = r->blocks * 512;
-	if ((rc = check_space(fs, need > have ? need - have : 0)))
+	if ((rc = space_check(fs, in->ino, off, end, r->blocks * 512)))
 		return rc;
 	if (!keep && end > r->size && (rc = data_zero_gap(fs, in, r->size, end)))
 		return rc;
@@ -245,7 +232,7 @@ int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t soff, off_t slen,
 	/* File capabilities go for any caller, as on ext4. */
 	if ((rc = xattr_drop_capability(fs, in)))
 		goto out;
-	inode_touch(r, !(mode & FALLOC_FL_KEEP_SIZE) || (mode & FALLOC_FL_PUNCH_HOLE), true);
+	inode_touch(fs, r, !(mode & FALLOC_FL_KEEP_SIZE) || (mode & FALLOC_FL_PUNCH_HOLE), true);
 	in->dirty = true;
 	rc = inode_persist(fs, in, false);
 out:

@@ -259,6 +259,7 @@ struct fs {
 	} ctl;
 	uint8_t *section_changed; /* bitmap: a chunk file made or removed there (atomics) */
 	int *sections_fd;         /* disk index -> fd of <disk>/.lsmfs/sections */
+	int clock_fd;             /* clock.c: an unnamed file beside the store, or -1 */
 	/* members.c: paths and fds of disks detached (or replaced) while
 	 * open, freed at fs_close: a reader may still hold them. */
 	struct fs_gone { char *path; int fd; } *gone;
@@ -485,7 +486,13 @@ void fs_logf(struct fs *fs, const char *fmt, ...)
 /* The reason into err (when given), formatted; returns rc. */
 int fs_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-void fs_now(int64_t *sec, uint32_t *nsec);
+
+/* clock.c: the time inode times are stamped with, from the kernel's clock
+ * for files (clock_open at mount, after the disks; never fails: without
+ * its file the coarse clock is read). */
+void clock_open(struct fs *fs);
+void clock_close(struct fs *fs);
+void fs_now(struct fs *fs, int64_t *sec, uint32_t *nsec);
 
 /* inode.c */
 struct fs_inode *inode_get(struct fs *fs, uint64_t ino, int *err);
@@ -508,7 +515,10 @@ void inode_keys_delete(struct store_batch *b, uint64_t ino);
 int inode_persist(struct fs *fs, struct fs_inode *in, bool sync);
 void inode_stat(const struct fs *fs, const struct fs_inode *in,
 		struct stat *st);
-void inode_touch(struct inode_rec *r, bool mtime, bool ctime);
+void inode_touch(struct fs *fs, struct inode_rec *r, bool mtime, bool ctime);
+/* The same with the ctime stamp holds: one operation's records share one
+ * time (fs_now asks the kernel, clock.c), as the kernel's do. */
+void inode_touch_as(struct inode_rec *r, const struct inode_rec *stamp, bool mtime, bool ctime);
 /* Clear setuid, and setgid when group-executable or when the caller is
  * neither in the file's group nor privileged, as the VFS does on write,
  * truncate and chown of a non-directory (caller NULL: privileged). */
@@ -582,7 +592,11 @@ int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
 int data_punch(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end);
 int fs_fsync(struct fs *fs, uint64_t ino, bool datasync);
 int fs_fsyncdir(struct fs *fs, uint64_t ino);
+/* space.c (SCHEMA.md "Free space"): statfs, with f_bavail what the
+ * placement of chunks can take; and can the disks take the chunks of ino's
+ * [off, end), less the `have` bytes the file holds: 0 or -ENOSPC. */
 int fs_statfs(struct fs *fs, struct statvfs *out);
+int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_t have);
 /* Inline data of ino (NULL, 0 when none); malloc'd. */
 int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len);
 /* Move an inline file's bytes to chunk 0 and flag it chunked. */

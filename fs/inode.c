@@ -396,11 +396,11 @@ void inode_kill_suidgid(struct inode_rec *r, const struct fs_caller *caller)
 		r->mode &= ~(uint32_t)S_ISGID;
 }
 
-void inode_touch(struct inode_rec *r, bool mtime, bool ctime)
+void inode_touch(struct fs *fs, struct inode_rec *r, bool mtime, bool ctime)
 {
 	int64_t s;
 	uint32_t ns;
-	fs_now(&s, &ns);
+	fs_now(fs, &s, &ns);
 	if (mtime) {
 		r->mtime_sec = s;
 		r->mtime_nsec = ns;
@@ -408,6 +408,18 @@ void inode_touch(struct inode_rec *r, bool mtime, bool ctime)
 	if (ctime) {
 		r->ctime_sec = s;
 		r->ctime_nsec = ns;
+	}
+}
+
+void inode_touch_as(struct inode_rec *r, const struct inode_rec *stamp, bool mtime, bool ctime)
+{
+	if (mtime) {
+		r->mtime_sec = stamp->ctime_sec;
+		r->mtime_nsec = stamp->ctime_nsec;
+	}
+	if (ctime) {
+		r->ctime_sec = stamp->ctime_sec;
+		r->ctime_nsec = stamp->ctime_nsec;
 	}
 }
 

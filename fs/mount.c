@@ -16,14 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-void fs_now(int64_t *sec, uint32_t *nsec)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	*sec = ts.tv_sec;
-	*nsec = (uint32_t)ts.tv_nsec;
-}
-
 void fs_logf(struct fs *fs, const char *fmt, ...)
 {
 	char line[1024];
@@ -258,6 +250,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	if (!fs->opt.inode_cache)
 		fs->opt.inode_cache = FS_INODE_CACHE;
 	fs->rdonly_pipe[0] = fs->rdonly_pipe[1] = -1;
+	fs->clock_fd = -1;
 	for (int i = 0; i < STORE_MAX_COPIES; i++) {
 		fs->meta_fd[i] = -1;
 		fs->store_which[i] = UINT32_MAX;
@@ -317,6 +310,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	    (rc = load_filter(fs, err, errlen)) || (rc = load_sections(fs, err, errlen)) ||
 	    (rc = gate_init(fs)) || (rc = open_disks(fs, err, errlen)))
 		goto fail;
+	clock_open(fs);
 	rc = get_u64(fs, META_NEXT_INO, &fs->next_ino);
 	if (rc) {
 		snprintf(err, errlen, "%s: inode counter unreadable: %s", ds->meta_dir, strerror(-rc));
@@ -329,7 +323,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	fs->reserved_to = fs->next_ino;
 	int64_t sec;
 	uint32_t nsec;
-	fs_now(&sec, &nsec);
+	fs_now(fs, &sec, &nsec);
 	fs->generation = (uint64_t)sec;
 	/* A restore: what the backup's store says of the chunk files set
 	 * right before any repair acts on it. */
@@ -454,6 +448,7 @@ int fs_close(struct fs *fs)
 	dcache_free(&fs->dcache);
 	for (int i = 0; i < fs->nbounce; i++)
 		free(fs->bounce[i]);
+	clock_close(fs);
 	if (fs->sections_fd)
 		for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
 			if (fs->sections_fd[d] >= 0)

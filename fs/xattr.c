@@ -162,7 +162,7 @@ static int change(struct fs *fs, uint64_t ino, const char *name, size_t nlen, co
 	if (!rc && !b)
 		rc = -ENOMEM;
 	if (!rc) {
-		inode_touch(&r, false, true);
+		inode_touch(fs, &r, false, true);
 		if (!drop) {
 			r.flags |= INODE_FLAG_XATTR; /* lets reclaim skip the xattr scan otherwise */
 			store_batch_put(b, k, kl, val, len);

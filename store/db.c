@@ -597,12 +597,21 @@ static int recover(struct store *st)
 		rctx.mem = NULL;
 		goto out;
 	}
-	if (rc == 0 && memtable_count(rctx.mem) > 0)
-		rc = db_write_level0_table(st, rctx.mem, &edit, NULL);
+	/* Each write that meets a full disk draws on RESERVE and is tried
+	 * again, until RESERVE is empty (db_reserve.c).  A failed step
+	 * leaves nothing behind: no table, no MANIFEST, the edit as it was
+	 * (an empty log file is harmless). */
+	if (rc == 0 && memtable_count(rctx.mem) > 0) {
+		do
+			rc = db_write_level0_table(st, rctx.mem, &edit, NULL);
+		while (rc && db_reserve_draw_for_recovery(st, rc) == 0);
+	}
 	uint64_t log_number = 0;
 	if (rc == 0) {
-		log_number = version_set_new_file_number(st->vs);
-		rc = new_log(st, log_number);
+		do {
+			log_number = version_set_new_file_number(st->vs);
+			rc = new_log(st, log_number);
+		} while (rc && db_reserve_draw_for_recovery(st, rc) == 0);
 		if (rc)
 			db_report(st, "%s: cannot create commit log: %s", st->dir,
 				  strerror(-rc));
@@ -610,7 +619,9 @@ static int recover(struct store *st)
 	if (rc == 0) {
 		st->log_number = st->mem_log_number = log_number;
 		version_edit_set_log_number(&edit, log_number);
-		rc = version_set_log_and_apply(st->vs, &edit, &st->mu);
+		do
+			rc = version_set_log_and_apply(st->vs, &edit, &st->mu);
+		while (rc && db_reserve_draw_for_recovery(st, rc) == 0);
 	}
 	if (rc == 0) {
 		st->mem = memtable_new();

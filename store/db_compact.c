@@ -201,6 +201,8 @@ int db_write_level0_table(struct store *st, struct memtable *mem,
 		if (rc == 0 && !first) {
 			rc = sst_builder_finish(b, &size);
 			b = NULL;
+			if (rc) /* partial: a retry on a full disk needs its space */
+				(void)st->env->ops->unlink(st->env, path);
 		} else {
 			sst_builder_abandon(b);
 			b = NULL;

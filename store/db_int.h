@@ -232,9 +232,14 @@ bool db_error_is_soft(int err);
 /* db_reserve.c (FORMAT.md "Full disk"); writer-queue head or open/close. */
 /* Make RESERVE reserve_bytes long; 0 when it is (or no reserve is set). */
 int db_reserve_make(struct store *st);
-/* Give back part of RESERVE (at least want bytes when it has them): 0 when
- * something was freed, -ENOSPC when it is empty. */
-int db_reserve_release(struct store *st, uint64_t want);
+/* Give back part of RESERVE (at least want bytes when it has them) for
+ * `what` (named in the report): 0 when something was freed, -ENOSPC when
+ * it is empty. */
+int db_reserve_release(struct store *st, uint64_t want, const char *what);
+/* A write of recovery failed with err: 0 when err is a full disk and part
+ * of RESERVE (as found, at open) was given back, so the write is worth
+ * trying again; else err.  Recovery only (mu held, not yet shared). */
+int db_reserve_draw_for_recovery(struct store *st, int err);
 /* Is the reserve drawn on (shorter than asked)? */
 bool db_reserve_short(const struct store *st);
 /* Is there a reserve, whole (reserve_bytes of it to give back)? */

@@ -10,8 +10,13 @@
  * root, held as a real file so that it also works on filesystems without
  * such a reserve (tmpfs, XFS, NFS).
  *
+ * Recovery at open draws on it too (FORMAT.md "Recovery"): a table of the
+ * replayed logs, the new log or the MANIFEST edit that meets a full disk
+ * cuts RESERVE shorter, as an earlier process left it, and is tried again.
+ *
  * Invariants: st->reserve_have is RESERVE's length as this process last
- * set it (0 when it could not be made at all).  A failed preallocate is cut
+ * set it or, once recovery drew on it, found it (0 when it could not be
+ * made at all).  A failed preallocate is cut
  * back to reserve_have, so RESERVE never holds space we do not count.
  *
  * Locking: only the writer-queue head (and store_open before the store is
@@ -59,7 +64,24 @@ int db_reserve_make(struct store *st)
 	return rc;
 }
 
-int db_reserve_release(struct store *st, uint64_t want)
+int db_reserve_draw_for_recovery(struct store *st, int err)
+{
+	if ((err != -ENOSPC && err != -EDQUOT) || !st->opt.reserve_bytes ||
+	    !st->env->ops->preallocate)
+		return err;
+	/* Nothing made RESERVE in this process yet: what an earlier one
+	 * left is there to give back. */
+	if (st->reserve_have == 0) {
+		char path[4096];
+		uint64_t size = 0;
+		reserve_path(st, path, sizeof(path));
+		if (st->env->ops->file_size(st->env, path, &size) == 0)
+			st->reserve_have = size < st->opt.reserve_bytes ? size : st->opt.reserve_bytes;
+	}
+	return db_reserve_release(st, 0, "recovery") == 0 ? 0 : err;
+}
+
+int db_reserve_release(struct store *st, uint64_t want, const char *what)
 {
 	if (!st->opt.reserve_bytes || !st->env->ops->preallocate ||
 	    st->reserve_have == 0)
@@ -78,8 +100,8 @@ int db_reserve_release(struct store *st, uint64_t want)
 		db_report(st, "%s: cannot shrink the reserve: %s", path, strerror(-rc));
 		return rc;
 	}
-	db_report(st, "%s: disk full: %llu reserved bytes given back for a deletion "
-		  "(%llu left)", path, (unsigned long long)(st->reserve_have - keep),
+	db_report(st, "%s: disk full: %llu reserved bytes given back for %s "
+		  "(%llu left)", path, (unsigned long long)(st->reserve_have - keep), what,
 		  (unsigned long long)keep);
 	st->reserve_have = keep;
 	return 0;

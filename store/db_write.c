@@ -260,7 +260,7 @@ static int log_group(struct store *st, const uint8_t *rec, size_t len,
 		bool retry = false;
 		/* Ends: each retry shrinks the reserve, which then runs out. */
 		if (rrc == 0 && reserve && is_nospace(rc) &&
-		    db_reserve_release(st, len + 2 * WAL_BLOCK_SIZE) == 0)
+		    db_reserve_release(st, len + 2 * WAL_BLOCK_SIZE, "a deletion") == 0)
 			retry = true;
 		if (rrc) {
 			pthread_mutex_unlock(&st->mu);

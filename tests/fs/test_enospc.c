@@ -9,7 +9,10 @@
  *     without a remount;
  *   - filled again, the unmount is clean (exit 0), the mount comes back on
  *     the still-full disk with every change in place, and fsck.lsmfs -n
- *     exits 0.
+ *     exits 0;
+ *   - part two: a one-disk filesystem on its own small tmpfs, its data
+ *     disk filled through the mount and then to the last byte from
+ *     outside, mounts again (the lock file, recovery) and reads back.
  * Skipped (77) without /dev/fuse or when tmpfs cannot be mounted.
  */
 #include <errno.h>
@@ -112,6 +115,72 @@ static int read_small(const char *name, char *buf, size_t cap)
 		return -errno;
 	buf[n] = 0;
 	return 0;
+}
+
+/* Part two: the disk itself (data and store together, as mkfs makes it by
+ * default) on a small tmpfs, filled by a file written through the mount,
+ * unmounted, filled to the last byte from outside: the next mount must
+ * succeed (the lock file's pid and recovery's writes need no room) and the
+ * file must read back as written. */
+static void full_data_disk(void)
+{
+	struct fst f2;
+	char disk_filler[340], p[600];
+	static char buf[1 << 16], back[1 << 16];
+	bool mounted_tmpfs = false;
+	int fd = -1;
+	if (fst_init(&f2, "enospc-data", 1)) {
+		failures++;
+		return;
+	}
+	mounted_tmpfs = mount("tmpfs", f2.disks[0], "tmpfs", 0, "size=12m") == 0;
+	CHECK(mounted_tmpfs, "mount a tmpfs on %s: %s", f2.disks[0], strerror(errno));
+	CHECK(fst_mkfs(&f2, NULL) == 0, "mkfs on %s", f2.disks[0]);
+	CHECK(fst_mount(&f2, NULL) == 0, "mount %s", f2.spec);
+	fst_fmt(p, sizeof(p), "%s/f", f2.mnt);
+	fd = open(p, O_WRONLY | O_CREAT, 0644);
+	CHECK(fd >= 0, "create %s: %s", p, strerror(errno));
+	memset(buf, 0x5a, sizeof(buf));
+	/* Twice the disk: through the writeback cache the error may come
+	 * from write(2), fsync(2) or close(2). */
+	long long written = 0;
+	int e = 0;
+	while (!e && written < (24 << 20)) {
+		ssize_t n = write(fd, buf, sizeof(buf));
+		if (n < 0)
+			e = errno;
+		else
+			written += n;
+	}
+	if (!e && fsync(fd) != 0)
+		e = errno;
+	if (close(fd) != 0 && !e)
+		e = errno;
+	fd = -1;
+	CHECK(e == ENOSPC, "writing 24 MiB to %s on a 12 MiB disk: %s", p,
+	      e ? strerror(e) : "no error");
+	CHECK(fst_umount(&f2) == 0, "unmount with a full data disk is not clean");
+	fst_fmt(disk_filler, sizeof(disk_filler), "%s/filler", f2.disks[0]);
+	snprintf(filler, sizeof(filler), "%s", disk_filler);
+	CHECK(fill() == 0, "fill %s", f2.disks[0]);
+	CHECK(fst_mount(&f2, NULL) == 0, "mount with a data disk full to the last byte");
+	fd = open(p, O_RDONLY);
+	CHECK(fd >= 0, "open %s after the remount: %s", p, strerror(errno));
+	ssize_t n = pread(fd, back, sizeof(back), 0);
+	CHECK(n == (ssize_t)sizeof(back) && memcmp(back, buf, sizeof(back)) == 0,
+	      "%s after the remount: its first 64 KiB differ", p);
+	close(fd);
+	fd = -1;
+	CHECK(fst_umount(&f2) == 0, "unmount after the remount on a full data disk");
+	fprintf(stderr, "enospc: a data disk full to the last byte mounts again\n");
+out:
+	if (fd >= 0)
+		close(fd);
+	if (f2.daemon)
+		(void)fst_umount(&f2);
+	if (mounted_tmpfs)
+		(void)umount2(f2.disks[0], MNT_DETACH);
+	fst_cleanup(&f2);
 }
 
 int main(void)
@@ -240,7 +309,9 @@ int main(void)
 		int st = fst_run(argv, out, sizeof(out));
 		CHECK(st == 0, "fsck.lsmfs -n exit %d:\n%s", st, out);
 	}
-	fprintf(stderr, "enospc: ok\n");
+	full_data_disk();
+	if (!failures)
+		fprintf(stderr, "enospc: ok\n");
 out:
 	if (fs.daemon)
 		(void)fst_umount(&fs); /* a failed check: its status is moot */

@@ -19,7 +19,8 @@
 #   - a buffered read after an O_DIRECT write (sync or io_submit) sees it;
 #   - mount -o remount,ro makes everything durable and refuses writes;
 #     remount,rw takes them again;
-#   - df counts each backing filesystem once;
+#   - df counts each backing filesystem once, and a fallocate of what it
+#     says is free (less 512 KiB) on two disks succeeds (generic/103);
 #   - file handles survive cache eviction, renames and remounts;
 #   - SIGKILL mid-workload, then mount + clean unmount: fsck -n is clean;
 #   - a data disk that fills leaves no chunk past a file's size.
@@ -388,6 +389,26 @@ fresh evict --chunk-size 65536 && mnt && {
 	after=$(fsyncs)
 	[[ $after -gt $before ]] || fail "fsync of a file whose inode was evicted synced no disk ($before -> $after)"
 	umnt
+}
+
+# ---- fallocate of what df says is free, less 512 KiB (xfstests generic/103) ----
+# Chunks go to disks by hash: df's figure must be one a file can take.
+mkdir -p "$T/small3" "$T/small4"
+[[ -z ${HOSTILE_ONLY:-} || $HOSTILE_ONLY == dfalloc ]] && mount -t tmpfs -o size=64m tmpfs "$T/small3" && mount -t tmpfs -o size=64m tmpfs "$T/small4" && {
+	rm -rf "$T/small3/d" "$T/small4/d"; mkdir "$T/small3/d" "$T/small4/d"
+	"$MKFS" -q --chunk-size 1M "$T/small3/d" "$T/small4/d" || fail "mkfs on two tmpfs"
+	SPEC=$T/small3/d:$T/small4/d
+	mnt && {
+		avail=$(df -B1 --output=avail "$M" | tail -1)
+		raw=$(($(df -B1 --output=avail "$T/small3" | tail -1) + $(df -B1 --output=avail "$T/small4" | tail -1)))
+		[[ $avail -ge $((raw / 2)) ]] || fail "df says $avail bytes free of the disks' $raw"
+		out=$(fallocate -l $((avail - 524288)) "$M/spc" 2>&1) ||
+			fail "fallocate of df's $avail free bytes less 512 KiB: $out (disks: $(df -B1 --output=avail "$T/small3" "$T/small4" | tail -2 | tr '\n' ' '))"
+		note "df: $avail of the disks' $raw bytes free; fallocate of it less 512 KiB: ${out:-ok}"
+		rm -f "$M/spc"
+		umnt
+	}
+	umount "$T/small3"; umount "$T/small4"
 }
 
 # ---- df: two disks on one filesystem count once ----

@@ -1399,6 +1399,52 @@ START_TEST(t_times_update)
 }
 END_TEST
 
+/* Times stamped by the daemon (a create) and by the kernel (a buffered
+ * write, through the writeback cache) keep the order of the calls
+ * (xfstests generic/423): a file changed after another was made has times
+ * no earlier than its.  Made fails when the daemon reads a finer clock than
+ * the kernel's, which lags it by up to a tick. */
+START_TEST(t_times_order)
+{
+	CASE_DIR(d);
+	char w[PATH_MAX], a[PATH_MAX];
+	int fd = (int)OK(open(pj(w, d, "w"), O_CREAT | O_WRONLY, 0644), w);
+	for (int i = 0; i < 300; i++) {
+		/* made, then written */
+		make_file(pjn(a, d, "a", i), 0, 0);
+		struct stat made = st_of(a);
+		EQ(pwrite(fd, "x", 1, i), 1, w, "pwrite length");
+		struct stat wrote = st_of(w);
+		ck_assert_msg(ts_cmp(wrote.st_mtim, made.st_mtim) >= 0,
+			      "%s: mtime %lld.%09ld of a write earlier than %lld.%09ld of %s made "
+			      "before it (round %d)", w, (long long)wrote.st_mtim.tv_sec,
+			      wrote.st_mtim.tv_nsec, (long long)made.st_mtim.tv_sec,
+			      made.st_mtim.tv_nsec, a, i);
+		ck_assert_msg(ts_cmp(wrote.st_ctim, made.st_ctim) >= 0,
+			      "%s: ctime %lld.%09ld of a write earlier than %lld.%09ld of %s made "
+			      "before it (round %d)", w, (long long)wrote.st_ctim.tv_sec,
+			      wrote.st_ctim.tv_nsec, (long long)made.st_ctim.tv_sec,
+			      made.st_ctim.tv_nsec, a, i);
+		OK(unlink(a), a);
+		/* written, then made */
+		EQ(pwrite(fd, "y", 1, i), 1, w, "pwrite length");
+		wrote = st_of(w);
+		make_file(a, 0, 0);
+		made = st_of(a);
+		ck_assert_msg(ts_cmp(made.st_mtim, wrote.st_mtim) >= 0 &&
+			      ts_cmp(made.st_ctim, wrote.st_ctim) >= 0,
+			      "%s: times %lld.%09ld/%lld.%09ld earlier than %lld.%09ld/%lld.%09ld of "
+			      "a write to %s before it (round %d)", a, (long long)made.st_mtim.tv_sec,
+			      made.st_mtim.tv_nsec, (long long)made.st_ctim.tv_sec,
+			      made.st_ctim.tv_nsec, (long long)wrote.st_mtim.tv_sec,
+			      wrote.st_mtim.tv_nsec, (long long)wrote.st_ctim.tv_sec,
+			      wrote.st_ctim.tv_nsec, w, i);
+		OK(unlink(a), a);
+	}
+	OK(close(fd), w);
+}
+END_TEST
+
 /* ---- extended attributes ---------------------------------------------- */
 
 static bool list_has(const char *list, ssize_t len, const char *name)
@@ -2077,6 +2123,7 @@ static Suite *posix_suite(void)
 	tcase_add_test(t, t_chmod_chown);
 	tcase_add_test(t, t_utimens);
 	tcase_add_test(t, t_times_update);
+	tcase_add_test(t, t_times_order);
 	tcase_add_test(t, t_xattr);
 	t = tc(s, "fs", 300);
 	tcase_add_test(t, t_statfs);

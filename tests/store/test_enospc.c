@@ -20,7 +20,9 @@
  *     writes them after the delay;
  *   - reopen_full: a store whose disk is full opens read-write, replays its
  *     logs into memory, takes reserve deletions, closes and opens again on
- *     the still-full disk, and flushes once the disk has room.
+ *     the still-full disk, and flushes once the disk has room;
+ *   - reopen_reserve: with a reserve that can hold them, recovery's writes
+ *     on a full disk draw on it and the replayed writes go to a table.
  *
  * Environment: LSMFS_SEED, LSMFS_ENOSPC_POINTS (fault points per kind).
  */
@@ -491,6 +493,50 @@ START_TEST(test_reopen_full)
 }
 END_TEST
 
+/* Recovery's writes (the replayed log's table, the new log, the MANIFEST
+ * edit) on a disk with no room draw on RESERVE, as an earlier process
+ * left it: the store opens with the writes in a table, not in memory. */
+START_TEST(test_reopen_reserve)
+{
+	struct rig r;
+	rig_init(&r, 300, 1 << 20, 256 * 1024, base_seed);
+	rig_open(&r);
+	for (uint32_t i = 0; i < r.nkeys; i++)
+		ck_assert_int_eq(put_key(&r, i, 0), 0);
+	ck_assert_int_eq(rig_close(&r), 0);
+	uint64_t have = 0;
+	ck_assert_int_eq(fault_env_file_size(r.fe, DIR "/RESERVE", &have), 0);
+	ck_assert_uint_eq(have, 256 * 1024);
+	fault_env_set_capacity(r.fe, fault_env_used(r.fe));
+
+	tu_log_clear(&r.log);
+	rig_open(&r);
+	if (tu_log_contains(&r.log, "stay in memory") ||
+	    !tu_log_contains(&r.log, "given back for recovery"))
+		tu_log_dump(&r.log, "  store log: ");
+	ck_assert_msg(!tu_log_contains(&r.log, "stay in memory"),
+		      "recovery on a full disk kept its writes in memory with RESERVE to draw on");
+	ck_assert(tu_log_contains(&r.log, "given back for recovery"));
+	verify(&r, "opened on a full disk with a reserve");
+	/* The table holds them: a reopen replays nothing and writes nothing. */
+	ck_assert_int_eq(rig_close(&r), 0);
+	tu_log_clear(&r.log);
+	rig_open(&r);
+	ck_assert(!tu_log_contains(&r.log, "cannot write"));
+	verify(&r, "reopened on the full disk");
+	ck_assert_int_eq(rig_close(&r), 0);
+
+	fault_env_set_capacity(r.fe, 0);
+	rig_open(&r);
+	ck_assert_int_eq(put_key(&r, 0, 0), 0);
+	ck_assert_int_eq(fault_env_file_size(r.fe, DIR "/RESERVE", &have), 0);
+	ck_assert_uint_eq(have, 256 * 1024); /* whole again */
+	verify(&r, "with room");
+	ck_assert_int_eq(rig_close(&r), 0);
+	rig_free(&r);
+}
+END_TEST
+
 static Suite *enospc_suite(void)
 {
 	Suite *s = suite_create("enospc");
@@ -499,6 +545,7 @@ static Suite *enospc_suite(void)
 	tcase_add_loop_test(tc, test_log_full_then_room, 0, 2);
 	tcase_add_loop_test(tc, test_reserve, 0, 2);
 	tcase_add_test(tc, test_reopen_full);
+	tcase_add_test(tc, test_reopen_reserve);
 	tcase_add_test(tc, test_delay_where);
 	tcase_add_loop_test(tc, test_faults_pass, 0, 2);
 	suite_add_tcase(s, tc);
