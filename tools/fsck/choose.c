@@ -20,16 +20,10 @@
  * inode records it has. */
 static int copy_summary(const char *dir, uint64_t *seq, uint64_t *inodes)
 {
-	struct store_options so;
-	store_options_init(&so);
-	so.read_only = true;
 	struct store *st;
-	int rc = store_open(dir, &so, &st);
+	int rc = fsck_copy_open(dir, &st, seq);
 	if (rc)
 		return rc;
-	struct store_stats stats;
-	store_get_stats(st, &stats);
-	*seq = stats.last_sequence;
 	*inodes = 0;
 	uint8_t lo[KEY_MAX], hi[KEY_MAX];
 	size_t lol = key_inode(lo, 0), hil = key_inode(hi, UINT64_MAX);

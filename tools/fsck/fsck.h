@@ -110,6 +110,11 @@ struct fsck {
 
 /* fsck.c */
 void fsck_progress(struct fsck *f, int pass, uint64_t cur, uint64_t max);
+/* Open the store copy in dir on its own, read-only (its tables and commit
+ * logs, recovered as a read-only open does): *st, and the last write it
+ * holds in *seq (pass1.c).  0 or the open's error. */
+struct store;
+int fsck_copy_open(const char *dir, struct store **st, uint64_t *seq);
 /* --use-copy N (choose.c): say what the other copies of the store hold;
  * with -y make copy N the one current copy.  0 when done, 1 when only
  * said (not -y), -errno on failure (said on stderr). */

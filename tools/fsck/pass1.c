@@ -101,21 +101,27 @@ static bool copies_differ(const char *a, const char *b, char *what, size_t cap)
 	return differ;
 }
 
-/* The last write copy dir holds (its tables and commit logs alone, read
- * as a read-only open of it would recover them), into *seq.  0, or the
- * open's error. */
-static int copy_sequence(const char *dir, uint64_t *seq)
+int fsck_copy_open(const char *dir, struct store **st, uint64_t *seq)
 {
 	struct store_options so;
 	store_options_init(&so);
 	so.read_only = true;
-	struct store *st;
-	int rc = store_open(dir, &so, &st);
+	int rc = store_open(dir, &so, st);
 	if (rc)
 		return rc;
 	struct store_stats stats;
-	store_get_stats(st, &stats);
+	store_get_stats(*st, &stats);
 	*seq = stats.last_sequence;
+	return 0;
+}
+
+/* The last write copy dir holds, into *seq.  0, or the open's error. */
+static int copy_sequence(const char *dir, uint64_t *seq)
+{
+	struct store *st;
+	int rc = fsck_copy_open(dir, &st, seq);
+	if (rc)
+		return rc;
 	(void)store_close(st); /* read-only: nothing of it to lose */
 	return 0;
 }
