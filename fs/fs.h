@@ -259,6 +259,10 @@ bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d);
 int diskset_open(const char *spec, unsigned flags,
 		 struct lsmfs_diskset **out, char *err, size_t errlen);
 void diskset_close(struct lsmfs_diskset *ds);
+/* Narrow what an older version left readable by all on the disks and in
+ * the store's directories to the owner's bits (modes.c); diskset_open
+ * does it when it takes the disks exclusively.  Best effort. */
+void modes_narrow(const struct lsmfs_diskset *ds);
 /* Say the daemon's state in every lock file held, on the line after its
  * pid (NULL: nothing): DISKSET_CLOSING once its unmount has begun (a new
  * mount then waits for it), DISKSET_READ_ONLY once remounted read-only. */

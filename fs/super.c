@@ -392,7 +392,7 @@ int lsmfs_write_file(const char *dir, const char *name, const void *data, size_t
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
 	    snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	int rc = 0;
@@ -428,7 +428,7 @@ int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 	snprintf(tmp, sizeof(tmp), "%s/" LSMFS_SUPER_FILE ".tmp", dir);
 	snprintf(path, sizeof(path), "%s/" LSMFS_SUPER_FILE, dir);
 	bool made_dir = false;
-	if (mkdir(dir, 0755) == 0) {
+	if (mkdir(dir, 0700) == 0) {
 		made_dir = true;
 	} else if (errno != EEXIST) {
 		rc = -errno;
@@ -436,7 +436,7 @@ int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 		return rc;
 	}
 
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
 		set_err(err, errlen, "%s: %s", tmp, strerror(-rc));

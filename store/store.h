@@ -343,6 +343,17 @@ struct store_checkpoint_info {
 };
 int store_checkpoint(struct store *st, const char *dir, struct store_checkpoint_info *info);
 
+/*
+ * store_lockfile: flock path, shared or exclusive, without waiting
+ * (lockfile.c).  The file is made mode 0600 if missing (a shared locker
+ * opens an existing one read-only); one with group or other bits is
+ * replaced by an owner-only one once it is locked exclusively, so that no
+ * other user can hold it.  0 with *fd the locked descriptor (the lock
+ * lasts until it is closed); -EWOULDBLOCK with *fd open, unlocked, for the
+ * caller to read and close; else -errno with *fd -1.
+ */
+int store_lockfile(const char *path, bool shared, int *fd);
+
 /* Copy the last error message into buf (empty if none). */
 void store_errmsg(struct store *st, char *buf, size_t len);
 
