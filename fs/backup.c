@@ -29,7 +29,6 @@
  */
 #include "fs_int.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -45,26 +44,6 @@
 #define BACKUP_SUPER "super"
 #define BACKUP_STORE "store"
 
-
-/* 0 if dir holds nothing, -ENOTEMPTY if it holds anything, or -errno (not
- * a directory, unreadable).  A backup goes into a new or empty directory
- * only: files of its own beside it would pass for part of it. */
-static int dir_empty(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return -errno;
-	int rc = 0;
-	struct dirent *de;
-	errno = 0;
-	while (!rc && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			rc = -ENOTEMPTY;
-	if (!rc && errno)
-		rc = -errno;
-	closedir(d);
-	return rc;
-}
 
 int backup_write(struct fs *fs, const char *dir, int (*out)(void *ctx, const char *line), void *ctx,
 		 char *err, size_t errlen)
@@ -83,7 +62,9 @@ int backup_write(struct fs *fs, const char *dir, int (*out)(void *ctx, const cha
 	if (stat(mark, &st) == 0 || stat(store, &st) == 0)
 		return fs_set_err(err, errlen, -EEXIST, "%s: holds a backup already: give an empty "
 			       "directory", dir);
-	int rc = dir_empty(dir);
+	/* New or empty only: files of its own beside the backup would pass
+	 * for part of it. */
+	int rc = lsmfs_dir_empty(dir);
 	if (rc == -ENOTEMPTY)
 		return fs_set_err(err, errlen, rc, "%s: not empty: give a new or empty directory", dir);
 	if (rc)

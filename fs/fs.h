@@ -99,7 +99,8 @@ int super_encode(const struct lsmfs_super *sb, uint8_t *buf, size_t cap,
 int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 		 char *err, size_t errlen);
 /* Read <disk>/.lsmfs/super.  -ENOENT if the disk has no superblock (not an
- * lsmfs disk), -EUCLEAN if it is damaged. */
+ * lsmfs disk; an empty directory is said to be one, as the mount point of
+ * a disk that did not mount), -EUCLEAN if it is damaged. */
 int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 	       size_t errlen);
 /* Write <disk>/.lsmfs/super atomically and durably (temp file, fsync,
@@ -108,6 +109,9 @@ int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 		size_t errlen);
 /* fsync a directory by path (its entries made durable): 0 or -errno. */
 int lsmfs_fsync_dir(const char *path);
+/* 0 if the directory path holds nothing, -ENOTEMPTY if it holds anything,
+ * else -errno (not a directory, unreadable). */
+int lsmfs_dir_empty(const char *path);
 /* dir/name = data, atomically and durably (dir/name.tmp written and
  * synced, renamed over, dir synced): 0 or -errno. */
 int lsmfs_write_file(const char *dir, const char *name, const void *data, size_t len);

@@ -12,6 +12,7 @@
 #include "fs.h"
 #include "schema.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -347,7 +348,12 @@ int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		int rc = -errno;
-		if (rc == -ENOENT)
+		/* An empty directory is most often the mount point of a disk
+		 * that did not mount: say so, not only what it lacks. */
+		if (rc == -ENOENT && lsmfs_dir_empty(disk) == 0)
+			set_err(err, errlen, "%s: an empty directory, not an lsmfs disk: is the "
+				"disk that belongs there not mounted?", disk);
+		else if (rc == -ENOENT)
 			set_err(err, errlen, "%s: not an lsmfs disk (no superblock)",
 				disk);
 		else
@@ -373,6 +379,23 @@ int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 	rc = super_decode(buf, len, sb, why, sizeof(why));
 	if (rc)
 		set_err(err, errlen, "%s: %s", path, why);
+	return rc;
+}
+
+int lsmfs_dir_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	int rc = 0;
+	struct dirent *de;
+	errno = 0;
+	while (!rc && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			rc = -ENOTEMPTY;
+	if (!rc && errno)
+		rc = -errno;
+	closedir(d);
 	return rc;
 }
 
