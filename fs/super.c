@@ -356,6 +356,9 @@ int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 		else if (rc == -ENOENT)
 			set_err(err, errlen, "%s: not an lsmfs disk (no superblock)",
 				disk);
+		else if (rc == -EACCES) /* SCHEMA.md "Backing disks": root's alone */
+			set_err(err, errlen, "%s: %s (only root, the disks' owner, may read "
+				"them)", path, strerror(-rc));
 		else
 			set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
