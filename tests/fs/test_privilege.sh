@@ -331,6 +331,24 @@ mount_lsmfs
 
 fusermount3 -u "$M"
 wait_gone
+# A --meta directory holds the store as meta/ does: what mkfs makes there
+# is root's, and one that existed (0755) is narrowed by the first
+# read-write mount.
+cases=$((cases + 1))
+mkdir -m 755 "$T/e0" "$T/meta"
+"$MKFS" -q --meta "$T/meta" "$T/e0" || fail "mkfs --meta"
+out=$(find "$T/meta" -mindepth 1 ! -type l -perm /077 -printf '%m %p\n' | head -5)
+[[ -z $out ]] || fail "mkfs --meta made files others may read: $out"
+"$LSMFS" "$T/e0" "$M" || fail "mount of the --meta filesystem"
+echo "$SECRET" > "$M/s"; chmod 600 "$M/s"
+fusermount3 -u "$M"
+flock -w 10 "$T/e0/.lsmfs/lock" true || fail "the --meta daemon did not exit within 10 s of unmount"
+out=$(find "$T/meta" "$T/e0/.lsmfs" ! -type l -perm /077 -printf '%m %p\n' | head -5)
+[[ -z $out ]] || fail "a --meta filesystem others may read after a mount: $out"
+out=$($NOB grep -a -r -l -e "$SECRET" "$T/meta" 2>/dev/null)
+[[ -z $out ]] || fail "nobody reads a 0600 file's bytes from the --meta directory: $out"
+grep -q -a -r -e "$SECRET" "$T/meta" || fail "the secret is not in the --meta directory: the test checks nothing"
+
 grep -q -E "Sanitizer|runtime error" "$T/daemon.log" &&
 	fail "the daemon's sanitizer report: $(grep -E -A20 "Sanitizer|runtime error" "$T/daemon.log" | head -40)"
 echo "test_privilege: $cases cases, $fails failed"
