@@ -349,18 +349,19 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 			/* Only readers hold it when a shared lock is ours to
 			 * take: the pid is one a killed writer left. */
 			bool readers = !shared && flock(fd, LOCK_SH | LOCK_NB) == 0;
-			/* A lock file an older version made readable by all
-			 * (store_lockfile replaces it once it can) may be held
-			 * by any user: say so, and how to find who. */
+			/* A lock file an older version made readable by all,
+			 * that store_lockfile could not take: a process of
+			 * root's has it open (maybe beside other users'): say
+			 * so, and how to find who. */
 			struct stat st;
 			bool open_to_all = fstat(fd, &st) == 0 && (st.st_mode & 077);
 			if (*pid && !readers)
 				set_err(err, errlen, "%s: in use by process %s (lock %s)", disk, pid,
 					path);
 			else if (open_to_all)
-				set_err(err, errlen, "%s: in use read-only (a read-only mount, "
-					"fsck.lsmfs -n, or any user: the lock %s is an older version's, "
-					"open to all; fuser -v names its holders)", disk, path);
+				set_err(err, errlen, "%s: in use read-only (a read-only mount or "
+					"fsck.lsmfs -n; lock %s, an older version's, open to all: "
+					"fuser -v names its holders)", disk, path);
 			else
 				set_err(err, errlen, "%s: in use read-only (a read-only mount or "
 					"fsck.lsmfs -n; lock %s)", disk, path);
