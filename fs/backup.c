@@ -61,8 +61,14 @@ int backup_write(struct fs *fs, const char *dir, int (*out)(void *ctx, const cha
 	if (stat(mark, &st) == 0 || stat(store, &st) == 0)
 		return fs_set_err(err, errlen, -EEXIST, "%s: holds a backup already: give an empty "
 			       "directory", dir);
-	int rc = members_change_begin(fs, err, errlen);
+	/* New or empty only: files of its own beside the backup would pass
+	 * for part of it. */
+	int rc = lsmfs_dir_empty(dir);
+	if (rc == -ENOTEMPTY)
+		return fs_set_err(err, errlen, rc, "%s: not empty: give a new or empty directory", dir);
 	if (rc)
+		return fs_set_err(err, errlen, rc, "%s: %s", dir, strerror(-rc));
+	if ((rc = members_change_begin(fs, err, errlen)))
 		return rc;
 	uint8_t sb[LSMFS_SUPER_MAX];
 	size_t sblen = 0;

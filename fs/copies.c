@@ -787,7 +787,7 @@ static int copy_one(int sfd, int dfd, const char *name)
 	int in = openat(sfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (in < 0)
 		return -errno;
-	int out = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int out = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (out < 0) {
 		int rc = -errno;
 		close(in);

@@ -326,26 +326,22 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 	char path[PATH_MAX + 64];
 	snprintf(path, sizeof(path), "%s/" LSMFS_DIR "/" LSMFS_LOCK_FILE, disk);
 	bool shared = flags & DISKSET_LOCK_SHARED;
-	/* A reader writes nothing: a disk it cannot write (a read-only or
-	 * failing backing filesystem, no lock file) is read unlocked, as
-	 * it was before readers locked at all; no writer can lock it
-	 * either. */
-	int fd = shared ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	if (!shared || (fd < 0 && errno == ENOENT)) /* never mounted read-write yet */
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0 && shared && (errno == EROFS || errno == EACCES))
-		return 0;
-	if (fd < 0) {
-		int rc = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(-rc));
-		return rc;
-	}
-	int rc = 0;
+	int fd = -1, rc = 0;
 	/* A daemon that is closing (its mount already gone, the store still
 	 * flushing) says so in the lock file: wait for it, within bounds,
-	 * so that "umount; mount" works as it does for other filesystems. */
+	 * so that "umount; mount" works as it does for other filesystems.
+	 * Owner-only lock files (store_lockfile): no other user can hold
+	 * one against us. */
 	for (int waited_ms = 0, busy_ms = 0;; waited_ms += 20) {
-		rc = flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0 ? 0 : -errno;
+		if (fd >= 0)
+			close(fd);
+		rc = store_lockfile(path, shared, &fd);
+		/* A reader writes nothing: a disk it cannot write (a
+		 * read-only or failing backing filesystem, no lock file) is
+		 * read unlocked, as it was before readers locked at all; no
+		 * writer can lock it either. */
+		if (shared && (rc == -EROFS || rc == -EACCES))
+			return 0;
 		if (rc != -EWOULDBLOCK || !(flags & DISKSET_LOCK_WAIT) ||
 		    waited_ms >= DISKSET_LOCK_WAIT_MS)
 			break;
@@ -358,8 +354,8 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 		 * lock we can take says so (no writer is letting go), and
 		 * waiting would not help. */
 		if (!state[0] && !shared && flock(fd, LOCK_SH | LOCK_NB) == 0) {
-			(void)flock(fd, LOCK_UN); /* the holder may have just let go: */
-			rc = flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : -errno;
+			close(fd); /* the holder may have just let go: */
+			rc = store_lockfile(path, false, &fd);
 			break;
 		}
 		/* A pid without `closing`: a daemon serving, or one whose
@@ -381,17 +377,28 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 			/* Only readers hold it when a shared lock is ours to
 			 * take: the pid is one a killed writer left. */
 			bool readers = !shared && flock(fd, LOCK_SH | LOCK_NB) == 0;
+			/* A lock file an older version made readable by all,
+			 * that store_lockfile could not take: a process of
+			 * root's has it open (maybe beside other users'): say
+			 * so, and how to find who. */
+			struct stat st;
+			bool open_to_all = fstat(fd, &st) == 0 && (st.st_mode & 077);
 			if (*pid && !readers)
 				set_err(err, errlen, "%s: in use by process %s (lock %s)", disk, pid,
 					path);
+			else if (open_to_all)
+				set_err(err, errlen, "%s: in use read-only (a read-only mount or "
+					"fsck.lsmfs -n; lock %s, an older version's, open to all: "
+					"fuser -v names its holders)", disk, path);
 			else
 				set_err(err, errlen, "%s: in use read-only (a read-only mount or "
 					"fsck.lsmfs -n; lock %s)", disk, path);
 			rc = -EBUSY;
 		} else {
-			set_err(err, errlen, "%s: flock: %s", path, strerror(-rc));
+			set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		}
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return rc;
 	}
 	if (shared) { /* the file is the exclusive holder's to write */
@@ -721,6 +728,8 @@ int diskset_open(const char *spec, unsigned flags,
 				rc = diskset_lock_disk(ds, i, ds->paths[i], flags, err, errlen);
 		if (rc)
 			goto out;
+		if (!(flags & DISKSET_LOCK_SHARED))
+			modes_narrow(ds);
 	}
 	*out = ds;
 	ds = NULL;

@@ -85,7 +85,7 @@ static int check_params(const struct fs_format_params *p, char *err,
 
 static int make_dir(const char *path, char *err, size_t errlen)
 {
-	if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
 		int rc = -errno;
 		set_err(err, errlen, "%s: cannot create: %s", path, strerror(-rc));
 		return rc;

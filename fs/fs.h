@@ -104,7 +104,8 @@ int super_encode(const struct lsmfs_super *sb, uint8_t *buf, size_t cap,
 int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 		 char *err, size_t errlen);
 /* Read <disk>/.lsmfs/super.  -ENOENT if the disk has no superblock (not an
- * lsmfs disk), -EUCLEAN if it is damaged. */
+ * lsmfs disk; an empty directory is said to be one, as the mount point of
+ * a disk that did not mount), -EUCLEAN if it is damaged. */
 int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 	       size_t errlen);
 /* Write <disk>/.lsmfs/super atomically and durably (temp file, fsync,
@@ -113,6 +114,9 @@ int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 		size_t errlen);
 /* fsync a directory by path (its entries made durable): 0 or -errno. */
 int lsmfs_fsync_dir(const char *path);
+/* 0 if the directory path holds nothing, -ENOTEMPTY if it holds anything,
+ * else -errno (not a directory, unreadable). */
+int lsmfs_dir_empty(const char *path);
 /* dir/name = data, atomically and durably (dir/name.tmp written and
  * synced, renamed over, dir synced): 0 or -errno. */
 int lsmfs_write_file(const char *dir, const char *name, const void *data, size_t len);
@@ -287,6 +291,10 @@ bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d);
 int diskset_open(const char *spec, unsigned flags,
 		 struct lsmfs_diskset **out, char *err, size_t errlen);
 void diskset_close(struct lsmfs_diskset *ds);
+/* Narrow what an older version left readable by all on the disks and in
+ * the store's directories to the owner's bits (modes.c); diskset_open
+ * does it when it takes the disks exclusively.  Best effort. */
+void modes_narrow(const struct lsmfs_diskset *ds);
 /* Say the daemon's state in every lock file held, on the line after its
  * pid (NULL: nothing): DISKSET_CLOSING once its unmount has begun (a new
  * mount then waits for it), DISKSET_READ_ONLY once remounted read-only. */

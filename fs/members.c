@@ -306,7 +306,7 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 	 *    until the others say so, or it is given. */
 	char p[PATH_MAX + 64];
 	snprintf(p, sizeof(p), "%s/%s", path, LSMFS_DIR);
-	if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+	if (mkdir(p, 0700) != 0 && errno != EEXIST) {
 		rc = fs_set_err(err, errlen, -errno, "%s: %s", p, strerror(errno));
 		goto fail;
 	}

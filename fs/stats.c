@@ -163,7 +163,7 @@ static int write_file(struct fs *fs, const char *json, size_t len, char *failed,
 	snprintf(tmp, sizeof(tmp), "%s/" STATS_FILE_NEW, home);
 	snprintf(dst, sizeof(dst), "%s/" FS_STATS_FILE, home);
 	snprintf(failed, cap, "%s", tmp);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	int rc = 0;

@@ -12,6 +12,7 @@
 #include "fs.h"
 #include "schema.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -347,9 +348,17 @@ int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		int rc = -errno;
-		if (rc == -ENOENT)
+		/* An empty directory is most often the mount point of a disk
+		 * that did not mount: say so, not only what it lacks. */
+		if (rc == -ENOENT && lsmfs_dir_empty(disk) == 0)
+			set_err(err, errlen, "%s: an empty directory, not an lsmfs disk: is the "
+				"disk that belongs there not mounted?", disk);
+		else if (rc == -ENOENT)
 			set_err(err, errlen, "%s: not an lsmfs disk (no superblock)",
 				disk);
+		else if (rc == -EACCES) /* SCHEMA.md "Backing disks": root's alone */
+			set_err(err, errlen, "%s: %s (only root, the disks' owner, may read "
+				"them)", path, strerror(-rc));
 		else
 			set_err(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
@@ -376,6 +385,23 @@ int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 	return rc;
 }
 
+int lsmfs_dir_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	int rc = 0;
+	struct dirent *de;
+	errno = 0;
+	while (!rc && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			rc = -ENOTEMPTY;
+	if (!rc && errno)
+		rc = -errno;
+	closedir(d);
+	return rc;
+}
+
 int lsmfs_fsync_dir(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -392,7 +418,7 @@ int lsmfs_write_file(const char *dir, const char *name, const void *data, size_t
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
 	    snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	int rc = 0;
@@ -428,7 +454,7 @@ int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 	snprintf(tmp, sizeof(tmp), "%s/" LSMFS_SUPER_FILE ".tmp", dir);
 	snprintf(path, sizeof(path), "%s/" LSMFS_SUPER_FILE, dir);
 	bool made_dir = false;
-	if (mkdir(dir, 0755) == 0) {
+	if (mkdir(dir, 0700) == 0) {
 		made_dir = true;
 	} else if (errno != EEXIST) {
 		rc = -errno;
@@ -436,7 +462,7 @@ int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 		return rc;
 	}
 
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
 		set_err(err, errlen, "%s: %s", tmp, strerror(-rc));

@@ -622,7 +622,7 @@ static int sync_path(const char *path)
 static int make_meta(const char *dir, const uint8_t fs_uuid[16])
 {
 	bool made = false;
-	if (mkdir(dir, 0755) == 0)
+	if (mkdir(dir, 0700) == 0)
 		made = true;
 	else if (errno != EEXIST) {
 		fail("%s: cannot create: %s", dir, strerror(errno));
@@ -632,7 +632,11 @@ static int make_meta(const char *dir, const uint8_t fs_uuid[16])
 	snprintf(path, sizeof(path), "%s/" LSMFS_META_MARK, dir);
 	lsmfs_uuid_format(fs_uuid, text);
 	strcat(text, "\n");
-	FILE *f = fopen(path, "we");
+	/* Root's alone, as everything the store's directories hold. */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (fd >= 0 && !f)
+		close(fd);
 	if (!f || fputs(text, f) == EOF || fflush(f) != 0 ||
 	    fsync(fileno(f)) != 0) {
 		fail("%s: %s", path, strerror(errno));
@@ -782,7 +786,7 @@ static int make_fs(const struct options *o, struct disk *disks,
 	for (uint32_t c = 0; c < (o->nmeta ? 1 : o->copies); c++) {
 		char dir[PATH_MAX + 64];
 		snprintf(dir, sizeof(dir), "%s/" LSMFS_DIR, disks[c].real);
-		if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 			fail("%s: cannot create: %s", dir, strerror(errno));
 			return -1;
 		}

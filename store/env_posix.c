@@ -9,9 +9,12 @@
  * so a failed flush never writes a byte twice when retried.
  * flush = write the buffer out; sync = flush + fdatasync.
  *
- * Locks are flock(2) locks on an open descriptor.  flock locks belong to the
- * open file description, so two opens of LOCK in one process conflict too:
- * a second store_open of the same directory gets -EBUSY.
+ * Locks are flock(2) locks on an open descriptor, of owner-only files
+ * (store_lockfile, lockfile.c).  flock locks belong to the open file
+ * description, so two opens of LOCK in one process conflict too: a second
+ * store_open of the same directory gets -EBUSY.  Files are made mode 0600
+ * and directories 0700: the store holds the filesystem's metadata and
+ * small files' bytes, root's alone (fs/SCHEMA.md "Who may read the disks").
  *
  * The env object is static and stateless.  Locking: none here; a writable
  * file is used by one thread at a time (env.h), pread is pread(2) and
@@ -96,7 +99,7 @@ static int posix_open_writable(struct store_env *env, const char *path,
 	struct env_wfile *f = malloc(sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	f->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (f->fd < 0) {
 		int rc = neg_errno();
 		free(f);
@@ -277,7 +280,7 @@ static int posix_preallocate(struct store_env *env, const char *path,
 	(void)env; /* stateless */
 	if (size > (uint64_t)INT64_MAX)
 		return -EINVAL;
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return neg_errno();
 	/* posix_fallocate returns the error instead of setting errno; where
@@ -293,7 +296,7 @@ static int posix_preallocate(struct store_env *env, const char *path,
 static int posix_mkdir(struct store_env *env, const char *path)
 {
 	(void)env; /* stateless */
-	return mkdir(path, 0755) < 0 ? neg_errno() : 0;
+	return mkdir(path, 0700) < 0 ? neg_errno() : 0;
 }
 
 static int posix_list_dir(struct store_env *env, const char *dir,
@@ -367,19 +370,14 @@ static int posix_lock(struct store_env *env, const char *path,
 	struct env_lock *l = malloc(sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	l->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (l->fd < 0) {
-		int rc = neg_errno();
+	/* Owner-only (store_lockfile): a lock another user could open is
+	 * one that user could hold against us. */
+	int rc = store_lockfile(path, false, &l->fd);
+	if (rc) {
+		if (l->fd >= 0)
+			(void)close(l->fd); /* held by another: nothing read */
 		free(l);
-		return rc;
-	}
-	while (flock(l->fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno == EINTR)
-			continue;
-		int rc = errno == EWOULDBLOCK ? -EBUSY : neg_errno();
-		(void)close(l->fd);
-		free(l);
-		return rc;
+		return rc == -EWOULDBLOCK ? -EBUSY : rc;
 	}
 	*out = l;
 	return 0;

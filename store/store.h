@@ -343,6 +343,18 @@ struct store_checkpoint_info {
 };
 int store_checkpoint(struct store *st, const char *dir, struct store_checkpoint_info *info);
 
+/*
+ * store_lockfile: flock path, shared or exclusive, without waiting
+ * (lockfile.c).  The file is made mode 0600 if missing (a shared locker
+ * opens an existing one read-only); one with group or other bits (an older
+ * version's) is replaced by an owner-only one when taken exclusively, even
+ * from locks of other users' when no process of root's or ours has it
+ * open, so that no other user can hold it.  0 with *fd the locked descriptor (the lock
+ * lasts until it is closed); -EWOULDBLOCK with *fd open, unlocked, for the
+ * caller to read and close; else -errno with *fd -1.
+ */
+int store_lockfile(const char *path, bool shared, int *fd);
+
 /* Copy the last error message into buf (empty if none). */
 void store_errmsg(struct store *st, char *buf, size_t len);
 

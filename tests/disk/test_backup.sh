@@ -16,8 +16,10 @@
 #     each but the newest with its bytes), what came after the backup is
 #     gone, files removed since (one of them in flux, unsynced, at the
 #     backup) are listed lost and read EIO, never zeros; fsck -n clean; a
-#     second backup into the same directory is refused; a backup of
-#     another filesystem is refused;
+#     second backup into the same directory is refused, and one into a
+#     directory holding anything else (exit 8, nothing written); a backup
+#     into an empty directory is root's alone; a backup of another
+#     filesystem is refused;
 #   - a backup with a table cut short, or a byte of one flipped: the
 #     restore is refused before it touches the store, which still mounts
 #     with the tree of now; a restore cut short (killed under gdb at its
@@ -96,6 +98,19 @@ say "backup of $N files: $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - 
 ((tool_kib < 256 * 1024)) || fail "lsmfs-disk backup: peak RSS $tool_kib KiB"
 ((daemon_kib < 256 * 1024)) || fail "the daemon grew $daemon_kib KiB during the backup"
 out=$("$DISK" "$M" backup "$T/bk" 2>&1) && fail "a second backup into the same directory: $out"
+# A directory holding anything else is refused (exit 8, lsmfs-disk(8)),
+# nothing written into it; an empty one is taken, and what goes into it
+# is root's alone, whatever the directory's own mode.
+mkdir -m 755 "$T/full" "$T/empty"
+echo mine > "$T/full/notes"
+out=$("$DISK" "$M" backup "$T/full" 2>&1); rc=$?
+[[ $rc == 8 && $out == *"$T/full: not empty"* && $(wc -l <<<"$out") == 1 ]] ||
+	fail "a backup into a non-empty directory: want one line 'not empty' and exit 8, got exit $rc: $out"
+[[ $(ls "$T/full") == notes && $(cat "$T/full/notes") == mine ]] ||
+	fail "a refused backup changed the directory: $(ls -l "$T/full")"
+out=$("$DISK" "$M" backup "$T/empty" 2>&1) || fail "a backup into an empty directory: $out"
+out=$(find "$T/empty" -mindepth 1 -perm /077 -printf '%m %p\n' | head -5)
+[[ -z $out && -f $T/empty/lsmfs-backup ]] || fail "a backup that others may read: $out"
 
 # ---- the backup read by inspect and fsck ----
 out=$("$INSPECT" --backup "$T/bk" "$L" stat /b7 2>&1) || fail "inspect --backup: $out"

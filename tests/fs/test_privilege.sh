@@ -12,7 +12,11 @@
 # not to a root without CAP_SYS_ADMIN), fallocate and punch hole clearing
 # setuid/setgid and file capabilities; then everything again after a remount.  lsmfs only (ext4
 # has no counterpart): user.lsmfs.stats is root's only, an xattr name list
-# never passes 64 KiB, a 64 KiB value is stored.
+# never passes 64 KiB, a 64 KiB value is stored; the backing disks are
+# root's (no other user greps a 0600 file's bytes or a 0700 directory's
+# names from them, lsmfs-inspect refuses, the locks a mount takes cannot
+# be held by others, and a read-write mount narrows what an older
+# version left 0644/0755).
 # Needs root, mkfs.ext4, a loop device, setfacl/getfacl/getfattr/setfattr;
 # exit 77 when one is missing.
 set -u
@@ -28,7 +32,9 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/lsmfs-priv.XXXXXX")
 chmod 755 "$T"
 E=$T/ext4 M=$T/mnt
 fails=0 cases=0
+holder=
 cleanup() {
+	[[ -n $holder ]] && kill "$holder" 2>/dev/null
 	fusermount3 -u "$M" 2>/dev/null
 	umount "$E" 2>/dev/null
 	rm -rf "$T"
@@ -253,8 +259,108 @@ after=$(listing "$M")
 $(diff <(echo "$before") <(echo "$after") | head -40 | cut -c1-200)"
 same "enforced after a remount" '$NOB cat f; $NOB cat m; $U5000 cat g; $NOB ls d/s; $NOB getfattr -d -m- t'
 
+
+# ---- the backing disks are root's (issue 34) ----
+# A root-owned 0600 file of a few bytes (inline, in the store's log and
+# tables) and a name inside a 0700 directory: no other user reads either
+# from the disks, nor through lsmfs-inspect, nor holds a lock that a mount
+# needs, even one opened when an older version left the files 0644.
+cases=$((cases + 1))
+SECRET=lsmfs-secret-$RANDOM$RANDOM NAME=lsmfs-name-$RANDOM$RANDOM
+echo "$SECRET" > "$M/secret"; chmod 600 "$M/secret"
+mkdir -m 700 "$M/hidden"; touch "$M/hidden/$NAME"
 fusermount3 -u "$M"
 wait_gone
+grep -q -a -r -e "$SECRET" -e "$NAME" "$T/d0" "$T/d1" ||
+	fail "the secret is not on the disks as root sees them: the test checks nothing"
+out=$($NOB grep -a -r -l -e "$SECRET" -e "$NAME" "$T/d0" "$T/d1" 2>/dev/null)
+[[ -z $out ]] || fail "nobody reads a 0600 file's bytes or a 0700 directory's names from: $out"
+out=$(find "$T"/d[01]/.lsmfs ! -type l -perm /077 -printf '%m %p\n' | head -5)
+[[ -z $out ]] || fail "files under .lsmfs that others may read: $out"
+out=$($NOB "$B/tools/inspect/lsmfs-inspect" "$T/d0:$T/d1" ls /hidden 2>&1; echo "exit $?")
+[[ $out == *"Permission denied"*"exit 8" && $out != *"$NAME"* && $(wc -l <<<"$out") == 2 ]] ||
+	fail "lsmfs-inspect as nobody: want one line (Permission denied) and exit 8, got: $out"
+cases=$((cases + 1))
+# What an older version left: everything 0755/0644.  Nobody opens both
+# locks then, the next read-write mount narrows the modes, and the locks
+# nobody takes on what it opened stop no mount.
+find "$T"/d[01]/.lsmfs -maxdepth 2 -type d -exec chmod 755 {} +
+find "$T"/d[01]/.lsmfs -maxdepth 2 -type f -exec chmod 644 {} +
+mkfifo "$T/go"
+$NOB bash -c 'exec 3<"$1" 4<"$2" || exit 1; echo opened; read -r _ <"$3"
+	flock -n -s 3 && flock -n -s 4 && echo held; exec sleep 60' _ \
+	"$T/d0/.lsmfs/lock" "$T/d0/.lsmfs/meta/LOCK" "$T/go" >"$T/holder.out" 2>&1 &
+holder=$!
+for _ in $(seq 50); do [[ -s $T/holder.out ]] && break; sleep 0.1; done
+[[ $(cat "$T/holder.out") == opened ]] || fail "nobody could not open the 0644 locks: $(cat "$T/holder.out")"
+mount_lsmfs
+out=$(find "$T"/d[01]/.lsmfs ! -type l -perm /077 -printf '%m %p\n' | head -5)
+[[ -z $out ]] || fail "a read-write mount left what an older version made readable to others: $out"
+fusermount3 -u "$M"
+wait_gone
+echo go >"$T/go"
+for _ in $(seq 50); do [[ $(cat "$T/holder.out") == *held* ]] && break; sleep 0.1; done
+[[ $(cat "$T/holder.out") == *held* ]] || fail "nobody's locks on the old files: $(cat "$T/holder.out")"
+$NOB flock -n -s "$T/d0/.lsmfs/lock" true 2>/dev/null && fail "nobody took a shared lock on .lsmfs/lock"
+$NOB flock -n -s "$T/d0/.lsmfs/meta/LOCK" true 2>/dev/null && fail "nobody took a shared lock on meta/LOCK"
+"$LSMFS" -o allow_other "$T/d0:$T/d1" "$M" 2>"$T/mount.err" ||
+	fail "nobody's shared locks stopped root's mount: $(cat "$T/mount.err")"
+kill "$holder"
+wait "$holder" 2>/dev/null
+fusermount3 -u "$M"
+wait_gone
+# A user holding a shared lock on an older version's 0644 lock file when
+# the first mount comes: the lock is taken from them (no root process has
+# the file open); root holding one (a reader of an older version, say)
+# still refuses the mount, saying the lock file is open to all.
+cases=$((cases + 1))
+chmod 755 "$T/d0/.lsmfs"; chmod 644 "$T/d0/.lsmfs/lock"
+$NOB bash -c 'exec 3<"$1" && flock -s 3 && echo held && exec sleep 60' _ "$T/d0/.lsmfs/lock" \
+	>"$T/holder.out" 2>&1 &
+holder=$!
+for _ in $(seq 50); do [[ -s $T/holder.out ]] && break; sleep 0.1; done
+[[ $(cat "$T/holder.out") == held ]] || fail "nobody could not lock the old lock: $(cat "$T/holder.out")"
+"$LSMFS" -o allow_other "$T/d0:$T/d1" "$M" 2>"$T/mount.err" ||
+	fail "nobody's shared lock, held since before, stopped root's mount: $(cat "$T/mount.err")"
+[[ $(stat -c %a "$T/d0/.lsmfs/lock") == 600 ]] || fail "the old lock file held by nobody was not replaced"
+kill "$holder"
+wait "$holder" 2>/dev/null
+holder=
+fusermount3 -u "$M"
+wait_gone
+chmod 644 "$T/d0/.lsmfs/lock"
+bash -c 'exec 3<"$1" && flock -s 3 && echo held && exec sleep 60' _ "$T/d0/.lsmfs/lock" >"$T/holder.out" 2>&1 &
+holder=$!
+for _ in $(seq 50); do [[ -s $T/holder.out ]] && break; sleep 0.1; done
+out=$("$LSMFS" "$T/d0:$T/d1" "$M" 2>&1) && fail "a mount while root holds an old lock shared: $out"
+[[ $out == *"open to all: fuser -v names its holders"* ]] ||
+	fail "a mount refused by an old lock held shared does not say the file is open to all: $out"
+kill "$holder"
+wait "$holder" 2>/dev/null
+holder=
+mount_lsmfs
+[[ $(stat -c %a "$T/d0/.lsmfs/lock") == 600 ]] || fail "the old lock file was not replaced once root let go"
+
+fusermount3 -u "$M"
+wait_gone
+# A --meta directory holds the store as meta/ does: what mkfs makes there
+# is root's, and one that existed (0755) is narrowed by the first
+# read-write mount.
+cases=$((cases + 1))
+mkdir -m 755 "$T/e0" "$T/meta"
+"$MKFS" -q --meta "$T/meta" "$T/e0" || fail "mkfs --meta"
+out=$(find "$T/meta" -mindepth 1 ! -type l -perm /077 -printf '%m %p\n' | head -5)
+[[ -z $out ]] || fail "mkfs --meta made files others may read: $out"
+"$LSMFS" "$T/e0" "$M" || fail "mount of the --meta filesystem"
+echo "$SECRET" > "$M/s"; chmod 600 "$M/s"
+fusermount3 -u "$M"
+flock -w 10 "$T/e0/.lsmfs/lock" true || fail "the --meta daemon did not exit within 10 s of unmount"
+out=$(find "$T/meta" "$T/e0/.lsmfs" ! -type l -perm /077 -printf '%m %p\n' | head -5)
+[[ -z $out ]] || fail "a --meta filesystem others may read after a mount: $out"
+out=$($NOB grep -a -r -l -e "$SECRET" "$T/meta" 2>/dev/null)
+[[ -z $out ]] || fail "nobody reads a 0600 file's bytes from the --meta directory: $out"
+grep -q -a -r -e "$SECRET" "$T/meta" || fail "the secret is not in the --meta directory: the test checks nothing"
+
 grep -q -E "Sanitizer|runtime error" "$T/daemon.log" &&
 	fail "the daemon's sanitizer report: $(grep -E -A20 "Sanitizer|runtime error" "$T/daemon.log" | head -40)"
 echo "test_privilege: $cases cases, $fails failed"

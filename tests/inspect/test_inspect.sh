@@ -8,6 +8,8 @@
 # must grow across unmounts and mounts.  Then the store is damaged on
 # purpose (tests/fsck's store_edit): what does not decode is shown in hex
 # and nothing crashes.  Exit codes: 0, 1 (no such path), 8 (not lsmfs), 16.
+# An empty directory given as a disk is said to be one (a disk not
+# mounted?) by lsmfs, fsck.lsmfs, lsmfs-disk and lsmfs-inspect alike.
 set -u
 B=$(cd "${1:?usage: test_inspect.sh BUILD_DIR}" && pwd)
 MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs INSPECT=$B/tools/inspect/lsmfs-inspect
@@ -205,6 +207,24 @@ mkdir "$T/plain"
 out=$(insp "$T/plain" super 2>&1); rc=$?
 [[ $rc == 8 && $out == "lsmfs-inspect: $T/plain: "* && $(wc -l <<<"$out") == 1 ]] ||
 	fail "a plain directory: exit $rc, want 8 and one line naming it: $out"
+# An empty directory is most often the mount point of a disk that did not
+# mount: every tool says so (issue 34), for one given alone or beside a
+# disk; a directory holding something else is only "not an lsmfs disk".
+[[ $out == *"$T/plain: an empty directory, not an lsmfs disk: is the disk that belongs there not mounted?"* ]] ||
+	fail "an empty directory: lsmfs-inspect does not say it is empty: $out"
+mkdir "$T/m2"
+for tool in "$LSMFS @ $T/m2" "$B/tools/fsck/fsck.lsmfs -n @" "$B/tools/disk/lsmfs-disk @ status" \
+	"$INSPECT @ super"; do
+	for spec in "$T/plain" "$T/d1:$T/plain"; do
+		out=$(${tool/@/$spec} 2>&1); rc=$?
+		[[ $rc != 0 && $(wc -l <<<"$out") == 1 && $out == *"$T/plain: an empty directory, not an lsmfs disk: is the disk that belongs there not mounted?" ]] ||
+			fail "${tool%% *} with $spec: want one line saying $T/plain is empty and may be a disk not mounted, got exit $rc: $out"
+	done
+done
+mkdir "$T/other"; echo x > "$T/other/file"
+out=$(insp "$T/other" super 2>&1)
+[[ $out == "lsmfs-inspect: $T/other: not an lsmfs disk (no superblock)" ]] ||
+	fail "a directory with other files: want 'not an lsmfs disk (no superblock)', got: $out"
 out=$(insp "$T/d1" super 2>&1); rc=$?
 [[ $rc == 8 ]] || fail "one disk of two: exit $rc, want 8: $out"
 out=$(insp "$T/nowhere:$T/d2" super 2>&1); rc=$?
