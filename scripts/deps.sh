@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libfuse3-dev fuse3 libxxhash-dev
       liblz4-dev check python3 mergerfs clang libclang-rt-14-dev acl attr procps e2fsprogs
-      util-linux man-db groff-base bash-completion)
+      util-linux man-db groff-base bash-completion gdb)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
