@@ -178,8 +178,9 @@ else
 		! grep -q "unexpected answer" <<<"$said" ||
 		fail "a daemon death mid-move: $said"
 fi
-# A copy of the store whose disk is missing: named by its disk's path.
-"$LSMFS" -o degraded "$E0" "$M" || fail "degraded mount without disk 1"
+# A copy of the store whose disk is missing (forced: nothing says it is
+# behind): named by its disk's path.
+"$LSMFS" -o degraded,force_degraded "$E0" "$M" || fail "degraded mount without disk 1"
 out=$("$DISK" "$M" status 2>&1)
 grep -q "^  copy 1: disk 1, $E1/.lsmfs/meta: missing$" <<<"$out" ||
 	fail "status of a missing copy: $(grep "copy 1" <<<"$out")"

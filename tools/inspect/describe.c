@@ -185,8 +185,18 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 			break;
 		uint64_t chunk = sc_get_be64(k + 9);
 		chunk_place(in, id, chunk, b, sizeof(b));
-		snprintf(out, cap, "C %" PRIu64 " %" PRIu64 " -> chunk record%s%s", id, chunk, b,
-			 vl ? " (value not empty)" : "");
+		/* The value: the length a sync made durable, nothing (not
+		 * known), or that length lost with its disk (SCHEMA.md
+		 * "Chunk lengths", "A disk lost"). */
+		uint64_t len = 0;
+		char lb[64] = "";
+		if (chunk_value_decode(v, vl, &len) != 0)
+			snprintf(lb, sizeof(lb), " (value does not decode, %zu bytes)", vl);
+		else if (chunk_value_lost(v, vl))
+			snprintf(lb, sizeof(lb), ", lost with its disk (%" PRIu64 " bytes)", len);
+		else if (vl)
+			snprintf(lb, sizeof(lb), ", length %" PRIu64, len);
+		snprintf(out, cap, "C %" PRIu64 " %" PRIu64 " -> chunk record%s%s", id, chunk, b, lb);
 		return;
 	}
 	case KEY_ORPHAN:
