@@ -498,23 +498,6 @@ int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, ch
 
 /* ---- detaching a disk ---- */
 
-int fs_remove_flat(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	struct dirent *e;
-	int rc = 0;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-		    unlinkat(dirfd(d), e->d_name, 0) != 0 && !rc)
-			rc = -errno;
-	closedir(d);
-	if (!rc && rmdir(dir) != 0)
-		rc = -errno;
-	return rc;
-}
-
 /* What a detached disk keeps: its superblock, marked retired. */
 static void retire(struct fs *fs, uint32_t d, const char *path, const struct lsmfs_super *old)
 {

@@ -1,6 +1,6 @@
 /*
  * super.c: the per-disk superblock, <disk>/.lsmfs/super (fs/SCHEMA.md,
- * "Superblock"), and the UUID helpers every part of lsmfs shares.
+ * "Superblock").
  *
  * The superblock is small, written once by mkfs and replaced only as a
  * whole: a temp file is written and fsynced, renamed over the old one and
@@ -12,14 +12,12 @@
 #include "fs.h"
 #include "schema.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -385,58 +383,6 @@ int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 	return rc;
 }
 
-int lsmfs_dir_empty(const char *path)
-{
-	DIR *d = opendir(path);
-	if (!d)
-		return -errno;
-	int rc = 0;
-	struct dirent *de;
-	errno = 0;
-	while (!rc && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			rc = -ENOTEMPTY;
-	if (!rc && errno)
-		rc = -errno;
-	closedir(d);
-	return rc;
-}
-
-int lsmfs_fsync_dir(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = fsync(fd) < 0 ? -errno : 0;
-	close(fd);
-	return rc;
-}
-
-int lsmfs_write_file(const char *dir, const char *name, const void *data, size_t len)
-{
-	char tmp[PATH_MAX + 64], path[PATH_MAX + 64];
-	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
-	    snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	int rc = 0;
-	if (write(fd, data, len) != (ssize_t)len)
-		rc = errno ? -errno : -EIO;
-	else if (fsync(fd) != 0)
-		rc = -errno;
-	if (close(fd) != 0 && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path) != 0)
-		rc = -errno;
-	if (!rc)
-		rc = lsmfs_fsync_dir(dir);
-	if (rc)
-		(void)unlink(tmp); /* best effort: the old file stands */
-	return rc;
-}
-
 int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 		size_t errlen)
 {
@@ -504,66 +450,4 @@ out:
 		set_err(err, errlen, "%s: fsync: %s", made_dir ? disk : dir,
 			strerror(-rc));
 	return rc;
-}
-
-void lsmfs_uuid_format(const uint8_t uuid[16], char out[37])
-{
-	static const char hex[] = "0123456789abcdef";
-	char *p = out;
-	for (int i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			*p++ = '-';
-		*p++ = hex[uuid[i] >> 4];
-		*p++ = hex[uuid[i] & 15];
-	}
-	*p = 0;
-}
-
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-int lsmfs_uuid_parse(const char *s, uint8_t uuid[16])
-{
-	uint8_t out[16];
-	if (strlen(s) != 36)
-		return -EINVAL;
-	size_t pos = 0;
-	for (int i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10) {
-			if (s[pos] != '-')
-				return -EINVAL;
-			pos++;
-		}
-		int hi = hex_value(s[pos]), lo = hex_value(s[pos + 1]);
-		if (hi < 0 || lo < 0)
-			return -EINVAL;
-		out[i] = (uint8_t)(hi << 4 | lo);
-		pos += 2;
-	}
-	memcpy(uuid, out, 16);
-	return 0;
-}
-
-int lsmfs_uuid_generate(uint8_t uuid[16])
-{
-	size_t got = 0;
-	while (got < 16) {
-		ssize_t n = getrandom(uuid + got, 16 - got, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		got += (size_t)n;
-	}
-	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40); /* version 4 */
-	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-	return 0;
 }
