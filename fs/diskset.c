@@ -145,22 +145,6 @@ static int check_agrees(const char *name, const struct lsmfs_super *a,
 	return 0;
 }
 
-bool super_copies_equal(const struct lsmfs_super *a, const struct lsmfs_super *b)
-{
-	if (a->meta_count != b->meta_count)
-		return false;
-	for (uint32_t i = 0; i < a->meta_count; i++)
-		if (a->meta[i].disk != b->meta[i].disk || strcmp(a->meta[i].dir, b->meta[i].dir) != 0)
-			return false;
-	return true;
-}
-
-bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d)
-{
-	static const uint8_t zero[16];
-	return d >= sb->disk_count || memcmp(sb->disk_uuids[d], zero, 16) == 0;
-}
-
 /* Copy i of the store: its directory, which must exist and, when it lives
  * outside the disks, carry this filesystem's mark (a stale --meta path
  * must not lead the daemon into another filesystem's store).  0, or the

@@ -383,6 +383,22 @@ int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 	return rc;
 }
 
+bool super_copies_equal(const struct lsmfs_super *a, const struct lsmfs_super *b)
+{
+	if (a->meta_count != b->meta_count)
+		return false;
+	for (uint32_t i = 0; i < a->meta_count; i++)
+		if (a->meta[i].disk != b->meta[i].disk || strcmp(a->meta[i].dir, b->meta[i].dir) != 0)
+			return false;
+	return true;
+}
+
+bool super_slot_empty(const struct lsmfs_super *sb, uint32_t d)
+{
+	static const uint8_t zero[16];
+	return d >= sb->disk_count || memcmp(sb->disk_uuids[d], zero, 16) == 0;
+}
+
 int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 		size_t errlen)
 {
