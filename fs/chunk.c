@@ -729,11 +729,11 @@ static int keep_unsynced(struct fs *fs, struct unsynced_inode *u, bool *full)
 			e = &fs->unsynced[i];
 	if (e) {
 		/* Dropped twice before a sync: add to what it left. */
-		size_t cap = e->ndirty, capn = e->nnew, n = e->ndirty, nn = e->nnew;
+		size_t n = e->ndirty, nn = e->nnew;
 		for (size_t i = 0; i < u->ndirty && !rc; i++)
-			rc = append_u64(&e->dirty, &e->ndirty, &cap, u->dirty[i]);
+			rc = append_u64(&e->dirty, &e->ndirty, &e->capdirty, u->dirty[i]);
 		for (size_t i = 0; i < u->nnew && !rc; i++)
-			rc = append_u64(&e->new_sections, &e->nnew, &capn, u->new_sections[i]);
+			rc = append_u64(&e->new_sections, &e->nnew, &e->capnew, u->new_sections[i]);
 		if (rc) {
 			e->ndirty = n; /* as it was */
 			e->nnew = nn;
@@ -768,8 +768,8 @@ bool chunk_remember_unsynced(struct fs *fs, struct fs_inode *in)
 		return false;
 	struct unsynced_inode u = {
 		.ino = in->ino,
-		.dirty = d->dirty, .ndirty = d->ndirty,
-		.new_sections = d->new_sections, .nnew = d->nnew,
+		.dirty = d->dirty, .ndirty = d->ndirty, .capdirty = d->capdirty,
+		.new_sections = d->new_sections, .nnew = d->nnew, .capnew = d->capnew,
 	};
 	bool full = false;
 	if (keep_unsynced(fs, &u, &full) == 0) {
@@ -790,7 +790,9 @@ bool chunk_remember_unsynced(struct fs *fs, struct fs_inode *in)
 
 bool chunk_keep_unsynced(struct fs *fs, uint64_t ino, uint64_t chunk)
 {
-	struct unsynced_inode u = { .ino = ino, .dirty = malloc(sizeof(uint64_t)), .ndirty = 1 };
+	struct unsynced_inode u = {
+		.ino = ino, .dirty = malloc(sizeof(uint64_t)), .ndirty = 1, .capdirty = 1,
+	};
 	bool full = false;
 	if (u.dirty)
 		u.dirty[0] = chunk;

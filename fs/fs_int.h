@@ -73,7 +73,7 @@ struct chunk_fd {
 struct unsynced_inode {
 	uint64_t ino;
 	uint64_t *dirty, *new_sections;
-	size_t ndirty, nnew;
+	size_t ndirty, capdirty, nnew, capnew;
 };
 
 /* Data state of an inode that has been opened: fds and unsynced chunks. */
