@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -291,4 +292,34 @@ out:
 			sink.msg[0] ? sink.msg : strerror(-rc));
 	}
 	return rc;
+}
+
+/* The filesystem info as a mount reads it: its record, and that it belongs
+ * to the disks whose superblock is sb (fs.h). */
+int fs_info_load(struct store *st, const struct lsmfs_super *sb, const char *where,
+		 struct fs_info *fi, char *err, size_t errlen)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_meta(k, META_FS);
+	void *val;
+	size_t vl;
+	int rc = store_get(st, NULL, k, kl, &val, &vl);
+	if (rc) {
+		snprintf(err, errlen, "%s: no filesystem information in the metadata store (%s)",
+			 where, strerror(-rc));
+		return rc == -ENOENT ? -EUCLEAN : rc;
+	}
+	rc = fs_info_decode(val, vl, fi);
+	free(val);
+	if (rc) {
+		snprintf(err, errlen, "%s: filesystem information is damaged", where);
+		return rc;
+	}
+	if (memcmp(fi->fs_uuid, sb->fs_uuid, 16) || fi->sections != sb->sections ||
+	    fi->chunk_size != sb->chunk_size) {
+		snprintf(err, errlen, "%s: metadata store belongs to another filesystem than the disks' superblocks",
+			 where);
+		return -EXDEV;
+	}
+	return 0;
 }

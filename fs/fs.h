@@ -40,6 +40,10 @@
 #define LSMFS_ROOT_INO 1
 #define LSMFS_LOST_FOUND_INO 2
 
+/* The reason into err (when given), formatted; returns rc. */
+int fs_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* Names of things inside a backing disk. */
 #define LSMFS_DIR ".lsmfs"               /* <disk>/.lsmfs/ */
 #define LSMFS_SUPER_FILE "super"         /* <disk>/.lsmfs/super */
@@ -316,6 +320,11 @@ int diskset_write_supers(struct lsmfs_diskset *ds, uint64_t only, char *err, siz
  * answer to a clash. */
 void diskset_swap(struct lsmfs_diskset *ds, uint32_t a, uint32_t b);
 
+/* Names inside a backup directory (SCHEMA.md "Backups"). */
+#define BACKUP_MARK "lsmfs-backup"
+#define BACKUP_SUPER "super"
+#define BACKUP_STORE "store"
+
 /* ---- Backups (backup.c, restore.c; SCHEMA.md "Backups") ----
  * backup_read: a backup directory's superblock (of the disk set when it
  * was taken) and its store's directory (into store[cap]); -ENOENT or
@@ -370,6 +379,13 @@ struct fs_format_params {
  */
 int fs_format(const char *store_dir, const struct fs_format_params *p,
 	      char *err, size_t errlen);
+
+struct fs_info;
+/* The filesystem info (`M fs`) of the store st, decoded into fi: -EUCLEAN
+ * when missing or damaged, -EXDEV when it disagrees with sb (UUID,
+ * sections, chunk size); err names where (the store's directory). */
+int fs_info_load(struct store *st, const struct lsmfs_super *sb, const char *where,
+		 struct fs_info *fi, char *err, size_t errlen);
 
 /* ---- Disk management (control.c; SCHEMA.md "Control requests") ----
  * A mounted daemon answers lsmfs-disk's requests on the Unix socket

@@ -469,11 +469,6 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	    void (*log)(void *, const char *), void *log_ctx, struct fs **out,
 	    char *err, size_t errlen);
 int fs_close(struct fs *fs);
-/* The filesystem info (`M fs`) of the store st, decoded into fi: -EUCLEAN
- * when missing or damaged, -EXDEV when it disagrees with sb (UUID,
- * sections, chunk size); err names where (the store's directory). */
-int fs_info_load(struct store *st, const struct lsmfs_super *sb, const char *where,
-		 struct fs_info *fi, char *err, size_t errlen);
 int fs_alloc_ino(struct fs *fs, uint64_t *ino);
 /* 1 if the store holds key, 0 if not, or a negative errno. */
 int fs_key_exists(struct fs *fs, const uint8_t *key, size_t klen);
@@ -483,9 +478,6 @@ int fs_each_ino_key(struct fs *fs, uint8_t type, int (*fn)(struct fs *fs, uint64
 		    void *ctx);
 void fs_logf(struct fs *fs, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* The reason into err (when given), formatted; returns rc. */
-int fs_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 
 /* clock.c: the time inode times are stamped with, from the kernel's clock
  * for files (clock_open at mount, after the disks; never fails: without

@@ -112,34 +112,6 @@ int fs_alloc_ino(struct fs *fs, uint64_t *ino)
 	return rc;
 }
 
-int fs_info_load(struct store *st, const struct lsmfs_super *sb, const char *where,
-		 struct fs_info *fi, char *err, size_t errlen)
-{
-	uint8_t k[KEY_MAX];
-	size_t kl = key_meta(k, META_FS);
-	void *val;
-	size_t vl;
-	int rc = store_get(st, NULL, k, kl, &val, &vl);
-	if (rc) {
-		snprintf(err, errlen, "%s: no filesystem information in the metadata store (%s)",
-			 where, strerror(-rc));
-		return rc == -ENOENT ? -EUCLEAN : rc;
-	}
-	rc = fs_info_decode(val, vl, fi);
-	free(val);
-	if (rc) {
-		snprintf(err, errlen, "%s: filesystem information is damaged", where);
-		return rc;
-	}
-	if (memcmp(fi->fs_uuid, sb->fs_uuid, 16) || fi->sections != sb->sections ||
-	    fi->chunk_size != sb->chunk_size) {
-		snprintf(err, errlen, "%s: metadata store belongs to another filesystem than the disks' superblocks",
-			 where);
-		return -EXDEV;
-	}
-	return 0;
-}
-
 /* A `P` entry that is malformed or names a section past N. */
 static int bad_section_entry(void *ctx, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
 {
