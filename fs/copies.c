@@ -33,7 +33,6 @@
 
 #include "schema.h"
 
-
 /* ---- the daemon ---- */
 
 /* Store copy k (store_options numbering) is the superblock's copy... */
@@ -272,15 +271,6 @@ static bool degraded_now(struct fs *fs)
 			return true;
 	}
 	return false;
-}
-
-void copies_home(struct fs *fs, char *out, size_t cap)
-{
-	if (fs->copies_lock_init)
-		pthread_mutex_lock(&fs->copies_lock);
-	snprintf(out, cap, "%s", fs->ds->meta_dir);
-	if (fs->copies_lock_init)
-		pthread_mutex_unlock(&fs->copies_lock);
 }
 
 /* The superblocks with ds->sb's copy list, next generation.  0 when at

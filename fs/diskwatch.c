@@ -36,11 +36,6 @@
 
 #define DISKWATCH_INTERVAL_MS 1000
 
-bool disk_usable(struct fs *fs, uint32_t disk)
-{
-	return diskset_present(fs->ds, disk) && !__atomic_load_n(&fs->disk_lost[disk], __ATOMIC_ACQUIRE);
-}
-
 /* Does path still name what fd was opened on?  NULL (also when fd itself
  * cannot be looked at: nothing to say then), or why not. */
 static const char *moved(int fd, const char *path)

@@ -202,11 +202,6 @@ void section_release(struct fs *fs, int mark)
 	}
 }
 
-uint32_t section_disk_of(struct fs *fs, uint32_t section)
-{
-	return __atomic_load_n(&fs->section_disk[section], __ATOMIC_ACQUIRE);
-}
-
 uint32_t section_gen(struct fs *fs, uint32_t section)
 {
 	return __atomic_load_n(&fs->gates.gen[section], __ATOMIC_ACQUIRE);

@@ -14,21 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-pthread_mutex_t *inode_lock_of(struct fs *fs, uint64_t ino)
-{
-	return &fs->ilock[ino % ILOCKS];
-}
-
-void inode_lock(struct fs *fs, struct fs_inode *in)
-{
-	pthread_mutex_lock(inode_lock_of(fs, in->ino));
-}
-
-void inode_unlock(struct fs *fs, struct fs_inode *in)
-{
-	pthread_mutex_unlock(inode_lock_of(fs, in->ino));
-}
-
 static size_t slot(const struct fs *fs, uint64_t ino)
 {
 	return (size_t)((ino * 0x9E3779B97F4A7C15ull) >> 20) & (fs->itab_size - 1);

@@ -15,39 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-int fs_key_exists(struct fs *fs, const uint8_t *key, size_t klen)
-{
-	void *v;
-	size_t vl;
-	int rc = store_get(fs->st, NULL, key, klen, &v, &vl);
-	if (rc == 0) {
-		free(v);
-		return 1;
-	}
-	return rc == -ENOENT ? 0 : rc;
-}
-
-int fs_each_ino_key(struct fs *fs, uint8_t type, int (*fn)(struct fs *fs, uint64_t ino, void *ctx),
-		    void *ctx)
-{
-	uint8_t lo[1] = {type}, hi[1] = {(uint8_t)(type + 1)};
-	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
-	struct store_iter *it;
-	int rc = store_iter_new(fs->st, &io, &it);
-	if (rc)
-		return rc;
-	for (store_iter_seek_first(it); !rc && store_iter_valid(it); store_iter_next(it)) {
-		size_t kl;
-		const uint8_t *key = store_iter_key(it, &kl);
-		if (kl == 9)
-			rc = fn(fs, sc_get_be64(key + 1), ctx);
-	}
-	if (!rc)
-		rc = store_iter_status(it);
-	store_iter_free(it);
-	return rc;
-}
-
 static int get_u64(struct fs *fs, const char *name, uint64_t *v)
 {
 	uint8_t k[KEY_MAX];
@@ -90,26 +57,6 @@ static int load_filter(struct fs *fs, char *err, size_t errlen)
 		return -EUCLEAN;
 	}
 	return store_set_filter(fs->st, &f);
-}
-
-/* Inode numbers are handed out from a run reserved in the store first, so
- * every number in use is below the stored counter (SCHEMA.md). */
-int fs_alloc_ino(struct fs *fs, uint64_t *ino)
-{
-	int rc = 0;
-	pthread_mutex_lock(&fs->ino_lock);
-	if (fs->next_ino >= fs->reserved_to) {
-		uint8_t k[KEY_MAX], v[8];
-		size_t kl = key_meta(k, META_NEXT_INO);
-		sc_put_le64(v, fs->next_ino + INO_RESERVE);
-		rc = store_put(fs->st, k, kl, v, 8, 0);
-		if (!rc)
-			fs->reserved_to = fs->next_ino + INO_RESERVE;
-	}
-	if (!rc)
-		*ino = fs->next_ino++;
-	pthread_mutex_unlock(&fs->ino_lock);
-	return rc;
 }
 
 /* A `P` entry that is malformed or names a section past N. */

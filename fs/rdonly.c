@@ -114,12 +114,6 @@ static void *watcher(void *arg)
 	return NULL;
 }
 
-bool fs_writable(struct fs *fs)
-{
-	return !fs->opt.read_only && !__atomic_load_n(&fs->remounted_ro, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&fs->meta_lost, __ATOMIC_ACQUIRE);
-}
-
 int rdonly_start(struct fs *fs, const char *mountpoint)
 {
 	fs->mountpoint = strdup(mountpoint);
