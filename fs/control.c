@@ -108,7 +108,7 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 		json_put(&o, ",\"store_disk\":null,");
 	else
 		json_put(&o, ",\"store_disk\":%" PRIu32 ",", sd);
-	copies_json(fs, &o);
+	stats_copies_json(fs, &o);
 	json_put(&o, ",\"disks\":[");
 	bool first = true;
 	for (uint32_t d = 0; d < fs->ds->ndisks; d++) {

@@ -35,19 +35,13 @@
 
 /* ---- the daemon ---- */
 
-/* Store copy k (store_options numbering) is the superblock's copy... */
-static uint32_t sb_copy(const struct fs *fs, size_t k)
-{
-	return k < fs->store_ncopies ? fs->store_which[k] : UINT32_MAX;
-}
-
 int copies_failed(void *ctx, size_t k, int err, const char *what)
 {
 	struct fs *fs = ctx;
 	struct lsmfs_diskset *ds = fs->ds;
 	char e[PATH_MAX + 128] = "";
 	pthread_mutex_lock(&fs->copies_lock);
-	uint32_t c = sb_copy(fs, k);
+	uint32_t c = fs_sb_copy(fs, k);
 	if (c == UINT32_MAX) {
 		/* Being removed (copies_remove marked it stale first). */
 		pthread_mutex_unlock(&fs->copies_lock);
@@ -187,7 +181,7 @@ void copies_opened(struct fs *fs)
 	pthread_mutex_lock(&fs->copies_lock);
 	uint32_t cleared = 0;
 	for (size_t k = 0; k < fs->store_ncopies; k++) {
-		uint32_t c = sb_copy(fs, k);
+		uint32_t c = fs_sb_copy(fs, k);
 		struct store_copy_info ci;
 		if (!(ds->sb.meta[c].flags & LSMFS_META_STALE) || store_copy_info(fs->st, k, &ci) ||
 		    !ci.live)
@@ -212,47 +206,6 @@ void copies_opened(struct fs *fs)
 		}
 	}
 	pthread_mutex_unlock(&fs->copies_lock);
-}
-
-bool copies_degraded(struct fs *fs)
-{
-	return __atomic_load_n(&fs->copies_degraded, __ATOMIC_ACQUIRE);
-}
-
-void copies_json(struct fs *fs, struct json_out *o)
-{
-	struct lsmfs_diskset *ds = fs->ds;
-	json_put(o, "\"copies\":[");
-	if (fs->copies_lock_init)
-		pthread_mutex_lock(&fs->copies_lock);
-	for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
-		const struct lsmfs_meta_copy *mc = &ds->sb.meta[c];
-		struct store_copy_info ci = { 0 };
-		bool open = false;
-		for (size_t k = 0; k < fs->store_ncopies && fs->st; k++)
-			if (sb_copy(fs, k) == c && store_copy_info(fs->st, k, &ci) == 0)
-				open = true;
-		const char *state = !open ? "missing"
-				    : !ci.live ? "failed"
-				    : (mc->flags & LSMFS_META_STALE) ? "stale"
-								     : "in-sync";
-		json_put(o, "%s{\"copy\":%" PRIu32 ",\"disk\":", c ? "," : "", c);
-		if (mc->disk == LSMFS_META_ON_DIR)
-			json_put(o, "null");
-		else
-			json_put(o, "%" PRIu32, mc->disk);
-		json_put(o, ",\"path\":");
-		json_put_str(o, ds->meta_paths[c]);
-		json_put(o, ",\"state\":\"%s\",\"healed\":%" PRIu64 ",\"read_errors\":%" PRIu64 "}",
-			 state, ci.healed, ci.read_errors);
-	}
-	if (fs->copies_lock_init)
-		pthread_mutex_unlock(&fs->copies_lock);
-	/* A store copy, or a data disk (mount -o degraded), missing or failed. */
-	bool degraded = copies_degraded(fs) || __atomic_load_n(&ds->missing, __ATOMIC_ACQUIRE);
-	for (uint32_t d = 0; d < ds->ndisks && !degraded; d++)
-		degraded = diskset_present(ds, d) && !disk_usable(fs, d);
-	json_put(o, "],\"degraded\":%s", degraded ? "true" : "false");
 }
 
 /* ---- adding and removing copies (online, or offline through fs_control) ---- */

@@ -433,9 +433,11 @@ int copies_prepare(struct fs *fs, struct store_options *so, const char **dirs, c
 void copies_opened(struct fs *fs);
 /* store_options.copy_failed: the copy marked stale on the disks. */
 int copies_failed(void *ctx, size_t k, int err, const char *what);
+/* state.c: a store copy is missing, stale or failed. */
 bool copies_degraded(struct fs *fs);
-/* "copies":[...],"degraded":bool, for status and the statistics. */
-void copies_json(struct fs *fs, struct json_out *o);
+/* state.c: the superblock's copy that is store copy k (store_options
+ * numbering), or UINT32_MAX (being removed). */
+uint32_t fs_sb_copy(const struct fs *fs, size_t k);
 /* A new copy of the store on disk d (control request copy-add), filled
  * while in use; *copy: its number. */
 int copies_add(struct fs *fs, uint32_t d, uint32_t *copy, char *err, size_t errlen);
@@ -462,6 +464,8 @@ int stats_json(struct fs *fs, char **json, size_t *len);
 #define FS_STATS_INTERVAL_S 2
 int stats_start(struct fs *fs);
 void stats_stop(struct fs *fs);
+/* "copies":[...],"degraded":bool, for status and the statistics. */
+void stats_copies_json(struct fs *fs, struct json_out *o);
 void stats_write_final(struct fs *fs);
 
 /* mount.c */

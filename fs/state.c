@@ -107,3 +107,14 @@ void copies_home(struct fs *fs, char *out, size_t cap)
 	if (fs->copies_lock_init)
 		pthread_mutex_unlock(&fs->copies_lock);
 }
+
+bool copies_degraded(struct fs *fs)
+{
+	return __atomic_load_n(&fs->copies_degraded, __ATOMIC_ACQUIRE);
+}
+
+/* Store copy k (store_options numbering) is the superblock's copy... */
+uint32_t fs_sb_copy(const struct fs *fs, size_t k)
+{
+	return k < fs->store_ncopies ? fs->store_which[k] : UINT32_MAX;
+}

@@ -110,7 +110,7 @@ static int build_json(struct fs *fs, bool mounted, char **json, size_t *len)
 	json_put(&o, "],\"store\":{\"dir\":");
 	json_put_str(&o, home);
 	json_put(&o, ",");
-	copies_json(fs, &o);
+	stats_copies_json(fs, &o);
 	json_put(&o, ",");
 	put_totals(&o, "since_mount", ss.user_bytes_written, ss.wal_bytes_written,
 		   ss.flush_bytes_written, ss.compaction_bytes_written, ss.manifest_bytes_written);
@@ -274,4 +274,42 @@ void stats_stop(struct fs *fs)
 void stats_write_final(struct fs *fs)
 {
 	refresh(fs, false);
+}
+
+/* The store copies and whether the filesystem is degraded, as the
+ * statistics and `lsmfs-disk status` show them (SCHEMA.md "Statistics"). */
+void stats_copies_json(struct fs *fs, struct json_out *o)
+{
+	struct lsmfs_diskset *ds = fs->ds;
+	json_put(o, "\"copies\":[");
+	if (fs->copies_lock_init)
+		pthread_mutex_lock(&fs->copies_lock);
+	for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
+		const struct lsmfs_meta_copy *mc = &ds->sb.meta[c];
+		struct store_copy_info ci = { 0 };
+		bool open = false;
+		for (size_t k = 0; k < fs->store_ncopies && fs->st; k++)
+			if (fs_sb_copy(fs, k) == c && store_copy_info(fs->st, k, &ci) == 0)
+				open = true;
+		const char *state = !open ? "missing"
+				    : !ci.live ? "failed"
+				    : (mc->flags & LSMFS_META_STALE) ? "stale"
+								     : "in-sync";
+		json_put(o, "%s{\"copy\":%" PRIu32 ",\"disk\":", c ? "," : "", c);
+		if (mc->disk == LSMFS_META_ON_DIR)
+			json_put(o, "null");
+		else
+			json_put(o, "%" PRIu32, mc->disk);
+		json_put(o, ",\"path\":");
+		json_put_str(o, ds->meta_paths[c]);
+		json_put(o, ",\"state\":\"%s\",\"healed\":%" PRIu64 ",\"read_errors\":%" PRIu64 "}",
+			 state, ci.healed, ci.read_errors);
+	}
+	if (fs->copies_lock_init)
+		pthread_mutex_unlock(&fs->copies_lock);
+	/* A store copy, or a data disk (mount -o degraded), missing or failed. */
+	bool degraded = copies_degraded(fs) || __atomic_load_n(&ds->missing, __ATOMIC_ACQUIRE);
+	for (uint32_t d = 0; d < ds->ndisks && !degraded; d++)
+		degraded = diskset_present(ds, d) && !disk_usable(fs, d);
+	json_put(o, "],\"degraded\":%s", degraded ? "true" : "false");
 }
