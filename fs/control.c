@@ -522,9 +522,12 @@ static int bind_in(const char *dir, char *bound, size_t cap)
 	return fd;
 }
 
+static void control_rehome(struct fs *fs);
+
 int control_start(struct fs *fs)
 {
 	fs->ctl.next_fd = -1;
+	fs->home_moved = control_rehome;
 	int fd = bind_in(fs->ds->meta_dir, fs->ctl.path, sizeof(fs->ctl.path));
 	if (fd < 0)
 		return fd;
@@ -543,7 +546,9 @@ int control_start(struct fs *fs)
 	return 0;
 }
 
-void control_rehome(struct fs *fs)
+/* fs->home_moved: the store's primary copy changed (copies.c): the socket
+ * is bound in the new one and the old one closed. */
+static void control_rehome(struct fs *fs)
 {
 	if (!fs->ctl.running)
 		return;

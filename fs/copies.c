@@ -461,8 +461,8 @@ static int remove_locked(struct fs *fs, uint32_t c, char *err, size_t errlen)
 	(void)copies_write(ds, e, sizeof(e)); /* its entry goes; nothing depends on it */
 	__atomic_store_n(&fs->copies_degraded, degraded_now(fs), __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->copies_lock);
-	if (moved_home)
-		control_rehome(fs);
+	if (moved_home && fs->home_moved)
+		fs->home_moved(fs);
 	/* 4. Its files go. */
 	rc = fs_remove_flat(path);
 	if (rc)

@@ -512,7 +512,7 @@ int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 		in->rec = r;
 		dir->rec = dr;
 		in->dirty = dir->dirty = false;
-		if (purge) { /* under itab_lock, as inode_reclaim sets it */
+		if (purge) { /* under itab_lock, as reclaim_inode sets it */
 			pthread_mutex_lock(&fs->itab_lock);
 			in->gone = true;
 			pthread_mutex_unlock(&fs->itab_lock);

@@ -237,6 +237,10 @@ struct move_progress {
 };
 
 struct fs {
+	const struct inode_ops *inode_ops; /* set by fs_open, before any inode */
+	/* The store's primary copy changed (copies.c calls it, NULL: nobody
+	 * to tell): set by control_start, which moves its socket there. */
+	void (*home_moved)(struct fs *fs);
 	struct lsmfs_diskset *ds;
 	struct store *st;
 	struct fs_options opt;
@@ -250,7 +254,7 @@ struct fs {
 		pthread_mutex_t lock;
 		pthread_cond_t cv;
 		int listen_fd, stop_pipe[2];
-		int next_fd;              /* control_rehome: the socket to take (lock) */
+		int next_fd;              /* home_moved: the socket to take (lock) */
 		char path[LSMFS_META_PATH_MAX + 80]; /* where listen_fd is bound (lock) */
 		pthread_t thread;
 		bool running, moving;
@@ -490,6 +494,27 @@ void clock_open(struct fs *fs);
 void clock_close(struct fs *fs);
 void fs_now(struct fs *fs, int64_t *sec, uint32_t *nsec);
 
+/*
+ * What the inode table asks of the layers above it when it lets an inode
+ * go from memory (inode_put's drop) and at unmount (fs_persist_all): the
+ * data path's fds, dirty chunks and memory (chunk.c), and the reclaim of
+ * an inode whose last name went (reclaim.c).  fs_open sets fs->inode_ops
+ * before any inode exists; the table never changes after.  Each is called
+ * where inode.c's comments say, under the locks they name.
+ */
+struct inode_ops {
+	void (*close_fds)(struct fs *fs, struct fs_inode *in);    /* data_close_fds */
+	void (*free)(struct fs *fs, struct fs_inode *in);         /* data_free */
+	/* Keep the lengths it has not recorded past its drop; true: the
+	 * kept set is full, record them now (record_unsynced). */
+	bool (*keep_unsynced)(struct fs *fs, struct fs_inode *in);
+	void (*forget_unsynced)(struct fs *fs, uint64_t ino);
+	int (*record_unsynced)(struct fs *fs, unsigned wflags);
+	int (*sync_dirty)(struct fs *fs, struct fs_inode *in, unsigned wflags);
+	/* Its last name is gone: delete it, in the background if it can. */
+	int (*orphaned)(struct fs *fs, uint64_t ino);
+};
+
 /* inode.c */
 struct fs_inode *inode_get(struct fs *fs, uint64_t ino, int *err);
 struct fs_inode *inode_ref(struct fs *fs, struct fs_inode *in);
@@ -505,7 +530,7 @@ void inode_rec_put(struct store_batch *b, uint64_t ino,
 		   const struct inode_rec *rec);
 /* Delete into b the keys an inode owns besides its attributes and its
  * orphan key: record, inline data, in-flux mark (the last name's purge in
- * dir.c, and inode_reclaim). */
+ * dir.c, and reclaim_inode). */
 void inode_keys_delete(struct store_batch *b, uint64_t ino);
 /* Write rec if dirty (under the inode lock). */
 int inode_persist(struct fs *fs, struct fs_inode *in, bool sync);
@@ -524,8 +549,8 @@ void inode_kill_suidgid(struct inode_rec *r, const struct fs_caller *caller);
 bool inode_caller_in_group(const struct fs_caller *caller, gid_t gid);
 void fs_lookup_ref(struct fs *fs, struct fs_inode *in, uint64_t n);
 void fs_forget(struct fs *fs, uint64_t ino, uint64_t n);
-/* Delete everything of an inode whose nlink is 0 (orphan reclaim). */
-int inode_reclaim(struct fs *fs, uint64_t ino);
+/* The inode is deleted (reclaim.c): nothing more may be written to it. */
+void inode_mark_gone(struct fs *fs, uint64_t ino);
 int fs_persist_all(struct fs *fs);
 
 /* dir.c */
@@ -708,9 +733,6 @@ void members_free(struct fs *fs);
  * mounted read-write (fs_control in fs.h answers each request). */
 int control_start(struct fs *fs);
 void control_stop(struct fs *fs);
-/* The store's primary copy changed (copies.c): the socket is bound in
- * the new one and the old one closed. */
-void control_rehome(struct fs *fs);
 
 /* chunk.c: chunk files and records; under the inode's lock. */
 enum chunk_access {
@@ -815,6 +837,10 @@ int xattr_drop_capability(struct fs *fs, struct fs_inode *in);
 int reclaim_start(struct fs *fs);
 /* Hand ino (nlink 0, forgotten by the kernel) to the thread; -ESRCH when
  * it is not running (then reclaim it yourself). */
+/* Delete everything of an inode whose nlink is 0 (orphan reclaim). */
+int reclaim_inode(struct fs *fs, uint64_t ino);
+/* Queue ino for the reclaim thread, or reclaim it here when there is none. */
+int reclaim_orphaned(struct fs *fs, uint64_t ino);
 int reclaim_queue(struct fs *fs, uint64_t ino);
 /* Queue every orphan key of the store (at mount). */
 int reclaim_orphans(struct fs *fs);

@@ -181,38 +181,36 @@ struct fs_inode *inode_ref(struct fs *fs, struct fs_inode *in)
 static void drop(struct fs *fs, struct fs_inode *in)
 {
 	if (in->rec.nlink == 0 && !in->gone && !fs->opt.read_only) {
-		/* The data goes in the background (reclaim.c), holding no
+		/* The data goes in the background (the orphaned hook: reclaim.c), holding no
 		 * lock that other operations need. */
-		data_close_fds(fs, in);
+		fs->inode_ops->close_fds(fs, in);
 		/* Chunks kept from an earlier drop go with the data; under
 		 * the lock, so that chunk_record_unsynced is not recording
 		 * them as the reclaim removes them. */
 		inode_lock(fs, in);
-		chunk_forget_unsynced(fs, in->ino);
+		fs->inode_ops->forget_unsynced(fs, in->ino);
 		inode_unlock(fs, in);
-		int rc = reclaim_queue(fs, in->ino);
-		if (rc)
-			rc = inode_reclaim(fs, in->ino);
+		int rc = fs->inode_ops->orphaned(fs, in->ino);
 		if (rc)
 			fs_logf(fs, "inode %llu: reclaiming: %s (left as an orphan for the next mount)",
 				(unsigned long long)in->ino, strerror(-rc));
 	} else {
 		inode_lock(fs, in);
 		int rc = in->gone ? 0 : inode_persist(fs, in, false);
-		data_close_fds(fs, in);
+		fs->inode_ops->close_fds(fs, in);
 		/* Chunks written since their lengths were recorded outlive
 		 * the inode in memory: a later fsync, or the unmount, still
 		 * covers them (chunk.c). */
-		bool full = !in->gone && chunk_remember_unsynced(fs, in);
+		bool full = !in->gone && fs->inode_ops->keep_unsynced(fs, in);
 		inode_unlock(fs, in);
 		if (rc)
 			fs_logf(fs, "inode %llu: writing its record: %s",
 				(unsigned long long)in->ino, strerror(-rc));
-		if (full && (rc = chunk_record_unsynced(fs, 0)))
+		if (full && (rc = fs->inode_ops->record_unsynced(fs, 0)))
 			fs_logf(fs, "recording the lengths of chunks written without fsync: %s",
 				strerror(-rc));
 	}
-	data_free(fs, in);
+	fs->inode_ops->free(fs, in);
 	free(in);
 }
 
@@ -340,7 +338,7 @@ int fs_persist_all(struct fs *fs)
 		int r = 0;
 		if (!in->gone && in->rec.nlink > 0 && in->data) {
 			iogate_drain(fs, in);
-			r = chunk_sync_dirty(fs, in, STORE_WRITE_RESERVE);
+			r = fs->inode_ops->sync_dirty(fs, in, STORE_WRITE_RESERVE);
 		}
 		if (r)
 			fs_logf(fs, "inode %llu: recording its chunks' lengths: %s",
@@ -355,7 +353,7 @@ int fs_persist_all(struct fs *fs)
 	}
 	free(dirty);
 	/* Then those of inodes no longer in memory. */
-	int r = chunk_record_unsynced(fs, STORE_WRITE_RESERVE);
+	int r = fs->inode_ops->record_unsynced(fs, STORE_WRITE_RESERVE);
 	if (r)
 		fs_logf(fs, "recording the lengths of chunks written without fsync: %s",
 			strerror(-r));
@@ -439,82 +437,11 @@ void inode_stat(const struct fs *fs, const struct fs_inode *in, struct stat *st)
 	st->st_ctim.tv_nsec = r->ctime_nsec;
 }
 
-/* Chunks removed per store batch while reclaiming: bounds the batch. */
-#define RECLAIM_RUN 4096
-
-/*
- * Delete an inode whose last name is gone: its chunk files and their
- * records, RECLAIM_RUN at a time, then in one batch its record, inline
- * data, xattrs, in-flux mark and orphan key.  Takes no filesystem-wide
- * lock (reclaim.c says why).  A crash in between leaves the orphan key,
- * and the next mount goes on: never a name to a half-deleted inode.
- */
-int inode_reclaim(struct fs *fs, uint64_t ino)
+void inode_mark_gone(struct fs *fs, uint64_t ino)
 {
-	struct inode_rec rec;
-	int rc = inode_load_rec(fs, ino, &rec);
-	bool known = rc == 0;
-	if (rc && rc != -ENOENT)
-		return rc;
-	/* The unlink that made it an orphan must be durable before any of
-	 * its files goes: a power cut must not bring back a name whose data
-	 * is gone.  Only when it has chunk files: what goes from the store
-	 * alone goes after the unlink in the one commit log, so no crash
-	 * keeps the later deletion without the earlier unlink.  (In the
-	 * background, but a sync holds up the writers queued behind it: one
-	 * per inline file deleted halved unlink rates, twice with two store
-	 * copies.) */
-	int chunks = chunk_any(fs, ino);
-	if (chunks < 0)
-		return chunks;
-	if (chunks && (rc = store_sync(fs->st)))
-		return rc;
-	struct store_batch *b = store_batch_new();
-	if (!b)
-		return -ENOMEM;
-	/* Every chunk record, whatever the flags say: a crash can leave the
-	 * record of a file's first chunk without the chunked flag, which is
-	 * stored after it (data_to_chunked).  The scan above looked at them
-	 * all: with none found (every inline file) there is nothing to drop,
-	 * and nothing adds a chunk to an inode nobody has open. */
-	for (uint64_t from = chunks ? 0 : UINT64_MAX; from != UINT64_MAX;) {
-		uint64_t freed = 0;
-		rc = data_drop_chunks(fs, ino, from, RECLAIM_RUN, b, &freed, &from);
-		if (!rc && store_batch_count(b))
-			rc = store_write(fs->st, b, STORE_WRITE_RESERVE); /* frees space */
-		if (rc)
-			goto out;
-		store_batch_clear(b);
-	}
-	uint8_t k[KEY_MAX], lo[KEY_MAX], hi[KEY_MAX];
-	inode_keys_delete(b, ino);
-	store_batch_delete(b, k, key_orphan(k, ino));
-	if (!known || (rec.flags & INODE_FLAG_XATTR)) {
-		size_t ll = key_xattr_prefix(lo, ino), hl = key_xattr_prefix(hi, ino + 1);
-		struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi,
-						.upper_len = hl};
-		struct store_iter *it;
-		rc = store_iter_new(fs->st, &io, &it);
-		if (rc)
-			goto out;
-		for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-			size_t xl;
-			const void *xk = store_iter_key(it, &xl);
-			store_batch_delete(b, xk, xl);
-		}
-		rc = store_iter_status(it);
-		store_iter_free(it);
-	}
-	if (!rc) /* a deletion: it may use the store's reserve */
-		rc = store_write(fs->st, b, STORE_WRITE_RESERVE);
-	if (!rc) {
-		pthread_mutex_lock(&fs->itab_lock);
-		struct fs_inode *in = itab_find(fs, ino);
-		if (in)
-			in->gone = true;
-		pthread_mutex_unlock(&fs->itab_lock);
-	}
-out:
-	store_batch_free(b);
-	return rc;
+	pthread_mutex_lock(&fs->itab_lock);
+	struct fs_inode *in = itab_find(fs, ino);
+	if (in)
+		in->gone = true;
+	pthread_mutex_unlock(&fs->itab_lock);
 }

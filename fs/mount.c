@@ -134,6 +134,17 @@ static void store_log(void *ctx, const char *msg)
 	fs_logf(fs, "store: %s", msg);
 }
 
+/* The data path and the reclaim, as the inode table calls them. */
+static const struct inode_ops engine_inode_ops = {
+	.close_fds = data_close_fds,
+	.free = data_free,
+	.keep_unsynced = chunk_remember_unsynced,
+	.forget_unsynced = chunk_forget_unsynced,
+	.record_unsynced = chunk_record_unsynced,
+	.sync_dirty = chunk_sync_dirty,
+	.orphaned = reclaim_orphaned,
+};
+
 int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	    void (*log)(void *, const char *), void *log_ctx, struct fs **out,
 	    char *err, size_t errlen)
@@ -141,6 +152,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	struct fs *fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;
+	fs->inode_ops = &engine_inode_ops;
 	fs->ds = ds;
 	fs->opt = *opt;
 	if (!fs->opt.inode_cache)
