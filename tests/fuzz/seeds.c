@@ -35,7 +35,7 @@
 #include "coding.h"
 #include "dbformat.h"
 #include "fs.h"
-#include "fs_int.h"
+#include "engine.h"
 #include "schema.h"
 #include "filter.h"
 #include "sst.h"

@@ -8,7 +8,7 @@
  * made by this mount answers "absent" for names it does not hold until
  * one of its names goes; a cache whose init failed holds nothing.
  */
-#include "fs_int.h"
+#include "engine.h"
 
 #include <check.h>
 #include <pthread.h>

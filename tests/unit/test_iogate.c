@@ -25,7 +25,8 @@
  *
  * usage: test_iogate MKFS
  */
-#include "fs_int.h"
+#include "engine.h"
+#include "life.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
  * that never comes holds the others up for a bounded time only; every slot
  * is free again afterwards.
  */
-#include "fs_int.h"
+#include "engine.h"
 
 #include <check.h>
 #include <pthread.h>

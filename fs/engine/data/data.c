@@ -1,0 +1,884 @@
+/*
+ * data.c: file contents (SCHEMA.md, "Data").
+ *
+ * Small files keep their bytes inline in the store (key F); a file that
+ * grows past the inline limit moves to chunk files, one per chunk index,
+ * in the section directory of the disk its section maps to.  A chunk
+ * record (key C) is written before its chunk file is created, and a chunk
+ * whose record is absent reads as a hole whatever lies on the disk, so
+ * files a crash left behind can never leak into a file.  Bytes past a
+ * file's size are never read: growing a file over a region that was not
+ * written zeroes that region first (zero_gap).
+ *
+ * Everything here runs under the inode's stripe lock.  Unsynced writes are
+ * remembered per inode (dirty chunks, sections with new chunk files) so
+ * that fsync makes exactly those durable before syncing the store.
+ */
+#include "acl.h"
+#include "engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <linux/falloc.h>
+
+static int full_pwrite(int fd, const char *buf, size_t n, off_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, buf, n, off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_data(k, ino);
+	void *v;
+	int rc = store_get(fs->st, NULL, k, kl, &v, len);
+	if (rc == -ENOENT) {
+		*buf = NULL;
+		*len = 0;
+		return 0;
+	}
+	if (rc == 0)
+		*buf = v;
+	return rc;
+}
+
+/* Move an inline file's bytes to chunk 0 and flag it chunked. */
+int data_to_chunked(struct fs *fs, struct fs_inode *in)
+{
+	char *buf;
+	size_t len;
+	int rc = data_inline_get(fs, in->ino, &buf, &len);
+	if (rc)
+		return rc;
+	if (len > in->rec.size)
+		len = in->rec.size;
+	if (len) {
+		struct chunk_fd *c;
+		int mark = section_mark();
+		rc = chunk_open(fs, in, 0, CHUNK_CREATE, &c, NULL);
+		if (!rc)
+			rc = full_pwrite(c->fd, buf, len, 0);
+		if (!rc) {
+			stats_write(fs, chunk_disk(fs, in->ino, 0), c, 0, len);
+			chunk_account(in, c);
+			rc = chunk_mark_dirty(in, 0);
+		}
+		section_release(fs, mark);
+	}
+	free(buf);
+	if (rc)
+		return rc;
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	struct inode_rec r = in->rec;
+	r.flags |= INODE_FLAG_CHUNKED;
+	uint8_t k[KEY_MAX];
+	size_t kl = key_data(k, in->ino);
+	store_batch_delete(b, k, kl);
+	inode_rec_put(b, in->ino, &r);
+	rc = store_write(fs->st, b, 0);
+	store_batch_free(b);
+	if (!rc) {
+		in->rec = r;
+		in->dirty = false;
+	}
+	return rc;
+}
+
+/*
+ * Make [from, to) of a chunked file read as zeros, where from is the
+ * current size: cut the chunk holding `from` back to it and drop every
+ * later chunk that starts before `to`.
+ */
+int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to)
+{
+	uint64_t cs = fs->info.chunk_size;
+	uint64_t first = from / cs;
+	if (from % cs) {
+		struct chunk_fd *c;
+		int mark = section_mark();
+		int rc = chunk_open(fs, in, first, CHUNK_WRITE, &c, NULL);
+		if (rc == 0) {
+			struct stat st;
+			if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > from % cs) {
+				rc = chunk_record_lower(fs, c, in->ino, from % cs);
+				if (!rc && ftruncate(c->fd, (off_t)(from % cs)) != 0)
+					rc = -errno;
+				if (!rc) {
+					c->next_off = from % cs;
+					chunk_account(in, c);
+					/* the cut must reach the disk at the next fsync */
+					rc = chunk_mark_dirty(in, first);
+				}
+			}
+		}
+		section_release(fs, mark);
+		if (rc && rc != -ENOENT)
+			return rc;
+		first++;
+	}
+	uint64_t end = (to + cs - 1) / cs;
+	if (first >= end)
+		return 0;
+	return chunk_drop(fs, in, first, end, UINT64_MAX);
+}
+
+static int inline_write(struct fs *fs, struct fs_inode *in, const char *buf, size_t size,
+			uint64_t off)
+{
+	/* The bytes kept from before the write: none to read when the file
+	 * is empty (every new small file's first write) or when the write
+	 * covers them all. */
+	char *old = NULL;
+	size_t olen = 0;
+	int rc;
+	if (in->rec.size > 0 && !(off == 0 && size >= in->rec.size) &&
+	    (rc = data_inline_get(fs, in->ino, &old, &olen)))
+		return rc;
+	if (olen > in->rec.size)
+		olen = in->rec.size;
+	size_t nlen = off + size > olen ? off + size : olen;
+	char *nb = malloc(nlen ? nlen : 1);
+	if (!nb) {
+		free(old);
+		return -ENOMEM;
+	}
+	memcpy(nb, old ? old : "", olen);
+	if (off > olen)
+		memset(nb + olen, 0, off - olen);
+	memcpy(nb + off, buf, size);
+	free(old);
+	struct inode_rec r = in->rec;
+	if (nlen > r.size)
+		r.size = nlen;
+	inode_touch(fs, &r, true, true);
+	struct store_batch *b = store_batch_new();
+	if (!b) {
+		free(nb);
+		return -ENOMEM;
+	}
+	uint8_t k[KEY_MAX];
+	size_t kl = key_data(k, in->ino);
+	store_batch_put(b, k, kl, nb, nlen);
+	inode_rec_put(b, in->ino, &r);
+	rc = store_write(fs->st, b, 0);
+	store_batch_free(b);
+	free(nb);
+	if (!rc) {
+		in->rec = r;
+		in->dirty = false;
+	}
+	return rc;
+}
+
+static void *bounce_get(struct fs *fs)
+{
+	void *b = NULL;
+	pthread_mutex_lock(&fs->bounce_lock);
+	if (fs->nbounce)
+		b = fs->bounce[--fs->nbounce];
+	pthread_mutex_unlock(&fs->bounce_lock);
+	if (!b && posix_memalign(&b, DIRECT_ALIGN, BOUNCE_SIZE) != 0)
+		b = NULL;
+	return b;
+}
+
+static void bounce_put(struct fs *fs, void *b)
+{
+	pthread_mutex_lock(&fs->bounce_lock);
+	if (fs->nbounce < BOUNCE_KEEP) {
+		fs->bounce[fs->nbounce++] = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&fs->bounce_lock);
+	free(b);
+}
+
+/*
+ * The O_DIRECT fd of chunk slot c, opened on first use, or -1 when its disk
+ * does not take O_DIRECT.  Direct writes skip the backing page cache: the
+ * data was already cached once, in the kernel's FUSE page cache, and a
+ * second copy costs a memcpy into fresh pages per byte.
+ */
+static int direct_fd(struct fs *fs, struct fs_inode *in, struct chunk_fd *c)
+{
+	if (c->dfd >= 0)
+		return c->dfd;
+	uint32_t section = chunk_section(in->ino, c->chunk, fs->info.sections);
+	uint32_t disk = section_disk_of(fs, section); /* inside its gate (chunk_open) */
+	if (__atomic_load_n(&fs->no_direct[disk], __ATOMIC_RELAXED))
+		return -1;
+	char rel[96];
+	section_chunk_name(in->ino, c->chunk, section, rel, sizeof(rel));
+	int fd = openat(chunk_dirfd(fs, section), rel, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EINVAL) {
+			__atomic_store_n(&fs->no_direct[disk], 1, __ATOMIC_RELAXED);
+			fs_logf(fs, "disk %u: %s does not take O_DIRECT; writing through its page cache",
+				disk, fs->ds->paths[disk]);
+		}
+		return -1;
+	}
+	c->dfd = fd;
+	return fd;
+}
+
+/*
+ * Write up to n bytes (pos and n aligned) with O_DIRECT.  Returns how many
+ * went: what is left (all of it when the disk wants other alignments,
+ * EINVAL) the caller writes through the page cache.  Other errors are
+ * returned as they are.
+ */
+static ssize_t put_direct(struct fs *fs, int dfd, const char *buf, struct fuse_bufvec *src,
+			  size_t n, off_t pos)
+{
+	if (src) {
+		/* Whole pages of the FUSE page cache, by reference: the disk
+		 * reads them from there. */
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(n);
+		dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+		dst.buf[0].fd = dfd;
+		dst.buf[0].pos = pos;
+		ssize_t w = fuse_buf_copy(&dst, src, 0);
+		return w == -EINVAL ? 0 : w;
+	}
+	void *bounce = NULL;
+	size_t off = 0;
+	ssize_t rc = 0;
+	while (off < n) {
+		const char *from = buf + off;
+		size_t k = n - off;
+		if ((uintptr_t)from % DIRECT_ALIGN) {
+			/* not from a request buffer of loop.c (which puts a
+			 * WRITE's data on a page boundary): a copy */
+			if (!bounce && !(bounce = bounce_get(fs)))
+				break;
+			if (k > BOUNCE_SIZE)
+				k = BOUNCE_SIZE;
+			memcpy(bounce, from, k);
+			from = bounce;
+		}
+		ssize_t w = pwrite(dfd, from, k, pos + (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			rc = errno == EINVAL ? 0 : -errno;
+			break;
+		}
+		off += (size_t)w;
+		if ((size_t)w < k)
+			break; /* short (full disk?): the page cache path says why */
+	}
+	if (bounce)
+		bounce_put(fs, bounce);
+	return rc < 0 ? rc : (ssize_t)off;
+}
+
+/* Write n bytes of the source at pos of fd: a memory buffer, or the
+ * request's buffer vector (a pipe when the kernel spliced the request, so
+ * the pages go from the FUSE page cache to the chunk file without passing
+ * through our memory). */
+static int put_bytes(int fd, const char *buf, struct fuse_bufvec *src, size_t done, size_t n,
+		     off_t pos)
+{
+	if (!src)
+		return full_pwrite(fd, buf + done, n, pos);
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(n);
+	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+	dst.buf[0].fd = fd;
+	dst.buf[0].pos = pos;
+	ssize_t w = fuse_buf_copy(&dst, src, 0);
+	if (w < 0)
+		return (int)w;
+	return (size_t)w == n ? 0 : -EIO;
+}
+
+static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize);
+
+/*
+ * After a write of [from, to) failed at from (a full or failing disk),
+ * under the lock, drained.  When it would have made the file longer than
+ * size_before, the size it had when the write began, the file ends where
+ * the failure left it, max(from, size_before), as on ext4: what writes
+ * under way with it put past that point goes (they succeeded out of
+ * order: the kernel writes a file back several requests at a time), and
+ * until a truncate or the last close every write that reaches past it
+ * fails with err (write_common), so that no later write makes the file
+ * longer over a hole that would read as zeros.  A failed overwrite inside
+ * the file changes no size: the kernel reports the error at fsync or
+ * close, and the bytes there are what the disk holds.
+ */
+static void write_failed(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to,
+			 uint64_t size_before, bool made_past, int err)
+{
+	if (to <= size_before)
+		return;
+	uint64_t end = from > size_before ? from : size_before;
+	if (!in->write_failed || end < in->write_floor)
+		in->write_floor = end;
+	in->write_failed = true;
+	in->write_err = err;
+	int r = 0;
+	if (in->rec.size > end) {
+		r = set_size(fs, in, end);
+	} else if (made_past) {
+		/* No chunk past the size it reached: such a chunk is never
+		 * read, and fsck would report it. */
+		uint64_t cs = fs->info.chunk_size;
+		uint64_t keep = in->rec.size / cs + (in->rec.size % cs != 0);
+		r = chunk_drop(fs, in, keep, UINT64_MAX, UINT64_MAX);
+	}
+	if (r)
+		fs_logf(fs, "inode %llu: ending the file at %llu after a failed write: %s",
+			(unsigned long long)in->ino, (unsigned long long)end, strerror(-r));
+}
+
+/*
+ * A write.  Inline data goes to the store under the inode's lock.  Chunk
+ * data goes out of the lock (iogate.c): each chunk opened (or made) under
+ * it, then the lock let go for the write(2), so that a disk that holds the
+ * write up holds up nothing else, and the writes of one file reach its
+ * chunk files several at a time.  A write past the end, which must first
+ * make the gap read as zeros, waits for the I/O under way first; a write
+ * that starts at or below the end of the writes under way (in->io_end: the
+ * file's next write in a sequential stream) needs no such wait.
+ */
+static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fuse_bufvec *src,
+			size_t size, off_t soff, const struct fs_caller *kill, bool cached)
+{
+	if (soff < 0)
+		return -EINVAL;
+	uint64_t off = (uint64_t)soff;
+	if (off + size > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	int rc, slot = order_enter(fs, ino, off, size);
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in) {
+		/* Under the stripe lock, so that no waiter misses the wakeup. */
+		pthread_mutex_lock(inode_lock_of(fs, ino));
+		order_leave(fs, slot, ino);
+		pthread_mutex_unlock(inode_lock_of(fs, ino));
+		return rc;
+	}
+	char *copy = NULL;
+	bool waiting = true; /* counted in io_wwait, not yet begun */
+	inode_lock(fs, in);
+	order_wait(fs, ino, off);
+	in->io_wwait++; /* no new read begins meanwhile (iogate.c) */
+	/* With FUSE_HANDLE_KILLPRIV_V2 the kernel leaves these to us. */
+	if (kill) {
+		inode_kill_suidgid(&in->rec, kill);
+		in->dirty = true;
+	}
+	if (__atomic_load_n(&fs->killpriv_v2, __ATOMIC_ACQUIRE) &&
+	    (rc = xattr_drop_capability(fs, in)))
+		goto out;
+	for (;;) {
+		if (in->gone) {
+			rc = -EIO;
+			goto out;
+		}
+		if (in->write_failed && off + size > in->write_floor) {
+			rc = in->write_err; /* the file ends there (write_failed) */
+			goto out;
+		}
+		/* An inline file has no I/O out: its reads never let the lock
+		 * go, and only a drained truncate makes a file inline again. */
+		if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
+			if (off + size <= fs->info.inline_max) {
+				if (src) { /* inline data goes to the store: bring it to memory */
+					copy = malloc(size ? size : 1);
+					if (!copy) {
+						rc = -ENOMEM;
+						goto out;
+					}
+					struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+					dst.buf[0].mem = copy;
+					ssize_t got = fuse_buf_copy(&dst, src, 0);
+					if (got != (ssize_t)size) {
+						rc = got < 0 ? (int)got : -EIO;
+						goto out;
+					}
+					buf = copy;
+				}
+				rc = inline_write(fs, in, buf, size, off);
+				if (!rc)
+					rc = (int)size;
+				goto out;
+			}
+			if ((rc = data_to_chunked(fs, in)))
+				goto out;
+		}
+		if (off > in->rec.size && off > in->io_end) {
+			iogate_drain(fs, in);
+			if (off > in->rec.size && (rc = data_zero_gap(fs, in, in->rec.size, off)))
+				goto out;
+		}
+		if (iogate_try_begin(fs, in, true))
+			break;
+		/* Reads under way, or a truncate, say, waiting for the I/O
+		 * under way: this write looks again after them. */
+		iogate_wait(fs, in);
+	}
+	iogate_unwait(fs, in);
+	waiting = false;
+	uint64_t size_before = in->rec.size;
+	if (off + size > in->io_end)
+		in->io_end = off + size;
+	uint64_t cs = fs->info.chunk_size;
+	size_t done = 0;
+	bool made_past = false; /* this write created a chunk past the size */
+	int mark = section_mark();
+	while (done < size) {
+		uint64_t pos = off + done;
+		uint64_t chunk = pos / cs, within = pos % cs;
+		size_t n = size - done;
+		if (n > cs - within)
+			n = (size_t)(cs - within);
+		struct chunk_fd *c;
+		bool created;
+		if ((rc = chunk_open(fs, in, chunk, CHUNK_CREATE, &c, &created)))
+			break;
+		made_past |= created && chunk * cs >= in->rec.size;
+		int dfd = within % DIRECT_ALIGN == 0 && n % DIRECT_ALIGN == 0 ? direct_fd(fs, in, c) : -1;
+		uint32_t disk = chunk_disk(fs, in->ino, chunk); /* inside its gate */
+		/* On its way: the next write of a sequential stream may go. */
+		order_leave(fs, slot, ino);
+		slot = -1;
+		iogate_out(fs, in, c);
+		size_t went = 0;
+		int err = 0;
+		if (dfd >= 0) {
+			ssize_t w = put_direct(fs, dfd, buf ? buf + done : NULL, src, n, (off_t)within);
+			if (w < 0)
+				err = (int)w;
+			else
+				went = (size_t)w;
+		}
+		if (!err && went < n)
+			err = put_bytes(c->fd, buf, src, done + went, n - went, (off_t)(within + went));
+		struct stat st;
+		bool counted = !err && fstat(c->fd, &st) == 0;
+		/* A chunk written to its end goes to the disk now, in order,
+		 * rather than all at once at fsync or under memory pressure. */
+		if (!err && within + n == cs)
+			(void)sync_file_range(c->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
+		section_release(fs, mark); /* the innermost lock (gate.c) */
+		iogate_back(fs, in, c);
+		if (err) {
+			rc = err;
+			break;
+		}
+		stats_write(fs, disk, c, within, n);
+		if (counted)
+			chunk_account_blocks(in, c, (uint64_t)st.st_blocks);
+		if ((rc = chunk_mark_dirty(in, chunk)))
+			break;
+		done += n;
+	}
+	section_release(fs, mark);
+	int err = done < size ? rc : 0;
+	if (done) {
+		if (off + done > in->rec.size)
+			in->rec.size = off + done;
+		inode_touch(fs, &in->rec, true, true);
+		in->dirty = true;
+		rc = (int)done; /* a short write reports what reached the disk */
+	}
+	iogate_end(fs, in, true);
+	if (done < size) {
+		iogate_drain(fs, in);
+		write_failed(fs, in, off + done, off + size, size_before, made_past, err);
+		/* The kernel takes a short writeback as done: the error. */
+		if (cached)
+			rc = err;
+	}
+out:
+	if (waiting)
+		iogate_unwait(fs, in);
+	order_leave(fs, slot, ino);
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	free(copy);
+	if (rc > 0)
+		atomic_fetch_add_explicit(&fs->app_bytes, (uint64_t)rc, memory_order_relaxed);
+	return rc;
+}
+
+int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size, off_t off,
+	     const struct fs_caller *kill, bool cached)
+{
+	return write_common(fs, ino, buf, NULL, size, off, kill, cached);
+}
+
+int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src, off_t off,
+		  const struct fs_caller *kill, bool cached)
+{
+	/* Without splice the request arrives in one memory buffer. */
+	if (src->count == 1 && src->idx == 0 && src->off == 0 &&
+	    !(src->buf[0].flags & FUSE_BUF_IS_FD))
+		return write_common(fs, ino, src->buf[0].mem, NULL, src->buf[0].size, off, kill,
+				    cached);
+	return write_common(fs, ino, NULL, src, fuse_buf_size(src), off, kill, cached);
+}
+
+int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, size_t *got)
+{
+	*got = 0;
+	if (soff < 0)
+		return -EINVAL;
+	uint64_t off = (uint64_t)soff;
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	rc = 0;
+	inode_lock(fs, in);
+	/* No write, truncate or other change of the layout until iogate_end,
+	 * and each chunk's read(2) with the lock let go (iogate.c). */
+	iogate_begin_read(fs, in);
+	if (off >= in->rec.size)
+		goto out;
+	if (size > in->rec.size - off)
+		size = (size_t)(in->rec.size - off);
+	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
+		char *data;
+		size_t len;
+		if ((rc = data_inline_get(fs, ino, &data, &len)))
+			goto out;
+		size_t have = len > off ? len - off : 0;
+		if (have > size)
+			have = size;
+		if (have)
+			memcpy(buf, data + off, have);
+		memset(buf + have, 0, size - have);
+		free(data);
+		*got = size;
+		goto out;
+	}
+	uint64_t cs = fs->info.chunk_size;
+	size_t done = 0;
+	int mark = section_mark();
+	while (done < size) {
+		uint64_t pos = off + done;
+		uint64_t chunk = pos / cs, within = pos % cs;
+		size_t n = size - done;
+		if (n > cs - within)
+			n = (size_t)(cs - within);
+		struct chunk_fd *c;
+		rc = chunk_open(fs, in, chunk, CHUNK_READ, &c, NULL);
+		size_t r = 0;
+		if (rc == 0) {
+			bool eof = false;
+			int err = 0;
+			iogate_out(fs, in, c);
+			while (r < n) {
+				ssize_t k = pread(c->fd, buf + done + r, n - r, (off_t)(within + r));
+				if (k < 0 && errno == EINTR)
+					continue;
+				if (k < 0) {
+					err = errno;
+					break;
+				}
+				if (k == 0) {
+					eof = true;
+					break;
+				}
+				r += (size_t)k;
+			}
+			section_release(fs, mark); /* the innermost lock (gate.c) */
+			iogate_back(fs, in, c);
+			if (err) {
+				rc = -err;
+				fs_logf(fs, "inode %llu: reading chunk %llu: %s",
+					(unsigned long long)ino, (unsigned long long)chunk,
+					strerror(err));
+				goto out;
+			}
+			if (eof && within + r < c->durable) {
+				/* fsync had made these bytes durable: the chunk
+				 * file lost them (truncated behind our back). */
+				uint32_t section = chunk_section(ino, chunk, fs->info.sections);
+				char rel[96];
+				section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+				fs_logf(fs, "inode %llu: chunk file %s/%s/%s/%s holds %llu bytes, its record "
+					"says %llu: data lost (run fsck.lsmfs)", (unsigned long long)ino,
+					fs->ds->paths[section_disk_of(fs, section)], LSMFS_DIR,
+					LSMFS_SECTIONS_DIR, rel, (unsigned long long)(within + r),
+					(unsigned long long)c->durable);
+				rc = -EIO;
+				goto out;
+			}
+		} else if (rc != -ENOENT) {
+			goto out;
+		}
+		section_release(fs, mark); /* a hole's */
+		rc = 0;
+		memset(buf + done + r, 0, n - r); /* hole or short chunk: zeros */
+		done += n;
+	}
+	*got = done;
+out:
+	section_release(fs, 0);
+	iogate_end(fs, in, false);
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc;
+}
+
+/* Change the size of a regular file (under its lock); rec updated in memory. */
+static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
+{
+	iogate_drain(fs, in);
+	uint64_t osize = in->rec.size;
+	uint64_t cs = fs->info.chunk_size;
+	int rc = 0;
+	if (nsize > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
+		if (nsize > fs->info.inline_max) {
+			if ((rc = data_to_chunked(fs, in)))
+				return rc;
+		} else {
+			if (nsize < osize) {
+				char *data;
+				size_t len;
+				if ((rc = data_inline_get(fs, in->ino, &data, &len)))
+					return rc;
+				if (len > nsize) {
+					uint8_t k[KEY_MAX];
+					size_t kl = key_data(k, in->ino);
+					rc = nsize ? store_put(fs->st, k, kl, data, nsize, 0)
+						   : store_delete(fs->st, k, kl, 0);
+				}
+				free(data);
+			}
+			if (!rc) {
+				in->rec.size = nsize;
+				in->dirty = true;
+			}
+			return rc;
+		}
+	}
+	if (nsize > osize) {
+		rc = data_zero_gap(fs, in, osize, nsize);
+	} else if (nsize < osize) {
+		uint64_t keep = (nsize + cs - 1) / cs; /* chunks [0, keep) stay */
+		rc = chunk_drop(fs, in, keep, UINT64_MAX, nsize); /* the size first, durably */
+		if (!rc && nsize % cs) {
+			struct chunk_fd *c;
+			int mark = section_mark();
+			rc = chunk_open(fs, in, nsize / cs, CHUNK_WRITE, &c, NULL);
+			if (rc == 0) {
+				struct stat st;
+				if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > nsize % cs) {
+					rc = chunk_record_lower(fs, c, in->ino, nsize % cs);
+					if (!rc && ftruncate(c->fd, (off_t)(nsize % cs)) != 0)
+						rc = -errno;
+					if (!rc) {
+						chunk_account(in, c);
+						/* the cut reaches the disk at the next fsync */
+						rc = chunk_mark_dirty(in, nsize / cs);
+					}
+				}
+			} else if (rc == -ENOENT) {
+				rc = 0;
+			} else if (rc == -EIO) {
+				/* lost with its disk: what is left of it stays lost */
+				int r = chunk_lost_cut(fs, in->ino, nsize / cs, nsize % cs);
+				rc = r == 1 ? 0 : r < 0 ? r : rc;
+			}
+			section_release(fs, mark);
+		}
+		if (!rc && nsize == 0) {
+			in->rec.flags &= (uint8_t)~INODE_FLAG_CHUNKED;
+			in->rec.blocks = 0;
+		}
+	}
+	if (!rc) {
+		in->rec.size = nsize;
+		in->dirty = true;
+	}
+	return rc;
+}
+
+int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set,
+	       const struct fs_caller *caller, struct stat *out)
+{
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	inode_lock(fs, in);
+	struct inode_rec *r = &in->rec;
+	/* The clock only when something takes it (fs_now costs a system
+	 * call or two: clock.c); a setattr that only writes back the
+	 * kernel's times needs none. */
+	int64_t now_s = 0;
+	uint32_t now_ns = 0;
+	if (!(to_set & FUSE_SET_ATTR_CTIME) ||
+	    (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
+		fs_now(fs, &now_s, &now_ns);
+	/* An inode that went with its last name (dir.c purgeable) still
+	 * gets the kernel's writeback of its times, in memory only (persist
+	 * skips it); a truncate that raced with the unlink comes after it. */
+	if (in->gone && (to_set & FUSE_SET_ATTR_SIZE)) {
+		rc = -ESTALE;
+		goto out;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (S_ISDIR(r->mode)) {
+			rc = -EISDIR;
+			goto out;
+		}
+		if (!S_ISREG(r->mode)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if (a->st_size < 0) {
+			rc = -EINVAL;
+			goto out;
+		}
+		in->write_failed = false; /* the size is the caller's now */
+		if ((uint64_t)a->st_size != r->size) {
+			if ((rc = set_size(fs, in, (uint64_t)a->st_size)))
+				goto out;
+			r->mtime_sec = now_s;
+			r->mtime_nsec = now_ns;
+		}
+	}
+	if (to_set & FUSE_SET_ATTR_MODE)
+		r->mode = (r->mode & S_IFMT) | (a->st_mode & 07777);
+	/* FATTR_KILL_SUIDGID (KILLPRIV_V2): a chown, or a truncate by a
+	 * caller without CAP_FSETID. */
+	if (to_set & FUSE_SET_ATTR_KILL_SUID) {
+		inode_kill_suidgid(r, caller);
+		if ((rc = xattr_drop_capability(fs, in)))
+			goto out;
+	}
+	if (to_set & FUSE_SET_ATTR_UID)
+		r->uid = a->st_uid;
+	if (to_set & FUSE_SET_ATTR_GID)
+		r->gid = a->st_gid;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		r->atime_sec = now_s;
+		r->atime_nsec = now_ns;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		r->atime_sec = a->st_atim.tv_sec;
+		r->atime_nsec = (uint32_t)a->st_atim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		r->mtime_sec = now_s;
+		r->mtime_nsec = now_ns;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		r->mtime_sec = a->st_mtim.tv_sec;
+		r->mtime_nsec = (uint32_t)a->st_mtim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		r->ctime_sec = a->st_ctim.tv_sec;
+		r->ctime_nsec = (uint32_t)a->st_ctim.tv_nsec;
+	} else {
+		r->ctime_sec = now_s;
+		r->ctime_nsec = now_ns;
+	}
+	in->dirty = true;
+	/* chmod rewrites an access ACL, with the record, in one batch. */
+	rc = (to_set & FUSE_SET_ATTR_MODE) ? acl_fs_chmod(fs, in) : 0;
+	if (!rc)
+		rc = inode_persist(fs, in, false);
+out:
+	if (!rc)
+		inode_stat(fs, in, out);
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc;
+}
+
+int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)
+{
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	inode_lock(fs, in);
+	/* A write under way may be making a chunk longer: the length fsync
+	 * records as durable must be one fdatasync covered. */
+	iogate_drain(fs, in);
+	rc = chunk_sync_dirty(fs, in, 0);
+	if (!rc) {
+		(void)datasync; /* the record carries the size: always written */
+		rc = inode_persist(fs, in, true);
+	}
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc;
+}
+
+int fs_open_file(struct fs *fs, uint64_t ino, int flags)
+{
+	(void)flags;
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	/* An open that raced with the unlink of the file's last name, when
+	 * the inode went with the name (dir.c purgeable), or of a file
+	 * handle of it: ESTALE, as ext4 answers for a deleted inode (a path
+	 * walk that meets it is retried by the kernel and ends in ENOENT,
+	 * as if it came after the unlink).  Under the inode's lock, which the unlink holds from its
+	 * look at nopen to setting gone, so one of the two sees the other. */
+	inode_lock(fs, in);
+	pthread_mutex_lock(&fs->itab_lock);
+	rc = in->gone ? -ESTALE : 0;
+	if (!rc)
+		in->nopen++;
+	pthread_mutex_unlock(&fs->itab_lock);
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc;
+}
+
+int fs_release(struct fs *fs, uint64_t ino)
+{
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	inode_lock(fs, in);
+	rc = in->gone ? 0 : inode_persist(fs, in, false);
+	inode_unlock(fs, in);
+	pthread_mutex_lock(&fs->itab_lock);
+	if (in->nopen)
+		in->nopen--;
+	bool last = in->nopen == 0;
+	pthread_mutex_unlock(&fs->itab_lock);
+	if (last) {
+		inode_lock(fs, in);
+		if (in->nopen == 0) { /* not reopened meanwhile */
+			data_close_fds(fs, in);
+			in->write_failed = false; /* no writeback after the last close */
+		}
+		inode_unlock(fs, in);
+	}
+	inode_put(fs, in);
+	return rc;
+}
