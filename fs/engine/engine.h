@@ -1,5 +1,5 @@
 /*
- * fs_int.h: the filesystem's state and its operations, below the FUSE
+ * engine.h: the filesystem's state and its operations, below the FUSE
  * handlers (ops.c) and testable without a mount.
  *
  * Locking, outermost first:

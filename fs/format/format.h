@@ -53,7 +53,7 @@
 struct lsmfs_meta_copy {
 	uint32_t disk;                   /* in <disk>/.lsmfs/meta, or LSMFS_META_ON_DIR */
 	/* LSMFS_META_STALE: not in the superblock but in the copy states
-	 * (<disk>/.lsmfs/copies, fs/copies.c), set by diskset_open. */
+	 * (<disk>/.lsmfs/copies, fs/admin/copies.c), set by diskset_open. */
 	uint32_t flags;
 	/* Also of the copy states only: the epoch since which the copy has
 	 * its state (stale or not, as since_flags says; copies_write moves

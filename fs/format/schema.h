@@ -28,8 +28,8 @@
 
 #define META_FS "fs"
 #define META_NEXT_INO "next_ino"
-#define META_MOUNTED "mounted" /* fs/sweep.c: mounted read-write, or a crash */
-#define META_MOVE "move"       /* fs/move.c: a section move in progress */
+#define META_MOUNTED "mounted" /* fs/engine/background/sweep.c: mounted read-write, or a crash */
+#define META_MOVE "move"       /* fs/admin/move.c: a section move in progress */
 #define META_FILTER "filter"   /* the store's table filter policy, as text */
 
 #define NAME_MAX_BYTES 255

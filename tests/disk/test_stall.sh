@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_stall.sh BUILD_DIR: a request held up in the daemon by a backing
-# disk that stopped answering holds up no other request (fs/loop.c).
+# disk that stopped answering holds up no other request (fs/daemon/loop.c).
 #
 # Disk 1 is an eiofs mount (tests/disk/eiofs.c) whose statfs() blocks for
 # as long as a "stall statfs" rule is in its rule file, as a dead NFS
@@ -10,13 +10,13 @@
 # and an unlink, each within seconds, and then 100 more creates and
 # unlinks.  Then the rule goes and the three `stat -f` answer.  The daemon
 # serves a serial client on one thread and puts more threads to reading
-# only when every reader is held up (fs/loop.c): without that, the first
+# only when every reader is held up (fs/daemon/loop.c): without that, the first
 # stalled request would hold up everything here.  Last, the unmount, and
 # fsck finds the filesystem clean.
 #
 # Second, a chunk read held up by the disk ("stall <chunk file>": read()
 # of that file blocks) holds up nothing but itself: the daemon reads chunk
-# files outside the inode's lock (fs/iogate.c).  While a `dd` of the
+# files outside the inode's lock (fs/engine/core/iogate.c).  While a `dd` of the
 # stalled chunk waits, a stat of the same file, a read of its chunks on the
 # other disk, 300 creates (some share the file's lock stripe), a rename
 # and an unlink of the file itself, and a listing must each finish within

@@ -1544,7 +1544,7 @@ static void drop_caches(void)
  * by the kernel (every lstat reaches the daemon), write-through instead of
  * the writeback cache, the defaults, all of it with a tiny block cache and
  * almost no inodes kept in memory (every inode the kernel holds but no
- * request uses is let go: fs/kref.c), and chunk writes through the backing
+ * request uses is let go: fs/engine/core/kref.c), and chunk writes through the backing
  * page cache instead of O_DIRECT.
  * LSMFS_DIFF_OPTS fixes one string instead. */
 static const char *const mount_opts[] = {

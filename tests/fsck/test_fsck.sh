@@ -411,7 +411,7 @@ else
 	fail "three disks: mount failed"
 fi
 
-# ---- chunk files a crash left without record (fs/sweep.c) ----
+# ---- chunk files a crash left without record (fs/engine/background/sweep.c) ----
 # After a crash, a chunk file whose record was in the commit log's unsynced
 # tail: fsck -n reports it (0507); the next mount removes it, and fsck is
 # clean.  After a clean unmount the same file is damage: the mount leaves it

@@ -1,6 +1,6 @@
 /*
  * fuzz_schema: every decoder of the metadata store's keys and values
- * (fs/schema.c: inode_rec_decode, dirent_val_decode, fs_info_decode;
+ * (fs/format/schema.c: inode_rec_decode, dirent_val_decode, fs_info_decode;
  * fs/SCHEMA.md "Keys of the metadata store") and the tools' describers of
  * any key and value (tools/inspect/describe.c insp_describe and
  * insp_key_words, the lines of `lsmfs-inspect keys`), which must print

@@ -1,5 +1,5 @@
 /*
- * fuzz_super: the superblock decoder (fs/super.c super_decode; fs/SCHEMA.md
+ * fuzz_super: the superblock decoder (fs/format/super.c super_decode; fs/SCHEMA.md
  * "Superblock").  The input is a whole <disk>/.lsmfs/super file.  It is
  * decoded as given, and again with its length field and XXH3-64 trailer
  * made right, so that mutations reach the field checks behind them.

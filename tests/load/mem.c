@@ -12,24 +12,24 @@
  * The bound, in the order mem_bound_kib prints its terms:
  *   base     the resident set just after mounting: code, libraries, the
  *            opened store and the daemon's fixed tables;
- *   cache    -o cache_mib (fs/main.c, default 64) is the store's
- *            block_cache_bytes (fs/mount.c), charged each block's decoded
+ *   cache    -o cache_mib (fs/daemon/main.c, default 64) is the store's
+ *            block_cache_bytes (fs/life/mount.c), charged each block's decoded
  *            size (store/cache.c); 1/8 more for entries and malloc;
  *   memtab   the active memtable and one immutable one being flushed
  *            (store/db_write.c: a writer waits while one is immutable),
  *            each write_buffer_size (8 MiB: store_options_init, which
- *            fs/mount.c keeps) and one 1 MiB arena block over, and one more
+ *            fs/life/mount.c keeps) and one 1 MiB arena block over, and one more
  *            such memtable that an iterator may still hold after its flush;
  *   tables   index + filter blocks of every table (the peak sampled;
  *            at most max_open_files tables stay open);
  *   threads  per thread (peak sampled; libfuse 3.14's loop starts at most
- *            10 workers for fs/main.c's loop config, the rest are the
+ *            10 workers for fs/daemon/main.c's loop config, the rest are the
  *            daemon's own: the store's background work, reclaim, stats
  *            and the like; 14 to 16 measured): libfuse's
- *            request buffer, max_write (1 MiB, fs/ops.c) + a page, and
+ *            request buffer, max_write (1 MiB, fs/daemon/ops.c) + a page, and
  *            1 MiB of touched stack and malloc arena;
  *   bounce   O_DIRECT bounce buffers kept: BOUNCE_KEEP x BOUNCE_SIZE
- *            (8 x 1 MiB, fs/fs_int.h);
+ *            (8 x 1 MiB, fs/engine/engine.h);
  *   slack    32 MiB for what the options do not size: in-memory inodes
  *            (struct fs_inode and inode_data, under 1 KiB each, one per
  *            inode the kernel holds: a few thousand here), directory

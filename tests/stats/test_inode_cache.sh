@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_inode_cache.sh BUILD_DIR: inodes let go past -o inode_cache=N
-# (fs/kref.c).  With a cache of 8, a tree of 600 files in 6 directories is
+# (fs/engine/core/kref.c).  With a cache of 8, a tree of 600 files in 6 directories is
 # made, then stat'ed, read, chmod'ed, hard-linked, renamed and half
 # removed, the same on a plain directory beside it; both trees must agree
 # (names, modes, link counts, sizes, bytes) at each step.  The daemon's

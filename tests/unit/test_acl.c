@@ -1,5 +1,5 @@
 /*
- * test_acl.c: fs/acl.c's codec and rules without a mount: the kernel's
+ * test_acl.c: fs/engine/attr/acl.c's codec and rules without a mount: the kernel's
  * xattr encoding round-trips, every kind of garbage is EINVAL with a
  * reason, random bytes never crash the decoder (seed printed), and the
  * mode rules (equivalent mode, chmod, create from a default ACL) give

@@ -1,5 +1,5 @@
 /*
- * test_dcache.c: fs/dcache.c, the daemon's cache of directory entries.
+ * test_dcache.c: fs/engine/core/dcache.c, the daemon's cache of directory entries.
  *
  * It answers only what was set or filled and not forgotten since (an
  * absent name as inode 0); a set replaces; a fill whose stamp predates a change of its name is dropped,

@@ -1,5 +1,5 @@
 /*
- * test_iogate.c: reads and writes outside the inode's lock (fs/iogate.c)
+ * test_iogate.c: reads and writes outside the inode's lock (fs/engine/core/iogate.c)
  * against truncates, fsyncs and each other, on one file, with no kernel
  * between.
  *

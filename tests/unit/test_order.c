@@ -1,5 +1,5 @@
 /*
- * test_order.c: fs/order.c, the write ordering of one inode.
+ * test_order.c: fs/engine/core/order.c, the write ordering of one inode.
  *
  * Writes that registered before contending take the inode's lock in offset
  * order whatever order they reach it in; writes to other inodes, or far
