@@ -203,7 +203,7 @@ void diskset_swap(struct lsmfs_diskset *ds, uint32_t a, uint32_t b);
 #define BACKUP_SUPER "super"
 #define BACKUP_STORE "store"
 
-/* ---- Backups (backup.c, restore.c; SCHEMA.md "Backups") ----
+/* ---- Backups (backupcheck.c; SCHEMA.md "Backups") ----
  * backup_read: a backup directory's superblock (of the disk set when it
  * was taken) and its store's directory (into store[cap]); -ENOENT or
  * -EUCLEAN when it is not a whole backup, -EXDEV when disks (if not NULL)
@@ -211,15 +211,7 @@ void diskset_swap(struct lsmfs_diskset *ds, uint32_t a, uint32_t b);
  * as disks (UUIDs and list), then the whole of it, as fsck.lsmfs -n
  * --backup checks it: every checksum of every table, the MANIFEST and
  * any log (store_verify: what it found goes to log), and the filesystem
- * info as a mount reads it.  0, or why not in err.  Reads only.
- * fs_restore: put the backup's store back onto ds (opened with
- * DISKSET_LOCK | DISKSET_RESTORE, the disks it was taken with, no store
- * open): refused (nothing changed) unless backup_verify passes; out hears
- * `lost {json}` for every file whose chunk files went since (they read as
- * EIO there), then `restored`.  A restore that fails puts the store as it
- * was back; one cut short (killed) leaves a store no mount takes, and is
- * run again: it goes on, or, when the backup no longer verifies, puts the
- * old store back. */
+ * info as a mount reads it.  0, or why not in err.  Reads only. */
 int backup_read(const char *dir, const struct lsmfs_super *disks, struct lsmfs_super *sb,
 		char *store, size_t cap, char *err, size_t errlen);
 int backup_verify(const char *dir, const struct lsmfs_super *disks, struct lsmfs_super *sb,

@@ -1,6 +1,10 @@
 /*
- * engine.h: the filesystem's state and its operations, below the FUSE
- * handlers (ops.c) and testable without a mount.
+ * engine.h: the engine layer of fs/ (fs/ARCHITECTURE.md): struct fs, the
+ * filesystem's state, and the operations every request runs through,
+ * below the FUSE handlers (daemon/ops.c) and testable without a mount.
+ * Its parts, bottom first, each calling only itself and those before it:
+ * core/, attr/, data/, names/, background/.  Declared here by the file
+ * that defines them; the layers above (admin.h, life.h) see all of it.
  *
  * Locking, outermost first:
  *   fs->ns_lock     every change to the namespace (dirents, nlink, rename,
