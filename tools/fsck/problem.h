@@ -104,12 +104,18 @@ struct problem_ctx {
 	const char *str, *str2, *file, *path;
 };
 
+/* A row's flags, as e2fsck's PR_PREEN_OK and its kin. */
+enum problem_flag {
+	/* -p repairs it: loses nothing, needs no judgement. */
+	PR_PREEN = 1u << 0,
+};
+
 /* One row of the table. */
 struct problem {
 	enum fsck_code code;
 	const char *message;   /* %-fields above */
 	enum problem_severity severity;
-	bool preen;            /* -p repairs it: loses nothing, needs no judgement */
+	unsigned flags;        /* enum problem_flag */
 	const char *repair;    /* what "yes" does; NULL: fsck.lsmfs cannot repair it */
 };
 
