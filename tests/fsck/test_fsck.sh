@@ -562,6 +562,38 @@ done
 	fail "--list-problems: a row for a code problem.h does not have"
 grep -q "^LSMFS-050B  pass 5  fatal  -y repairs" <<<"$list" || fail "--list-problems: 050B's row: $list"
 
+# ---- store copies: a --meta directory not there, a copy not made again ----
+# A copy in a directory of its own that is not there (a mount point not
+# mounted, say) is LSMFS-010A, never filled, with -y too; a copy on a
+# disk that cannot be made again (a file in its place) is 0108 repaired,
+# the failure said under it (010B), and the problem left uncorrected.
+Q=$T/mc
+rm -rf "$Q"; mkdir -p "$Q/d1" "$Q/d2" "$Q/m1" "$Q/m2"
+"$MKFS" -q --meta "$Q/m1,$Q/m2" "$Q/d1" "$Q/d2" || fail "store copies: mkfs --meta"
+mv "$Q/m2" "$Q/m2.away"
+out=$("$FSCK" -n "$Q/d1:$Q/d2" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "^LSMFS-010A copy 1 .*$Q/m2 (--meta) is not there" <<<"$out" &&
+	! grep -q "LSMFS-0108" <<<"$out" || fail "a --meta copy not there: fsck -n exit $rc: $out"
+out=$("$FSCK" -y "$Q/d1:$Q/d2" 2>&1); rc=$?
+[[ $rc == 4 && ! -e $Q/m2 ]] && grep -q "^LSMFS-010A copy 1 " <<<"$out" ||
+	fail "a --meta copy not there: fsck -y exit $rc, $Q/m2 $([[ -e $Q/m2 ]] || echo not) made: $out"
+mv "$Q/m2.away" "$Q/m2"
+out=$("$FSCK" -n "$Q/d1:$Q/d2" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "a --meta copy back: fsck -n exit $rc: $out"
+rm -rf "$T/c"; cp -a "$T/p" "$T/c"
+rm -rf "$T/c/d2/$META" && echo x > "$T/c/d2/$META"
+out=$("$FSCK" -y "$T/c/d1:$T/c/d2" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -A1 "^LSMFS-0108 copy 1 .*Fix? yes" <<<"$out" |
+	grep -q "^    LSMFS-010B making copy 1 of the metadata store .* failed: .*: Not a directory" ||
+	fail "a copy that cannot be made again: fsck -y exit $rc: $out"
+grep -q ", 1 problem left uncorrected" <<<"$out" || fail "a copy that cannot be made again: not 1 problem left: $out"
+rm "$T/c/d2/$META"
+out=$("$FSCK" -y "$T/c/d1:$T/c/d2" 2>&1); rc=$?
+[[ $rc == 1 ]] || fail "a copy that cannot be made again, its place cleared: fsck -y exit $rc: $out"
+out=$("$FSCK" -n "$T/c/d1:$T/c/d2" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "a copy made again after a failure: fsck -n exit $rc: $out"
+echo "test_fsck: store copies: a --meta directory not there (010A) left alone; a failed repair said (010B)"
+
 # ---- a daemon closing after its unmount ----
 # "umount; fsck -n" must not read the store while the daemon still writes
 # its last tables: fsck -n waits for a lock that says `closing`, as fsck -y

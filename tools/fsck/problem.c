@@ -56,6 +56,17 @@ static const struct problem table[] = {
 	 "copy %N", PR_SEV_ERROR, PR_PREEN,
 	 "mark the copy stale, replace its files with the newest copy's (each synced), mark it "
 	 "up to date"},
+	/* A copy in a directory of its own (mkfs --meta): that directory may
+	 * be a mount point not mounted, or hold another filesystem's files,
+	 * so fsck never fills it (0108 makes again a copy on a disk). */
+	{PR_STORE_COPY_PLACE_GONE,
+	 "copy %n of the metadata store is missing: its directory %f (--meta) is not there, or "
+	 "not this filesystem's (not mounted?), and is not made again; mount it, or drop the copy "
+	 "(lsmfs-disk copy remove %n)", PR_SEV_ERROR, 0, NULL},
+	{PR_STORE_COPY_MAKE_FAILED, "making copy %n of the metadata store (%f) again from copy %N "
+	 "failed: %s", PR_SEV_ERROR, PR_AFTER, NULL},
+	{PR_STORE_COPY_REWRITE_FAILED, "rewriting copy %n of the metadata store (%f) from copy %N "
+	 "failed: %s", PR_SEV_ERROR, PR_AFTER, NULL},
 	/* pass 2: inodes */
 	{PR_INODE_BAD_RECORD, "inode %i: the record does not decode; %s", PR_SEV_ERROR, 0,
 	 "a new record of the type the inode's keys show (owned by root, private), or, with "
@@ -180,6 +191,8 @@ static const struct problem table[] = {
 	{PR_DISK_COUNT, "the store's disk count (key M fs) is %n, the superblocks say %N (a change "
 	 "to the disks was cut short); set it", PR_SEV_MINOR, PR_PREEN,
 	 "rewrite M fs with the superblocks' count"},
+	{PR_SUPER_WRITE_FAILED, "disk %d (%D): writing its superblock failed: %s", PR_SEV_ERROR,
+	 PR_AFTER, NULL},
 };
 
 #define NPROBLEMS (sizeof(table) / sizeof(table[0]))
@@ -334,6 +347,17 @@ void fsck_repaired(struct fsck *f, int rc)
 	f->fixed++;
 }
 
+void problem_repair_failed(struct fsck *f, enum fsck_code code, const struct problem_ctx *pc)
+{
+	const struct problem *p = problem_find(code);
+	char msg[4096];
+	if (p)
+		expand(f, p->message, pc, msg, sizeof(msg));
+	else
+		snprintf(msg, sizeof(msg), "(no row in the problem table: a bug of fsck.lsmfs)");
+	printf("    LSMFS-%04X %s\n", (unsigned)code, msg);
+}
+
 static const char *severity_name(enum problem_severity s)
 {
 	switch (s) {
@@ -359,9 +383,15 @@ int problem_list(FILE *out)
 				(unsigned)p->code);
 			rc = -EUCLEAN;
 		}
+		if ((p->flags & PR_AFTER) && (p->repair || (p->flags & ~PR_AFTER))) {
+			fprintf(stderr, "fsck.lsmfs: problem table: LSMFS-%04X: a repair failure with a "
+				"repair or other flags\n", (unsigned)p->code);
+			rc = -EUCLEAN;
+		}
 		fprintf(out, "LSMFS-%04X  pass %u  %s  %s\n    ", (unsigned)p->code,
 			(unsigned)p->code >> 8, severity_name(p->severity),
-			!p->repair ? "no repair" : (p->flags & PR_PREEN) ? "-p repairs" : "-y repairs");
+			(p->flags & PR_AFTER) ? "repair failure"
+			: !p->repair ? "no repair" : (p->flags & PR_PREEN) ? "-p repairs" : "-y repairs");
 		for (const char *m = p->message; *m; m++)
 			fputs(*m == '\n' ? "\n    " : (char[]){*m, 0}, out);
 		fprintf(out, "\n    repair: %s\n", p->repair ? p->repair : "none");

@@ -30,6 +30,9 @@ enum fsck_code {
 	PR_STORE_COPY_STALE = 0x0107,    /* a copy marked behind the others */
 	PR_STORE_COPY_MISSING = 0x0108,  /* a copy gone from its disk */
 	PR_STORE_COPY_BEHIND = 0x0109,   /* a whole copy lacking writes another has */
+	PR_STORE_COPY_PLACE_GONE = 0x010a, /* a copy's --meta directory not there */
+	PR_STORE_COPY_MAKE_FAILED = 0x010b,    /* repair failures (PR_AFTER) */
+	PR_STORE_COPY_REWRITE_FAILED = 0x010c,
 	PR_INODE_BAD_RECORD = 0x0201,    /* pass 2: inodes */
 	PR_INODE_BAD_TYPE = 0x0202,
 	PR_INODE_ABOVE_COUNTER = 0x0203,
@@ -73,6 +76,7 @@ enum fsck_code {
 	PR_DISK_RECORD_GONE = 0x0510,    /* pass 5: disks added and removed */
 	PR_SUPER_STALE = 0x0511,
 	PR_DISK_COUNT = 0x0512,
+	PR_SUPER_WRITE_FAILED = 0x0513,  /* a repair failure (PR_AFTER) */
 };
 
 enum problem_severity {
@@ -108,6 +112,10 @@ struct problem_ctx {
 enum problem_flag {
 	/* -p repairs it: loses nothing, needs no judgement. */
 	PR_PREEN = 1u << 0,
+	/* Not a problem of its own: why the repair of the problem reported
+	 * just before failed (problem_repair_failed), as e2fsck's error rows
+	 * (PR_1_RELOC_WRITE_ERR).  Never a repair, never counted again. */
+	PR_AFTER = 1u << 1,
 };
 
 /* One row of the table. */
@@ -132,6 +140,12 @@ bool problem_fix(struct fsck *f, enum fsck_code code, const struct problem_ctx *
 
 /* The repair of the last problem: rc 0 done, else why not (printed). */
 void fsck_repaired(struct fsck *f, int rc);
+
+/* The repair of the last problem failed, and code, a PR_AFTER row whose
+ * message names the step and why, says so: printed indented under the
+ * problem, with no question.  The problem stays uncorrected, as with
+ * fsck_repaired(f, rc) for rc nonzero, which it replaces. */
+void problem_repair_failed(struct fsck *f, enum fsck_code code, const struct problem_ctx *pc);
 
 /* Print the whole table, one problem per paragraph (fsck.lsmfs
  * --list-problems).  Returns 0, or -EUCLEAN (with a line on stderr) when
