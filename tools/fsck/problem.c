@@ -89,7 +89,7 @@ static const struct problem table[] = {
 	 "/lost+found)"},
 	{PR_CHUNK_PAST_EOF,
 	 "inode %i: chunk %c lies past the file's size %n (never read); remove it", PR_SEV_MINOR,
-	 PR_PREEN, "remove the chunk file, then its record"},
+	 PR_PREEN | PR_LATCH, "remove the chunk file, then its record"},
 	{PR_SYMLINK_TARGET, "inode %i: symlink of size %n with a %z-byte target; %s",
 	 PR_SEV_ERROR, 0, "set the size to the target's, or clear a symlink with no target"},
 	{PR_DATA_ON_NONFILE, "inode %i (%T) has %s", PR_SEV_MINOR, 0,
@@ -98,43 +98,43 @@ static const struct problem table[] = {
 	 "set the flag"},
 	{PR_KEY_NO_INODE,
 	 "inode %i: data, chunk, xattr or orphan keys without an inode record; %s", PR_SEV_ERROR,
-	 0,
+	 PR_LATCH,
 	 "a new record of the type the keys show (owned by root, private), or the keys removed"},
-	{PR_ORPHAN_LINKED, "inode %i is on the orphan list but has %n links", PR_SEV_MINOR, PR_PREEN,
-	 "remove the orphan mark"},
+	{PR_ORPHAN_LINKED, "inode %i is on the orphan list but has %n links", PR_SEV_MINOR,
+	 PR_PREEN | PR_LATCH, "remove the orphan mark"},
 	{PR_ORPHAN_PENDING, "inode %i (%T) is an orphan a crash left behind; reclaim it",
-	 PR_SEV_MINOR, PR_PREEN, "remove the inode and its data, as the daemon's mount would"},
-	{PR_BAD_KEY, "store key %s (%n-byte value) does not parse", PR_SEV_ERROR, 0, NULL},
+	 PR_SEV_MINOR, PR_PREEN | PR_LATCH, "remove the inode and its data, as the daemon's mount would"},
+	{PR_BAD_KEY, "store key %s (%n-byte value) does not parse", PR_SEV_ERROR, PR_LATCH, NULL},
 	/* pass 3: directories */
 	{PR_ROOT_MISSING, "the root directory (inode 1) is %s; make a new one", PR_SEV_ERROR, PR_PREEN,
 	 "a new empty root record (its entries are keys of their own and come back with it)"},
-	{PR_ENTRY_DANGLING, "entry %p -> inode %i: no such inode%s", PR_SEV_ERROR, 0,
+	{PR_ENTRY_DANGLING, "entry %p -> inode %i: no such inode%s", PR_SEV_ERROR, PR_LATCH,
 	 "remove the entry; or, when entries name the inode as their directory, make it a "
 	 "directory again"},
 	{PR_ENTRY_IN_NONDIR,
 	 "entry '%s' -> inode %i belongs to inode %n, which is not a directory", PR_SEV_ERROR,
-	 0, NULL},
+	 PR_LATCH, NULL},
 	{PR_ENTRY_BAD_HASH, "entry '%s' in directory %n is stored under the wrong hash",
-	 PR_SEV_ERROR, PR_PREEN, "move the entry to its own hash's key"},
-	{PR_ENTRY_BAD_TYPE, "entry %p says type %n, inode %i is a %T", PR_SEV_MINOR, PR_PREEN,
+	 PR_SEV_ERROR, PR_PREEN | PR_LATCH, "move the entry to its own hash's key"},
+	{PR_ENTRY_BAD_TYPE, "entry %p says type %n, inode %i is a %T", PR_SEV_MINOR, PR_PREEN | PR_LATCH,
 	 "rewrite the entry with the inode's type"},
 	{PR_DIR_MULTIPLY_LINKED, "directory inode %i has a second entry %p", PR_SEV_ERROR, 0,
 	 "remove the entry that is not in the directory the record calls its parent"},
 	{PR_DIR_BAD_PARENT, "directory inode %i records parent %n but is named in directory %N",
 	 PR_SEV_MINOR, PR_PREEN, "set the record's parent to the directory naming it"},
 	{PR_INODE_UNATTACHED, "inode %i (%T, %n bytes) is not reachable from the root",
-	 PR_SEV_ERROR, 0, "name it /lost+found/#ino (its subtree comes with a directory)"},
+	 PR_SEV_ERROR, PR_LATCH, "name it /lost+found/#ino (its subtree comes with a directory)"},
 	{PR_LOST_FOUND_MISSING, "/lost+found (inode 2) is %s; make it again", PR_SEV_MINOR, PR_PREEN,
 	 "a new /lost+found, or the old one named again from the root"},
 	/* pass 4: link counts */
-	{PR_NLINK, "inode %i (%T): link count %n, counted %N", PR_SEV_ERROR, PR_PREEN,
+	{PR_NLINK, "inode %i (%T): link count %n, counted %N", PR_SEV_ERROR, PR_PREEN | PR_LATCH,
 	 "set the link count to the entries counted (directories: 2 + subdirectories)"},
 	/* pass 5: sections, disks, chunk files */
 	{PR_SECTION_UNMAPPED, "section %S has no disk in the section map; map it to disk %d (%D)",
-	 PR_SEV_ERROR, PR_PREEN,
+	 PR_SEV_ERROR, PR_PREEN | PR_LATCH,
 	 "map it to the one disk holding its directory (mkfs's s mod disks when none or several)"},
 	{PR_SECTION_BAD_DISK, "section %S maps to disk %n of %N; map it to disk %d (%D)",
-	 PR_SEV_ERROR, PR_PREEN,
+	 PR_SEV_ERROR, PR_PREEN | PR_LATCH,
 	 "map it to the one disk holding its directory (mkfs's s mod disks when none or several)"},
 	{PR_DISK_RECORD, "disk %d (%D): the store's disk record %s (its UUID is %U); rewrite it",
 	 PR_SEV_MINOR, PR_PREEN, "write the disk record from the superblocks and the path given now"},
@@ -143,17 +143,17 @@ static const struct problem table[] = {
 	 * hole the schema allows. */
 	{PR_CHUNK_MISSING,
 	 "inode %i (%p) chunk %c: %f is missing: the %n bytes its record holds durable are lost "
-	 "(reads fail with EIO)", PR_SEV_ERROR, 0,
+	 "(reads fail with EIO)", PR_SEV_ERROR, PR_LATCH,
 	 "remove the chunk record (the lost bytes read as a hole)"},
-	{PR_CHUNK_TOO_LONG, "%f: %n bytes, longer than a chunk (%N)", PR_SEV_MINOR, PR_PREEN,
-	 "cut the file to the chunk size (bytes past it are never read)"},
-	{PR_CHUNK_MISPLACED, "disk %d: %f belongs in section %S on disk %n", PR_SEV_ERROR, PR_PREEN,
-	 "move the file to its section's directory (a durable copy across disks)"},
+	{PR_CHUNK_TOO_LONG, "%f: %n bytes, longer than a chunk (%N)", PR_SEV_MINOR,
+	 PR_PREEN | PR_LATCH, "cut the file to the chunk size (bytes past it are never read)"},
+	{PR_CHUNK_MISPLACED, "disk %d: %f belongs in section %S on disk %n", PR_SEV_ERROR,
+	 PR_PREEN | PR_LATCH, "move the file to its section's directory (a durable copy across disks)"},
 	{PR_CHUNK_OWNERLESS, "disk %d: %f: chunk %c of inode %i has no chunk record; %s",
-	 PR_SEV_ERROR, 0,
+	 PR_SEV_ERROR, PR_LATCH,
 	 "give it back its record when its file reaches it, else make it /lost+found/#ino.chunk"},
 	{PR_CHUNK_UNREADABLE, "%f: %m", PR_SEV_ERROR, 0, NULL},
-	{PR_STRAY_FILE, "disk %d: %f is not a %s; move it to /lost+found/#%t", PR_SEV_MINOR, 0,
+	{PR_STRAY_FILE, "disk %d: %f is not a %s; move it to /lost+found/#%t", PR_SEV_MINOR, PR_LATCH,
 	 "make it a file in /lost+found (one chunk's worth at most; an empty one is removed)"},
 	{PR_SUPER_DAMAGED,
 	 "disk %d: superblock damaged (%s); rebuild it from the other disks' copies",
@@ -174,7 +174,7 @@ static const struct problem table[] = {
 	 PR_SEV_MINOR, 0, NULL},
 	{PR_CHUNK_SHORT,
 	 "inode %i (%p) chunk %c: %f holds %n bytes, its record says fsync made %N durable: "
-	 "the bytes from %n on are lost (reads fail with EIO)", PR_SEV_ERROR, 0,
+	 "the bytes from %n on are lost (reads fail with EIO)", PR_SEV_ERROR, PR_LATCH,
 	 "set the record's length to what the file holds (the lost bytes read as a hole)"},
 
 	{PR_CHUNK_READ_ERROR,
@@ -283,12 +283,18 @@ static void expand(const struct fsck *f, const char *msg, const struct problem_c
 	}
 }
 
-static bool ask(struct fsck *f)
+/* Ask on the terminal; latch: the answer holds for every later problem of
+ * its kind in this pass (e2fsck's latch question). */
+static bool ask(struct fsck *f, const struct problem_latch *latch)
 {
 	if (f->yes_all)
 		return true;
 	for (;;) {
-		printf("Fix<y>? ");
+		if (latch)
+			printf("Fix this and every later LSMFS-%04X of this pass<y>? ",
+			       (unsigned)latch->code);
+		else
+			printf("Fix<y>? ");
 		fflush(stdout);
 		char line[64];
 		if (!fgets(line, sizeof(line), stdin))
@@ -305,6 +311,22 @@ static bool ask(struct fsck *f)
 	}
 }
 
+/* The latch of row p's kind this pass, taking a free slot at its first
+ * problem; NULL for a row without PR_LATCH. */
+static struct problem_latch *latch_of(struct fsck *f, const struct problem *p)
+{
+	if (!p || !(p->flags & PR_LATCH))
+		return NULL;
+	for (size_t i = 0; i < PROBLEM_LATCHES; i++) {
+		struct problem_latch *l = &f->latches[i];
+		if (!l->code)
+			l->code = p->code;
+		if (l->code == p->code)
+			return l;
+	}
+	return NULL; /* more latched rows than slots: problem_list rules it out */
+}
+
 bool problem_fix(struct fsck *f, enum fsck_code code, const struct problem_ctx *pc)
 {
 	const struct problem *p = problem_find(code);
@@ -315,7 +337,11 @@ bool problem_fix(struct fsck *f, enum fsck_code code, const struct problem_ctx *
 		snprintf(msg, sizeof(msg), "(no row in the problem table: a bug of fsck.lsmfs)");
 	f->problems++;
 	f->left++;
-	printf("LSMFS-%04X %s.  ", (unsigned)code, msg);
+	struct problem_latch *l = latch_of(f, p);
+	bool show = !l || f->verbose || l->seen < PROBLEM_LATCH_SHOW;
+	if (l)
+		l->seen++;
+	f->hidden_last = show ? NULL : l;
 	const char *answer;
 	bool fix = false;
 	if (f->mode == FSCK_MODE_NO) {
@@ -328,27 +354,62 @@ bool problem_fix(struct fsck *f, enum fsck_code code, const struct problem_ctx *
 	} else if (f->mode == FSCK_MODE_PREEN) {
 		fix = p->flags & PR_PREEN;
 		answer = fix ? "yes" : "no (not safe without asking: run fsck.lsmfs -y)";
+	} else if (l && l->answer) {
+		fix = l->answer > 0; /* asked at the first of its kind */
+		answer = fix ? "yes" : "no";
 	} else {
-		fix = ask(f);
+		/* The first of a latched kind is always shown (seen was 0). */
+		printf("LSMFS-%04X %s.  ", (unsigned)code, msg);
+		fix = ask(f, l);
+		if (l)
+			l->answer = fix ? 1 : -1;
 		printf("\n");
 		return fix;
 	}
-	printf("Fix? %s\n", answer);
+	if (show) {
+		printf("LSMFS-%04X %s.  Fix? %s\n", (unsigned)code, msg, answer);
+	} else {
+		l->hidden++;
+		l->said = answer;
+	}
 	return fix;
 }
 
 void fsck_repaired(struct fsck *f, int rc)
 {
 	if (rc) {
-		printf("    the repair failed: %s\n", strerror(-rc));
+		if (f->hidden_last)
+			f->hidden_last->failed++; /* said in its latch's count */
+		else
+			printf("    the repair failed: %s\n", strerror(-rc));
 		return;
 	}
 	f->left--;
 	f->fixed++;
 }
 
+void problem_pass_end(struct fsck *f)
+{
+	for (size_t i = 0; i < PROBLEM_LATCHES && f->latches[i].code; i++) {
+		const struct problem_latch *l = &f->latches[i];
+		if (!l->hidden)
+			continue;
+		printf("... and %u more problem%s of this kind (LSMFS-%04X).  Fix? %s", l->hidden,
+		       l->hidden == 1 ? "" : "s", (unsigned)l->code, l->said);
+		if (l->failed)
+			printf(" (%u of these repairs failed)", l->failed);
+		printf("\n");
+	}
+	memset(f->latches, 0, sizeof(f->latches));
+	f->hidden_last = NULL;
+}
+
 void problem_repair_failed(struct fsck *f, enum fsck_code code, const struct problem_ctx *pc)
 {
+	if (f->hidden_last) {
+		f->hidden_last->failed++; /* its problem was not printed either */
+		return;
+	}
 	const struct problem *p = problem_find(code);
 	char msg[4096];
 	if (p)
@@ -371,6 +432,7 @@ static const char *severity_name(enum problem_severity s)
 int problem_list(FILE *out)
 {
 	int rc = 0;
+	size_t latched = 0;
 	for (size_t i = 0; i < NPROBLEMS; i++) {
 		const struct problem *p = &table[i];
 		if (i && table[i - 1].code >= p->code) {
@@ -383,15 +445,21 @@ int problem_list(FILE *out)
 				(unsigned)p->code);
 			rc = -EUCLEAN;
 		}
+		if ((p->flags & PR_LATCH) && ++latched > PROBLEM_LATCHES) {
+			fprintf(stderr, "fsck.lsmfs: problem table: LSMFS-%04X: more latched rows than "
+				"PROBLEM_LATCHES\n", (unsigned)p->code);
+			rc = -EUCLEAN;
+		}
 		if ((p->flags & PR_AFTER) && (p->repair || (p->flags & ~PR_AFTER))) {
 			fprintf(stderr, "fsck.lsmfs: problem table: LSMFS-%04X: a repair failure with a "
 				"repair or other flags\n", (unsigned)p->code);
 			rc = -EUCLEAN;
 		}
-		fprintf(out, "LSMFS-%04X  pass %u  %s  %s\n    ", (unsigned)p->code,
+		fprintf(out, "LSMFS-%04X  pass %u  %s  %s%s\n    ", (unsigned)p->code,
 			(unsigned)p->code >> 8, severity_name(p->severity),
 			(p->flags & PR_AFTER) ? "repair failure"
-			: !p->repair ? "no repair" : (p->flags & PR_PREEN) ? "-p repairs" : "-y repairs");
+			: !p->repair ? "no repair" : (p->flags & PR_PREEN) ? "-p repairs" : "-y repairs",
+			(p->flags & PR_LATCH) ? "  latch" : "");
 		for (const char *m = p->message; *m; m++)
 			fputs(*m == '\n' ? "\n    " : (char[]){*m, 0}, out);
 		fprintf(out, "\n    repair: %s\n", p->repair ? p->repair : "none");

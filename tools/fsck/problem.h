@@ -7,8 +7,12 @@
  * repair it, and what the repair does.  The passes do not print findings:
  * they fill a struct problem_ctx with the facts the message names and call
  * problem_fix(), which prints the line, decides by the mode (-n, -y, -p or
- * asking) and the table whether to repair, and counts it.  A code keeps
- * its number and meaning for good; new problems take new numbers.
+ * asking) and the table whether to repair, and counts it.  Rows flagged
+ * PR_LATCH are kinds that come by the thousand: past the first few of a
+ * pass they are counted, not printed, and said in one line when the pass
+ * ends (problem_pass_end), as e2fsck's latches; rows flagged PR_AFTER say
+ * why a repair failed (problem_repair_failed).  A code keeps its number
+ * and meaning for good; new problems take new numbers.
  * No state beyond struct fsck; single-threaded, as fsck is.
  */
 #ifndef LSMFS_FSCK_PROBLEM_H
@@ -116,6 +120,31 @@ enum problem_flag {
 	 * just before failed (problem_repair_failed), as e2fsck's error rows
 	 * (PR_1_RELOC_WRITE_ERR).  Never a repair, never counted again. */
 	PR_AFTER = 1u << 1,
+	/* A latch, as e2fsck's PR_LATCH_* groups: a kind that can come by
+	 * the thousand (one per chunk file, inode, entry or section).  In a
+	 * pass, the first PROBLEM_LATCH_SHOW of the kind print in full and
+	 * the rest are counted, said in one line when the pass ends
+	 * (problem_pass_end); asking, the first is asked once for all of
+	 * them.  With -v every one prints.  The answers, repairs, counts
+	 * and exit code are those of each problem on its own. */
+	PR_LATCH = 1u << 2,
+};
+
+/* Problems of one latched kind printed in full in a pass. */
+#define PROBLEM_LATCH_SHOW 20
+/* Latched kinds one pass keeps count of: at least the rows with PR_LATCH
+ * (problem_list checks). */
+#define PROBLEM_LATCHES 24
+
+/* One latched kind in this pass (struct fsck latches[]); all zero when
+ * free, and again at each pass's end. */
+struct problem_latch {
+	enum fsck_code code;    /* the kind; 0: slot free */
+	unsigned seen;          /* its problems this pass */
+	unsigned hidden;        /* of those, not printed (past PROBLEM_LATCH_SHOW) */
+	unsigned failed;        /* of the hidden, repairs that failed */
+	int answer;             /* asking: 0 not asked yet, 1 yes, -1 no */
+	const char *said;       /* the answer the hidden ones got */
 };
 
 /* One row of the table. */
@@ -146,6 +175,11 @@ void fsck_repaired(struct fsck *f, int rc);
  * problem, with no question.  The problem stays uncorrected, as with
  * fsck_repaired(f, rc) for rc nonzero, which it replaces. */
 void problem_repair_failed(struct fsck *f, enum fsck_code code, const struct problem_ctx *pc);
+
+/* The end of a pass: for each latched kind with problems not printed,
+ * "... and N more problems of this kind (LSMFS-PPNN).  Fix? answer"
+ * (with the repairs of them that failed); then the latches start over. */
+void problem_pass_end(struct fsck *f);
 
 /* Print the whole table, one problem per paragraph (fsck.lsmfs
  * --list-problems).  Returns 0, or -EUCLEAN (with a line on stderr) when
