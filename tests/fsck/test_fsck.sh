@@ -13,7 +13,9 @@
 # repaired with every checksum unchanged.  --list-problems: every code once.
 # A disk missing: refused with a hint naming fsck's own --degraded, which
 # checks what is there (finding damage on the disk present) and writes
-# nothing.
+# nothing.  Store copies: a --meta directory not there is 010A, never
+# filled; a failed repair is said under its problem (010B).  Latches: a
+# hundred missing chunk files print 20 lines and a count.
 set -u
 B=$(cd "${1:?usage: test_fsck.sh BUILD_DIR}" && pwd)
 MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs EDIT=$B/tests/fsck/store_edit
@@ -561,6 +563,91 @@ done
 [[ $(grep -c "^LSMFS-" <<<"$list") == $(grep -c -E '= 0x0[0-9a-f]{3}' "$S/problem.h") ]] ||
 	fail "--list-problems: a row for a code problem.h does not have"
 grep -q "^LSMFS-050B  pass 5  fatal  -y repairs" <<<"$list" || fail "--list-problems: 050B's row: $list"
+
+# ---- store copies: a --meta directory not there, a copy not made again ----
+# A copy in a directory of its own that is not there (a mount point not
+# mounted, say) is LSMFS-010A, never filled, with -y too; a copy on a
+# disk that cannot be made again (a file in its place) is 0108 repaired,
+# the failure said under it (010B), and the problem left uncorrected.
+Q=$T/mc
+rm -rf "$Q"; mkdir -p "$Q/d1" "$Q/d2" "$Q/m1" "$Q/m2"
+"$MKFS" -q --meta "$Q/m1,$Q/m2" "$Q/d1" "$Q/d2" || fail "store copies: mkfs --meta"
+mv "$Q/m2" "$Q/m2.away"
+out=$("$FSCK" -n "$Q/d1:$Q/d2" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "^LSMFS-010A copy 1 .*$Q/m2 (--meta) is not there" <<<"$out" &&
+	! grep -q "LSMFS-0108" <<<"$out" || fail "a --meta copy not there: fsck -n exit $rc: $out"
+out=$("$FSCK" -y "$Q/d1:$Q/d2" 2>&1); rc=$?
+[[ $rc == 4 && ! -e $Q/m2 ]] && grep -q "^LSMFS-010A copy 1 " <<<"$out" ||
+	fail "a --meta copy not there: fsck -y exit $rc, $Q/m2 $([[ -e $Q/m2 ]] || echo not) made: $out"
+mv "$Q/m2.away" "$Q/m2"
+out=$("$FSCK" -n "$Q/d1:$Q/d2" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "a --meta copy back: fsck -n exit $rc: $out"
+rm -rf "$T/c"; cp -a "$T/p" "$T/c"
+rm -rf "$T/c/d2/$META" && echo x > "$T/c/d2/$META"
+out=$("$FSCK" -y "$T/c/d1:$T/c/d2" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -A1 "^LSMFS-0108 copy 1 .*Fix? yes" <<<"$out" |
+	grep -q "^    LSMFS-010B making copy 1 of the metadata store .* failed: .*: Not a directory" ||
+	fail "a copy that cannot be made again: fsck -y exit $rc: $out"
+grep -q ", 1 problem left uncorrected" <<<"$out" || fail "a copy that cannot be made again: not 1 problem left: $out"
+rm "$T/c/d2/$META"
+out=$("$FSCK" -y "$T/c/d1:$T/c/d2" 2>&1); rc=$?
+[[ $rc == 1 ]] || fail "a copy that cannot be made again, its place cleared: fsck -y exit $rc: $out"
+out=$("$FSCK" -n "$T/c/d1:$T/c/d2" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "a copy made again after a failure: fsck -n exit $rc: $out"
+echo "test_fsck: store copies: a --meta directory not there (010A) left alone; a failed repair said (010B)"
+
+# ---- latches: a hundred chunk files of one file gone ----
+# LSMFS-0504 is a latch (PR_LATCH): in a pass the first 20 print in full,
+# the other 80 in one count at its end, with the answer they all got; the
+# counts and exit codes are each problem's.  -v prints all 100; asking
+# (a terminal, through script(1)), one question for the hundred.
+L=$T/latch
+rm -rf "$L"; mkdir -p "$L/d1" "$L/d2"
+if "$MKFS" -q --chunk-size 4096 --inline-max 1024 "$L/d1" "$L/d2" && "$LSMFS" "$L/d1:$L/d2" "$M"; then
+	head -c $((100 * 4096)) /dev/urandom > "$M/many"
+	ino=$(stat -c %i "$M/many")
+	umount_gone "$L"
+	find "$L"/d?/.lsmfs/sections -name "$ino.*" -delete
+	cp -a "$L" "$L.orig"
+	before=$(hash_disks "$L")
+	out=$("$FSCK" -n "$L/d1:$L/d2" 2>&1); rc=$?
+	[[ $rc == 4 && $(grep -c "^LSMFS-0504 inode $ino (/many) chunk " <<<"$out") == 20 ]] &&
+		grep -q "^\.\.\. and 80 more problems of this kind (LSMFS-0504)\.  Fix? no\$" <<<"$out" &&
+		grep -q ": 1 files, 2 directories, 100 problems left uncorrected" <<<"$out" ||
+		fail "latch: fsck -n exit $rc, want 4, 20 lines of LSMFS-0504 and a count of 80 more: $out"
+	[[ $before == "$(hash_disks "$L")" ]] || fail "latch: fsck -n changed the disks"
+	out=$("$FSCK" -n -v "$L/d1:$L/d2" 2>&1); rc=$?
+	[[ $rc == 4 && $(grep -c "^LSMFS-0504 " <<<"$out") == 100 ]] && ! grep -q "more problems" <<<"$out" ||
+		fail "latch: fsck -n -v exit $rc, want 4 and all 100 LSMFS-0504: $(head -c 600 <<<"$out")"
+	out=$("$FSCK" -p "$L/d1:$L/d2" 2>&1); rc=$?
+	[[ $rc == 4 && $(grep -c "^LSMFS-0504 " <<<"$out") == 20 ]] &&
+		grep -q "^\.\.\. and 80 more problems of this kind (LSMFS-0504)\.  Fix? no (not safe" <<<"$out" ||
+		fail "latch: fsck -p exit $rc, want 4, 20 lines and the count: $out"
+	out=$("$FSCK" -y "$L/d1:$L/d2" 2>&1); rc=$?
+	[[ $rc == 1 && $(grep -c "^LSMFS-0504 .*Fix? yes\$" <<<"$out") == 20 ]] &&
+		grep -q "^\.\.\. and 80 more problems of this kind (LSMFS-0504)\.  Fix? yes\$" <<<"$out" &&
+		grep -q ": 1 files, 2 directories, 100 problems\$" <<<"$out" ||
+		fail "latch: fsck -y exit $rc, want 1 and every one repaired: $out"
+	out=$("$FSCK" -n "$L/d1:$L/d2" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "latch: after fsck -y, fsck -n exit $rc: $out"
+	if command -v script >/dev/null; then
+		rm -rf "$L"; cp -a "$L.orig" "$L"
+		out=$(set -o pipefail; (sleep 1; printf 'y\n'; sleep 5) |
+			timeout 60 script -qec "$FSCK $L/d1:$L/d2" /dev/null | tr -d '\r'); rc=$?
+		[[ $rc == 1 && $(grep -c "<y>?" <<<"$out") == 1 ]] &&
+			grep -q "^LSMFS-0504 .*Fix this and every later LSMFS-0504 of this pass<y>? " <<<"$out" &&
+			grep -q "^\.\.\. and 80 more problems of this kind (LSMFS-0504)\.  Fix? yes\$" <<<"$out" ||
+			fail "latch: asking on a terminal, exit $rc, want 1 and one question: $out"
+		out=$("$FSCK" -n "$L/d1:$L/d2" 2>&1); rc=$?
+		[[ $rc == 0 ]] || fail "latch: after one yes on a terminal, fsck -n exit $rc: $out"
+	else
+		echo "test_fsck: latch: no script(1) here: the question on a terminal is not tried" >&2
+	fi
+	echo "test_fsck: latch: 100 chunk files gone, 20 printed and a count (-n, -p, -y), all with -v, one question"
+	rm -rf "$L" "$L.orig"
+else
+	fail "latch: mkfs or mount"
+fi
 
 # ---- a daemon closing after its unmount ----
 # "umount; fsck -n" must not read the store while the daemon still writes

@@ -27,7 +27,8 @@ static void usage(FILE *out)
 		"  -p     repair what is safe without asking (preen)\n"
 		"  -a     the same as -p (fsck -a passes it)\n"
 		"  -f     accepted as e2fsck takes it: every run checks everything\n"
-		"  -v     verbose: a summary of files, directories, bytes and chunks per disk\n"
+		"  -v     verbose: a summary of files, directories, bytes and chunks per disk,\n"
+		"         and every problem in full (not only the first %d of a kind in a pass)\n"
 		"  -C FD  progress lines \"pass current max device\" on file descriptor FD\n"
 		"  --scrub  also read every chunk file whole from its disk (as e2fsck -c):\n"
 		"         read errors name the file's path and offset (LSMFS-050F)\n"
@@ -43,6 +44,8 @@ static void usage(FILE *out)
 		"Without -n, -y or -p it asks per problem on a terminal, and acts as -n\n"
 		"otherwise.  Passes: 1 store, 2 inodes, 3 directories, 4 link counts,\n"
 		"5 data and disks.  Every problem prints with a stable code: LSMFS-PPNN.\n"
+		"Of a kind that can come by the thousand (missing chunks, link counts...),\n"
+		"the first %d of a pass print, then a count; asking, one question for all.\n"
 		"Exit status (as e2fsck): 0 no errors, 1 errors corrected, 4 errors left\n"
 		"uncorrected, 8 operational error, 16 usage error, 32 cancelled.\n"
 		"Repairs (-y; -p makes those that need no judgement): salvage of damaged\n"
@@ -53,7 +56,7 @@ static void usage(FILE *out)
 		"superblock that is a copy of another disk's.\n"
 		"--list-problems prints every problem: code, pass, severity, whether -p\n"
 		"repairs it, message and repair.\n",
-		prog, prog);
+		prog, prog, PROBLEM_LATCH_SHOW, PROBLEM_LATCH_SHOW);
 }
 
 void fsck_progress(struct fsck *f, int pass, uint64_t cur, uint64_t max)
@@ -237,6 +240,7 @@ int main(int argc, char **argv)
 	}
 	if (rc == 0 || rc == -EUCLEAN)
 		rc = fsck_load(&f);
+	problem_pass_end(&f);
 	if (rc) {
 		/* Without the whole store there is no model to check: passes 2-5
 		 * would report what is merely unread.  The damage is reported
@@ -263,21 +267,25 @@ int main(int argc, char **argv)
 		printf("Pass 2: Checking inodes, sizes and data keys\n");
 		fflush(stdout);
 		fsck_pass2_inodes(&f);
+		problem_pass_end(&f);
 	}
 	if (!fsck_cancelled(&f)) {
 		printf("Pass 3: Checking directory structure\n");
 		fflush(stdout);
 		fsck_pass3_dirs(&f);
+		problem_pass_end(&f);
 	}
 	if (!fsck_cancelled(&f)) {
 		printf("Pass 4: Checking link counts\n");
 		fflush(stdout);
 		fsck_pass4_links(&f);
+		problem_pass_end(&f);
 	}
 	if (!fsck_cancelled(&f)) {
 		printf("Pass 5: Checking chunks, sections and disks\n");
 		fflush(stdout);
 		fsck_pass5_data(&f);
+		problem_pass_end(&f);
 		if (f.lost_chunks)
 			printf("%s: %" PRIu64 " chunk%s of %" PRIu64 " file%s marked lost (a disk "
 			       "removed with --lost, or gone since a restored backup) read%s as EIO "

@@ -98,6 +98,11 @@ struct fsck {
 	struct fsck_ino_ref *by_ino; /* entries by child inode, built on demand */
 	struct fsck_chunk *chunks;
 	size_t nchunks, capchunks;
+	/* latches (problem.h PR_LATCH): this pass's latched kinds, and the
+	 * latch of the last problem when it was not printed (the failure
+	 * of its repair is counted there), else NULL */
+	struct problem_latch latches[PROBLEM_LATCHES];
+	struct problem_latch *hidden_last;
 	/* results */
 	unsigned problems, fixed, left;
 	uint64_t files, dirs, others, bytes;

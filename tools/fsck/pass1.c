@@ -174,30 +174,28 @@ static int check_copies(struct fsck *f, bool *done)
 				/* One marked stale is a copy whose filling a crash cut
 				 * short (its directory not made yet): stale, as the
 				 * others of its kind. */
-				enum fsck_code mc = (ds->sb.meta[c].flags & LSMFS_META_STALE)
+				/* A directory of its own (--meta) may be a mount
+				 * point not mounted, or hold another's files: never
+				 * filled (0108 and 0107 would offer to). */
+				enum fsck_code mc = ds->sb.meta[c].disk == LSMFS_META_ON_DIR
+							    ? PR_STORE_COPY_PLACE_GONE
+						    : (ds->sb.meta[c].flags & LSMFS_META_STALE)
 							    ? PR_STORE_COPY_STALE : PR_STORE_COPY_MISSING;
 				if (!ds->meta_paths[c][0] || !problem_fix(f, mc, &pc))
 					continue;
-				if (ds->sb.meta[c].disk == LSMFS_META_ON_DIR) {
-					/* A directory of its own may be a mount point not
-					 * mounted, or hold another's files: never filled. */
-					fprintf(stderr, "fsck.lsmfs: %s is not there, or not this "
-						"filesystem's (not mounted?): copy %u is not made again "
-						"there\n", ds->meta_paths[c], c);
-					fsck_repaired(f, -ENOENT);
-					continue;
-				}
 				char err[PATH_MAX + 200] = "";
 				int r = mkdir(ds->meta_paths[c], 0700) == 0 || errno == EEXIST ? 0 : -errno;
 				if (r)
 					snprintf(err, sizeof(err), "%s: %s", ds->meta_paths[c], strerror(-r));
 				else
 					r = copies_rewrite_offline(ds, ref, c, err, sizeof(err));
-				if (r)
-					fprintf(stderr, "fsck.lsmfs: making copy %u again: %s\n", c, err);
-				else
+				if (r) {
+					pc.str = err;
+					problem_repair_failed(f, PR_STORE_COPY_MAKE_FAILED, &pc);
+				} else {
 					ds->meta_absent &= ~(1u << c);
-				fsck_repaired(f, r);
+					fsck_repaired(f, 0);
+				}
 				continue;
 			}
 			enum fsck_code code = (ds->sb.meta[c].flags & LSMFS_META_STALE) ? PR_STORE_COPY_STALE
@@ -213,11 +211,14 @@ static int check_copies(struct fsck *f, bool *done)
 					 "up to %" PRIu64, seq[c], ref, seq[ref]);
 			if (!code || !problem_fix(f, code, &pc))
 				continue;
-			char err[PATH_MAX + 200];
+			char err[PATH_MAX + 200] = "";
 			int r = copies_rewrite_offline(ds, ref, c, err, sizeof(err));
-			if (r)
-				fprintf(stderr, "fsck.lsmfs: rewriting copy %u: %s\n", c, err);
-			fsck_repaired(f, r);
+			if (r) {
+				pc.str = err;
+				problem_repair_failed(f, PR_STORE_COPY_REWRITE_FAILED, &pc);
+			} else {
+				fsck_repaired(f, 0);
+			}
 		}
 		if (f->verbose && lines[ref].buf)
 			fputs(lines[ref].buf, stdout);

@@ -7,8 +7,12 @@
  * repair it, and what the repair does.  The passes do not print findings:
  * they fill a struct problem_ctx with the facts the message names and call
  * problem_fix(), which prints the line, decides by the mode (-n, -y, -p or
- * asking) and the table whether to repair, and counts it.  A code keeps
- * its number and meaning for good; new problems take new numbers.
+ * asking) and the table whether to repair, and counts it.  Rows flagged
+ * PR_LATCH are kinds that come by the thousand: past the first few of a
+ * pass they are counted, not printed, and said in one line when the pass
+ * ends (problem_pass_end), as e2fsck's latches; rows flagged PR_AFTER say
+ * why a repair failed (problem_repair_failed).  A code keeps its number
+ * and meaning for good; new problems take new numbers.
  * No state beyond struct fsck; single-threaded, as fsck is.
  */
 #ifndef LSMFS_FSCK_PROBLEM_H
@@ -30,6 +34,9 @@ enum fsck_code {
 	PR_STORE_COPY_STALE = 0x0107,    /* a copy marked behind the others */
 	PR_STORE_COPY_MISSING = 0x0108,  /* a copy gone from its disk */
 	PR_STORE_COPY_BEHIND = 0x0109,   /* a whole copy lacking writes another has */
+	PR_STORE_COPY_PLACE_GONE = 0x010a, /* a copy's --meta directory not there */
+	PR_STORE_COPY_MAKE_FAILED = 0x010b,    /* repair failures (PR_AFTER) */
+	PR_STORE_COPY_REWRITE_FAILED = 0x010c,
 	PR_INODE_BAD_RECORD = 0x0201,    /* pass 2: inodes */
 	PR_INODE_BAD_TYPE = 0x0202,
 	PR_INODE_ABOVE_COUNTER = 0x0203,
@@ -73,6 +80,7 @@ enum fsck_code {
 	PR_DISK_RECORD_GONE = 0x0510,    /* pass 5: disks added and removed */
 	PR_SUPER_STALE = 0x0511,
 	PR_DISK_COUNT = 0x0512,
+	PR_SUPER_WRITE_FAILED = 0x0513,  /* a repair failure (PR_AFTER) */
 };
 
 enum problem_severity {
@@ -104,12 +112,47 @@ struct problem_ctx {
 	const char *str, *str2, *file, *path;
 };
 
+/* A row's flags, as e2fsck's PR_PREEN_OK and its kin. */
+enum problem_flag {
+	/* -p repairs it: loses nothing, needs no judgement. */
+	PR_PREEN = 1u << 0,
+	/* Not a problem of its own: why the repair of the problem reported
+	 * just before failed (problem_repair_failed), as e2fsck's error rows
+	 * (PR_1_RELOC_WRITE_ERR).  Never a repair, never counted again. */
+	PR_AFTER = 1u << 1,
+	/* A latch, as e2fsck's PR_LATCH_* groups: a kind that can come by
+	 * the thousand (one per chunk file, inode, entry or section).  In a
+	 * pass, the first PROBLEM_LATCH_SHOW of the kind print in full and
+	 * the rest are counted, said in one line when the pass ends
+	 * (problem_pass_end); asking, the first is asked once for all of
+	 * them.  With -v every one prints.  The answers, repairs, counts
+	 * and exit code are those of each problem on its own. */
+	PR_LATCH = 1u << 2,
+};
+
+/* Problems of one latched kind printed in full in a pass. */
+#define PROBLEM_LATCH_SHOW 20
+/* Latched kinds one pass keeps count of: at least the rows with PR_LATCH
+ * (problem_list checks). */
+#define PROBLEM_LATCHES 24
+
+/* One latched kind in this pass (struct fsck latches[]); all zero when
+ * free, and again at each pass's end. */
+struct problem_latch {
+	enum fsck_code code;    /* the kind; 0: slot free */
+	unsigned seen;          /* its problems this pass */
+	unsigned hidden;        /* of those, not printed (past PROBLEM_LATCH_SHOW) */
+	unsigned failed;        /* of the hidden, repairs that failed */
+	int answer;             /* asking: 0 not asked yet, 1 yes, -1 no */
+	const char *said;       /* the answer the hidden ones got */
+};
+
 /* One row of the table. */
 struct problem {
 	enum fsck_code code;
 	const char *message;   /* %-fields above */
 	enum problem_severity severity;
-	bool preen;            /* -p repairs it: loses nothing, needs no judgement */
+	unsigned flags;        /* enum problem_flag */
 	const char *repair;    /* what "yes" does; NULL: fsck.lsmfs cannot repair it */
 };
 
@@ -126,6 +169,17 @@ bool problem_fix(struct fsck *f, enum fsck_code code, const struct problem_ctx *
 
 /* The repair of the last problem: rc 0 done, else why not (printed). */
 void fsck_repaired(struct fsck *f, int rc);
+
+/* The repair of the last problem failed, and code, a PR_AFTER row whose
+ * message names the step and why, says so: printed indented under the
+ * problem, with no question.  The problem stays uncorrected, as with
+ * fsck_repaired(f, rc) for rc nonzero, which it replaces. */
+void problem_repair_failed(struct fsck *f, enum fsck_code code, const struct problem_ctx *pc);
+
+/* The end of a pass: for each latched kind with problems not printed,
+ * "... and N more problems of this kind (LSMFS-PPNN).  Fix? answer"
+ * (with the repairs of them that failed); then the latches start over. */
+void problem_pass_end(struct fsck *f);
 
 /* Print the whole table, one problem per paragraph (fsck.lsmfs
  * --list-problems).  Returns 0, or -EUCLEAN (with a line on stderr) when

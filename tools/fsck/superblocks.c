@@ -219,6 +219,16 @@ int fsck_identify_disks(struct fsck *f)
 	return 0;
 }
 
+/* The repair of disk d's superblock: done (rc 0), or failed for why. */
+static void super_written(struct fsck *f, uint32_t d, int rc, const char *why)
+{
+	if (rc)
+		problem_repair_failed(f, PR_SUPER_WRITE_FAILED,
+				      &(struct problem_ctx){.disk = d, .str = why});
+	else
+		fsck_repaired(f, 0);
+}
+
 /* A disk whose superblock is damaged (the disk set was opened tolerantly
  * and told which disk it is): written again from the others' copies. */
 static void check_damaged(struct fsck *f, uint32_t d)
@@ -233,11 +243,9 @@ static void check_damaged(struct fsck *f, uint32_t d)
 		return;
 	diskset_super_of(f->ds, d, &sb);
 	rc = super_write(f->ds->paths[d], &sb, why, sizeof(why));
-	if (rc)
-		printf("    %s\n", why);
-	else
+	if (!rc)
 		f->ds->super_damaged &= ~(1ull << d);
-	fsck_repaired(f, rc);
+	super_written(f, d, rc, why);
 }
 
 /* A superblock a cut-short change to the disk set left behind. */
@@ -249,7 +257,7 @@ static void check_stale(struct fsck *f, uint32_t d)
 	if (!problem_fix(f, PR_SUPER_STALE, &(struct problem_ctx){.disk = d, .num = gen,
 								    .num2 = f->ds->sb.generation}))
 		return;
-	fsck_repaired(f, diskset_write_supers(f->ds, 1ull << d, why, sizeof(why)));
+	super_written(f, d, diskset_write_supers(f->ds, 1ull << d, why, sizeof(why)), why);
 }
 
 void fsck_check_superblocks(struct fsck *f)
@@ -271,9 +279,7 @@ void fsck_check_superblocks(struct fsck *f)
 	diskset_super_of(ds, d, &sb);
 	char why[512] = "";
 	int rc = super_write(ds->paths[d], &sb, why, sizeof(why));
-	if (rc)
-		printf("    %s\n", why);
-	else
+	if (!rc)
 		ds->clash = false;
-	fsck_repaired(f, rc);
+	super_written(f, d, rc, why);
 }
