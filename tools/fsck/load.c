@@ -258,7 +258,7 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap)
 		snprintf(out, cap, "(the table's edge)");
 		return;
 	}
-	uint64_t a = kl >= 9 ? sc_get_be64(k + 1) : 0;
+	uint64_t a = kl >= 9 ? get_be64(k + 1) : 0;
 	switch (kl ? k[0] : 0) {
 	case KEY_INODE:
 		snprintf(out, cap, "the record of inode %" PRIu64, a);
@@ -279,7 +279,7 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap)
 		return;
 	case KEY_CHUNK:
 		if (kl == 17) {
-			snprintf(out, cap, "chunk %" PRIu64 " of inode %" PRIu64, sc_get_be64(k + 9), a);
+			snprintf(out, cap, "chunk %" PRIu64 " of inode %" PRIu64, get_be64(k + 9), a);
 			return;
 		}
 		break;
@@ -294,7 +294,7 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap)
 		return;
 	case KEY_SECTION:
 		if (kl == 5) {
-			snprintf(out, cap, "the map entry of section %u", sc_get_be32(k + 1));
+			snprintf(out, cap, "the map entry of section %u", get_be32(k + 1));
 			return;
 		}
 		break;
@@ -317,7 +317,7 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 	case KEY_INODE: {
 		if (kl != 9)
 			break;
-		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
+		struct fsck_inode *in = stub(f, get_be64(k + 1));
 		if (!in)
 			return -ENOMEM;
 		in->rec_ok = inode_rec_decode(v, vl, &in->rec) == 0;
@@ -331,12 +331,12 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		uint8_t type;
 		if (dirent_val_decode(v, vl, &ino, &type))
 			break;
-		return push_entry(f, sc_get_be64(k + 1), sc_get_be64(k + 9), k + 17, kl - 17, ino, type);
+		return push_entry(f, get_be64(k + 1), get_be64(k + 9), k + 17, kl - 17, ino, type);
 	}
 	case KEY_DATA: {
 		if (kl != 9)
 			break;
-		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
+		struct fsck_inode *in = stub(f, get_be64(k + 1));
 		if (!in)
 			return -ENOMEM;
 		in->inline_len = (int64_t)vl;
@@ -345,7 +345,7 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 	case KEY_CHUNK: {
 		if (kl != 17)
 			break;
-		uint64_t ino = sc_get_be64(k + 1);
+		uint64_t ino = get_be64(k + 1);
 		struct fsck_inode *in = stub(f, ino);
 		if (!in)
 			return -ENOMEM;
@@ -353,12 +353,12 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		if (chunk_value_decode(v, vl, &durable))
 			break; /* a value that is neither empty nor a length */
 		in->nchunks++;
-		return push_chunk(f, ino, sc_get_be64(k + 9), durable, chunk_value_lost(v, vl));
+		return push_chunk(f, ino, get_be64(k + 9), durable, chunk_value_lost(v, vl));
 	}
 	case KEY_XATTR: {
 		if (kl < 10)
 			break;
-		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
+		struct fsck_inode *in = stub(f, get_be64(k + 1));
 		if (!in)
 			return -ENOMEM;
 		in->xattrs = true;
@@ -367,7 +367,7 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 	case KEY_ORPHAN: {
 		if (kl != 9)
 			break;
-		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
+		struct fsck_inode *in = stub(f, get_be64(k + 1));
 		if (!in)
 			return -ENOMEM;
 		in->orphan = true;
@@ -376,7 +376,7 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 	case KEY_FLUX: { /* the daemon's crash repair is pending (SCHEMA.md) */
 		if (kl != 9)
 			break;
-		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
+		struct fsck_inode *in = stub(f, get_be64(k + 1));
 		if (!in)
 			return -ENOMEM;
 		in->flux = true;
@@ -395,7 +395,7 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 	}
 	case KEY_META:
 		if (kl == 1 + strlen(META_NEXT_INO) && !memcmp(k + 1, META_NEXT_INO, kl - 1) && vl == 8)
-			f->next_ino = sc_get_le64(v);
+			f->next_ino = get_le64(v);
 		if (kl == 1 + strlen(META_MOUNTED) && !memcmp(k + 1, META_MOUNTED, kl - 1))
 			f->mounted_mark = true;
 		if (kl == 1 + strlen(META_MOVE) && !memcmp(k + 1, META_MOVE, kl - 1))

@@ -177,7 +177,7 @@ static int adopt_file(struct fsck *f, const char *file, const char *name)
 	if (!b)
 		return -ENOMEM;
 	uint8_t k[KEY_MAX], v[INODE_REC_LEN], cnt[8];
-	sc_put_le64(cnt, nino + 1);
+	put_le64(cnt, nino + 1);
 	store_batch_put(b, k, key_meta(k, META_NEXT_INO), cnt, 8);
 	inode_rec_encode(&r, v);
 	store_batch_put(b, k, key_inode(k, nino), v, INODE_REC_LEN);

@@ -140,7 +140,7 @@ int fsck_put_disk_record(struct fsck *f, uint32_t disk)
 int fsck_put_section(struct fsck *f, uint32_t section, uint32_t disk)
 {
 	uint8_t k[KEY_MAX], v[4];
-	sc_put_le32(v, disk);
+	put_le32(v, disk);
 	int rc = store_put(f->st, k, key_section(k, section), v, 4, STORE_WRITE_SYNC);
 	if (rc == 0)
 		f->section_disk[section] = disk;
@@ -150,7 +150,7 @@ int fsck_put_section(struct fsck *f, uint32_t section, uint32_t disk)
 int fsck_put_next_ino(struct fsck *f, uint64_t next)
 {
 	uint8_t k[KEY_MAX], v[8];
-	sc_put_le64(v, next);
+	put_le64(v, next);
 	int rc = store_put(f->st, k, key_meta(k, META_NEXT_INO), v, 8, STORE_WRITE_SYNC);
 	if (rc == 0)
 		f->next_ino = next;

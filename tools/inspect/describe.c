@@ -88,7 +88,7 @@ static void describe_dirent(const uint8_t *k, size_t kl, const uint8_t *v, size_
 			    char *out, size_t cap)
 {
 	char name[4 * NAME_MAX_BYTES + 1], val[200];
-	uint64_t ino, hash = sc_get_be64(k + 9);
+	uint64_t ino, hash = get_be64(k + 9);
 	uint8_t type;
 	insp_escape(name, sizeof(name), k + 17, kl - 17);
 	if (!v)
@@ -103,7 +103,7 @@ static void describe_dirent(const uint8_t *k, size_t kl, const uint8_t *v, size_
 	if (kl - 17 <= NAME_MAX_BYTES && hash != dirent_hash((const char *)k + 17, kl - 17))
 		snprintf(bad, sizeof(bad), " (the name hashes to %016" PRIx64 ")",
 			 dirent_hash((const char *)k + 17, kl - 17));
-	snprintf(out, cap, "D %" PRIu64 " %016" PRIx64 " \"%s\" -> %s%s", sc_get_be64(k + 1), hash,
+	snprintf(out, cap, "D %" PRIu64 " %016" PRIx64 " \"%s\" -> %s%s", get_be64(k + 1), hash,
 		 name, val, bad);
 }
 
@@ -121,7 +121,7 @@ static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t 
 		snprintf(out, cap, "M %s -> section %u moving from disk %u to disk %u", name, m.section,
 			 m.from, m.to);
 	} else if (is_next && vl == 8) {
-		snprintf(out, cap, "M %s -> %" PRIu64, name, sc_get_le64(v));
+		snprintf(out, cap, "M %s -> %" PRIu64, name, get_le64(v));
 	} else if (is_fs && fs_info_decode(v, vl, &fi) == 0) {
 		char u[37], created[64];
 		lsmfs_uuid_format(fi.fs_uuid, u);
@@ -156,7 +156,7 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 		   size_t vl, char *out, size_t cap)
 {
 	char a[700], b[300];
-	uint64_t id = kl >= 9 ? sc_get_be64(k + 1) : 0;
+	uint64_t id = kl >= 9 ? get_be64(k + 1) : 0;
 	switch (kl ? k[0] : 0) {
 	case KEY_INODE:
 		if (kl != 9)
@@ -183,7 +183,7 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 	case KEY_CHUNK: {
 		if (kl != 17)
 			break;
-		uint64_t chunk = sc_get_be64(k + 9);
+		uint64_t chunk = get_be64(k + 9);
 		chunk_place(in, id, chunk, b, sizeof(b));
 		/* The value: the length a sync made durable, nothing (not
 		 * known), or that length lost with its disk (SCHEMA.md
@@ -214,9 +214,9 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 		if (kl != 5)
 			break;
 		if (vl == 4)
-			snprintf(out, cap, "P %u -> disk %u", sc_get_be32(k + 1), sc_get_le32(v));
+			snprintf(out, cap, "P %u -> disk %u", get_be32(k + 1), get_le32(v));
 		else
-			snprintf(out, cap, "P %u -> %zu bytes (does not decode)", sc_get_be32(k + 1), vl);
+			snprintf(out, cap, "P %u -> %zu bytes (does not decode)", get_be32(k + 1), vl);
 		return;
 	case KEY_DISK:
 		if (kl != 5)
@@ -225,9 +225,9 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 			char u[37];
 			lsmfs_uuid_format(v, u);
 			insp_escape(a, sizeof(a), v + 16, vl - 16);
-			snprintf(out, cap, "K %u -> disk %s, last at %s", sc_get_be32(k + 1), u, a);
+			snprintf(out, cap, "K %u -> disk %s, last at %s", get_be32(k + 1), u, a);
 		} else {
-			snprintf(out, cap, "K %u -> %zu bytes (does not decode)", sc_get_be32(k + 1), vl);
+			snprintf(out, cap, "K %u -> %zu bytes (does not decode)", get_be32(k + 1), vl);
 		}
 		return;
 	case KEY_META:

@@ -97,10 +97,10 @@ static int parse_prefix(struct insp *in, int argc, char **argv, uint8_t *out, si
 	if (t[0] == KEY_SECTION || t[0] == KEY_DISK) {
 		if (n > UINT32_MAX)
 			return -EINVAL;
-		sc_put_be32(out + 1, (uint32_t)n);
+		put_be32(out + 1, (uint32_t)n);
 		*len += 4;
 	} else {
-		sc_put_be64(out + 1, n);
+		put_be64(out + 1, n);
 		*len += 8;
 	}
 	return 0;
@@ -303,7 +303,7 @@ static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8
 	struct stat_ctx *c = ctx;
 	if (kl != 17)
 		return;
-	uint64_t ino = sc_get_be64(k + 1), chunk = sc_get_be64(k + 9);
+	uint64_t ino = get_be64(k + 1), chunk = get_be64(k + 9);
 	uint32_t s = chunk_section(ino, chunk, in->info.sections);
 	uint32_t d = in->section_disk[s];
 	char path[LSMFS_META_PATH_MAX + 200] = "";
