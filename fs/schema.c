@@ -1,6 +1,7 @@
 /*
- * schema.c: the key and record codecs of fs/SCHEMA.md ("Keys of the
- * metadata store", "Inode record", "Filesystem info").
+ * schema.c: the key types (their table, key_parse) and the key and record
+ * codecs of fs/SCHEMA.md ("Keys of the metadata store", "Inode record",
+ * "Filesystem info").
  */
 #include "schema.h"
 #include "fs.h"
@@ -9,6 +10,61 @@
 #include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
+
+const struct key_type key_types[] = {
+	{KEY_META, "filesystem info", "M name", "the filesystem's own records: fs, next_ino, "
+	 "mounted, move, filter", KEY_ID_NONE, 0, 0, 0, SIZE_MAX},
+	{KEY_DISK, "disk record", "K be32(disk)", "a disk's UUID and its path when last mounted",
+	 KEY_ID_DISK, 4, 0, 0, 0},
+	{KEY_SECTION, "section map entry", "P be32(section)", "the disk that holds a section",
+	 KEY_ID_SECTION, 4, 0, 0, 0},
+	{KEY_INODE, "inode record", "I be64(ino)", "an inode's attributes", KEY_ID_INODE, 8, 0, 0,
+	 0},
+	{KEY_DIRENT, "directory entry", "D be64(parent) be64(hash) name",
+	 "a name in a directory, and the inode and type it names", KEY_ID_INODE, 8, 8, 1,
+	 NAME_MAX_BYTES},
+	{KEY_XATTR, "extended attribute", "X be64(ino) name", "an extended attribute's value",
+	 KEY_ID_INODE, 8, 0, 1, SIZE_MAX},
+	{KEY_DATA, "inline data", "F be64(ino)", "a small file's bytes, or a symlink's target",
+	 KEY_ID_INODE, 8, 0, 0, 0},
+	{KEY_CHUNK, "chunk record", "C be64(ino) be64(chunk)",
+	 "a chunk file that may exist, and its durable length", KEY_ID_INODE, 8, 8, 0, 0},
+	{KEY_ORPHAN, "orphan", "O be64(ino)", "an inode unlinked while still open", KEY_ID_INODE, 8,
+	 0, 0, 0},
+	{KEY_FLUX, "chunks in flux", "G be64(ino)",
+	 "an inode whose chunk records changed since its record was stored", KEY_ID_INODE, 8, 0, 0,
+	 0},
+};
+const size_t key_types_count = sizeof(key_types) / sizeof(key_types[0]);
+
+const struct key_type *key_type_find(int letter)
+{
+	for (size_t i = 0; i < key_types_count; i++)
+		if (key_types[i].letter == letter)
+			return &key_types[i];
+	return NULL;
+}
+
+static uint64_t get_be(const uint8_t *p, uint8_t len)
+{
+	return len == 8 ? get_be64(p) : len == 4 ? get_be32(p) : 0;
+}
+
+int key_parse(const uint8_t *k, size_t kl, struct key_parts *kp)
+{
+	const struct key_type *t = kl ? key_type_find(k[0]) : NULL;
+	if (!t)
+		return -EUCLEAN;
+	size_t fixed = 1 + (size_t)t->id_len + t->sub_len;
+	if (kl < fixed || kl - fixed < t->tail_min || kl - fixed > t->tail_max)
+		return -EUCLEAN;
+	kp->type = t;
+	kp->id = get_be(k + 1, t->id_len);
+	kp->sub = get_be(k + 1 + t->id_len, t->sub_len);
+	kp->tail = k + fixed;
+	kp->tail_len = kl - fixed;
+	return 0;
+}
 
 size_t key_meta(uint8_t *out, const char *name)
 {

@@ -214,6 +214,13 @@ damage_data_on_dir() { "$EDIT" d1/$META put 46$(be64 "$I_A") 00112233; }
 damage_bad_flags() { rec_edit "$I_G" 1 80; }
 damage_counter_gone() { "$EDIT" d1/$META del 4d$(printf next_ino | od -An -tx1 | tr -d ' \n'); }
 damage_disk_record() { "$EDIT" d1/$META del 4b$(be32 1); }
+# Keys that do not have their type's layout (fs/schema.c key_types): a K
+# key of two bytes (fsck once let any K key by), an entry name of 256 bytes.
+damage_disk_key_short() { "$EDIT" d1/$META put 4b00 ""; }
+damage_entry_name_long() {
+	"$EDIT" d1/$META put 44$(be64 "$I_C")$(be64 3)$(printf 'a%.0s' {1..256} | od -An -v -tx1 | tr -d ' \n') \
+		"$(be64 "$I_G" | sed 's/../& /g' | awk '{ for (i = NF; i; i--) printf "%s", $i }')08"
+}
 damage_root_gone() { "$EDIT" d1/$META del 49$(be64 1); }
 damage_lost_found_gone() { "$EDIT" d1/$META del 49$(be64 2); }
 damage_inline_over_limit() { # g grows to 5000 bytes, all inline
@@ -285,6 +292,8 @@ check data_on_dir 020A
 check bad_flags 0204
 check counter_gone 0203
 check disk_record 0503
+check disk_key_short 020F
+check entry_name_long 020F
 check root_gone 0301
 check lost_found_gone 0309
 check inline_over_limit 0206

@@ -270,9 +270,10 @@ static void count_record(struct insp *in, const uint8_t *k, size_t kl, const uin
 {
 	(void)v, (void)vl;
 	struct record_counts *rc = ctx;
-	if (kl != 17)
+	struct key_parts kp;
+	if (key_parse(k, kl, &kp) != 0 || kp.type->letter != KEY_CHUNK)
 		return; /* not a chunk key: keys shows it */
-	uint32_t s = chunk_section(get_be64(k + 1), get_be64(k + 9), in->info.sections);
+	uint32_t s = chunk_section(kp.id, kp.sub, in->info.sections);
 	rc->sec[s].records++;
 	if (diskset_present(in->ds, in->section_disk[s]))
 		rc->disk[in->section_disk[s]].records++;
