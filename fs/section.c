@@ -85,13 +85,22 @@ void section_value_encode(uint32_t disk, uint8_t out[SECTION_VAL_LEN])
 	put_le32(out, disk);
 }
 
+int section_value_decode(const uint8_t *v, size_t vl, uint32_t *disk)
+{
+	if (vl != SECTION_VAL_LEN)
+		return -EUCLEAN;
+	*disk = get_le32(v);
+	return 0;
+}
+
 int section_entry_decode(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
 			 uint32_t *section, uint32_t *disk)
 {
-	if (kl != 5 || k[0] != KEY_SECTION || vl != SECTION_VAL_LEN)
+	struct key_parts kp;
+	if (key_parse(k, kl, &kp) != 0 || kp.type->letter != KEY_SECTION ||
+	    section_value_decode(v, vl, disk) != 0)
 		return -EUCLEAN;
-	*section = get_be32(k + 1);
-	*disk = get_le32(v);
+	*section = (uint32_t)kp.id;
 	return 0;
 }
 

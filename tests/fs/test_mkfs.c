@@ -145,7 +145,9 @@ static void check_store(const char *dir, uint32_t ndisks, uint32_t sections)
 	for (uint32_t s = 0; s < sections; s += sections / 7 + 1) {
 		ck_assert_int_eq(store_get(st, NULL, key, key_section(key, s), &v,
 					   &vlen), 0);
-		ck_assert_uint_eq(get_le32(v), s % ndisks);
+		uint32_t disk;
+		ck_assert_int_eq(section_value_decode(v, vlen, &disk), 0);
+		ck_assert_uint_eq(disk, s % ndisks);
 		free(v);
 	}
 	for (uint32_t i = 0; i < ndisks; i++) {

@@ -559,6 +559,13 @@ rm "$T/g/d1/.lsmfs/sections/0/99999.0"
 	fail "fsck -n --degraded changed the disk"
 "$FSCK" -y --degraded "$T/g/d1" >/dev/null 2>&1; rc=$?
 [[ $rc == 16 ]] || fail "-y --degraded: exit $rc, want 16 (a check of what is there writes nothing)"
+# A section mapped to disk 65, with disk 1 missing: a disk that is no
+# member, not disk 1's missing bit (65 mod 64) taken for "missing, not checked".
+rm -rf "$T/g"; cp -a "$T/p" "$T/g"
+"$EDIT" "$T/g/d1/$META" put 50$(be32 0) 41000000 || fail "store_edit put P 0"
+out=$("$FSCK" -n --degraded "$T/g/d1" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "LSMFS-0502 section 0 maps to disk 65 of 2" <<<"$out" ||
+	fail "--degraded, section 0 on disk 65: exit $rc, want 4 and LSMFS-0502: $out"
 
 # ---- the problem table ----
 S=$(cd "$(dirname "$0")/../../tools/fsck" && pwd)

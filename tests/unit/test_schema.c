@@ -1,5 +1,6 @@
 /*
- * test_schema: fs/schema.c's key table and key_parse (suite "schema").
+ * test_schema: fs/schema.c's key table and key_parse, and section.c's `P`
+ * value codec (suite "schema").
  *
  * The table names every KEY_* once; each encoder's key parses back to its
  * type and fields; a key one byte short or long of its type's layout, or
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fs.h"
 #include "schema.h"
 
 START_TEST(test_table)
@@ -103,6 +105,25 @@ START_TEST(test_parse_rejects)
 }
 END_TEST
 
+/* The `P` value (section.c): le32 disk, any number; 4 bytes or damaged. */
+START_TEST(test_section_value)
+{
+	uint8_t k[KEY_MAX], v[SECTION_VAL_LEN + 1] = {0};
+	uint32_t disk = 0, s = 0;
+	section_value_encode(65, v);
+	ck_assert_int_eq(section_value_decode(v, SECTION_VAL_LEN, &disk), 0);
+	ck_assert_uint_eq(disk, 65);
+	ck_assert_int_eq(section_value_decode(v, SECTION_VAL_LEN - 1, &disk), -EUCLEAN);
+	ck_assert_int_eq(section_value_decode(v, SECTION_VAL_LEN + 1, &disk), -EUCLEAN);
+	ck_assert_int_eq(section_entry_decode(k, key_section(k, 9), v, SECTION_VAL_LEN, &s, &disk), 0);
+	ck_assert_uint_eq(s, 9);
+	ck_assert_uint_eq(disk, 65);
+	ck_assert_int_eq(section_entry_decode(k, key_disk(k, 9), v, SECTION_VAL_LEN, &s, &disk),
+			 -EUCLEAN);
+	ck_assert_int_eq(section_entry_decode(k, key_section(k, 9), v, 0, &s, &disk), -EUCLEAN);
+}
+END_TEST
+
 static Suite *schema_suite(void)
 {
 	Suite *s = suite_create("schema");
@@ -110,6 +131,7 @@ static Suite *schema_suite(void)
 	tcase_add_test(tc, test_table);
 	tcase_add_test(tc, test_parse_encoders);
 	tcase_add_test(tc, test_parse_rejects);
+	tcase_add_test(tc, test_section_value);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -355,8 +355,8 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		in->flux = true;
 		return 0;
 	case KEY_SECTION: {
-		uint32_t s, d;
-		if (section_entry_decode(k, kl, v, vl, &s, &d))
+		uint32_t s = (uint32_t)kp.id, d;
+		if (section_value_decode(v, vl, &d))
 			break;
 		if (s < f->info.sections)
 			f->section_disk[s] = d;

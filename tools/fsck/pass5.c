@@ -355,7 +355,8 @@ void fsck_pass5_data(struct fsck *f)
 	fsck_check_superblocks(f);
 	for (uint32_t s = 0; s < f->info.sections; s++) {
 		uint32_t d = f->section_disk[s];
-		if (d != UINT32_MAX && (diskset_present(f->ds, d) || (f->ds->missing >> d & 1)))
+		if (d != UINT32_MAX &&
+		    (diskset_present(f->ds, d) || (d < LSMFS_MAX_DISKS && f->ds->missing >> d & 1)))
 			continue; /* there, or on a disk missing (--degraded): not checked */
 		uint32_t home = section_home(f, s);
 		if (problem_fix(f, d == UINT32_MAX ? PR_SECTION_UNMAPPED : PR_SECTION_BAD_DISK,

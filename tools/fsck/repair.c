@@ -139,9 +139,9 @@ int fsck_put_disk_record(struct fsck *f, uint32_t disk)
 
 int fsck_put_section(struct fsck *f, uint32_t section, uint32_t disk)
 {
-	uint8_t k[KEY_MAX], v[4];
-	put_le32(v, disk);
-	int rc = store_put(f->st, k, key_section(k, section), v, 4, STORE_WRITE_SYNC);
+	uint8_t k[KEY_MAX], v[SECTION_VAL_LEN];
+	section_value_encode(disk, v);
+	int rc = store_put(f->st, k, key_section(k, section), v, SECTION_VAL_LEN, STORE_WRITE_SYNC);
 	if (rc == 0)
 		f->section_disk[section] = disk;
 	return rc;

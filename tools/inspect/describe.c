@@ -200,12 +200,14 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 		snprintf(out, cap, "G %" PRIu64 " -> chunks in flux%s", id,
 			 vl ? " (value not empty)" : "");
 		return;
-	case KEY_SECTION:
-		if (vl == 4)
-			snprintf(out, cap, "P %u -> disk %u", (uint32_t)id, get_le32(v));
+	case KEY_SECTION: {
+		uint32_t disk;
+		if (section_value_decode(v, vl, &disk) == 0)
+			snprintf(out, cap, "P %u -> disk %u", (uint32_t)id, disk);
 		else
 			snprintf(out, cap, "P %u -> %zu bytes (does not decode)", (uint32_t)id, vl);
 		return;
+	}
 	case KEY_DISK:
 		if (vl >= 16) {
 			char u[37];
