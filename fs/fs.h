@@ -123,6 +123,9 @@ int lsmfs_write_file(const char *dir, const char *name, const void *data, size_t
 /* Format a UUID as 36 characters plus NUL into out[37]; parse one back. */
 void lsmfs_uuid_format(const uint8_t uuid[16], char out[37]);
 int lsmfs_uuid_parse(const char *s, uint8_t uuid[16]);
+/* The version line of every program, on stdout (release.c): "PROG RELEASE
+ * (format N)", or "PROG RELEASE (format N, EXTRA)" when extra is not NULL. */
+void lsmfs_print_version(const char *prog, const char *extra);
 /* 16 random bytes shaped as a version 4 UUID (getrandom). */
 int lsmfs_uuid_generate(uint8_t uuid[16]);
 

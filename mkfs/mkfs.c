@@ -292,7 +292,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			usage(stdout);
 			return -1;
 		case 'V':
-			printf(PROG " " LSMFS_RELEASE " (format %d)\n", LSMFS_VERSION);
+			lsmfs_print_version(PROG, NULL);
 			return -1;
 		case ':':
 			fail("option '%s' needs an argument", argv[optind - 1]);
@@ -713,7 +713,7 @@ static void print_plan(const struct options *o, const struct disk *disks,
 {
 	char size[32], uuid[37];
 	format_size(o->chunk_size, size, sizeof(size));
-	printf(PROG " " LSMFS_RELEASE "\n");
+	lsmfs_print_version(PROG, NULL); /* as mkfs.lsmfs -V, as mke2fs does */
 	printf("Creating lsmfs filesystem with %u disk%s, %u sections, %s chunks, "
 	       "%u-byte inline limit\n", o->ndisks, o->ndisks == 1 ? "" : "s",
 	       o->sections, size, o->inline_max);

@@ -5,7 +5,8 @@ For each command: the options its --help lists (the dashed options at the
 start of each option line, and lsmfs's "-o NAME" mount options) must be
 exactly the options in the page's .TP tags, so a page cannot miss an option
 nor document one that is gone; every tool's --version prints the one
-project version; and `man --warnings` has nothing to say about any page
+project version and format in one form, "NAME VERSION (format N...)"
+(fs/release.c); and `man --warnings` has nothing to say about any page
 (lsmfs(5) included; that check is skipped, said on stderr, without
 man(1)).  With KEY_TYPES (tests/doc's key_types, printing fs/schema.c's
 key table): the key types that lsmfs-inspect's --help and man page list
@@ -67,6 +68,9 @@ def tag_options(page):
 
 failures = []
 versions = {}
+formats = {}
+# fs/release.c's line: "PROG RELEASE (format N)", the daemon adding ", libfuse X".
+VERSION_LINE = re.compile(r'(?P<cmd>\S+) (?P<version>\S+) \(format (?P<format>\d+)(, [^)\n]*)?\)\n')
 for cmd, (binary, page) in COMMANDS.items():
     path = os.path.join(build, binary)
     h, t = help_options(path), tag_options(os.path.join(doc, page))
@@ -77,13 +81,17 @@ for cmd, (binary, page) in COMMANDS.items():
     if t - h:
         failures.append(f'{cmd}: in {page} but not in --help: {" ".join(sorted(t - h))}')
     v = subprocess.run([path, '--version'], capture_output=True, text=True)
-    words = v.stdout.split()
-    if v.returncode != 0 or len(words) < 2 or words[0] != cmd:
-        failures.append(f'{cmd}: --version printed {v.stdout!r} (exit {v.returncode})')
+    m = VERSION_LINE.fullmatch(v.stdout)
+    if v.returncode != 0 or not m or m['cmd'] != cmd:
+        failures.append(f'{cmd}: --version printed {v.stdout!r} (exit {v.returncode}), '
+                        f'not "{cmd} VERSION (format N[, ...])"')
     else:
-        versions[cmd] = words[1]
+        versions[cmd] = m['version']
+        formats[cmd] = m['format']
 if len(set(versions.values())) > 1:
     failures.append(f'tools print different versions: {versions}')
+if len(set(formats.values())) > 1:
+    failures.append(f'tools print different formats: {formats}')
 for page in PAGES:
     th = open(os.path.join(doc, page)).read().splitlines()
     th = next((l for l in th if l.startswith('.TH')), '')

@@ -165,6 +165,10 @@ START_TEST(one_disk_defaults)
 	ck_assert_int_eq(fst_init(&f, "mkfs1", 1), 0);
 	char out[OUT_CAP];
 	ck_assert_int_eq(mkfs(out, f.disks[0], NULL), 0);
+	/* The plan opens with the version line, as mkfs.lsmfs -V prints it. */
+	char banner[80];
+	snprintf(banner, sizeof(banner), "mkfs.lsmfs %s (format %d)\n", LSMFS_RELEASE, LSMFS_VERSION);
+	ck_assert_msg(!strncmp(out, banner, strlen(banner)), "mkfs's first line: %.80s", out);
 	ck_assert_ptr_nonnull(strstr(out, "Creating lsmfs filesystem with 1 disk, "
 				     "1024 sections, 4 MiB chunks, 4096-byte"));
 	ck_assert_ptr_nonnull(strstr(out, "Writing superblocks and filesystem "
