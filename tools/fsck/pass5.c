@@ -37,16 +37,6 @@ int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, char *ou
 	return 0;
 }
 
-static int fsync_path(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = fsync(fd) ? -errno : 0;
-	close(fd);
-	return rc;
-}
-
 static int fsync_parent(const char *path)
 {
 	char dir[LSMFS_META_PATH_MAX + 700];
@@ -54,7 +44,7 @@ static int fsync_parent(const char *path)
 	char *slash = strrchr(dir, '/');
 	if (slash)
 		*slash = '\0';
-	return fsync_path(dir);
+	return lsmfs_fsync_dir(dir);
 }
 
 /* Copy src to dst (a new file) and make it durable. */
@@ -116,7 +106,7 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
 	if (access(dst, F_OK) == 0)
 		return -EEXIST;
 	if (rename(src, dst) == 0) {
-		int rc = fsync_path(dir);
+		int rc = lsmfs_fsync_dir(dir);
 		int r2 = fsync_parent(src);
 		return rc ? rc : r2;
 	}
@@ -127,7 +117,7 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
 	if (!rc && rename(tmp, dst))
 		rc = -errno;
 	if (!rc)
-		rc = fsync_path(dir);
+		rc = lsmfs_fsync_dir(dir);
 	if (rc) {
 		unlink(tmp);
 		return rc;

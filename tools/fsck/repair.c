@@ -260,13 +260,8 @@ static int write_chunk_file(const char *path, const uint8_t *p, size_t len)
 	if (rc == 0 && fsync(fd))
 		rc = -errno;
 	close(fd);
-	if (rc == 0) {
-		int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (d < 0 || fsync(d))
-			rc = -errno;
-		if (d >= 0)
-			close(d);
-	}
+	if (rc == 0)
+		rc = lsmfs_fsync_dir(dir);
 	if (rc)
 		unlink(path);
 	return rc;
