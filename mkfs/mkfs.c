@@ -292,7 +292,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			usage(stdout);
 			return -1;
 		case 'V':
-			printf(PROG " " LSMFS_RELEASE " (format %d)\n", LSMFS_VERSION);
+			lsmfs_print_version(PROG, NULL);
 			return -1;
 		case ':':
 			fail("option '%s' needs an argument", argv[optind - 1]);
@@ -608,16 +608,6 @@ static int inspect_meta(const struct options *o, const char *given, char *abs, s
 	return 0;
 }
 
-static int sync_path(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = fsync(fd) == 0 ? 0 : -errno;
-	close(fd);
-	return rc;
-}
-
 /* Step 3 for --meta DIR: the directory and its mark, durably. */
 static int make_meta(const char *dir, const uint8_t fs_uuid[16])
 {
@@ -650,8 +640,11 @@ static int make_meta(const char *dir, const uint8_t fs_uuid[16])
 	}
 	char parent[PATH_MAX + 8];
 	snprintf(parent, sizeof(parent), "%s/..", dir);
-	if (sync_path(dir) != 0 || (made && sync_path(parent) != 0)) {
-		fail("%s: fsync: %s", dir, strerror(errno));
+	int rc = lsmfs_fsync_dir(dir);
+	if (!rc && made)
+		rc = lsmfs_fsync_dir(parent);
+	if (rc) {
+		fail("%s: fsync: %s", dir, strerror(-rc));
 		return -1;
 	}
 	return 0;
@@ -713,7 +706,7 @@ static void print_plan(const struct options *o, const struct disk *disks,
 {
 	char size[32], uuid[37];
 	format_size(o->chunk_size, size, sizeof(size));
-	printf(PROG " " LSMFS_RELEASE "\n");
+	lsmfs_print_version(PROG, NULL); /* as mkfs.lsmfs -V, as mke2fs does */
 	printf("Creating lsmfs filesystem with %u disk%s, %u sections, %s chunks, "
 	       "%u-byte inline limit\n", o->ndisks, o->ndisks == 1 ? "" : "s",
 	       o->sections, size, o->inline_max);

@@ -1,6 +1,7 @@
 /*
- * coding: endian-explicit fixed-width and varint encoders, the checksum used
- * by every on-disk record and block, and a growable byte buffer.
+ * coding: endian-explicit fixed-width encoders (little-endian; big-endian
+ * for keys that sort numerically), varints, the checksum used by every
+ * on-disk record and block, and a growable byte buffer.
  *
  * Decoders take (p, limit) and return NULL on overrun so that a corrupt
  * length can never walk past the end of a buffer.  See FORMAT.md "Encoding".
@@ -45,6 +46,31 @@ static inline uint32_t get_le32(const uint8_t *p)
 static inline uint64_t get_le64(const uint8_t *p)
 {
 	return (uint64_t)get_le32(p) | ((uint64_t)get_le32(p + 4) << 32);
+}
+
+/* Big-endian, for keys whose byte order must be numeric order (the
+ * filesystem's keys, fs/SCHEMA.md "Keys of the metadata store"). */
+static inline void put_be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+
+static inline void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static inline uint32_t get_be32(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
+	       (uint32_t)p[3];
+}
+
+static inline uint64_t get_be64(const uint8_t *p)
+{
+	return ((uint64_t)get_be32(p) << 32) | (uint64_t)get_be32(p + 4);
 }
 
 /* Longest varint64 encoding. */

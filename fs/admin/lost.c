@@ -148,7 +148,7 @@ static int mark_all(struct dropper *dr)
 		const uint8_t *k = store_iter_key(it, &kl);
 		if (kl != 17)
 			continue; /* fsck's to report */
-		uint64_t ino = sc_get_be64(k + 1), chunk = sc_get_be64(k + 9);
+		uint64_t ino = get_be64(k + 1), chunk = get_be64(k + 9);
 		uint32_t s = chunk_section(ino, chunk, fs->info.sections);
 		if (dr->target ? dr->target[s] == UINT32_MAX : file_there(fs, ino, chunk, s))
 			continue;

@@ -696,7 +696,7 @@ static int list_records(struct mover *mv, struct listing *l)
 		const uint8_t *k = store_iter_key(it, &kl);
 		if (kl != 17)
 			continue; /* damage: fsck.lsmfs reports it */
-		uint64_t ino = sc_get_be64(k + 1), chunk = sc_get_be64(k + 9);
+		uint64_t ino = get_be64(k + 1), chunk = get_be64(k + 9);
 		if (chunk_section(ino, chunk, mv->fs->info.sections) != mv->m.section)
 			continue;
 		char rel[96];

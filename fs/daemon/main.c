@@ -543,7 +543,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		status = 0;
 	} else if (c.version) {
-		printf("lsmfs " LSMFS_RELEASE " (format %d, libfuse %s)\n", LSMFS_VERSION, fuse_pkgversion());
+		char libfuse[64];
+		snprintf(libfuse, sizeof(libfuse), "libfuse %s", fuse_pkgversion());
+		lsmfs_print_version("lsmfs", libfuse);
 		status = 0;
 	} else if (!c.disks || !c.mountpoint) {
 		usage(stderr);

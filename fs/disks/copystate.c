@@ -66,16 +66,16 @@ static size_t states_encode(const struct lsmfs_diskset *ds, uint64_t epoch, cons
 {
 	memcpy(buf, COPIES_MAGIC, 8);
 	memcpy(buf + 8, ds->sb.fs_uuid, 16);
-	sc_put_le64(buf + 24, epoch);
-	sc_put_le32(buf + 32, ds->sb.meta_count);
+	put_le64(buf + 24, epoch);
+	put_le32(buf + 32, ds->sb.meta_count);
 	size_t off = COPIES_HEAD;
 	for (uint32_t i = 0; i < ds->sb.meta_count; i++, off += COPIES_ENTRY) {
-		sc_put_le32(buf + off, ds->sb.meta[i].disk);
-		sc_put_le32(buf + off + 4, ds->sb.meta[i].flags & LSMFS_META_STALE);
-		sc_put_le64(buf + off + 8, where_hash(&ds->sb.meta[i]));
-		sc_put_le64(buf + off + 16, since[i]);
+		put_le32(buf + off, ds->sb.meta[i].disk);
+		put_le32(buf + off + 4, ds->sb.meta[i].flags & LSMFS_META_STALE);
+		put_le64(buf + off + 8, where_hash(&ds->sb.meta[i]));
+		put_le64(buf + off + 16, since[i]);
 	}
-	sc_put_le64(buf + off, XXH3_64bits(buf, off));
+	put_le64(buf + off, XXH3_64bits(buf, off));
 	return off + 8;
 }
 
@@ -108,20 +108,20 @@ static int states_read(const char *disk, const struct lsmfs_super *sb, struct st
 	size_t entry = !memcmp(buf, COPIES_MAGIC, 8)	  ? COPIES_ENTRY
 		       : !memcmp(buf, COPIES_MAGIC_V1, 8) ? COPIES_ENTRY_V1
 							   : 0;
-	uint32_t count = sc_get_le32(buf + 32);
+	uint32_t count = get_le32(buf + 32);
 	if (!entry || count > LSMFS_MAX_META_COPIES || len != COPIES_HEAD + entry * count + 8 ||
-	    sc_get_le64(buf + len - 8) != XXH3_64bits(buf, len - 8))
+	    get_le64(buf + len - 8) != XXH3_64bits(buf, len - 8))
 		return -EUCLEAN;
-	st->epoch = sc_get_le64(buf + 24);
+	st->epoch = get_le64(buf + 24);
 	for (uint32_t i = 0; i < sb->meta_count; i++) {
 		st->flags[i] = LSMFS_META_STALE;
 		st->since[i] = 0;
 		for (uint32_t e = 0; e < count; e++) {
 			const uint8_t *p = buf + COPIES_HEAD + entry * e;
-			if (sc_get_le32(p) == sb->meta[i].disk &&
-			    sc_get_le64(p + 8) == where_hash(&sb->meta[i])) {
-				st->flags[i] = sc_get_le32(p + 4) & LSMFS_META_STALE;
-				st->since[i] = entry == COPIES_ENTRY ? sc_get_le64(p + 16) : 0;
+			if (get_le32(p) == sb->meta[i].disk &&
+			    get_le64(p + 8) == where_hash(&sb->meta[i])) {
+				st->flags[i] = get_le32(p + 4) & LSMFS_META_STALE;
+				st->since[i] = entry == COPIES_ENTRY ? get_le64(p + 16) : 0;
 			}
 		}
 	}

@@ -175,7 +175,7 @@ static int fill_batch(struct store_batch *b, const struct fs_format_params *p)
 
 	/* Inodes 1 and 2 exist; the daemon starts handing out 3. */
 	klen = key_meta(key, META_NEXT_INO);
-	sc_put_le64(val, LSMFS_LOST_FOUND_INO + 1);
+	put_le64(val, LSMFS_LOST_FOUND_INO + 1);
 	rc = store_batch_put(b, key, klen, val, 8);
 	if (rc)
 		return rc;

@@ -37,6 +37,9 @@
 #define FS_STATS_FILE "stats.json"
 #define LSMFS_ROOT_INO 1
 #define LSMFS_LOST_FOUND_INO 2
+/* The version line of every program, on stdout (release.c): "PROG RELEASE
+ * (format N)", or "PROG RELEASE (format N, EXTRA)" when extra is not NULL. */
+void lsmfs_print_version(const char *prog, const char *extra);
 
 #define LSMFS_DIR ".lsmfs"               /* <disk>/.lsmfs/ */
 #define LSMFS_SUPER_FILE "super"         /* <disk>/.lsmfs/super */
@@ -175,6 +178,9 @@ int section_dir_parse(const char *name, uint32_t sections, uint32_t *section);
  * section_chunk_name writes it; else 0. */
 int section_chunk_parse(const char *name, uint64_t *ino, uint64_t *chunk);
 void section_value_encode(uint32_t disk, uint8_t out[SECTION_VAL_LEN]);
+/* A `P` value: 0 and *disk (any number: whether that disk is one of the
+ * filesystem's is the caller's question), or -EUCLEAN when malformed. */
+int section_value_decode(const uint8_t *v, size_t vl, uint32_t *disk);
 /* A `P` key and value: 0, or -EUCLEAN when malformed. */
 int section_entry_decode(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
 			 uint32_t *section, uint32_t *disk);

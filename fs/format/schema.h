@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h" /* struct store_filter */
+#include "coding.h" /* put_le32, get_be64, ...: the byte codecs */
+#include "store.h"  /* struct store_filter */
 
 /* Key types (first byte). */
 #define KEY_META 'M'
@@ -36,54 +37,41 @@
 /* Longest key: type, be64 parent, be64 hash, 255-byte name. */
 #define KEY_MAX (1 + 8 + 8 + NAME_MAX_BYTES)
 
-static inline void sc_put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline void sc_put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline uint32_t sc_get_le32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 3; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-static inline uint64_t sc_get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-static inline void sc_put_be32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-static inline void sc_put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-static inline uint32_t sc_get_be32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 0; i < 4; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
-static inline uint64_t sc_get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
+/*
+ * The key types, one entry each, in the order lsmfs-inspect's help lists
+ * them (SCHEMA.md "Keys of the metadata store" is this table in prose).
+ * A key is its letter, then a big-endian number of id_len bytes (what id
+ * says it is), then sub_len bytes of a second big-endian number (D: the
+ * name's hash; C: the chunk), then a name of tail_min..tail_max bytes.
+ * lsmfs-inspect's help, man page and completion are checked against it
+ * (tests/doc), so a type added here and not there fails a test.
+ */
+enum key_id { KEY_ID_NONE, KEY_ID_INODE, KEY_ID_SECTION, KEY_ID_DISK };
+struct key_type {
+	char letter;        /* the first byte: KEY_* */
+	const char *name;   /* "inode record" */
+	const char *layout; /* its fields, as SCHEMA.md writes them */
+	const char *about;  /* what it is, in a line */
+	enum key_id id;     /* what the number after the letter names */
+	uint8_t id_len;     /* 0, 4 or 8 */
+	uint8_t sub_len;    /* 0 or 8 */
+	size_t tail_min, tail_max;
+};
+extern const struct key_type key_types[];
+extern const size_t key_types_count;
+/* The type of that first byte, or NULL. */
+const struct key_type *key_type_find(int letter);
+
+/* A key taken apart.  tail points into the key. */
+struct key_parts {
+	const struct key_type *type;
+	uint64_t id;         /* inode, section or disk; 0 for M */
+	uint64_t sub;        /* D: the name's hash; C: the chunk; else 0 */
+	const uint8_t *tail; /* D, X: the name; M: the record's name */
+	size_t tail_len;
+};
+/* 0 and *kp when k has one of the types' layouts; else -EUCLEAN. */
+int key_parse(const uint8_t *k, size_t kl, struct key_parts *kp);
 
 /* Keys: each writes into out (KEY_MAX bytes) and returns the key length. */
 size_t key_meta(uint8_t *out, const char *name);

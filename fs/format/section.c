@@ -82,16 +82,25 @@ int section_chunk_parse(const char *name, uint64_t *ino, uint64_t *chunk)
 
 void section_value_encode(uint32_t disk, uint8_t out[SECTION_VAL_LEN])
 {
-	sc_put_le32(out, disk);
+	put_le32(out, disk);
+}
+
+int section_value_decode(const uint8_t *v, size_t vl, uint32_t *disk)
+{
+	if (vl != SECTION_VAL_LEN)
+		return -EUCLEAN;
+	*disk = get_le32(v);
+	return 0;
 }
 
 int section_entry_decode(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
 			 uint32_t *section, uint32_t *disk)
 {
-	if (kl != 5 || k[0] != KEY_SECTION || vl != SECTION_VAL_LEN)
+	struct key_parts kp;
+	if (key_parse(k, kl, &kp) != 0 || kp.type->letter != KEY_SECTION ||
+	    section_value_decode(v, vl, disk) != 0)
 		return -EUCLEAN;
-	*section = sc_get_be32(k + 1);
-	*disk = sc_get_le32(v);
+	*section = (uint32_t)kp.id;
 	return 0;
 }
 
@@ -128,18 +137,18 @@ int section_map_read(struct store *st, uint32_t sections, uint32_t *disk_of,
 
 void section_move_encode(const struct section_move *m, uint8_t out[SECTION_MOVE_LEN])
 {
-	sc_put_le32(out, m->section);
-	sc_put_le32(out + 4, m->from);
-	sc_put_le32(out + 8, m->to);
+	put_le32(out, m->section);
+	put_le32(out + 4, m->from);
+	put_le32(out + 8, m->to);
 }
 
 int section_move_decode(const uint8_t *v, size_t vl, struct section_move *m)
 {
 	if (vl != SECTION_MOVE_LEN)
 		return -EUCLEAN;
-	m->section = sc_get_le32(v);
-	m->from = sc_get_le32(v + 4);
-	m->to = sc_get_le32(v + 8);
+	m->section = get_le32(v);
+	m->from = get_le32(v + 4);
+	m->to = get_le32(v + 8);
 	return m->from == m->to || m->from >= LSMFS_MAX_DISKS || m->to >= LSMFS_MAX_DISKS
 		       ? -EUCLEAN
 		       : 0;

@@ -93,33 +93,33 @@ int super_encode(const struct lsmfs_super *sb, uint8_t *buf, size_t cap,
 
 	memset(buf, 0, total);
 	memcpy(buf, SUPER_MAGIC, 8);
-	sc_put_le32(buf + OFF_VERSION, LSMFS_SUPER_VERSION);
-	sc_put_le32(buf + OFF_LENGTH, (uint32_t)total);
+	put_le32(buf + OFF_VERSION, LSMFS_SUPER_VERSION);
+	put_le32(buf + OFF_LENGTH, (uint32_t)total);
 	memcpy(buf + OFF_FS_UUID, sb->fs_uuid, 16);
 	memcpy(buf + OFF_DISK_UUID, sb->disk_uuid, 16);
-	sc_put_le32(buf + OFF_INDEX, sb->disk_index);
-	sc_put_le32(buf + OFF_COUNT, sb->disk_count);
-	sc_put_le32(buf + OFF_SECTIONS, sb->sections);
-	sc_put_le32(buf + OFF_INLINE, sb->inline_max);
-	sc_put_le64(buf + OFF_CHUNK, sb->chunk_size);
-	sc_put_le64(buf + OFF_CREATED, sb->created);
+	put_le32(buf + OFF_INDEX, sb->disk_index);
+	put_le32(buf + OFF_COUNT, sb->disk_count);
+	put_le32(buf + OFF_SECTIONS, sb->sections);
+	put_le32(buf + OFF_INLINE, sb->inline_max);
+	put_le64(buf + OFF_CHUNK, sb->chunk_size);
+	put_le64(buf + OFF_CREATED, sb->created);
 	memcpy(buf + OFF_LABEL, sb->label, llen); /* rest stays NUL */
-	sc_put_le64(buf + OFF_GEN, sb->generation);
-	sc_put_le32(buf + OFF_FLAGS, sb->flags);
+	put_le64(buf + OFF_GEN, sb->generation);
+	put_le32(buf + OFF_FLAGS, sb->flags);
 	uint8_t *p = buf + OFF_COPIES;
-	sc_put_le32(p, sb->meta_count);
+	put_le32(p, sb->meta_count);
 	p += 4;
 	for (uint32_t i = 0; i < sb->meta_count; i++) {
 		const struct lsmfs_meta_copy *c = &sb->meta[i];
 		size_t ml = strlen(c->dir);
-		sc_put_le32(p, c->disk);
+		put_le32(p, c->disk);
 		p[4] = (uint8_t)ml;
 		p[5] = (uint8_t)(ml >> 8);
 		memcpy(p + COPY_HEAD, c->dir, ml);
 		p += COPY_HEAD + ml;
 	}
 	memcpy(p, sb->disk_uuids, 16u * sb->disk_count);
-	sc_put_le64(buf + total - SUPER_CSUM_LEN,
+	put_le64(buf + total - SUPER_CSUM_LEN,
 		    XXH3_64bits(buf, total - SUPER_CSUM_LEN));
 	*len = total;
 	return 0;
@@ -140,7 +140,7 @@ static int decode_copies(const uint8_t *buf, size_t total, struct lsmfs_super *s
 		set_err(err, errlen, "offset %d: superblock truncated in the copy list", OFF_COPIES);
 		return -EUCLEAN;
 	}
-	sb->meta_count = sc_get_le32(buf + off);
+	sb->meta_count = get_le32(buf + off);
 	if (sb->meta_count == 0 || sb->meta_count > LSMFS_MAX_META_COPIES) {
 		set_err(err, errlen, "offset %d: store copy count %u out of range 1..%d", OFF_COPIES,
 			sb->meta_count, LSMFS_MAX_META_COPIES);
@@ -153,7 +153,7 @@ static int decode_copies(const uint8_t *buf, size_t total, struct lsmfs_super *s
 			set_err(err, errlen, "offset %zu: superblock truncated in store copy %u", off, i);
 			return -EUCLEAN;
 		}
-		c->disk = sc_get_le32(buf + off);
+		c->disk = get_le32(buf + off);
 		size_t ml = (size_t)buf[off + 4] | (size_t)buf[off + 5] << 8;
 		if (ml >= LSMFS_META_PATH_MAX || off + COPY_HEAD + ml > limit ||
 		    (c->disk == LSMFS_META_ON_DIR) != (ml > 0) ||
@@ -186,7 +186,7 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 			len, len);
 		return -EUCLEAN;
 	}
-	uint32_t version = sc_get_le32(buf + OFF_VERSION);
+	uint32_t version = get_le32(buf + OFF_VERSION);
 	if (version < 1 || version > LSMFS_SUPER_VERSION) {
 		set_err(err, errlen, "offset %d: unsupported format version %u",
 			OFF_VERSION, version);
@@ -199,13 +199,13 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 			len, len);
 		return -EUCLEAN;
 	}
-	uint32_t total = sc_get_le32(buf + OFF_LENGTH);
+	uint32_t total = get_le32(buf + OFF_LENGTH);
 	if (total != len) {
 		set_err(err, errlen, "offset %d: length %u disagrees with the "
 			"file size %zu", OFF_LENGTH, total, len);
 		return -EUCLEAN;
 	}
-	uint64_t stored = sc_get_le64(buf + total - SUPER_CSUM_LEN);
+	uint64_t stored = get_le64(buf + total - SUPER_CSUM_LEN);
 	uint64_t actual = XXH3_64bits(buf, total - SUPER_CSUM_LEN);
 	if (stored != actual) {
 		set_err(err, errlen, "offset %u: checksum mismatch (stored %016llx, "
@@ -217,17 +217,17 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 	sb->version = version;
 	memcpy(sb->fs_uuid, buf + OFF_FS_UUID, 16);
 	memcpy(sb->disk_uuid, buf + OFF_DISK_UUID, 16);
-	sb->disk_index = sc_get_le32(buf + OFF_INDEX);
-	sb->disk_count = sc_get_le32(buf + OFF_COUNT);
-	sb->sections = sc_get_le32(buf + OFF_SECTIONS);
-	sb->inline_max = sc_get_le32(buf + OFF_INLINE);
-	sb->chunk_size = sc_get_le64(buf + OFF_CHUNK);
-	sb->created = sc_get_le64(buf + OFF_CREATED);
+	sb->disk_index = get_le32(buf + OFF_INDEX);
+	sb->disk_count = get_le32(buf + OFF_COUNT);
+	sb->sections = get_le32(buf + OFF_SECTIONS);
+	sb->inline_max = get_le32(buf + OFF_INLINE);
+	sb->chunk_size = get_le64(buf + OFF_CHUNK);
+	sb->created = get_le64(buf + OFF_CREATED);
 	memcpy(sb->label, buf + OFF_LABEL, LSMFS_LABEL_MAX);
 	sb->label[LSMFS_LABEL_MAX] = 0;
 	if (version >= 2) {
-		sb->generation = sc_get_le64(buf + OFF_GEN);
-		sb->flags = sc_get_le32(buf + OFF_FLAGS);
+		sb->generation = get_le64(buf + OFF_GEN);
+		sb->flags = get_le32(buf + OFF_FLAGS);
 	}
 
 	if (sb->disk_count == 0 || sb->disk_count > LSMFS_MAX_DISKS) {
@@ -264,7 +264,7 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 		 * directory of its own. */
 		struct lsmfs_meta_copy *c = &sb->meta[0];
 		sb->meta_count = 1;
-		c->disk = version >= 2 ? sc_get_le32(buf + OFF_META_DISK) : 0;
+		c->disk = version >= 2 ? get_le32(buf + OFF_META_DISK) : 0;
 		size_t mlen = (size_t)buf[off_mlen] | (size_t)buf[off_mlen + 1] << 8;
 		if (mlen >= LSMFS_META_PATH_MAX ||
 		    fixed + mlen + 16u * sb->disk_count + SUPER_CSUM_LEN != total) {

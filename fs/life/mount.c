@@ -27,7 +27,7 @@ static int get_u64(struct fs *fs, const char *name, uint64_t *v)
 		return rc;
 	rc = vl == 8 ? 0 : -EUCLEAN;
 	if (!rc)
-		*v = sc_get_le64(val);
+		*v = get_le64(val);
 	free(val);
 	return rc;
 }

@@ -1,8 +1,11 @@
 #!/bin/bash
-# test_completion.sh [DIR]: the bash completions in DIR (default: the
-# source tree's completions/), driven as bash drives them on a TAB: the
-# command line split into COMP_WORDS at COMP_WORDBREAKS, then the function
-# that `complete -p CMD` names, and its COMPREPLY checked.
+# test_completion.sh [DIR [KEY_TYPES]]: the bash completions in DIR
+# (default: the source tree's completions/), driven as bash drives them on
+# a TAB: the command line split into COMP_WORDS at COMP_WORDBREAKS, then the
+# function that `complete -p CMD` names, and its COMPREPLY checked.
+# KEY_TYPES (tests/doc's key_types, as meson passes it) prints fs/schema.c's
+# key table: `lsmfs-inspect DISK keys` must offer its letters, no more, no
+# fewer (without it that check is skipped, said so).
 # Exit status: 0 pass, 1 fail, 77 skip (no bash-completion installed).
 
 bc=/usr/share/bash-completion/bash_completion
@@ -11,6 +14,11 @@ if [[ ! -r $bc ]]; then
     exit 77
 fi
 dir=${1:-$(dirname "${BASH_SOURCE[0]}")/../../completions}
+key_letters=()
+if [[ $2 ]]; then
+    mapfile -t key_letters < <("$2" | cut -f1) && ((${#key_letters[@]})) ||
+        { echo "not ok - $2: no key table"; exit 1; }
+fi
 cmds=(lsmfs mkfs.lsmfs fsck.lsmfs lsmfs-inspect lsmfs-disk lsmfs-bench)
 
 # shellcheck source=/dev/null
@@ -183,7 +191,11 @@ only 'lsmfs-inspect di' disk0 disk1
 only 'lsmfs-inspect disk0:di' disk0 disk1
 only 'lsmfs-inspect disk0:disk1 ' super sections stat ls levels keys stats
 only 'lsmfs-inspect --json --backup out disk0 st' stat stats
-only 'lsmfs-inspect disk0 keys ' M K P I D X F C O G
+if ((${#key_letters[@]})); then
+    only 'lsmfs-inspect disk0 keys ' "${key_letters[@]}" # fs/schema.c's key table
+else
+    echo "ok - # SKIP lsmfs-inspect keys against the key table: no KEY_TYPES given"
+fi
 only 'lsmfs-inspect --raw 0a disk0 keys C' C
 only 'lsmfs-inspect disk0 super ' # no argument
 only 'lsmfs-inspect --backup o' out

@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""test_man.py BUILD_ROOT DOC_DIR: every command's man page against its --help.
+"""test_man.py BUILD_ROOT DOC_DIR [KEY_TYPES]: every command's man page against its --help.
 
 For each command: the options its --help lists (the dashed options at the
 start of each option line, and lsmfs's "-o NAME" mount options) must be
 exactly the options in the page's .TP tags, so a page cannot miss an option
 nor document one that is gone; every tool's --version prints the one
-project version; and `man --warnings` has nothing to say about any page
+project version and format in one form, "NAME VERSION (format N...)"
+(fs/release.c); and `man --warnings` has nothing to say about any page
 (lsmfs(5) included; that check is skipped, said on stderr, without
-man(1)).  Exit 0 pass, 1 fail."""
+man(1)).  With KEY_TYPES (tests/doc's key_types, printing fs/schema.c's
+key table): the key types that lsmfs-inspect's --help and man page list
+for `keys T N`, and the letters of fs/SCHEMA.md's key table, are the
+table's, so that a type added to it and not to them fails.  Exit 0
+pass, 1 fail."""
 import os, re, shutil, subprocess, sys
 
 build, doc = sys.argv[1], sys.argv[2]
+key_types = sys.argv[3] if len(sys.argv) > 3 else None
 COMMANDS = {  # command: (binary under the build root, page)
     'lsmfs': ('fs/lsmfs', 'lsmfs.8'),
     'mkfs.lsmfs': ('mkfs/mkfs.lsmfs', 'mkfs.lsmfs.8'),
@@ -62,6 +68,9 @@ def tag_options(page):
 
 failures = []
 versions = {}
+formats = {}
+# fs/release.c's line: "PROG RELEASE (format N)", the daemon adding ", libfuse X".
+VERSION_LINE = re.compile(r'(?P<cmd>\S+) (?P<version>\S+) \(format (?P<format>\d+)(, [^)\n]*)?\)\n')
 for cmd, (binary, page) in COMMANDS.items():
     path = os.path.join(build, binary)
     h, t = help_options(path), tag_options(os.path.join(doc, page))
@@ -72,19 +81,74 @@ for cmd, (binary, page) in COMMANDS.items():
     if t - h:
         failures.append(f'{cmd}: in {page} but not in --help: {" ".join(sorted(t - h))}')
     v = subprocess.run([path, '--version'], capture_output=True, text=True)
-    words = v.stdout.split()
-    if v.returncode != 0 or len(words) < 2 or words[0] != cmd:
-        failures.append(f'{cmd}: --version printed {v.stdout!r} (exit {v.returncode})')
+    m = VERSION_LINE.fullmatch(v.stdout)
+    if v.returncode != 0 or not m or m['cmd'] != cmd:
+        failures.append(f'{cmd}: --version printed {v.stdout!r} (exit {v.returncode}), '
+                        f'not "{cmd} VERSION (format N[, ...])"')
     else:
-        versions[cmd] = words[1]
+        versions[cmd] = m['version']
+        formats[cmd] = m['format']
 if len(set(versions.values())) > 1:
     failures.append(f'tools print different versions: {versions}')
+if len(set(formats.values())) > 1:
+    failures.append(f'tools print different formats: {formats}')
 for page in PAGES:
     th = open(os.path.join(doc, page)).read().splitlines()
     th = next((l for l in th if l.startswith('.TH')), '')
     want = set(versions.values())
     if want and not any(v in th for v in want):
         failures.append(f'{page}: .TH line does not carry the version {want}: {th}')
+
+
+
+def letters(text):
+    return text.split()
+
+
+def check_key_types():
+    """lsmfs-inspect's help and man page, and SCHEMA.md, against the key table."""
+    table = [l.split('\t') for l in subprocess.run([key_types], capture_output=True, text=True,
+                                                    check=True).stdout.splitlines()]
+    every = [t[0] for t in table]
+    by_id = {kind: [t[0] for t in table if t[1] == kind] for kind in ('inode', 'section', 'disk')}
+    if not every:
+        failures.append(f'{key_types}: printed no key types')
+        return
+    binary = os.path.join(build, COMMANDS['lsmfs-inspect'][0])
+    text = ' '.join(subprocess.run([binary, '--help'], capture_output=True,
+                                   text=True).stdout.split())
+    m = re.search(r'T, a key type \(([A-Z ]+)\)', text)
+    if not m or letters(m[1]) != every:
+        failures.append(f'lsmfs-inspect --help: keys T lists {m and m[1]!r}, the key table {every}')
+    m = re.search(r'keys of that inode \(([A-Z ]+)\), section \(([A-Z ]+)\) or disk \(([A-Z ]+)\)',
+                  text)
+    want = [by_id['inode'], by_id['section'], by_id['disk']]
+    if not m or [letters(g) for g in m.groups()] != want:
+        failures.append(f'lsmfs-inspect --help: keys N by type says {m and m.groups()}, '
+                        f'the key table {want}')
+    page = open(os.path.join(doc, COMMANDS['lsmfs-inspect'][1])).read()
+    block = re.search(r'keeps only the keys of one type:\n\.RS\n(.*?)\n\.RE', page, re.S)
+    tags = re.findall(r'^\.TP\n\.B ([A-Z])$', block[1] if block else '', re.M)
+    if tags != every:
+        failures.append(f'lsmfs-inspect.8: keys T lists {tags}, the key table {every}')
+    flat = ' '.join(roff_text(page).split())
+    m = re.search(r'one inode \(types ([A-Z ]+)\), one section \(([A-Z ]+)\), one disk \(([A-Z ]+)\)',
+                  flat)
+    if not m or [letters(g) for g in m.groups()] != want:
+        failures.append(f'lsmfs-inspect.8: keys N by type says {m and m.groups()}, '
+                        f'the key table {want}')
+    schema = open(os.path.join(os.path.dirname(os.path.abspath(doc)), 'fs', 'SCHEMA.md')).read()
+    keys = re.search(r'^## Keys of the metadata store\n(.*?)^##', schema, re.S | re.M)
+    rows = re.findall(r'^\| `([A-Z])`', keys[1] if keys else '', re.M)
+    if list(dict.fromkeys(rows)) != every:
+        failures.append(f'fs/SCHEMA.md: the keys table has {list(dict.fromkeys(rows))}, '
+                        f'the key table {every}')
+
+
+if key_types:
+    check_key_types()
+else:
+    print('test_man: no KEY_TYPES: the key types check skipped', file=sys.stderr)
 
 if shutil.which('man') is None:
     print('test_man: no man(1): the --warnings check skipped', file=sys.stderr)

@@ -106,7 +106,7 @@ static void check_store(const char *dir, uint32_t ndisks, uint32_t sections)
 	ck_assert_int_eq(store_get(st, NULL, key, key_meta(key, META_NEXT_INO),
 				   &v, &vlen), 0);
 	ck_assert_uint_eq(vlen, 8);
-	ck_assert_uint_eq(sc_get_le64(v), 3);
+	ck_assert_uint_eq(get_le64(v), 3);
 	free(v);
 
 	struct fs_info fi;
@@ -145,7 +145,9 @@ static void check_store(const char *dir, uint32_t ndisks, uint32_t sections)
 	for (uint32_t s = 0; s < sections; s += sections / 7 + 1) {
 		ck_assert_int_eq(store_get(st, NULL, key, key_section(key, s), &v,
 					   &vlen), 0);
-		ck_assert_uint_eq(sc_get_le32(v), s % ndisks);
+		uint32_t disk;
+		ck_assert_int_eq(section_value_decode(v, vlen, &disk), 0);
+		ck_assert_uint_eq(disk, s % ndisks);
 		free(v);
 	}
 	for (uint32_t i = 0; i < ndisks; i++) {
@@ -163,6 +165,10 @@ START_TEST(one_disk_defaults)
 	ck_assert_int_eq(fst_init(&f, "mkfs1", 1), 0);
 	char out[OUT_CAP];
 	ck_assert_int_eq(mkfs(out, f.disks[0], NULL), 0);
+	/* The plan opens with the version line, as mkfs.lsmfs -V prints it. */
+	char banner[80];
+	snprintf(banner, sizeof(banner), "mkfs.lsmfs %s (format %d)\n", LSMFS_RELEASE, LSMFS_VERSION);
+	ck_assert_msg(!strncmp(out, banner, strlen(banner)), "mkfs's first line: %.80s", out);
 	ck_assert_ptr_nonnull(strstr(out, "Creating lsmfs filesystem with 1 disk, "
 				     "1024 sections, 4 MiB chunks, 4096-byte"));
 	ck_assert_ptr_nonnull(strstr(out, "Writing superblocks and filesystem "
@@ -590,16 +596,16 @@ START_TEST(codec_ranges)
 		size_t olen = fixed + ml + 32 + 8;
 		memset(old, 0, sizeof(old));
 		memcpy(old, buf, 96);
-		sc_put_le32(old + 8, version);
-		sc_put_le32(old + 12, (uint32_t)olen);
+		put_le32(old + 8, version);
+		put_le32(old + 12, (uint32_t)olen);
 		if (version == 2) {
-			sc_put_le64(old + 96, 7);
-			sc_put_le32(old + 108, 1); /* store disk, ignored with a path */
+			put_le64(old + 96, 7);
+			put_le32(old + 108, 1); /* store disk, ignored with a path */
 		}
 		old[fixed - 2] = (uint8_t)ml;
 		memcpy(old + fixed, "/srv/meta", ml);
 		memcpy(old + fixed + ml, sb.disk_uuids, 32);
-		sc_put_le64(old + olen - 8, XXH3_64bits(old, olen - 8));
+		put_le64(old + olen - 8, XXH3_64bits(old, olen - 8));
 		ck_assert_int_eq(super_decode(old, olen, &back, err, sizeof(err)), 0);
 		ck_assert_uint_eq(back.version, version);
 		ck_assert_uint_eq(back.generation, version == 1 ? 0 : 7);
@@ -610,9 +616,9 @@ START_TEST(codec_ranges)
 		/* Without a path: the store on the store disk (version 1: 0). */
 		olen -= ml;
 		old[fixed - 2] = 0;
-		sc_put_le32(old + 12, (uint32_t)olen);
+		put_le32(old + 12, (uint32_t)olen);
 		memcpy(old + fixed, sb.disk_uuids, 32);
-		sc_put_le64(old + olen - 8, XXH3_64bits(old, olen - 8));
+		put_le64(old + olen - 8, XXH3_64bits(old, olen - 8));
 		ck_assert_int_eq(super_decode(old, olen, &back, err, sizeof(err)), 0);
 		ck_assert_uint_eq(back.meta[0].disk, version == 1 ? 0 : 1);
 		ck_assert_str_eq(back.meta[0].dir, "");
@@ -653,11 +659,11 @@ START_TEST(codec_ranges)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		/* Encode a valid block, then patch the field and re-seal it. */
 		ck_assert_int_eq(super_encode(&sb, buf, sizeof(buf), &len), 0);
-		sc_put_le32(buf + 48, bad[i].index);
-		sc_put_le32(buf + 52, bad[i].count);
-		sc_put_le32(buf + 56, bad[i].sections);
-		sc_put_le64(buf + 64, bad[i].chunk);
-		sc_put_le64(buf + len - 8, XXH3_64bits(buf, len - 8));
+		put_le32(buf + 48, bad[i].index);
+		put_le32(buf + 52, bad[i].count);
+		put_le32(buf + 56, bad[i].sections);
+		put_le64(buf + 64, bad[i].chunk);
+		put_le64(buf + len - 8, XXH3_64bits(buf, len - 8));
 		ck_assert_int_eq(super_decode(buf, len, &back, err, sizeof(err)),
 				 -EUCLEAN);
 		ck_assert_msg(strstr(err, bad[i].msg), "%zu: %s", i, err);

@@ -216,6 +216,13 @@ damage_data_on_dir() { "$EDIT" d1/$META put 46$(be64 "$I_A") 00112233; }
 damage_bad_flags() { rec_edit "$I_G" 1 80; }
 damage_counter_gone() { "$EDIT" d1/$META del 4d$(printf next_ino | od -An -tx1 | tr -d ' \n'); }
 damage_disk_record() { "$EDIT" d1/$META del 4b$(be32 1); }
+# Keys that do not have their type's layout (fs/schema.c key_types): a K
+# key of two bytes (fsck once let any K key by), an entry name of 256 bytes.
+damage_disk_key_short() { "$EDIT" d1/$META put 4b00 ""; }
+damage_entry_name_long() {
+	"$EDIT" d1/$META put 44$(be64 "$I_C")$(be64 3)$(printf 'a%.0s' {1..256} | od -An -v -tx1 | tr -d ' \n') \
+		"$(be64 "$I_G" | sed 's/../& /g' | awk '{ for (i = NF; i; i--) printf "%s", $i }')08"
+}
 damage_root_gone() { "$EDIT" d1/$META del 49$(be64 1); }
 damage_lost_found_gone() { "$EDIT" d1/$META del 49$(be64 2); }
 damage_inline_over_limit() { # g grows to 5000 bytes, all inline
@@ -287,6 +294,8 @@ check data_on_dir 020A
 check bad_flags 0204
 check counter_gone 0203
 check disk_record 0503
+check disk_key_short 020F
+check entry_name_long 020F
 check root_gone 0301
 check lost_found_gone 0309
 check inline_over_limit 0206
@@ -552,6 +561,13 @@ rm "$T/g/d1/.lsmfs/sections/0/99999.0"
 	fail "fsck -n --degraded changed the disk"
 "$FSCK" -y --degraded "$T/g/d1" >/dev/null 2>&1; rc=$?
 [[ $rc == 16 ]] || fail "-y --degraded: exit $rc, want 16 (a check of what is there writes nothing)"
+# A section mapped to disk 65, with disk 1 missing: a disk that is no
+# member, not disk 1's missing bit (65 mod 64) taken for "missing, not checked".
+rm -rf "$T/g"; cp -a "$T/p" "$T/g"
+"$EDIT" "$T/g/d1/$META" put 50$(be32 0) 41000000 || fail "store_edit put P 0"
+out=$("$FSCK" -n --degraded "$T/g/d1" 2>&1); rc=$?
+[[ $rc == 4 ]] && grep -q "LSMFS-0502 section 0 maps to disk 65 of 2" <<<"$out" ||
+	fail "--degraded, section 0 on disk 65: exit $rc, want 4 and LSMFS-0502: $out"
 
 # ---- the problem table ----
 S=$(cd "$(dirname "$0")/../../tools/fsck" && pwd)

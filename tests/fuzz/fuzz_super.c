@@ -85,8 +85,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *fixed = malloc(size);
 	fuzz_check(fixed != NULL, "malloc");
 	memcpy(fixed, data, size);
-	sc_put_le32(fixed + 12, (uint32_t)size);
-	sc_put_le64(fixed + size - 8, XXH3_64bits(fixed, size - 8));
+	put_le32(fixed + 12, (uint32_t)size);
+	put_le64(fixed + size - 8, XXH3_64bits(fixed, size - 8));
 	decode(fixed, size);
 	free(fixed);
 	return 0;

@@ -239,6 +239,9 @@ if [[ -x $EDIT ]]; then
 	"$EDIT" "$META" put 4d6673 00 >/dev/null || fail "store_edit put M fs"
 	"$EDIT" "$META" put "50$(printf '%08x' 5)" 0102 >/dev/null || fail "store_edit put P 5"
 	"$EDIT" "$META" put "47$(be64 "$ino_small")" "" >/dev/null || fail "store_edit put G"
+	# An entry name of 256 bytes: not a D key (fs/schema.c key_types, as fsck says)
+	long=44$(be64 "$ino_small")$(be64 3)$(printf 'a%.0s' {1..256} | od -An -v -tx1 | tr -d ' \n')
+	"$EDIT" "$META" put "$long" 010000000000000008 >/dev/null || fail "store_edit put D, a long name"
 	f1=$(insp --json "$D" keys D "$ino_c" | json_get '[k["key"] for k in d["keys"] if "\"f1\"" in k["text"]][0]')
 	"$EDIT" "$META" put "$f1" 01 >/dev/null || fail "store_edit put D c/f1"
 	chunk=$(insp "$D" stat /a/b/big | sed -nE 's/^  chunk 2: section [0-9]+, disk [0-9]+: (.*) [0-9]+ bytes$/\1/p')
@@ -246,6 +249,8 @@ if [[ -x $EDIT ]]; then
 	out=$(insp "$D" keys) || fail "damaged: keys: exit $?"
 	grep -q "^I $ino_small -> ff00 (does not decode, 2 bytes)$" <<<"$out" || fail "damaged: keys does not show I $ino_small in hex"
 	grep -q "^5a01 -> 00 (key does not parse)$" <<<"$out" || fail "damaged: keys does not show the key Z"
+	grep -q "^${long:0:512}\.\.\. -> 010000000000000008 (key does not parse)$" <<<"$out" ||
+		fail "damaged: keys does not show an entry key with a 256-byte name as a key that does not parse"
 	grep -q "^M fs -> 00 (does not decode)$" <<<"$out" || fail "damaged: keys does not show M fs in hex"
 	grep -q "^G $ino_small -> chunks in flux$" <<<"$out" || fail "keys does not decode G $ino_small"
 	grep -q '^D '"$ino_c"' [0-9a-f]* "f1" -> 1 bytes (does not decode)$' <<<"$out" || fail "damaged: keys does not show the entry f1"

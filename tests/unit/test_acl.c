@@ -17,14 +17,14 @@
 /* Build an xattr value: entries as (tag, perm, id) triples. */
 static size_t build(uint8_t *out, uint32_t version, const uint32_t (*e)[3], size_t n)
 {
-	sc_put_le32(out, version);
+	put_le32(out, version);
 	for (size_t i = 0; i < n; i++) {
 		uint8_t *p = out + 4 + i * 8;
 		p[0] = (uint8_t)e[i][0];
 		p[1] = (uint8_t)(e[i][0] >> 8);
 		p[2] = (uint8_t)e[i][1];
 		p[3] = (uint8_t)(e[i][1] >> 8);
-		sc_put_le32(p + 4, e[i][2]);
+		put_le32(p + 4, e[i][2]);
 	}
 	return 4 + n * 8;
 }
@@ -124,7 +124,7 @@ START_TEST(test_random)
 		size_t len = 4 + n * 8 + ((s >> 40) % 8 == 0 ? (s >> 20) % 8 : 0);
 		if (len > sizeof(buf))
 			len = sizeof(buf);
-		sc_put_le32(buf, (s >> 33) % 16 ? 2 : (uint32_t)(s >> 13));
+		put_le32(buf, (s >> 33) % 16 ? 2 : (uint32_t)(s >> 13));
 		/* Mostly plausible entries, so that the rules, not only the
 		 * tags, get exercised. */
 		static const uint16_t tags[] = {1, 2, 4, 8, 0x10, 0x20};
@@ -136,7 +136,7 @@ START_TEST(test_random)
 			buf[i + 1] = (uint8_t)(tag >> 8);
 			buf[i + 2] = (uint8_t)perm;
 			buf[i + 3] = (uint8_t)(perm >> 8);
-			sc_put_le32(buf + i + 4, (uint32_t)(s >> 20) % 4);
+			put_le32(buf + i + 4, (uint32_t)(s >> 20) % 4);
 		}
 		struct acl *acl;
 		int rc = acl_decode(buf, len, &acl, NULL, 0);

@@ -1,7 +1,8 @@
 /*
  * test_coding: store/coding.{h,c} (suite "coding").
  *
- * Fixed-width encoders write little-endian bytes and round-trip; varints
+ * Fixed-width encoders write little-endian (or, _be, big-endian) bytes and
+ * round-trip; varints
  * round-trip at every 7-bit boundary and report their length; decoders
  * return NULL on truncated, overlong or overflowing input and on a length
  * prefix that runs past the limit; struct buf grows and keeps its bytes;
@@ -45,6 +46,37 @@ START_TEST(test_fixed_le)
 		ck_assert_uint_eq(get_le32(b), (uint32_t)v);
 		put_le64(b, v);
 		ck_assert_uint_eq(get_le64(b), v);
+	}
+}
+END_TEST
+
+START_TEST(test_fixed_be)
+{
+	uint8_t b[8];
+	put_be32(b, 0x89abcdefu);
+	ck_assert_uint_eq(b[0], 0x89);
+	ck_assert_uint_eq(b[3], 0xef);
+	ck_assert_uint_eq(get_be32(b), 0x89abcdefu);
+
+	put_be64(b, 0x0123456789abcdefull);
+	ck_assert_uint_eq(b[0], 0x01);
+	ck_assert_uint_eq(b[7], 0xef);
+	ck_assert_uint_eq(get_be64(b), 0x0123456789abcdefull);
+
+	/* Byte order is numeric order: what the keys rely on. */
+	const uint64_t vals[] = { 0, 1, 0x7f, 0x80, 0xff, 0x100, 0xffff,
+				  0x10000, 0xffffffffu, 0x100000000ull,
+				  UINT64_MAX - 1, UINT64_MAX, 1ull << 63 };
+	uint8_t prev[8];
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		uint64_t v = vals[i];
+		put_be32(b, (uint32_t)v);
+		ck_assert_uint_eq(get_be32(b), (uint32_t)v);
+		put_be64(b, v);
+		ck_assert_uint_eq(get_be64(b), v);
+		if (i && vals[i - 1] < v)
+			ck_assert_int_lt(memcmp(prev, b, 8), 0);
+		memcpy(prev, b, 8);
 	}
 }
 END_TEST
@@ -343,6 +375,7 @@ static Suite *coding_suite(void)
 	TCase *tc = tcase_create("coding");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_fixed_le);
+	tcase_add_test(tc, test_fixed_be);
 	tcase_add_test(tc, test_varint64_roundtrip);
 	tcase_add_test(tc, test_varint32_roundtrip);
 	tcase_add_test(tc, test_varint_truncated);

@@ -970,7 +970,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return EXIT_DONE;
 		case 'V':
-			printf(PROG " " LSMFS_RELEASE " (format %d)\n", LSMFS_VERSION);
+			lsmfs_print_version(PROG, NULL);
 			return EXIT_DONE;
 		default:
 			usage(stderr);

@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'h': usage(stdout); return FSCK_EXIT_OK;
-		case 'V': printf("%s " LSMFS_RELEASE " (format %d)\n", prog, LSMFS_VERSION); return FSCK_EXIT_OK;
+		case 'V': lsmfs_print_version(prog, NULL); return FSCK_EXIT_OK;
 		case 'L': return problem_list(stdout) ? FSCK_EXIT_OPERATIONAL : FSCK_EXIT_OK;
 		case 'S': f.scrub = true; break;
 		case 'B': backup = optarg; break;

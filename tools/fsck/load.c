@@ -258,7 +258,7 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap)
 		snprintf(out, cap, "(the table's edge)");
 		return;
 	}
-	uint64_t a = kl >= 9 ? sc_get_be64(k + 1) : 0;
+	uint64_t a = kl >= 9 ? get_be64(k + 1) : 0;
 	switch (kl ? k[0] : 0) {
 	case KEY_INODE:
 		snprintf(out, cap, "the record of inode %" PRIu64, a);
@@ -279,7 +279,7 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap)
 		return;
 	case KEY_CHUNK:
 		if (kl == 17) {
-			snprintf(out, cap, "chunk %" PRIu64 " of inode %" PRIu64, sc_get_be64(k + 9), a);
+			snprintf(out, cap, "chunk %" PRIu64 " of inode %" PRIu64, get_be64(k + 9), a);
 			return;
 		}
 		break;
@@ -294,7 +294,7 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap)
 		return;
 	case KEY_SECTION:
 		if (kl == 5) {
-			snprintf(out, cap, "the map entry of section %u", sc_get_be32(k + 1));
+			snprintf(out, cap, "the map entry of section %u", get_be32(k + 1));
 			return;
 		}
 		break;
@@ -313,78 +313,50 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap)
 static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
 {
 	char hx[2 * KEY_MAX + 1];
-	switch (k[0]) {
-	case KEY_INODE: {
-		if (kl != 9)
-			break;
-		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
+	struct key_parts kp;
+	struct fsck_inode *in = NULL;
+	if (key_parse(k, kl, &kp) != 0)
+		goto bad;
+	/* Keys of an inode other than D: their facts go to its stub. */
+	if (kp.type->id == KEY_ID_INODE && kp.type->letter != KEY_DIRENT) {
+		in = stub(f, kp.id);
 		if (!in)
 			return -ENOMEM;
+	}
+	switch (kp.type->letter) {
+	case KEY_INODE:
 		in->rec_ok = inode_rec_decode(v, vl, &in->rec) == 0;
 		in->rec_bad = !in->rec_ok; /* pass 2 reports it */
 		return 0;
-	}
 	case KEY_DIRENT: {
-		if (kl < 18 || kl > 17 + NAME_MAX_BYTES)
-			break;
 		uint64_t ino;
 		uint8_t type;
 		if (dirent_val_decode(v, vl, &ino, &type))
 			break;
-		return push_entry(f, sc_get_be64(k + 1), sc_get_be64(k + 9), k + 17, kl - 17, ino, type);
+		return push_entry(f, kp.id, kp.sub, kp.tail, kp.tail_len, ino, type);
 	}
-	case KEY_DATA: {
-		if (kl != 9)
-			break;
-		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
-		if (!in)
-			return -ENOMEM;
+	case KEY_DATA:
 		in->inline_len = (int64_t)vl;
 		return 0;
-	}
 	case KEY_CHUNK: {
-		if (kl != 17)
-			break;
-		uint64_t ino = sc_get_be64(k + 1);
-		struct fsck_inode *in = stub(f, ino);
-		if (!in)
-			return -ENOMEM;
 		uint64_t durable;
 		if (chunk_value_decode(v, vl, &durable))
 			break; /* a value that is neither empty nor a length */
 		in->nchunks++;
-		return push_chunk(f, ino, sc_get_be64(k + 9), durable, chunk_value_lost(v, vl));
+		return push_chunk(f, kp.id, kp.sub, durable, chunk_value_lost(v, vl));
 	}
-	case KEY_XATTR: {
-		if (kl < 10)
-			break;
-		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
-		if (!in)
-			return -ENOMEM;
+	case KEY_XATTR:
 		in->xattrs = true;
 		return 0;
-	}
-	case KEY_ORPHAN: {
-		if (kl != 9)
-			break;
-		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
-		if (!in)
-			return -ENOMEM;
+	case KEY_ORPHAN:
 		in->orphan = true;
 		return 0;
-	}
-	case KEY_FLUX: { /* the daemon's crash repair is pending (SCHEMA.md) */
-		if (kl != 9)
-			break;
-		struct fsck_inode *in = stub(f, sc_get_be64(k + 1));
-		if (!in)
-			return -ENOMEM;
+	case KEY_FLUX: /* the daemon's crash repair is pending (SCHEMA.md) */
 		in->flux = true;
 		return 0;
-	}
 	case KEY_SECTION: {
-		uint32_t s, d;
-		if (section_entry_decode(k, kl, v, vl, &s, &d))
+		uint32_t s = (uint32_t)kp.id, d;
+		if (section_value_decode(v, vl, &d))
 			break;
 		if (s < f->info.sections)
 			f->section_disk[s] = d;
@@ -395,7 +367,7 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 	}
 	case KEY_META:
 		if (kl == 1 + strlen(META_NEXT_INO) && !memcmp(k + 1, META_NEXT_INO, kl - 1) && vl == 8)
-			f->next_ino = sc_get_le64(v);
+			f->next_ino = get_le64(v);
 		if (kl == 1 + strlen(META_MOUNTED) && !memcmp(k + 1, META_MOUNTED, kl - 1))
 			f->mounted_mark = true;
 		if (kl == 1 + strlen(META_MOVE) && !memcmp(k + 1, META_MOVE, kl - 1))
@@ -410,9 +382,8 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		return 0;
 	case KEY_DISK:
 		return 0; /* checked in pass 5 with point reads */
-	default:
-		break;
 	}
+bad:
 	hexkey(k, kl, hx, sizeof(hx));
 	problem_fix(f, PR_BAD_KEY, &(struct problem_ctx){.str = hx, .num = vl});
 	return 0;

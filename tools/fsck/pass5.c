@@ -37,16 +37,6 @@ int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, char *ou
 	return 0;
 }
 
-static int fsync_path(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = fsync(fd) ? -errno : 0;
-	close(fd);
-	return rc;
-}
-
 static int fsync_parent(const char *path)
 {
 	char dir[LSMFS_META_PATH_MAX + 700];
@@ -54,7 +44,7 @@ static int fsync_parent(const char *path)
 	char *slash = strrchr(dir, '/');
 	if (slash)
 		*slash = '\0';
-	return fsync_path(dir);
+	return lsmfs_fsync_dir(dir);
 }
 
 /* Copy src to dst (a new file) and make it durable. */
@@ -116,7 +106,7 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
 	if (access(dst, F_OK) == 0)
 		return -EEXIST;
 	if (rename(src, dst) == 0) {
-		int rc = fsync_path(dir);
+		int rc = lsmfs_fsync_dir(dir);
 		int r2 = fsync_parent(src);
 		return rc ? rc : r2;
 	}
@@ -127,7 +117,7 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
 	if (!rc && rename(tmp, dst))
 		rc = -errno;
 	if (!rc)
-		rc = fsync_path(dir);
+		rc = lsmfs_fsync_dir(dir);
 	if (rc) {
 		unlink(tmp);
 		return rc;
@@ -177,7 +167,7 @@ static int adopt_file(struct fsck *f, const char *file, const char *name)
 	if (!b)
 		return -ENOMEM;
 	uint8_t k[KEY_MAX], v[INODE_REC_LEN], cnt[8];
-	sc_put_le64(cnt, nino + 1);
+	put_le64(cnt, nino + 1);
 	store_batch_put(b, k, key_meta(k, META_NEXT_INO), cnt, 8);
 	inode_rec_encode(&r, v);
 	store_batch_put(b, k, key_inode(k, nino), v, INODE_REC_LEN);
@@ -355,7 +345,8 @@ void fsck_pass5_data(struct fsck *f)
 	fsck_check_superblocks(f);
 	for (uint32_t s = 0; s < f->info.sections; s++) {
 		uint32_t d = f->section_disk[s];
-		if (d != UINT32_MAX && (diskset_present(f->ds, d) || (f->ds->missing >> d & 1)))
+		if (d != UINT32_MAX &&
+		    (diskset_present(f->ds, d) || (d < LSMFS_MAX_DISKS && f->ds->missing >> d & 1)))
 			continue; /* there, or on a disk missing (--degraded): not checked */
 		uint32_t home = section_home(f, s);
 		if (problem_fix(f, d == UINT32_MAX ? PR_SECTION_UNMAPPED : PR_SECTION_BAD_DISK,

@@ -139,9 +139,9 @@ int fsck_put_disk_record(struct fsck *f, uint32_t disk)
 
 int fsck_put_section(struct fsck *f, uint32_t section, uint32_t disk)
 {
-	uint8_t k[KEY_MAX], v[4];
-	sc_put_le32(v, disk);
-	int rc = store_put(f->st, k, key_section(k, section), v, 4, STORE_WRITE_SYNC);
+	uint8_t k[KEY_MAX], v[SECTION_VAL_LEN];
+	section_value_encode(disk, v);
+	int rc = store_put(f->st, k, key_section(k, section), v, SECTION_VAL_LEN, STORE_WRITE_SYNC);
 	if (rc == 0)
 		f->section_disk[section] = disk;
 	return rc;
@@ -150,7 +150,7 @@ int fsck_put_section(struct fsck *f, uint32_t section, uint32_t disk)
 int fsck_put_next_ino(struct fsck *f, uint64_t next)
 {
 	uint8_t k[KEY_MAX], v[8];
-	sc_put_le64(v, next);
+	put_le64(v, next);
 	int rc = store_put(f->st, k, key_meta(k, META_NEXT_INO), v, 8, STORE_WRITE_SYNC);
 	if (rc == 0)
 		f->next_ino = next;
@@ -260,13 +260,8 @@ static int write_chunk_file(const char *path, const uint8_t *p, size_t len)
 	if (rc == 0 && fsync(fd))
 		rc = -errno;
 	close(fd);
-	if (rc == 0) {
-		int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (d < 0 || fsync(d))
-			rc = -errno;
-		if (d >= 0)
-			close(d);
-	}
+	if (rc == 0)
+		rc = lsmfs_fsync_dir(dir);
 	if (rc)
 		unlink(path);
 	return rc;

@@ -84,13 +84,13 @@ static void describe_inode(const uint8_t *v, size_t vl, char *out, size_t cap)
 		 r.flags & INODE_FLAG_XATTR ? ",xattr" : "", r.parent, r.generation);
 }
 
-static void describe_dirent(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
-			    char *out, size_t cap)
+static void describe_dirent(const struct key_parts *kp, const uint8_t *v, size_t vl, char *out,
+			    size_t cap)
 {
 	char name[4 * NAME_MAX_BYTES + 1], val[200];
-	uint64_t ino, hash = sc_get_be64(k + 9);
+	uint64_t ino;
 	uint8_t type;
-	insp_escape(name, sizeof(name), k + 17, kl - 17);
+	insp_escape(name, sizeof(name), kp->tail, kp->tail_len);
 	if (!v)
 		val[0] = '\0';
 	else if (dirent_val_decode(v, vl, &ino, &type))
@@ -100,11 +100,11 @@ static void describe_dirent(const uint8_t *k, size_t kl, const uint8_t *v, size_
 			 insp_type_word((uint32_t)type << 12));
 	/* A hash that is not the name's hides the entry from lookups. */
 	char bad[64] = "";
-	if (kl - 17 <= NAME_MAX_BYTES && hash != dirent_hash((const char *)k + 17, kl - 17))
-		snprintf(bad, sizeof(bad), " (the name hashes to %016" PRIx64 ")",
-			 dirent_hash((const char *)k + 17, kl - 17));
-	snprintf(out, cap, "D %" PRIu64 " %016" PRIx64 " \"%s\" -> %s%s", sc_get_be64(k + 1), hash,
-		 name, val, bad);
+	uint64_t want = dirent_hash((const char *)kp->tail, kp->tail_len);
+	if (kp->sub != want)
+		snprintf(bad, sizeof(bad), " (the name hashes to %016" PRIx64 ")", want);
+	snprintf(out, cap, "D %" PRIu64 " %016" PRIx64 " \"%s\" -> %s%s", kp->id, kp->sub, name,
+		 val, bad);
 }
 
 static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl, char *out,
@@ -121,7 +121,7 @@ static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t 
 		snprintf(out, cap, "M %s -> section %u moving from disk %u to disk %u", name, m.section,
 			 m.from, m.to);
 	} else if (is_next && vl == 8) {
-		snprintf(out, cap, "M %s -> %" PRIu64, name, sc_get_le64(v));
+		snprintf(out, cap, "M %s -> %" PRIu64, name, get_le64(v));
 	} else if (is_fs && fs_info_decode(v, vl, &fi) == 0) {
 		char u[37], created[64];
 		lsmfs_uuid_format(fi.fs_uuid, u);
@@ -156,34 +156,28 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 		   size_t vl, char *out, size_t cap)
 {
 	char a[700], b[300];
-	uint64_t id = kl >= 9 ? sc_get_be64(k + 1) : 0;
-	switch (kl ? k[0] : 0) {
+	struct key_parts kp;
+	uint64_t id = 0;
+	if (key_parse(k, kl, &kp) != 0)
+		goto bad;
+	id = kp.id;
+	switch (kp.type->letter) {
 	case KEY_INODE:
-		if (kl != 9)
-			break;
 		describe_inode(v, vl, a, sizeof(a));
 		snprintf(out, cap, "I %" PRIu64 " -> %s", id, a);
 		return;
 	case KEY_DIRENT:
-		if (kl < 18)
-			break;
-		describe_dirent(k, kl, v, vl, out, cap);
+		describe_dirent(&kp, v, vl, out, cap);
 		return;
 	case KEY_XATTR:
-		if (kl < 10)
-			break;
-		insp_escape(a, sizeof(a), k + 9, kl - 9);
+		insp_escape(a, sizeof(a), kp.tail, kp.tail_len);
 		snprintf(out, cap, "X %" PRIu64 " \"%s\" -> %zu bytes", id, a, vl);
 		return;
 	case KEY_DATA:
-		if (kl != 9)
-			break;
 		snprintf(out, cap, "F %" PRIu64 " -> %zu bytes inline", id, vl);
 		return;
 	case KEY_CHUNK: {
-		if (kl != 17)
-			break;
-		uint64_t chunk = sc_get_be64(k + 9);
+		uint64_t chunk = kp.sub;
 		chunk_place(in, id, chunk, b, sizeof(b));
 		/* The value: the length a sync made durable, nothing (not
 		 * known), or that length lost with its disk (SCHEMA.md
@@ -200,40 +194,35 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 		return;
 	}
 	case KEY_ORPHAN:
-		if (kl != 9)
-			break;
 		snprintf(out, cap, "O %" PRIu64 " -> orphan%s", id, vl ? " (value not empty)" : "");
 		return;
 	case KEY_FLUX:
-		if (kl != 9)
-			break;
 		snprintf(out, cap, "G %" PRIu64 " -> chunks in flux%s", id,
 			 vl ? " (value not empty)" : "");
 		return;
-	case KEY_SECTION:
-		if (kl != 5)
-			break;
-		if (vl == 4)
-			snprintf(out, cap, "P %u -> disk %u", sc_get_be32(k + 1), sc_get_le32(v));
+	case KEY_SECTION: {
+		uint32_t disk;
+		if (section_value_decode(v, vl, &disk) == 0)
+			snprintf(out, cap, "P %u -> disk %u", (uint32_t)id, disk);
 		else
-			snprintf(out, cap, "P %u -> %zu bytes (does not decode)", sc_get_be32(k + 1), vl);
+			snprintf(out, cap, "P %u -> %zu bytes (does not decode)", (uint32_t)id, vl);
 		return;
+	}
 	case KEY_DISK:
-		if (kl != 5)
-			break;
 		if (vl >= 16) {
 			char u[37];
 			lsmfs_uuid_format(v, u);
 			insp_escape(a, sizeof(a), v + 16, vl - 16);
-			snprintf(out, cap, "K %u -> disk %s, last at %s", sc_get_be32(k + 1), u, a);
+			snprintf(out, cap, "K %u -> disk %s, last at %s", (uint32_t)id, u, a);
 		} else {
-			snprintf(out, cap, "K %u -> %zu bytes (does not decode)", sc_get_be32(k + 1), vl);
+			snprintf(out, cap, "K %u -> %zu bytes (does not decode)", (uint32_t)id, vl);
 		}
 		return;
 	case KEY_META:
 		describe_meta(k, kl, v, vl, out, cap);
 		return;
 	}
+bad:
 	insp_hex(a, sizeof(a), k, kl < 256 ? kl : 256);
 	insp_hex(b, sizeof(b), v, vl < 64 ? vl : 64);
 	snprintf(out, cap, "%s%s -> %s%s (key does not parse)", a, kl > 256 ? "..." : "", b,

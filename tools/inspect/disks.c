@@ -168,7 +168,7 @@ int insp_super(struct insp *in)
 	int64_t next_ino = -1; /* absent or does not decode */
 	if (store_get(in->st, NULL, k, key_meta(k, META_NEXT_INO), &v, &vl) == 0) {
 		if (vl == 8)
-			next_ino = (int64_t)sc_get_le64(v);
+			next_ino = (int64_t)get_le64(v);
 		free(v);
 	}
 	const struct fs_info *fi = &in->info;
@@ -270,9 +270,10 @@ static void count_record(struct insp *in, const uint8_t *k, size_t kl, const uin
 {
 	(void)v, (void)vl;
 	struct record_counts *rc = ctx;
-	if (kl != 17)
+	struct key_parts kp;
+	if (key_parse(k, kl, &kp) != 0 || kp.type->letter != KEY_CHUNK)
 		return; /* not a chunk key: keys shows it */
-	uint32_t s = chunk_section(sc_get_be64(k + 1), sc_get_be64(k + 9), in->info.sections);
+	uint32_t s = chunk_section(kp.id, kp.sub, in->info.sections);
 	rc->sec[s].records++;
 	if (diskset_present(in->ds, in->section_disk[s]))
 		rc->disk[in->section_disk[s]].records++;

@@ -166,7 +166,7 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "hjV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'h': usage(stdout); return INSPECT_EXIT_OK;
-		case 'V': printf(INSPECT_PROG " " LSMFS_RELEASE " (format %d)\n", LSMFS_VERSION); return INSPECT_EXIT_OK;
+		case 'V': lsmfs_print_version(INSPECT_PROG, NULL); return INSPECT_EXIT_OK;
 		case 'j': in.json = true; break;
 		case 'r': in.raw_prefix = optarg; break;
 		case 'b': in.backup = optarg; break;

@@ -76,12 +76,13 @@ static int parse_prefix(struct insp *in, int argc, char **argv, uint8_t *out, si
 	if (argc == 0)
 		return 0;
 	const char *t = argv[0];
-	if (strlen(t) != 1 || !strchr("MKPIDXFCOG", t[0]) || argc > 2)
+	const struct key_type *type = strlen(t) == 1 ? key_type_find(t[0]) : NULL;
+	if (!type || argc > 2)
 		return -EINVAL;
 	out[(*len)++] = (uint8_t)t[0];
 	if (argc == 1)
 		return 0;
-	if (t[0] == KEY_META) {
+	if (type->id == KEY_ID_NONE) { /* M: a name */
 		size_t n = strlen(argv[1]);
 		if (n > KEY_MAX - 1)
 			return -EINVAL;
@@ -94,15 +95,14 @@ static int parse_prefix(struct insp *in, int argc, char **argv, uint8_t *out, si
 	unsigned long long n = strtoull(argv[1], &end, 10);
 	if (*end || errno || argv[1][0] < '0' || argv[1][0] > '9')
 		return -EINVAL;
-	if (t[0] == KEY_SECTION || t[0] == KEY_DISK) {
+	if (type->id_len == 4) { /* P, K */
 		if (n > UINT32_MAX)
 			return -EINVAL;
-		sc_put_be32(out + 1, (uint32_t)n);
-		*len += 4;
+		put_be32(out + 1, (uint32_t)n);
 	} else {
-		sc_put_be64(out + 1, n);
-		*len += 8;
+		put_be64(out + 1, n);
 	}
+	*len += type->id_len;
 	return 0;
 }
 
@@ -134,9 +134,14 @@ int insp_keys(struct insp *in, int argc, char **argv)
 	uint8_t prefix[KEY_MAX];
 	size_t plen;
 	if (parse_prefix(in, argc, argv, prefix, &plen)) {
-		fprintf(stderr, INSPECT_PROG ": keys: the prefix is a key type (M K P I D X F C O G), "
+		char letters[64];
+		size_t o = 0;
+		for (size_t i = 0; i < key_types_count && o + 3 <= sizeof(letters); i++)
+			o += (size_t)snprintf(letters + o, sizeof(letters) - o, "%s%c", i ? " " : "",
+					      key_types[i].letter);
+		fprintf(stderr, INSPECT_PROG ": keys: the prefix is a key type (%s), "
 				"optionally followed by a number (or a name after M), or --raw HEX "
-				"alone\n");
+				"alone\n", letters);
 		return INSPECT_EXIT_USAGE;
 	}
 	struct json j;
@@ -301,9 +306,10 @@ static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8
 {
 	(void)v, (void)vl;
 	struct stat_ctx *c = ctx;
-	if (kl != 17)
+	struct key_parts kp;
+	if (key_parse(k, kl, &kp) != 0 || kp.type->letter != KEY_CHUNK)
 		return;
-	uint64_t ino = sc_get_be64(k + 1), chunk = sc_get_be64(k + 9);
+	uint64_t ino = kp.id, chunk = kp.sub;
 	uint32_t s = chunk_section(ino, chunk, in->info.sections);
 	uint32_t d = in->section_disk[s];
 	char path[LSMFS_META_PATH_MAX + 200] = "";
@@ -494,19 +500,20 @@ static void show_entry(struct insp *in, const uint8_t *k, size_t kl, const uint8
 		       void *ctx)
 {
 	struct stat_ctx *c = ctx;
-	if (kl < 18)
-		return;
+	struct key_parts kp;
+	if (key_parse(k, kl, &kp) != 0 || kp.type->letter != KEY_DIRENT)
+		return; /* keys shows it */
 	uint64_t ino = 0;
 	uint8_t type = 0;
 	bool entry_ok = dirent_val_decode(v, vl, &ino, &type) == 0;
 	struct inode_rec r;
 	bool rec_ok = entry_ok && get_inode(in, ino, &r, NULL, NULL) == 0;
 	char name[4 * NAME_MAX_BYTES + 1];
-	insp_escape(name, sizeof(name), k + 17, kl - 17);
+	insp_escape(name, sizeof(name), kp.tail, kp.tail_len);
 	c->n++;
 	if (c->j) {
 		json_obj(c->j, NULL);
-		json_bytes(c->j, "name", k + 17, kl - 17);
+		json_bytes(c->j, "name", kp.tail, kp.tail_len);
 		json_bool(c->j, "entry_decodes", entry_ok);
 		if (entry_ok) {
 			json_u64(c->j, "inode", ino);

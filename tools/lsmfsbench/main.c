@@ -14,6 +14,7 @@
  * and removes everything, on success, error and interruption alike.
  */
 #include "bench.h"
+#include "fs.h" /* lsmfs_print_version */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -465,7 +466,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 			usage(stdout);
 			exit(0);
 		case 'V':
-			printf(BENCH_PROG " " LSMFS_RELEASE "\n");
+			lsmfs_print_version(BENCH_PROG, NULL);
 			exit(0);
 		case 'o': o->mount_opts = optarg; break;
 		case OPT_DISKS:

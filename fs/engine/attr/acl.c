@@ -54,7 +54,7 @@ int acl_decode(const void *val, size_t len, struct acl **out, char *why, size_t 
 	*out = NULL;
 	if (len < HEADER_LEN || (len - HEADER_LEN) % ENTRY_LEN)
 		return invalid(why, whylen, "length %zu is not 4 + 8 x entries", len);
-	uint32_t version = sc_get_le32(p);
+	uint32_t version = get_le32(p);
 	if (version != ACL_XATTR_VERSION)
 		return invalid(why, whylen, "offset 0: version %u, not %u", version,
 			       ACL_XATTR_VERSION);
@@ -70,7 +70,7 @@ int acl_decode(const void *val, size_t len, struct acl **out, char *why, size_t 
 		struct acl_entry *x = &acl->entry[i];
 		x->tag = (uint16_t)(e[0] | e[1] << 8);
 		x->perm = (uint16_t)(e[2] | e[3] << 8);
-		x->id = sc_get_le32(e + 4);
+		x->id = get_le32(e + 4);
 		unsigned off = (unsigned)(HEADER_LEN + i * ENTRY_LEN);
 		if (x->perm & ~7u) {
 			rc = invalid(why, whylen, "offset %u: permission bits 0x%x", off, x->perm);
@@ -125,7 +125,7 @@ size_t acl_encoded_len(const struct acl *acl)
 
 void acl_encode(const struct acl *acl, uint8_t *buf)
 {
-	sc_put_le32(buf, ACL_XATTR_VERSION);
+	put_le32(buf, ACL_XATTR_VERSION);
 	for (uint32_t i = 0; i < acl->count; i++) {
 		const struct acl_entry *x = &acl->entry[i];
 		uint8_t *e = buf + HEADER_LEN + (size_t)i * ENTRY_LEN;
@@ -134,7 +134,7 @@ void acl_encode(const struct acl *acl, uint8_t *buf)
 		e[2] = (uint8_t)x->perm;
 		e[3] = (uint8_t)(x->perm >> 8);
 		bool named = x->tag == ACL_TAG_USER || x->tag == ACL_TAG_GROUP;
-		sc_put_le32(e + 4, named ? x->id : ACL_ID_UNDEFINED);
+		put_le32(e + 4, named ? x->id : ACL_ID_UNDEFINED);
 	}
 }
 

@@ -71,7 +71,7 @@ int fs_each_ino_key(struct fs *fs, uint8_t type, int (*fn)(struct fs *fs, uint64
 		size_t kl;
 		const uint8_t *key = store_iter_key(it, &kl);
 		if (kl == 9)
-			rc = fn(fs, sc_get_be64(key + 1), ctx);
+			rc = fn(fs, get_be64(key + 1), ctx);
 	}
 	if (!rc)
 		rc = store_iter_status(it);
@@ -88,7 +88,7 @@ int fs_alloc_ino(struct fs *fs, uint64_t *ino)
 	if (fs->next_ino >= fs->reserved_to) {
 		uint8_t k[KEY_MAX], v[8];
 		size_t kl = key_meta(k, META_NEXT_INO);
-		sc_put_le64(v, fs->next_ino + INO_RESERVE);
+		put_le64(v, fs->next_ino + INO_RESERVE);
 		rc = store_put(fs->st, k, kl, v, 8, 0);
 		if (!rc)
 			fs->reserved_to = fs->next_ino + INO_RESERVE;

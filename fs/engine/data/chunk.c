@@ -425,7 +425,7 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 		const uint8_t *k = store_iter_key(it, &kl);
 		if (kl != 17)
 			continue;
-		uint64_t chunk = sc_get_be64(k + 9);
+		uint64_t chunk = get_be64(k + 9);
 		if (limit-- == 0) {
 			*resume = chunk;
 			break;
@@ -557,7 +557,7 @@ int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 		const uint8_t *v = store_iter_value(it, &vl);
 		uint64_t durable = 0;
 		if (kl == 17)
-			rc = fn(ctx, sc_get_be64(k + 9),
+			rc = fn(ctx, get_be64(k + 9),
 				chunk_value_decode(v, vl, &durable) ? 0 : durable);
 	}
 	if (!rc)

@@ -130,7 +130,7 @@ int fs_statfs(struct fs *fs, struct statvfs *out)
 	out->f_ffree = used < out->f_files ? out->f_files - used : 0;
 	out->f_favail = out->f_ffree;
 	out->f_namemax = NAME_MAX_BYTES;
-	out->f_fsid = sc_get_le64(fs->info.fs_uuid);
+	out->f_fsid = get_le64(fs->info.fs_uuid);
 	return 0;
 }
 

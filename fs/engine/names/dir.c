@@ -768,7 +768,7 @@ int fs_readdir(struct fs *fs, uint64_t ino, uint64_t off, fs_fill_fn fill, void 
 		char name[NAME_MAX_BYTES + 1];
 		memcpy(name, k + 17, kl - 17);
 		name[kl - 17] = 0;
-		if (fill(ctx, name, child, type, sc_get_be64(k + 9) + 1))
+		if (fill(ctx, name, child, type, get_be64(k + 9) + 1))
 			break;
 	}
 	rc = store_iter_status(it);

@@ -55,7 +55,7 @@ static int scan(struct fs *fs, const uint8_t *lo, size_t ll, const uint8_t *hi, 
 			continue;
 		if (!(w->name = strndup((const char *)k + 17, kl - 17)))
 			rc = -ENOMEM;
-		w->parent = sc_get_be64(k + 1);
+		w->parent = get_be64(k + 1);
 	}
 	if (!rc)
 		rc = store_iter_status(it);
