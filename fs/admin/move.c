@@ -63,6 +63,7 @@ struct mover {
 	char *err;
 	size_t errlen;
 	uint64_t last_report_ns;
+	bool tracking; /* the section's changes recorded (gate.c section_track) */
 	bool frozen; /* no progress reports then: a slow reader must not hold the freeze */
 	bool evacuate;
 	struct move_lost *lost; /* evacuating: the chunks that could not be read */
@@ -792,6 +793,287 @@ static int switch_map(struct mover *mv, bool *tried)
 	return rc;
 }
 
+/*
+ * What a move holds, in the order it takes them, and who lets go:
+ *   - fs->move_lock, one move at a time: tried, never waited for (a second
+ *     move is refused), held to the end, and let go at move_section's out:
+ *     on every path;
+ *   - the intent `M move` (step 1), from move_begin until finish_move or
+ *     rollback deletes it, or the next mount does (move_recover) when
+ *     whether the switch reached the store is not known;
+ *   - the recording of the section's changes (gate.c section_track), from
+ *     copy_all until switch_section or rollback;
+ *   - the freeze (gate.c section_freeze: no thread inside the section's
+ *     gate, new ones wait), from freeze_and_check until switch_section or
+ *     rollback; meanwhile no progress is reported (mv->frozen), so that a
+ *     slow reader of the reports cannot hold the section frozen.
+ * Any failure before the switch rolls back: the target's copy and the
+ * intent go, and the section stays where it was.
+ */
+
+/* Whether a move may start: the filesystem read-write, its superblocks
+ * current, and no earlier move's leftover (settled first when it can
+ * be). */
+static int may_start(struct mover *mv, uint32_t section, bool evacuate)
+{
+	struct fs *fs = mv->fs;
+	if (!fs_writable(fs)) {
+		set_err(mv, "mounted read-only");
+		return -EROFS;
+	}
+	/* A disk added while a member's superblock could not be written
+	 * must hold no section until it is (members.c): none moves. */
+	if (fs->ds->stale) {
+		set_err(mv, "the superblocks of disks %#llx are behind (a change to the disks "
+			"could not write them): remount first", (unsigned long long)fs->ds->stale);
+		return -EIO;
+	}
+	/* A move whose old copy could not be removed yet: that first (its
+	 * intent is the only record of the leftover). */
+	struct section_move pending;
+	int rc = section_move_get(fs->st, &pending);
+	if (rc == 1)
+		rc = move_recover(fs, evacuate ? section_disk_of(fs, section) : UINT32_MAX);
+	if (rc < 0 || (rc == 0 && section_move_get(fs->st, &pending) != 0)) {
+		set_err(mv, "an earlier move left a copy that cannot be removed yet (%s); see the "
+			"daemon's log", rc < 0 ? strerror(-rc) : "still recorded");
+		return rc < 0 ? rc : -EBUSY;
+	}
+	return 0;
+}
+
+/* Step 1: both disks still the ones mounted, the copy buffer, the intent
+ * recorded (synced).  Nothing to roll back when it fails. */
+static int move_begin(struct mover *mv)
+{
+	struct fs *fs = mv->fs;
+	uint32_t from = mv->m.from, to = mv->m.to;
+	if (!disk_usable(fs, from) || !disk_usable(fs, to)) {
+		set_err(mv, "disk %u is no longer the disk mounted", disk_usable(fs, to) ? from : to);
+		return -EIO;
+	}
+	mv->buf = malloc(COPY_BUF);
+	if (!mv->buf)
+		return -ENOMEM;
+	int rc = put_intent(fs, &mv->m);
+	if (rc)
+		set_err(mv, "%s: recording the move: %s", fs->ds->meta_dir, strerror(-rc));
+	return rc;
+}
+
+/* The section's directory on each disk: the source's made when missing,
+ * and left closed (mv->src_dir < 0) when evacuating a disk that fails to
+ * open it; the target's made. */
+static int open_dirs(struct mover *mv)
+{
+	struct fs *fs = mv->fs;
+	uint32_t s = mv->m.section, from = mv->m.from, to = mv->m.to;
+	if ((mv->src_dir = open_section_dir(fs, from, s, false)) == -ENOENT)
+		mv->src_dir = open_section_dir(fs, from, s, true);
+	if (mv->src_dir < 0 && !(mv->evacuate && media_error(-mv->src_dir))) {
+		set_err(mv, "disk %u: opening section %u: %s", from, s, strerror(-mv->src_dir));
+		return mv->src_dir;
+	}
+	if ((mv->dst_dir = open_section_dir(fs, to, s, true)) < 0) {
+		set_err(mv, "disk %u (%s): making the directory of section %u: %s", to,
+			fs->ds->paths[to], s, strerror(-mv->dst_dir));
+		return mv->dst_dir;
+	}
+	return 0;
+}
+
+/* The chunk files to copy: the source directory's, or, evacuating a disk
+ * that cannot list it, those every chunk record of the section names. */
+static int list_chunks(struct mover *mv, struct listing *l)
+{
+	struct fs *fs = mv->fs;
+	uint32_t s = mv->m.section, from = mv->m.from;
+	int rc = mv->src_dir >= 0 ? list_source(mv, l) : mv->src_dir;
+	if (rc && mv->evacuate && media_error(-rc)) {
+		char dir[LSMFS_META_PATH_MAX + 128];
+		dir_path(fs, from, s, dir, sizeof(dir));
+		fs_logf(fs, "disk %u: listing %s: %s (evacuating: each chunk record of the section "
+			"is tried)", from, dir, strerror(-rc));
+		if (mv->err)
+			mv->err[0] = '\0';
+		listing_free(l);
+		*l = (struct listing){0};
+		rc = list_records(mv, l);
+	}
+	if (rc)
+		set_err(mv, "disk %u: listing section %u: %s", from, s, strerror(-rc));
+	return rc;
+}
+
+/* Every listed chunk file copied, then made durable together. */
+static int copy_listed(struct mover *mv, const struct listing *l)
+{
+	mv->p.files_total = l->n;
+	mv->p.bytes_total = l->bytes;
+	say(mv, true);
+	for (size_t i = 0; i < l->n; i++) {
+		if (__atomic_load_n(&mv->fs->move_cancel, __ATOMIC_ACQUIRE)) {
+			set_err(mv, "the filesystem is being unmounted: section %u stays on disk %u",
+				mv->m.section, mv->m.from);
+			return -ECANCELED;
+		}
+		int rc = copy_chunk(mv, l->names[i], false);
+		if (rc < 0)
+			return rc;
+	}
+	return sync_copies(mv, l);
+}
+
+/*
+ * Step 2: what an earlier attempt left on the target cleared, the
+ * section's changes recorded from here on, every chunk file copied, then
+ * rounds of the changes made meanwhile, until few are left or a writer
+ * keeps ahead (the last ones are copied frozen).
+ */
+static int copy_all(struct mover *mv)
+{
+	struct fs *fs = mv->fs;
+	uint32_t s = mv->m.section;
+	/* The map says `from`: a copy on the target is not in use. */
+	int rc = wipe_copy(fs, mv->m.to, s);
+	if (rc) {
+		set_err(mv, "disk %u: clearing what an earlier move left of section %u: %s",
+			mv->m.to, s, strerror(-rc));
+		return rc;
+	}
+	section_track(fs, s);
+	mv->tracking = true;
+	struct listing l = {0};
+	if (!(rc = open_dirs(mv)) && !(rc = list_chunks(mv, &l)))
+		rc = copy_listed(mv, &l);
+	listing_free(&l);
+	for (int round = 0; !rc && round < ROUNDS_MAX; round++) {
+		bool busy;
+		size_t copied;
+		if (!(rc = catch_up(mv, &busy, &copied)) && copied <= FREEZE_BELOW && !busy)
+			break;
+	}
+	return rc;
+}
+
+/*
+ * Step 3, first half: frozen, the last changes copied, and the target's
+ * directory fsynced, unless something changed while it copied that stops
+ * the move (an unmount, a remount read-only, a disk replaced under its
+ * path).
+ */
+static int freeze_and_check(struct mover *mv)
+{
+	struct fs *fs = mv->fs;
+	uint32_t s = mv->m.section;
+	keep_lost(mv); /* metadata on a failing disk: before the freeze */
+	section_freeze(fs, s);
+	mv->frozen = true;
+	bool busy;
+	size_t copied;
+	int rc = catch_up(mv, &busy, &copied);
+	if (rc)
+		return rc;
+	keep_lost(mv); /* any found lost only now (rare) */
+	if (__atomic_load_n(&fs->move_cancel, __ATOMIC_ACQUIRE) || !fs_writable(fs) ||
+	    !disk_usable(fs, mv->m.from) || !disk_usable(fs, mv->m.to)) {
+		rc = !fs_writable(fs) ? -EROFS : __atomic_load_n(&fs->move_cancel, __ATOMIC_ACQUIRE)
+								? -ECANCELED : -EIO;
+		set_err(mv, "section %u stays on disk %u: %s", s, mv->m.from,
+			rc == -EROFS ? "the filesystem went read-only"
+			: rc == -ECANCELED ? "the filesystem is being unmounted"
+					   : "a disk was replaced under its path");
+		return rc;
+	}
+	if (fsync(mv->dst_dir) != 0) {
+		rc = -errno;
+		set_err(mv, "disk %u: fsync of the directory of section %u: %s", mv->m.to, s,
+			strerror(-rc));
+	}
+	return rc;
+}
+
+/*
+ * Step 3, second half: the map switched in one synced store write, the
+ * generation bumped (every fd on the old copy stale), the recording
+ * stopped, thawed.  *undecided: the write failed but may have reached the
+ * commit log, so that no rollback may follow (below).
+ */
+static int switch_section(struct mover *mv, bool *undecided)
+{
+	struct fs *fs = mv->fs;
+	uint32_t s = mv->m.section, to = mv->m.to;
+	bool tried;
+	int rc = switch_map(mv, &tried);
+	*undecided = rc && tried;
+	if (rc && !tried) {
+		set_err(mv, "%s: switching section %u to disk %u: %s", fs->ds->meta_dir, s, to,
+			strerror(-rc));
+		return rc;
+	}
+	if (rc) {
+		/* A failed sync is no proof the write did not reach the
+		 * commit log: which disk holds the section is known only
+		 * when the store is read again.  Both copies and the intent
+		 * stay, and nothing is written any more, so that either copy
+		 * is whole; the next mount settles it. */
+		set_err(mv, "%s: switching section %u to disk %u: %s; the filesystem is read-only "
+			"until it is mounted again", fs->ds->meta_dir, s, to, strerror(-rc));
+		fs_logf(fs, "%s", mv->err ? mv->err : "switching a section failed");
+		__atomic_store_n(&fs->meta_lost, 1, __ATOMIC_RELEASE);
+	} else {
+		section_switch(fs, s, to);
+		chunk_section_changed(fs, s);
+	}
+	section_untrack(fs);
+	mv->tracking = false;
+	section_thaw(fs);
+	mv->frozen = false;
+	return rc;
+}
+
+/* Step 4: the chunks lost (evacuating) said; the old copy removed (a
+ * failing disk's that cannot be is put aside), then the intent. */
+static void finish_move(struct mover *mv, const struct move_opts *o)
+{
+	struct fs *fs = mv->fs;
+	uint32_t s = mv->m.section, from = mv->m.from, to = mv->m.to;
+	if (mv->nlost && o->lost)
+		o->lost(o->ctx, mv->lost, mv->nlost);
+	/* Nobody reads the old copy any more (every fd on it is stale). */
+	int w = wipe_copy(fs, from, s);
+	if (w && !mv->evacuate) {
+		fs_logf(fs, "section %u moved to disk %u; removing its old copy on disk %u: %s (the "
+			"next mount tries again)", s, to, from, strerror(-w));
+	} else {
+		if (w)
+			put_aside(fs, from, s, w);
+		if ((w = clear_intent(fs)))
+			fs_logf(fs, "section %u moved to disk %u; clearing the record of the move: %s",
+				s, to, strerror(-w));
+	}
+	say(mv, true);
+}
+
+/* Before the switch: undone in reverse; the section stays on its disk. */
+static void rollback(struct mover *mv)
+{
+	struct fs *fs = mv->fs;
+	for (size_t i = 0; i < mv->nlost; i++)
+		unkeep(mv, &mv->lost[i]);
+	if (mv->tracking)
+		section_untrack(fs);
+	if (mv->frozen)
+		section_thaw(fs);
+	int r = wipe_copy(fs, mv->m.to, mv->m.section);
+	if (!r)
+		r = clear_intent(fs);
+	if (r)
+		fs_logf(fs, "section %u stays on disk %u; removing the partial copy on disk %u: "
+			"%s (the next mount tries again)", mv->m.section, mv->m.from, mv->m.to,
+			strerror(-r));
+}
+
 int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move_opts *o,
 		 char *err, size_t errlen)
 {
@@ -807,210 +1089,29 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move
 		set_err(&mv, "another section is moving");
 		return -EBUSY;
 	}
-	if (!fs_writable(fs)) {
-		set_err(&mv, "mounted read-only");
-		pthread_mutex_unlock(&fs->move_lock);
-		return -EROFS;
-	}
-	/* A disk added while a member's superblock could not be written
-	 * must hold no section until it is (members.c): none moves. */
-	if (fs->ds->stale) {
-		set_err(&mv, "the superblocks of disks %#llx are behind (a change to the disks "
-			"could not write them): remount first", (unsigned long long)fs->ds->stale);
-		pthread_mutex_unlock(&fs->move_lock);
-		return -EIO;
-	}
-	/* A move whose old copy could not be removed yet: that first (its
-	 * intent is the only record of the leftover). */
-	struct section_move pending;
-	int rc = section_move_get(fs->st, &pending);
-	if (rc == 1)
-		rc = move_recover(fs, o->evacuate ? section_disk_of(fs, section) : UINT32_MAX);
-	if (rc < 0 || (rc == 0 && section_move_get(fs->st, &pending) != 0)) {
-		set_err(&mv, "an earlier move left a copy that cannot be removed yet (%s); see the "
-			"daemon's log", rc < 0 ? strerror(-rc) : "still recorded");
-		pthread_mutex_unlock(&fs->move_lock);
-		return rc < 0 ? rc : -EBUSY;
-	}
-	uint32_t from = section_disk_of(fs, section);
+	bool undecided = false;
+	uint32_t from;
+	int rc = may_start(&mv, section, o->evacuate);
+	if (rc)
+		goto out;
+	from = section_disk_of(fs, section);
 	mv.m = (struct section_move){.section = section, .from = from, .to = to};
 	mv.p = (struct move_progress){.section = section, .from = from, .to = to};
-	bool tracking = false, frozen = false, switched = false;
-	struct listing l = {0};
-	if (from == to)
+	if (from == to || (rc = move_begin(&mv)))
 		goto out;
-	if (!disk_usable(fs, from) || !disk_usable(fs, to)) {
-		set_err(&mv, "disk %u is no longer the disk mounted", disk_usable(fs, to) ? from : to);
-		rc = -EIO;
-		goto out;
-	}
-	mv.buf = malloc(COPY_BUF);
-	if (!mv.buf) {
-		rc = -ENOMEM;
+	/* Steps 2 and 3 (the file's header), or back to where it was. */
+	if ((rc = copy_all(&mv)) || (rc = freeze_and_check(&mv)) ||
+	    (rc = switch_section(&mv, &undecided))) {
+		if (!undecided)
+			rollback(&mv);
 		goto out;
 	}
-	if ((rc = put_intent(fs, &mv.m))) {
-		set_err(&mv, "%s: recording the move: %s", fs->ds->meta_dir, strerror(-rc));
-		goto out;
-	}
-	/* A copy an earlier attempt left (the map says `from`: it is not
-	 * in use) goes first. */
-	if ((rc = wipe_copy(fs, to, section))) {
-		set_err(&mv, "disk %u: clearing what an earlier move left of section %u: %s", to,
-			section, strerror(-rc));
-		goto rollback;
-	}
-	section_track(fs, section);
-	tracking = true;
-	if ((mv.src_dir = open_section_dir(fs, from, section, false)) == -ENOENT)
-		mv.src_dir = open_section_dir(fs, from, section, true);
-	if (mv.src_dir < 0 && !(mv.evacuate && media_error(-mv.src_dir))) {
-		rc = mv.src_dir;
-		set_err(&mv, "disk %u: opening section %u: %s", from, section, strerror(-rc));
-		goto rollback;
-	}
-	if ((mv.dst_dir = open_section_dir(fs, to, section, true)) < 0) {
-		rc = mv.dst_dir;
-		set_err(&mv, "disk %u (%s): making the directory of section %u: %s", to,
-			fs->ds->paths[to], section, strerror(-rc));
-		goto rollback;
-	}
-	rc = mv.src_dir >= 0 ? list_source(&mv, &l) : mv.src_dir;
-	if (rc && mv.evacuate && media_error(-rc)) {
-		char dir[LSMFS_META_PATH_MAX + 128];
-		dir_path(fs, from, section, dir, sizeof(dir));
-		fs_logf(fs, "disk %u: listing %s: %s (evacuating: each chunk record of the section "
-			"is tried)", from, dir, strerror(-rc));
-		if (err)
-			err[0] = '\0';
-		listing_free(&l);
-		l = (struct listing){0};
-		rc = list_records(&mv, &l);
-	}
-	if (rc) {
-		set_err(&mv, "disk %u: listing section %u: %s", from, section, strerror(-rc));
-		goto rollback;
-	}
-	mv.p.files_total = l.n;
-	mv.p.bytes_total = l.bytes;
-	say(&mv, true);
-	for (size_t i = 0; i < l.n; i++) {
-		if (__atomic_load_n(&fs->move_cancel, __ATOMIC_ACQUIRE)) {
-			rc = -ECANCELED;
-			set_err(&mv, "the filesystem is being unmounted: section %u stays on disk %u",
-				section, from);
-			goto rollback;
-		}
-		int r = copy_chunk(&mv, l.names[i], false);
-		if (r < 0) {
-			rc = r;
-			goto rollback;
-		}
-	}
-	if ((rc = sync_copies(&mv, &l)))
-		goto rollback;
-	/* Rounds of changes made meanwhile, until few are left or a writer
-	 * keeps ahead; then the last ones with the section frozen. */
-	for (int round = 0; round < ROUNDS_MAX; round++) {
-		bool busy;
-		size_t copied;
-		if ((rc = catch_up(&mv, &busy, &copied)))
-			goto rollback;
-		if (copied <= FREEZE_BELOW && !busy)
-			break;
-	}
-	keep_lost(&mv); /* metadata on a failing disk: before the freeze */
-	section_freeze(fs, section);
-	frozen = mv.frozen = true;
-	bool busy;
-	size_t copied;
-	if ((rc = catch_up(&mv, &busy, &copied)))
-		goto rollback;
-	keep_lost(&mv); /* any found lost only now (rare) */
-	/* What may have changed while it copied: an unmount, a remount
-	 * read-only, a disk replaced under its path. */
-	if (__atomic_load_n(&fs->move_cancel, __ATOMIC_ACQUIRE) || !fs_writable(fs) ||
-	    !disk_usable(fs, from) || !disk_usable(fs, to)) {
-		rc = !fs_writable(fs) ? -EROFS : __atomic_load_n(&fs->move_cancel, __ATOMIC_ACQUIRE)
-								? -ECANCELED : -EIO;
-		set_err(&mv, "section %u stays on disk %u: %s", section, from,
-			rc == -EROFS ? "the filesystem went read-only"
-			: rc == -ECANCELED ? "the filesystem is being unmounted"
-					   : "a disk was replaced under its path");
-		goto rollback;
-	}
-	if (fsync(mv.dst_dir) != 0) {
-		rc = -errno;
-		set_err(&mv, "disk %u: fsync of the directory of section %u: %s", to, section,
-			strerror(-rc));
-		goto rollback;
-	}
-	bool tried;
-	if ((rc = switch_map(&mv, &tried)) && !tried) {
-		set_err(&mv, "%s: switching section %u to disk %u: %s", fs->ds->meta_dir, section, to,
-			strerror(-rc));
-		goto rollback;
-	}
-	if (rc) {
-		/* The write may still have reached the commit log (a failed
-		 * sync is no proof it did not): which disk holds the section
-		 * is known only when the store is read again.  Both copies
-		 * and the intent stay, and nothing is written any more, so
-		 * that either copy is whole; the next mount settles it. */
-		set_err(&mv, "%s: switching section %u to disk %u: %s; the filesystem is read-only "
-			"until it is mounted again", fs->ds->meta_dir, section, to, strerror(-rc));
-		fs_logf(fs, "%s", err ? err : "switching a section failed");
-		__atomic_store_n(&fs->meta_lost, 1, __ATOMIC_RELEASE);
-		section_untrack(fs);
-		section_thaw(fs);
-		goto out;
-	}
-	section_switch(fs, section, to);
-	switched = true;
-	chunk_section_changed(fs, section);
-	section_untrack(fs);
-	tracking = false;
-	section_thaw(fs);
-	frozen = mv.frozen = false;
-	if (mv.nlost && o->lost)
-		o->lost(o->ctx, mv.lost, mv.nlost);
-	/* The old copy: nobody reads it any more (every fd on it is stale).
-	 * A failing disk's that cannot be removed is put aside. */
-	int w = wipe_copy(fs, from, section);
-	if (w && !mv.evacuate) {
-		fs_logf(fs, "section %u moved to disk %u; removing its old copy on disk %u: %s (the "
-			"next mount tries again)", section, to, from, strerror(-w));
-	} else {
-		if (w)
-			put_aside(fs, from, section, w);
-		if ((w = clear_intent(fs)))
-			fs_logf(fs, "section %u moved to disk %u; clearing the record of the move: %s",
-				section, to, strerror(-w));
-	}
-	rc = 0;
-	say(&mv, true);
-	goto out;
-rollback:
-	for (size_t i = 0; i < mv.nlost; i++)
-		unkeep(&mv, &mv.lost[i]);
-	if (tracking)
-		section_untrack(fs);
-	if (frozen)
-		section_thaw(fs);
-	if (!switched) {
-		int r = wipe_copy(fs, to, section);
-		if (!r)
-			r = clear_intent(fs);
-		if (r)
-			fs_logf(fs, "section %u stays on disk %u; removing the partial copy on disk %u: "
-				"%s (the next mount tries again)", section, from, to, strerror(-r));
-	}
+	finish_move(&mv, o);
 out:
 	if (mv.src_dir >= 0)
 		close(mv.src_dir);
 	if (mv.dst_dir >= 0)
 		close(mv.dst_dir);
-	listing_free(&l);
 	free(mv.buf);
 	free(mv.lost);
 	pthread_mutex_unlock(&fs->move_lock);

@@ -25,9 +25,8 @@
 #     with the tree of now; a restore cut short (killed under gdb at its
 #     open) and run again from a damaged backup puts the old store back.
 NAME=test_backup
-# shellcheck source=tests/disk/lib.sh
-source "$(dirname "$0")/lib.sh"
-INSPECT=$B/tools/inspect/lsmfs-inspect
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
 if [[ ${LSMFS_SOAK:-0} == 1 ]]; then N=${BACKUP_FILES:-1000000}; else N=${BACKUP_FILES:-20000}; fi
 
 # Peak of VmHWM (KiB) of PID while it lives, into FILE.

@@ -29,8 +29,8 @@
 #     behind (LSMFS-0109), -y rewrites it, and copy 1 alone then serves
 #     every file.
 NAME=test_copies
-# shellcheck source=tests/disk/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
 
 D0=$T/d0 D1=$T/d1 D2=$T/d2
 mkdir -p "$D0" "$D1" "$D2" "$M"

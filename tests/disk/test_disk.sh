@@ -19,8 +19,8 @@
 #   - what a move says: the disk it came from, "1 file"; a daemon killed
 #     mid-move said as such; a missing copy of the store named by its path.
 NAME=test_disk
-# shellcheck source=tests/disk/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
 KILLS=${LSMFS_DISK_KILLS:-12}
 D0=$T/d0 D1=$T/d1
 DISKS=$D0:$D1

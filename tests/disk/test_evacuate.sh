@@ -19,8 +19,8 @@
 #   - online, under an appending+fsyncing writer, a random writer and a
 #     reader: the same, with no error and no lost byte for them.
 NAME=test_evacuate
-# shellcheck source=tests/disk/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
 EIOFS=$B/tests/disk/eiofs
 KILLS=${LSMFS_EVACUATE_KILLS:-6}
 CH=65536

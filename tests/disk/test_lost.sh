@@ -19,8 +19,8 @@
 #     run again when the disk is still a member; every kept file the same,
 #     the lost ones EIO, fsck clean.
 NAME=test_lost
-# shellcheck source=tests/disk/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
 
 # The files under $M whose inode has chunk files in DISK's sections.
 on_disk() { # DISK

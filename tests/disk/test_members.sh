@@ -19,8 +19,8 @@
 #     the next mount of the disks that are members finds every file whole,
 #     and fsck is clean after it.
 NAME=test_members
-# shellcheck source=tests/disk/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
 KILLS=${LSMFS_MEMBER_KILLS:-32}
 cleanup_more() { umount "$T/small" 2>/dev/null; }
 # Of the directories given, those that are members now: every one with a

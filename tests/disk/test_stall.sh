@@ -26,8 +26,8 @@
 # namespace lock) every create waited for the disk.  Third, the same for a
 # chunk write held up by its disk ("stall-write").
 NAME=test_stall
-# shellcheck source=tests/disk/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
 EIOFS=$B/tests/disk/eiofs
 D0=$T/d0 D1=$T/d1 S1=$T/d1src RULES=$T/rules
 cleanup_more() {

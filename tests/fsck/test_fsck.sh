@@ -16,19 +16,11 @@
 # nothing.  Store copies: a --meta directory not there is 010A, never
 # filled; a failed repair is said under its problem (010B).  Latches: a
 # hundred missing chunk files print 20 lines and a count.
-set -u
-B=$(cd "${1:?usage: test_fsck.sh BUILD_DIR}" && pwd)
-MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs EDIT=$B/tests/fsck/store_edit
-if [[ ! -c /dev/fuse ]]; then
-	echo "test_fsck: SKIPPED: no /dev/fuse here, so no filesystem to damage" >&2
-	exit 77
-fi
-T=$(mktemp -d "${TMPDIR:-/tmp}/lsmfs-fsck.XXXXXX")
-fails=0
-cleanup() { fusermount3 -u "$T/mnt" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
+NAME=test_fsck
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
+EDIT=$B/tests/fsck/store_edit
 [[ -n ${FSCK_SHOW:-} ]] && show=1 || show=0
-fail() { echo "test_fsck: FAIL: $*" >&2; fails=$((fails + 1)); }
 
 # ---- a populated filesystem, and what every file holds ----
 mkdir -p "$T/p/d1" "$T/p/d2" "$T/mnt"
@@ -727,8 +719,4 @@ else
 	umount_gone "$X"
 fi
 
-if ((fails)); then
-	echo "test_fsck: $fails failure(s)" >&2
-	exit 1
-fi
-echo "test_fsck: all passed"
+finish

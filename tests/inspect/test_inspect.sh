@@ -10,21 +10,11 @@
 # and nothing crashes.  Exit codes: 0, 1 (no such path), 8 (not lsmfs), 16.
 # An empty directory given as a disk is said to be one (a disk not
 # mounted?) by lsmfs, fsck.lsmfs, lsmfs-disk and lsmfs-inspect alike.
-set -u
-B=$(cd "${1:?usage: test_inspect.sh BUILD_DIR}" && pwd)
-MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs INSPECT=$B/tools/inspect/lsmfs-inspect
+NAME=test_inspect
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
 EDIT=$B/tests/fsck/store_edit
-if [[ ! -c /dev/fuse ]]; then
-	echo "test_inspect: SKIPPED: no /dev/fuse here, so no filesystem to inspect" >&2
-	exit 77
-fi
-T=$(mktemp -d "${TMPDIR:-/tmp}/lsmfs-inspect.XXXXXX")
-fails=0
-cleanup() { fusermount3 -u "$T/mnt" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-fail() { echo "test_inspect: FAIL: $*" >&2; fails=$((fails + 1)); }
 D="$T/d1:$T/d2"
-M=$T/mnt
 CHUNK=65536
 
 # insp ARGS...: run lsmfs-inspect; its stderr goes to ours, and a sanitizer
@@ -278,8 +268,4 @@ else
 	fail "no $EDIT: cannot damage the store"
 fi
 
-if ((fails)); then
-	echo "test_inspect: $fails failure(s)" >&2
-	exit 1
-fi
-echo "test_inspect: all passed"
+finish

@@ -8,19 +8,10 @@
 # the hundreds) while the kernel still holds them, and drop_caches (the
 # kernel forgets them) must bring let_go down to what it still holds.  After
 # an unmount fsck -n is clean, and a remount shows the same tree.
-set -u
-B=$(cd "${1:?usage: test_inode_cache.sh BUILD_DIR}" && pwd)
-MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs
-if [[ ! -c /dev/fuse ]]; then
-	echo "test_inode_cache: SKIPPED: no /dev/fuse here, so nothing to mount" >&2
-	exit 77
-fi
-T=$(mktemp -d "${TMPDIR:-/tmp}/lsmfs-icache.XXXXXX")
-fails=0
-cleanup() { fusermount3 -u "$T/mnt" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-fail() { echo "test_inode_cache: FAIL: $*" >&2; fails=$((fails + 1)); }
-M=$T/mnt P=$T/plain
+NAME=test_inode_cache
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
+P=$T/plain
 mkdir -p "$T/d1" "$T/d2" "$M" "$P"
 "$MKFS" -q "$T/d1" "$T/d2" || { echo "mkfs failed" >&2; exit 1; }
 "$LSMFS" -o inode_cache=8 "$T/d1:$T/d2" "$M" || { echo "mount failed" >&2; exit 1; }

@@ -8,20 +8,9 @@
 # xattr's while mounted, final (mounted false, nothing smaller) after
 # unmount, kept by fsck -n and the next mount; a damaged file is exit 8, a
 # missing one exit 1, never a sanitizer report.
-set -u
-B=$(cd "${1:?usage: test_stats.sh BUILD_DIR}" && pwd)
-MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs
-INSPECT=$B/tools/inspect/lsmfs-inspect FSCK=$B/tools/fsck/fsck.lsmfs
-if [[ ! -c /dev/fuse ]]; then
-	echo "test_stats: SKIPPED: no /dev/fuse here, so nothing to mount" >&2
-	exit 77
-fi
-T=$(mktemp -d "${TMPDIR:-/tmp}/lsmfs-stats.XXXXXX")
-fails=0
-cleanup() { fusermount3 -u "$T/mnt" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-fail() { echo "test_stats: FAIL: $*" >&2; fails=$((fails + 1)); }
-M=$T/mnt
+NAME=test_stats
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
 mkdir -p "$T/d1" "$T/d2" "$M"
 "$MKFS" -q --chunk-size 65536 "$T/d1" "$T/d2" || { echo "mkfs failed" >&2; exit 1; }
 "$LSMFS" "$T/d1:$T/d2" "$M" || { echo "mount failed" >&2; exit 1; }
@@ -198,8 +187,4 @@ rc=$?
 grep -qF "no statistics: $SJ does not exist" "$T/b.err" || fail "missing stats.json: $(cat "$T/b.err")"
 sanitized "$T/b.err"
 
-if ((fails)); then
-	echo "test_stats: $fails failure(s)" >&2
-	exit 1
-fi
-echo "test_stats: all passed"
+finish

@@ -4,10 +4,10 @@
  * A read(2) or write(2) of a chunk file waits on its disk for as long as
  * the disk takes: milliseconds on a busy disk, forever on a dead NFS
  * server's.  Held across it, the inode's lock (one stripe of ILOCKS,
- * engine.h) held up every request on the inodes of that stripe, a stat of
- * the file included, and a namespace change that waited for one of them
- * held up every namespace change behind ns_lock; and one file's writes
- * reached its disks one at a time.  So a read or write prepares each
+ * engine.h) would hold up every request on the inodes of that stripe, a
+ * stat of the file included, and a namespace change that waited for one
+ * of them every namespace change behind ns_lock; and one file's writes
+ * would reach its disks one at a time.  So a read or write prepares each
  * chunk's I/O under the lock (the chunk opened, its fd slot pinned), lets
  * the lock go for the system call, and takes it again to account for it.
  *

@@ -23,9 +23,10 @@
  * up elsewhere (a stalled disk) and order is an optimisation, not a rule.
  * A single writer never waits: nothing else is registered.
  *
- * Locking: fs->order.lock guards the slots; it is taken inside the inode
- * stripe lock and never the other way round.  Waits are on
- * fs->order.cv[stripe] with the stripe lock.
+ * Locking: fs->order.lock guards the slots; it is taken alone
+ * (order_enter) or inside the inode stripe lock, never the other way
+ * round.  Waits are on fs->order.cv[stripe] with the stripe lock, and
+ * order_leave is called under it (data.c, above struct write_op).
  */
 #include "engine.h"
 

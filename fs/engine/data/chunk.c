@@ -19,8 +19,20 @@
  *
  * An open inode keeps a few chunk fds (CHUNK_FDS), opened read-only for
  * reads, so that a chunk file the administrator made read-only or
- * immutable still reads.  Everything here runs under the inode's stripe
- * lock, except chunk_recover (at mount, before any request).
+ * immutable still reads; a slot pinned for I/O outside the inode's lock
+ * (iogate.c) is neither evicted nor reopened.
+ *
+ * Locking: what works on an inode's chunks, fds and lists (chunk_open,
+ * chunk_drop, chunk_sync_dirty, the accounting, the crash sweep's
+ * chunk_keep_unsynced) runs under its stripe lock, and every use of a
+ * chunk file's name inside its section's gate (gate.c; chunk_open enters
+ * it).  Reading records (chunk_record_get, chunk_scan, chunk_any) takes no
+ * lock of ours.  The reclaim drops a dead inode's chunks
+ * (data_drop_chunks) holding none: nothing else reaches that inode
+ * (reclaim.c).  The kept set of unsynced chunks has fs->unsynced_lock, and
+ * chunk_record_unsynced takes each inode's lock in turn.  chunk_sync_all
+ * (unmount, remount read-only) and chunk_recover (at mount, before any
+ * request) take no inode's lock.
  */
 #include "engine.h"
 

@@ -8,13 +8,24 @@
  * whose record is absent reads as a hole whatever lies on the disk, so
  * files a crash left behind can never leak into a file.  Bytes past a
  * file's size are never read: growing a file over a region that was not
- * written zeroes that region first (zero_gap).
+ * written zeroes that region first (data_zero_gap).
  *
- * Everything here runs under the inode's stripe lock.  Unsynced writes are
- * remembered per inode (dirty chunks, sections with new chunk files) so
- * that fsync makes exactly those durable before syncing the store.
+ * Locking.  Every operation here takes the inode's stripe lock, and a
+ * file's layout (its size, its chunks, inline or chunked) changes only
+ * under it with no chunk I/O under way (iogate_drain).  The system calls
+ * on chunk files are the exception: reads and writes let the lock go for
+ * each chunk's read(2) or write(2) (iogate.c), inside the gate of the
+ * chunk's section (gate.c), and the writes of a file go out in offset
+ * order (order.c); the protocol is stated once, above struct write_op.
+ * nopen changes under fs->itab_lock; the O_DIRECT bounce buffers have
+ * their own lock.
+ *
+ * Unsynced writes are remembered per inode (dirty chunks, sections with
+ * new chunk files) so that fsync makes exactly those durable before
+ * syncing the store.
  */
 #include "acl.h"
+#include "chunk_iter.h"
 #include "engine.h"
 
 #include <errno.h>
@@ -322,7 +333,7 @@ static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize);
  * under way with it put past that point goes (they succeeded out of
  * order: the kernel writes a file back several requests at a time), and
  * until a truncate or the last close every write that reaches past it
- * fails with err (write_common), so that no later write makes the file
+ * fails with err (write_admit), so that no later write makes the file
  * longer over a hole that would read as zeros.  A failed overwrite inside
  * the file changes no size: the kernel reports the error at fsync or
  * close, and the bytes there are what the disk holds.
@@ -357,168 +368,290 @@ static void write_failed(struct fs *fs, struct fs_inode *in, uint64_t from, uint
  * data goes out of the lock (iogate.c): each chunk opened (or made) under
  * it, then the lock let go for the write(2), so that a disk that holds the
  * write up holds up nothing else, and the writes of one file reach its
- * chunk files several at a time.  A write past the end, which must first
- * make the gap read as zeros, waits for the I/O under way first; a write
- * that starts at or below the end of the writes under way (in->io_end: the
- * file's next write in a sequential stream) needs no such wait.
+ * chunk files several at a time.
+ *
+ * What a write holds, in the order it takes them:
+ *   1. its order slot (order.c), taken first, holding nothing, so that the
+ *      kernel's train of writes to a file is registered before they race
+ *      for the inode's lock; left when its first piece goes out to its
+ *      chunk file (the next write of the train may go), else at the end,
+ *      and always under the stripe lock, so that no order_wait misses the
+ *      wakeup;
+ *   2. the inode's stripe lock, for all but the system calls on chunk
+ *      files; under it the write first waits for its predecessor in the
+ *      train (order_wait);
+ *   3. its count in io_wwait (iogate.c), from then until it begins: new
+ *      reads wait for their turn meanwhile, so that a stream of reads
+ *      cannot hold it off;
+ *   4. the I/O gate, from iogate_try_begin to iogate_end: reads and
+ *      changes of the file's layout wait for it.  It begins once the file
+ *      is chunked and any gap between the file's end and the write is
+ *      zeroed.  A write past the end waits for the I/O under way first
+ *      (iogate_drain), unless it starts at or below the end of the writes
+ *      under way (in->io_end: the next write of a sequential stream);
+ *   5. for each piece, the gate of its chunk's section (gate.c), entered
+ *      by chunk_open under the lock and left right after the write(2),
+ *      before the lock is taken again (gates are the innermost lock); the
+ *      chunk's fd slot stays pinned while the lock is let go (iogate_out
+ *      to iogate_back).
+ * write_enter takes 1 to 3, write_admit 4 (and lets go of 3), write_piece
+ * takes and leaves 5, write_chunks ends 4, write_leave lets go of what is
+ * left of 1 to 3.  An inline write holds 1 to 3 only: its bytes go to the
+ * store under the lock, and an inline file has no I/O out.
  */
-static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fuse_bufvec *src,
-			size_t size, off_t soff, const struct fs_caller *kill, bool cached)
+struct write_op {
+	struct fs *fs;
+	uint64_t ino;
+	struct fs_inode *in;
+	const char *buf;         /* the data in memory, */
+	struct fuse_bufvec *src; /* or the request's buffer vector (buf NULL) */
+	uint64_t off;
+	size_t size;
+	int slot;                /* the order slot; -1: none, or left */
+	bool waiting;            /* counted in io_wwait, not yet begun */
+};
+
+/* Takes 1 to 3: 0, or -errno (nothing held then). */
+static int write_enter(struct write_op *w)
 {
-	if (soff < 0)
-		return -EINVAL;
-	uint64_t off = (uint64_t)soff;
-	if (off + size > (uint64_t)INT64_MAX)
-		return -EFBIG;
-	int rc, slot = order_enter(fs, ino, off, size);
-	struct fs_inode *in = inode_get(fs, ino, &rc);
-	if (!in) {
+	struct fs *fs = w->fs;
+	int rc;
+	w->slot = order_enter(fs, w->ino, w->off, w->size);
+	w->in = inode_get(fs, w->ino, &rc);
+	if (!w->in) {
 		/* Under the stripe lock, so that no waiter misses the wakeup. */
-		pthread_mutex_lock(inode_lock_of(fs, ino));
-		order_leave(fs, slot, ino);
-		pthread_mutex_unlock(inode_lock_of(fs, ino));
+		pthread_mutex_lock(inode_lock_of(fs, w->ino));
+		order_leave(fs, w->slot, w->ino);
+		pthread_mutex_unlock(inode_lock_of(fs, w->ino));
 		return rc;
 	}
-	char *copy = NULL;
-	bool waiting = true; /* counted in io_wwait, not yet begun */
-	inode_lock(fs, in);
-	order_wait(fs, ino, off);
-	in->io_wwait++; /* no new read begins meanwhile (iogate.c) */
-	/* With FUSE_HANDLE_KILLPRIV_V2 the kernel leaves these to us. */
+	inode_lock(fs, w->in);
+	order_wait(fs, w->ino, w->off);
+	w->in->io_wwait++;
+	w->waiting = true;
+	return 0;
+}
+
+/* With FUSE_HANDLE_KILLPRIV_V2 the kernel leaves these to us. */
+static int drop_privileges(struct fs *fs, struct fs_inode *in, const struct fs_caller *kill)
+{
 	if (kill) {
 		inode_kill_suidgid(&in->rec, kill);
 		in->dirty = true;
 	}
-	if (__atomic_load_n(&fs->killpriv_v2, __ATOMIC_ACQUIRE) &&
-	    (rc = xattr_drop_capability(fs, in)))
-		goto out;
+	if (__atomic_load_n(&fs->killpriv_v2, __ATOMIC_ACQUIRE))
+		return xattr_drop_capability(fs, in);
+	return 0;
+}
+
+enum { WRITE_INLINE = 1, WRITE_BEGUN };
+
+/*
+ * Takes 4: WRITE_INLINE when the file is inline and stays so (write_inline
+ * follows, still counted in io_wwait); WRITE_BEGUN when the write is
+ * under way in the I/O gate (write_chunks follows); or -errno.
+ */
+static int write_admit(struct write_op *w)
+{
+	struct fs *fs = w->fs;
+	struct fs_inode *in = w->in;
+	int rc;
 	for (;;) {
-		if (in->gone) {
-			rc = -EIO;
-			goto out;
-		}
-		if (in->write_failed && off + size > in->write_floor) {
-			rc = in->write_err; /* the file ends there (write_failed) */
-			goto out;
-		}
+		if (in->gone)
+			return -EIO;
+		if (in->write_failed && w->off + w->size > in->write_floor)
+			return in->write_err; /* the file ends there (write_failed) */
 		/* An inline file has no I/O out: its reads never let the lock
 		 * go, and only a drained truncate makes a file inline again. */
 		if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
-			if (off + size <= fs->info.inline_max) {
-				if (src) { /* inline data goes to the store: bring it to memory */
-					copy = malloc(size ? size : 1);
-					if (!copy) {
-						rc = -ENOMEM;
-						goto out;
-					}
-					struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
-					dst.buf[0].mem = copy;
-					ssize_t got = fuse_buf_copy(&dst, src, 0);
-					if (got != (ssize_t)size) {
-						rc = got < 0 ? (int)got : -EIO;
-						goto out;
-					}
-					buf = copy;
-				}
-				rc = inline_write(fs, in, buf, size, off);
-				if (!rc)
-					rc = (int)size;
-				goto out;
-			}
+			if (w->off + w->size <= fs->info.inline_max)
+				return WRITE_INLINE;
 			if ((rc = data_to_chunked(fs, in)))
-				goto out;
+				return rc;
 		}
-		if (off > in->rec.size && off > in->io_end) {
+		if (w->off > in->rec.size && w->off > in->io_end) {
 			iogate_drain(fs, in);
-			if (off > in->rec.size && (rc = data_zero_gap(fs, in, in->rec.size, off)))
-				goto out;
+			if (w->off > in->rec.size && (rc = data_zero_gap(fs, in, in->rec.size, w->off)))
+				return rc;
 		}
-		if (iogate_try_begin(fs, in, true))
-			break;
+		if (iogate_try_begin(fs, in, true)) {
+			iogate_unwait(fs, in);
+			w->waiting = false;
+			return WRITE_BEGUN;
+		}
 		/* Reads under way, or a truncate, say, waiting for the I/O
 		 * under way: this write looks again after them. */
 		iogate_wait(fs, in);
 	}
-	iogate_unwait(fs, in);
-	waiting = false;
-	uint64_t size_before = in->rec.size;
-	if (off + size > in->io_end)
-		in->io_end = off + size;
-	uint64_t cs = fs->info.chunk_size;
-	size_t done = 0;
-	bool made_past = false; /* this write created a chunk past the size */
-	int mark = section_mark();
-	while (done < size) {
-		uint64_t pos = off + done;
-		uint64_t chunk = pos / cs, within = pos % cs;
-		size_t n = size - done;
-		if (n > cs - within)
-			n = (size_t)(cs - within);
-		struct chunk_fd *c;
-		bool created;
-		if ((rc = chunk_open(fs, in, chunk, CHUNK_CREATE, &c, &created)))
-			break;
-		made_past |= created && chunk * cs >= in->rec.size;
-		int dfd = within % DIRECT_ALIGN == 0 && n % DIRECT_ALIGN == 0 ? direct_fd(fs, in, c) : -1;
-		uint32_t disk = chunk_disk(fs, in->ino, chunk); /* inside its gate */
-		/* On its way: the next write of a sequential stream may go. */
-		order_leave(fs, slot, ino);
-		slot = -1;
-		iogate_out(fs, in, c);
-		size_t went = 0;
-		int err = 0;
-		if (dfd >= 0) {
-			ssize_t w = put_direct(fs, dfd, buf ? buf + done : NULL, src, n, (off_t)within);
-			if (w < 0)
-				err = (int)w;
-			else
-				went = (size_t)w;
+}
+
+/* The write into an inline file, under the lock: the bytes written, or
+ * -errno. */
+static int write_inline(struct write_op *w)
+{
+	const char *buf = w->buf;
+	char *copy = NULL;
+	int rc;
+	if (w->src) { /* inline data goes to the store: bring it to memory */
+		copy = malloc(w->size ? w->size : 1);
+		if (!copy)
+			return -ENOMEM;
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(w->size);
+		dst.buf[0].mem = copy;
+		ssize_t got = fuse_buf_copy(&dst, w->src, 0);
+		if (got != (ssize_t)w->size) {
+			rc = got < 0 ? (int)got : -EIO;
+			goto out;
 		}
-		if (!err && went < n)
-			err = put_bytes(c->fd, buf, src, done + went, n - went, (off_t)(within + went));
-		struct stat st;
-		bool counted = !err && fstat(c->fd, &st) == 0;
-		/* A chunk written to its end goes to the disk now, in order,
-		 * rather than all at once at fsync or under memory pressure. */
-		if (!err && within + n == cs)
-			(void)sync_file_range(c->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
-		section_release(fs, mark); /* the innermost lock (gate.c) */
-		iogate_back(fs, in, c);
-		if (err) {
-			rc = err;
-			break;
-		}
-		stats_write(fs, disk, c, within, n);
-		if (counted)
-			chunk_account_blocks(in, c, (uint64_t)st.st_blocks);
-		if ((rc = chunk_mark_dirty(in, chunk)))
-			break;
-		done += n;
+		buf = copy;
 	}
-	section_release(fs, mark);
-	int err = done < size ? rc : 0;
+	rc = inline_write(w->fs, w->in, buf, w->size, w->off);
+	if (!rc)
+		rc = (int)w->size;
+out:
+	free(copy);
+	return rc;
+}
+
+/*
+ * The system calls of a piece, with the lock let go: O_DIRECT where it
+ * can (dfd >= 0), through the page cache for the rest.  *blocks: the
+ * chunk file's st_blocks after the write (UINT64_MAX: not known).
+ */
+static int put_piece(struct write_op *w, const struct chunk_iter *it, struct chunk_fd *c, int dfd,
+		     uint64_t *blocks)
+{
+	size_t done = (size_t)(it->pos - w->off), n = (size_t)it->n, went = 0;
+	int err = 0;
+	if (dfd >= 0) {
+		ssize_t k = put_direct(w->fs, dfd, w->buf ? w->buf + done : NULL, w->src, n,
+				       (off_t)it->within);
+		if (k < 0)
+			err = (int)k;
+		else
+			went = (size_t)k;
+	}
+	if (!err && went < n)
+		err = put_bytes(c->fd, w->buf, w->src, done + went, n - went,
+				(off_t)(it->within + went));
+	if (err)
+		return err;
+	struct stat st;
+	*blocks = fstat(c->fd, &st) == 0 ? (uint64_t)st.st_blocks : UINT64_MAX;
+	/* A chunk written to its end goes to the disk now, in order,
+	 * rather than all at once at fsync or under memory pressure. */
+	if (it->within + n == it->cs)
+		(void)sync_file_range(c->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
+	return 0;
+}
+
+/*
+ * One piece, inside 5: its chunk opened (made) under the lock, its bytes
+ * written with the lock let go, then counted under the lock again.
+ * *made_past: the piece made a chunk past the file's size.
+ */
+static int write_piece(struct write_op *w, const struct chunk_iter *it, bool *made_past)
+{
+	struct fs *fs = w->fs;
+	struct fs_inode *in = w->in;
+	struct chunk_fd *c;
+	bool created;
+	int mark = section_mark();
+	int rc = chunk_open(fs, in, it->chunk, CHUNK_CREATE, &c, &created);
+	if (rc) {
+		section_release(fs, mark); /* chunk_open enters the gate whatever it returns */
+		return rc;
+	}
+	*made_past |= created && it->chunk * it->cs >= in->rec.size;
+	int dfd = it->within % DIRECT_ALIGN == 0 && it->n % DIRECT_ALIGN == 0 ? direct_fd(fs, in, c)
+									       : -1;
+	uint32_t disk = chunk_disk(fs, in->ino, it->chunk); /* inside its gate */
+	/* On its way: the next write of a sequential stream may go. */
+	order_leave(fs, w->slot, w->ino);
+	w->slot = -1;
+	uint64_t blocks;
+	iogate_out(fs, in, c);
+	rc = put_piece(w, it, c, dfd, &blocks);
+	section_release(fs, mark); /* the innermost lock (gate.c) */
+	iogate_back(fs, in, c);
+	if (rc)
+		return rc;
+	stats_write(fs, disk, c, it->within, it->n);
+	if (blocks != UINT64_MAX)
+		chunk_account_blocks(in, c, blocks);
+	return chunk_mark_dirty(in, it->chunk);
+}
+
+/*
+ * Every piece in order (write_piece); then what reached the disks goes into
+ * the inode (its size, its times) and the write ends in the I/O gate.  A
+ * write cut short (a full or failing disk) returns what reached the disk
+ * and ends the file where it failed (write_failed); the kernel takes a
+ * short writeback (cached) as done, so that one gets the error.
+ */
+static int write_chunks(struct write_op *w, bool cached)
+{
+	struct fs *fs = w->fs;
+	struct fs_inode *in = w->in;
+	uint64_t size_before = in->rec.size, end = w->off + w->size;
+	if (end > in->io_end)
+		in->io_end = end;
+	bool made_past = false; /* this write created a chunk past the size */
+	int rc = 0;
+	struct chunk_iter it;
+	for (chunk_iter_init(&it, fs->info.chunk_size, w->off, end); chunk_iter_valid(&it);
+	     chunk_iter_next(&it))
+		if ((rc = write_piece(w, &it, &made_past)))
+			break;
+	size_t done = (size_t)(it.pos - w->off);
+	int err = done < w->size ? rc : 0;
 	if (done) {
-		if (off + done > in->rec.size)
-			in->rec.size = off + done;
+		if (w->off + done > in->rec.size)
+			in->rec.size = w->off + done;
 		inode_touch(fs, &in->rec, true, true);
 		in->dirty = true;
 		rc = (int)done; /* a short write reports what reached the disk */
 	}
 	iogate_end(fs, in, true);
-	if (done < size) {
+	if (done < w->size) {
 		iogate_drain(fs, in);
-		write_failed(fs, in, off + done, off + size, size_before, made_past, err);
-		/* The kernel takes a short writeback as done: the error. */
+		write_failed(fs, in, w->off + done, end, size_before, made_past, err);
 		if (cached)
 			rc = err;
 	}
-out:
-	if (waiting)
-		iogate_unwait(fs, in);
-	order_leave(fs, slot, ino);
-	inode_unlock(fs, in);
-	inode_put(fs, in);
-	free(copy);
+	return rc;
+}
+
+/* Lets go of what is left of 1 to 3, and of the inode. */
+static void write_leave(struct write_op *w)
+{
+	if (w->waiting)
+		iogate_unwait(w->fs, w->in);
+	order_leave(w->fs, w->slot, w->ino);
+	inode_unlock(w->fs, w->in);
+	inode_put(w->fs, w->in);
+}
+
+static int write_common(struct fs *fs, uint64_t ino, const char *buf, struct fuse_bufvec *src,
+			size_t size, off_t soff, const struct fs_caller *kill, bool cached)
+{
+	if (soff < 0)
+		return -EINVAL;
+	struct write_op w = {.fs = fs, .ino = ino, .buf = buf, .src = src, .off = (uint64_t)soff,
+			     .size = size};
+	if (w.off + size > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	int rc = write_enter(&w);
+	if (rc)
+		return rc;
+	rc = drop_privileges(fs, w.in, kill);
+	if (!rc)
+		rc = write_admit(&w);
+	if (rc == WRITE_INLINE)
+		rc = write_inline(&w);
+	else if (rc == WRITE_BEGUN)
+		rc = write_chunks(&w, cached);
+	write_leave(&w);
 	if (rc > 0)
 		atomic_fetch_add_explicit(&fs->app_bytes, (uint64_t)rc, memory_order_relaxed);
 	return rc;
@@ -541,6 +674,93 @@ int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src, off_t of
 	return write_common(fs, ino, NULL, src, fuse_buf_size(src), off, kill, cached);
 }
 
+/* Read up to n bytes at off of fd into buf: *got, fewer only at the end
+ * of the file.  0 or -errno. */
+static int full_pread(int fd, char *buf, size_t n, off_t off, size_t *got)
+{
+	size_t r = 0;
+	int rc = 0;
+	while (r < n) {
+		ssize_t k = pread(fd, buf + r, n - r, off + (off_t)r);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			rc = -errno;
+			break;
+		}
+		if (k == 0)
+			break;
+		r += (size_t)k;
+	}
+	*got = r;
+	return rc;
+}
+
+/* [off, off + size) of an inline file, inside its size, into buf. */
+static int read_inline(struct fs *fs, uint64_t ino, char *buf, size_t size, uint64_t off)
+{
+	char *data;
+	size_t len;
+	int rc = data_inline_get(fs, ino, &data, &len);
+	if (rc)
+		return rc;
+	size_t have = len > off ? len - off : 0;
+	if (have > size)
+		have = size;
+	if (have)
+		memcpy(buf, data + off, have);
+	memset(buf + have, 0, size - have);
+	free(data);
+	return 0;
+}
+
+/* A chunk file shorter than what fsync made durable of it: said, -EIO. */
+static int chunk_came_short(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t has,
+			    uint64_t durable)
+{
+	uint32_t section = chunk_section(ino, chunk, fs->info.sections);
+	char rel[96];
+	section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+	fs_logf(fs, "inode %llu: chunk file %s/%s/%s/%s holds %llu bytes, its record "
+		"says %llu: data lost (run fsck.lsmfs)", (unsigned long long)ino,
+		fs->ds->paths[section_disk_of(fs, section)], LSMFS_DIR,
+		LSMFS_SECTIONS_DIR, rel, (unsigned long long)has,
+		(unsigned long long)durable);
+	return -EIO;
+}
+
+/*
+ * One piece of a chunked file into to: its chunk's bytes, read with the
+ * lock let go inside the section's gate (as write_piece writes), and zeros
+ * where the chunk has none (a hole, or past its end).
+ */
+static int read_piece(struct fs *fs, struct fs_inode *in, char *to, const struct chunk_iter *it)
+{
+	size_t got = 0;
+	struct chunk_fd *c;
+	int mark = section_mark();
+	int rc = chunk_open(fs, in, it->chunk, CHUNK_READ, &c, NULL);
+	if (rc == 0) {
+		iogate_out(fs, in, c);
+		rc = full_pread(c->fd, to, (size_t)it->n, (off_t)it->within, &got);
+		section_release(fs, mark); /* the innermost lock (gate.c) */
+		iogate_back(fs, in, c);
+		if (rc)
+			fs_logf(fs, "inode %llu: reading chunk %llu: %s", (unsigned long long)in->ino,
+				(unsigned long long)it->chunk, strerror(-rc));
+		else if (got < it->n && it->within + got < c->durable)
+			/* fsync had made these bytes durable: the chunk
+			 * file lost them (truncated behind our back). */
+			rc = chunk_came_short(fs, in->ino, it->chunk, it->within + got, c->durable);
+	} else if (rc == -ENOENT) {
+		rc = 0; /* a hole */
+	}
+	section_release(fs, mark); /* chunk_open enters the gate whatever it returns */
+	if (!rc)
+		memset(to + got, 0, (size_t)it->n - got); /* hole or short chunk: zeros */
+	return rc;
+}
+
 int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, size_t *got)
 {
 	*got = 0;
@@ -561,84 +781,17 @@ int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, siz
 	if (size > in->rec.size - off)
 		size = (size_t)(in->rec.size - off);
 	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
-		char *data;
-		size_t len;
-		if ((rc = data_inline_get(fs, ino, &data, &len)))
-			goto out;
-		size_t have = len > off ? len - off : 0;
-		if (have > size)
-			have = size;
-		if (have)
-			memcpy(buf, data + off, have);
-		memset(buf + have, 0, size - have);
-		free(data);
+		rc = read_inline(fs, ino, buf, size, off);
+	} else {
+		struct chunk_iter it;
+		for (chunk_iter_init(&it, fs->info.chunk_size, off, off + size); chunk_iter_valid(&it);
+		     chunk_iter_next(&it))
+			if ((rc = read_piece(fs, in, buf + (it.pos - off), &it)))
+				break;
+	}
+	if (!rc)
 		*got = size;
-		goto out;
-	}
-	uint64_t cs = fs->info.chunk_size;
-	size_t done = 0;
-	int mark = section_mark();
-	while (done < size) {
-		uint64_t pos = off + done;
-		uint64_t chunk = pos / cs, within = pos % cs;
-		size_t n = size - done;
-		if (n > cs - within)
-			n = (size_t)(cs - within);
-		struct chunk_fd *c;
-		rc = chunk_open(fs, in, chunk, CHUNK_READ, &c, NULL);
-		size_t r = 0;
-		if (rc == 0) {
-			bool eof = false;
-			int err = 0;
-			iogate_out(fs, in, c);
-			while (r < n) {
-				ssize_t k = pread(c->fd, buf + done + r, n - r, (off_t)(within + r));
-				if (k < 0 && errno == EINTR)
-					continue;
-				if (k < 0) {
-					err = errno;
-					break;
-				}
-				if (k == 0) {
-					eof = true;
-					break;
-				}
-				r += (size_t)k;
-			}
-			section_release(fs, mark); /* the innermost lock (gate.c) */
-			iogate_back(fs, in, c);
-			if (err) {
-				rc = -err;
-				fs_logf(fs, "inode %llu: reading chunk %llu: %s",
-					(unsigned long long)ino, (unsigned long long)chunk,
-					strerror(err));
-				goto out;
-			}
-			if (eof && within + r < c->durable) {
-				/* fsync had made these bytes durable: the chunk
-				 * file lost them (truncated behind our back). */
-				uint32_t section = chunk_section(ino, chunk, fs->info.sections);
-				char rel[96];
-				section_chunk_name(ino, chunk, section, rel, sizeof(rel));
-				fs_logf(fs, "inode %llu: chunk file %s/%s/%s/%s holds %llu bytes, its record "
-					"says %llu: data lost (run fsck.lsmfs)", (unsigned long long)ino,
-					fs->ds->paths[section_disk_of(fs, section)], LSMFS_DIR,
-					LSMFS_SECTIONS_DIR, rel, (unsigned long long)(within + r),
-					(unsigned long long)c->durable);
-				rc = -EIO;
-				goto out;
-			}
-		} else if (rc != -ENOENT) {
-			goto out;
-		}
-		section_release(fs, mark); /* a hole's */
-		rc = 0;
-		memset(buf + done + r, 0, n - r); /* hole or short chunk: zeros */
-		done += n;
-	}
-	*got = done;
 out:
-	section_release(fs, 0);
 	iogate_end(fs, in, false);
 	inode_unlock(fs, in);
 	inode_put(fs, in);

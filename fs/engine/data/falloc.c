@@ -13,6 +13,7 @@
  * the size are never read (growing a file drops them), so keeping them
  * would only hold space that fsck reports.
  */
+#include "chunk_iter.h"
 #include "engine.h"
 
 #include <errno.h>
@@ -102,6 +103,27 @@ int data_punch(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end)
 	return rc;
 }
 
+/* Space for one piece of the range in its chunk, made when missing
+ * (*created). */
+static int allocate_piece(struct fs *fs, struct fs_inode *in, const struct chunk_iter *it,
+			  bool *created)
+{
+	struct chunk_fd *c;
+	*created = false; /* chunk_open may fail before it sets it */
+	int mark = section_mark();
+	int rc = chunk_open(fs, in, it->chunk, CHUNK_CREATE, &c, created);
+	if (rc)
+		goto out;
+	if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, (off_t)it->within, (off_t)it->n) != 0)
+		rc = -errno;
+	chunk_account(in, c);
+	if (!rc)
+		(void)chunk_mark_dirty(in, it->chunk); /* ENOMEM: fsync still syncs the store */
+out:
+	section_release(fs, mark);
+	return rc;
+}
+
 static int allocate(struct fs *fs, struct fs_inode *in, int mode, uint64_t off, uint64_t end)
 {
 	struct inode_rec *r = &in->rec;
@@ -135,9 +157,8 @@ static int allocate(struct fs *fs, struct fs_inode *in, int mode, uint64_t off, 
 		return rc;
 	uint64_t *made = NULL;
 	size_t nmade = 0, capmade = 0;
-	for (uint64_t pos = off; pos < end;) {
-		uint64_t chunk = pos / cs, within = pos % cs;
-		uint64_t n = end - pos < cs - within ? end - pos : cs - within;
+	struct chunk_iter it;
+	for (chunk_iter_init(&it, cs, off, end); chunk_iter_valid(&it); chunk_iter_next(&it)) {
 		if (nmade == capmade) { /* room first: a made chunk is always listed */
 			size_t nc = capmade ? capmade * 2 : 16;
 			uint64_t *g = realloc(made, nc * sizeof(*g));
@@ -148,25 +169,12 @@ static int allocate(struct fs *fs, struct fs_inode *in, int mode, uint64_t off, 
 			made = g;
 			capmade = nc;
 		}
-		struct chunk_fd *c;
 		bool created;
-		int mark = section_mark();
-		if ((rc = chunk_open(fs, in, chunk, CHUNK_CREATE, &c, &created))) {
-			section_release(fs, mark);
-			break;
-		}
+		rc = allocate_piece(fs, in, &it, &created);
 		if (created)
-			made[nmade++] = chunk;
-		if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, (off_t)within, (off_t)n) != 0) {
-			rc = -errno;
-			chunk_account(in, c);
-			section_release(fs, mark);
+			made[nmade++] = it.chunk;
+		if (rc)
 			break;
-		}
-		chunk_account(in, c);
-		(void)chunk_mark_dirty(in, chunk); /* ENOMEM: fsync still syncs the store */
-		section_release(fs, mark);
-		pos += n;
 	}
 	if (rc) {
 		/* Give back the chunks this call made; what it added to

@@ -21,9 +21,9 @@
  * Entering is lock-free unless the section is frozen: an atomic count per
  * section, checked against the one frozen section (sequentially consistent
  * on both sides, so either the entering thread sees the freeze or the
- * freezer sees the count).  A thread may enter a section it is already in
- * (a write whose two chunks share a section): the gates it holds are on a
- * thread-local stack, and re-entering counts nothing.  Gates are the
+ * freezer sees the count).  A thread may enter a section it is already
+ * in: the gates it holds are on a thread-local stack, and re-entering
+ * counts nothing.  Gates are the
  * innermost lock: nothing that waits for an inode lock or a gate is done
  * while holding one, except entering another section's gate (only one is
  * ever frozen, and its holders do not wait for the freezer).

@@ -23,6 +23,7 @@
  * chunks fail with EIO whatever the space).  Reads the section map with
  * section_disk_of (atomics): a move under way makes the figure approximate.
  */
+#include "chunk_iter.h"
 #include "engine.h"
 
 #include <errno.h>
@@ -147,14 +148,12 @@ int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_
 	 * the loop below is as long as the allocation's own). */
 	if (end - off > avail + have)
 		return -ENOSPC;
-	uint64_t cs = fs->info.chunk_size;
-	for (uint64_t pos = off; pos < end;) {
-		uint64_t chunk = pos / cs;
-		uint64_t n = end - pos < cs - pos % cs ? end - pos : cs - pos % cs;
-		uint32_t d = section_disk_of(fs, chunk_section(ino, chunk, fs->info.sections));
+	struct chunk_iter it;
+	for (chunk_iter_init(&it, fs->info.chunk_size, off, end); chunk_iter_valid(&it);
+	     chunk_iter_next(&it)) {
+		uint32_t d = section_disk_of(fs, chunk_section(ino, it.chunk, fs->info.sections));
 		if (d < LSMFS_MAX_DISKS && sp.group_of[d] != UINT32_MAX)
-			need[sp.group_of[d]] += n;
-		pos += n;
+			need[sp.group_of[d]] += it.n;
 	}
 	for (uint32_t i = 0; i < sp.n; i++)
 		if (need[i] > sp.g[i].bavail + have)

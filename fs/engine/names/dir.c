@@ -6,8 +6,10 @@
  * Every change holds fs->ns_lock for its whole check-then-act and commits
  * its keys in one store batch, so a crash leaves either the old or the new
  * namespace.  Records of the inodes it changes are updated in memory under
- * their stripe locks and written whole into the same batch.  inode_put()
- * may reclaim an inode and take ns_lock: call it only after unlocking.
+ * their stripe locks (up to four, each once, in address order: lockset)
+ * and written whole into the same batch.  inode_put() may reclaim an inode
+ * and take ns_lock: call it only after unlocking.  struct ns_change does
+ * this for every change, in one place.
  */
 #include "acl.h"
 #include "engine.h"
@@ -159,6 +161,164 @@ static struct fs_inode *get_dir(struct fs *fs, uint64_t ino, int *rc)
 	return NULL;
 }
 
+/*
+ * A namespace change, begun, committed and ended the same way by every
+ * operation that makes, links, removes or renames a name:
+ *
+ *	int rc = fs_check_name(name);             (and the operation's own checks)
+ *	if (rc)
+ *		return rc;
+ *	struct ns_change c;
+ *	if ((rc = ns_begin(&c, fs, parent)))     a batch, ns_lock, the parent
+ *		goto out;
+ *	... look, check; ns_get the inodes it changes ...
+ *	ns_lock_inodes(&c, inos, n);              their stripes
+ *	... copies of their records changed; into the batch with ns_put_rec,
+ *	    ns_put_name, ns_del_name, ns_count ...
+ *	rc = ns_commit(&c, wflags);
+ *	ns_unlock_inodes(&c);
+ *  out:
+ *	ns_end(&c);
+ *
+ * ns_commit writes the batch in one store write; then the dcache follows
+ * each name put or deleted, each directory's count of entries its change,
+ * and each record given to ns_put_rec (or ns_set_rec) becomes its inode's.
+ * When the write fails the store may hold either state: the names are
+ * forgotten, the counts unknown, and the records in memory stay as they
+ * were.  ns_end lets go of everything still held, in reverse: the stripes,
+ * ns_lock, then the inodes (inode_put may reclaim and take ns_lock), and
+ * frees the batch; it may follow a failed ns_begin.
+ */
+struct ns_change {
+	struct fs *fs;
+	struct store_batch *b;
+	bool ns_locked;
+	struct fs_inode *dir;       /* the parent (a rename's: the source's) */
+	struct fs_inode *held[4];   /* the inodes it got, put at the end */
+	int nheld;
+	struct lockset stripes;     /* n 0: none locked */
+	struct ns_name {            /* entries put (ino != 0) or deleted */
+		uint64_t parent, ino;
+		const char *name;
+		uint8_t type;
+	} names[2];
+	int nnames;
+	struct ns_count {           /* entries added (1) to or removed (-1) from dir */
+		struct fs_inode *dir;
+		int delta;
+	} counts[2];
+	int ncounts;
+	struct ns_rec {             /* records that become their inode's */
+		struct fs_inode *in;
+		const struct inode_rec *rec;
+	} recs[4];
+	int nrecs;
+};
+
+/* in (may be NULL) is put by ns_end. */
+static struct fs_inode *ns_hold(struct ns_change *c, struct fs_inode *in)
+{
+	if (in)
+		c->held[c->nheld++] = in;
+	return in;
+}
+
+static struct fs_inode *ns_get(struct ns_change *c, uint64_t ino, int *rc)
+{
+	return ns_hold(c, inode_get(c->fs, ino, rc));
+}
+
+/* A parent of the change: an existing, live directory (get_dir). */
+static struct fs_inode *ns_get_dir(struct ns_change *c, uint64_t ino, int *rc)
+{
+	return ns_hold(c, get_dir(c->fs, ino, rc));
+}
+
+/* A batch, ns_lock, and c->dir, the parent: 0 or -errno. */
+static int ns_begin(struct ns_change *c, struct fs *fs, uint64_t parent)
+{
+	*c = (struct ns_change){.fs = fs};
+	if (!(c->b = store_batch_new()))
+		return -ENOMEM;
+	pthread_mutex_lock(&fs->ns_lock);
+	c->ns_locked = true;
+	int rc;
+	c->dir = ns_get_dir(c, parent, &rc);
+	return c->dir ? 0 : rc;
+}
+
+/* The stripes of up to four inodes (0: none), for the records' change
+ * and the commit. */
+static void ns_lock_inodes(struct ns_change *c, const uint64_t *inos, int n)
+{
+	lockset_lock(c->fs, &c->stripes, inos, n);
+}
+
+static void ns_unlock_inodes(struct ns_change *c)
+{
+	lockset_unlock(&c->stripes);
+	c->stripes.n = 0;
+}
+
+static void ns_put_name(struct ns_change *c, uint64_t parent, const char *name, uint64_t ino,
+			uint8_t type)
+{
+	dirent_put(c->b, parent, name, ino, type);
+	c->names[c->nnames++] = (struct ns_name){.parent = parent, .name = name, .ino = ino,
+						       .type = type};
+}
+
+static void ns_del_name(struct ns_change *c, uint64_t parent, const char *name)
+{
+	dirent_del(c->b, parent, name);
+	c->names[c->nnames++] = (struct ns_name){.parent = parent, .name = name};
+}
+
+/* Directory d gains (1) or loses (-1) an entry, or neither (0), with the
+ * commit. */
+static void ns_count(struct ns_change *c, struct fs_inode *d, int delta)
+{
+	c->counts[c->ncounts++] = (struct ns_count){.dir = d, .delta = delta};
+}
+
+/* *rec (which must live until ns_commit) becomes in's record with the
+ * commit; ns_put_rec also puts it into the batch. */
+static void ns_set_rec(struct ns_change *c, struct fs_inode *in, const struct inode_rec *rec)
+{
+	c->recs[c->nrecs++] = (struct ns_rec){.in = in, .rec = rec};
+}
+
+static void ns_put_rec(struct ns_change *c, struct fs_inode *in, const struct inode_rec *rec)
+{
+	inode_rec_put(c->b, in->ino, rec);
+	ns_set_rec(c, in, rec);
+}
+
+static int ns_commit(struct ns_change *c, unsigned wflags)
+{
+	int rc = store_write(c->fs->st, c->b, wflags);
+	for (int i = 0; i < c->nnames; i++)
+		dirent_done(c->fs, rc, c->names[i].parent, c->names[i].name, c->names[i].ino,
+			    c->names[i].type);
+	for (int i = 0; i < c->ncounts; i++)
+		count_entries(c->counts[i].dir, rc, c->counts[i].delta);
+	for (int i = 0; !rc && i < c->nrecs; i++) {
+		c->recs[i].in->rec = *c->recs[i].rec;
+		c->recs[i].in->dirty = false;
+	}
+	return rc;
+}
+
+static void ns_end(struct ns_change *c)
+{
+	ns_unlock_inodes(c);
+	if (c->ns_locked)
+		pthread_mutex_unlock(&c->fs->ns_lock);
+	while (c->nheld)
+		inode_put(c->fs, c->held[--c->nheld]);
+	store_batch_free(c->b);
+}
+
 uint64_t fs_generation(struct fs *fs, uint64_t ino)
 {
 	if (ino == LSMFS_ROOT_INO)
@@ -221,6 +381,30 @@ int fs_lookup(struct fs *fs, uint64_t parent, const char *name, struct stat *st)
 	return 0;
 }
 
+/* The record of a new inode in directory dir, made now (its size: a
+ * symlink's target length, else 0). */
+static void new_rec(struct fs *fs, const struct fs_inode *dir, mode_t mode, dev_t rdev, uid_t uid,
+		    gid_t gid, uint64_t size, struct inode_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->mode = mode;
+	r->uid = uid;
+	r->gid = gid;
+	if (dir->rec.mode & S_ISGID) { /* BSD group semantics, as ext4 */
+		r->gid = dir->rec.gid;
+		if (S_ISDIR(mode))
+			r->mode |= S_ISGID;
+	}
+	r->nlink = S_ISDIR(mode) ? 2 : 1;
+	r->rdev = (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0;
+	r->generation = fs->generation;
+	r->parent = S_ISDIR(mode) ? dir->ino : 0;
+	r->size = size;
+	fs_now(fs, &r->atime_sec, &r->atime_nsec);
+	r->mtime_sec = r->ctime_sec = r->btime_sec = r->atime_sec;
+	r->mtime_nsec = r->ctime_nsec = r->btime_nsec = r->atime_nsec;
+}
+
 int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
 	     uid_t uid, gid_t gid, mode_t umask, const char *link_target, struct stat *st)
 {
@@ -230,74 +414,49 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 	size_t tlen = link_target ? strlen(link_target) : 0;
 	if (link_target && (tlen == 0 || tlen >= 4096))
 		return tlen ? -ENAMETOOLONG : -ENOENT;
-	struct store_batch *b = store_batch_new();
-	if (!b)
-		return -ENOMEM;
-	struct fs_inode *in = NULL;
-	pthread_mutex_lock(&fs->ns_lock);
-	struct fs_inode *dir = get_dir(fs, parent, &rc);
-	if (!dir)
-		goto unlock;
+	struct ns_change c;
+	if ((rc = ns_begin(&c, fs, parent)))
+		goto out;
+	struct fs_inode *dir = c.dir;
 	uint64_t ino;
 	uint8_t type;
 	rc = dirent_get(fs, parent, name, &ino, &type);
 	if (rc != -ENOENT) {
 		rc = rc ? rc : -EEXIST;
-		goto unlock;
+		goto out;
 	}
 	if ((rc = fs_alloc_ino(fs, &ino)))
-		goto unlock;
+		goto out;
 
 	struct inode_rec r;
-	memset(&r, 0, sizeof(r));
-	r.mode = mode;
-	r.uid = uid;
-	r.gid = gid;
-	if (dir->rec.mode & S_ISGID) { /* BSD group semantics, as ext4 */
-		r.gid = dir->rec.gid;
-		if (S_ISDIR(mode))
-			r.mode |= S_ISGID;
-	}
-	r.nlink = S_ISDIR(mode) ? 2 : 1;
-	r.rdev = (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0;
-	r.generation = fs->generation;
-	r.parent = S_ISDIR(mode) ? parent : 0;
-	r.size = tlen;
-	fs_now(fs, &r.atime_sec, &r.atime_nsec);
-	r.mtime_sec = r.ctime_sec = r.btime_sec = r.atime_sec;
-	r.mtime_nsec = r.ctime_nsec = r.btime_nsec = r.atime_nsec;
+	new_rec(fs, dir, mode, rdev, uid, gid, tlen, &r);
 	/* Permission bits from the parent's default ACL or the umask. */
-	if ((rc = acl_fs_inherit(fs, dir, ino, &r, umask, b)))
-		goto unlock;
+	if ((rc = acl_fs_inherit(fs, dir, ino, &r, umask, c.b)))
+		goto out;
 
-	inode_rec_put(b, ino, &r);
-	dirent_put(b, parent, name, ino, dtype_of(mode));
+	inode_rec_put(c.b, ino, &r);
+	ns_put_name(&c, parent, name, ino, dtype_of(mode));
 	if (link_target) {
 		uint8_t k[KEY_MAX];
 		size_t kl = key_data(k, ino);
-		store_batch_put(b, k, kl, link_target, tlen);
+		store_batch_put(c.b, k, kl, link_target, tlen);
 	}
-	inode_lock(fs, dir);
+	ns_lock_inodes(&c, &parent, 1);
 	struct inode_rec dr = dir->rec;
 	if (S_ISDIR(mode))
 		dr.nlink++;
 	dr.mtime_sec = dr.ctime_sec = r.mtime_sec;
 	dr.mtime_nsec = dr.ctime_nsec = r.mtime_nsec;
-	inode_rec_put(b, parent, &dr);
-	rc = store_write(fs->st, b, 0);
-	dirent_done(fs, rc, parent, name, ino, dtype_of(mode));
-	count_entries(dir, rc, 1);
-	if (!rc) {
-		dir->rec = dr;
-		dir->dirty = false;
-	}
-	inode_unlock(fs, dir);
+	ns_put_rec(&c, dir, &dr);
+	ns_count(&c, dir, 1);
+	rc = ns_commit(&c, 0);
+	ns_unlock_inodes(&c);
 	if (rc)
-		goto unlock;
-	in = inode_new(fs, ino, &r);
+		goto out;
+	struct fs_inode *in = ns_hold(&c, inode_new(fs, ino, &r));
 	if (!in) {
 		rc = -ENOMEM;
-		goto unlock;
+		goto out;
 	}
 	if (S_ISDIR(mode)) {
 		in->nentries = 0;
@@ -306,13 +465,8 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 	inode_stat(fs, in, st);
 	in->nlookup = 1; /* not yet visible to anyone else: no lock needed */
 	in->fresh = true;
-unlock:
-	pthread_mutex_unlock(&fs->ns_lock);
-	if (in)
-		inode_put(fs, in);
-	if (dir)
-		inode_put(fs, dir);
-	store_batch_free(b);
+out:
+	ns_end(&c);
 	return rc;
 }
 
@@ -321,65 +475,48 @@ int fs_link(struct fs *fs, uint64_t ino, uint64_t parent, const char *name, stru
 	int rc = fs_check_name(name);
 	if (rc)
 		return rc;
-	struct store_batch *b = store_batch_new();
-	if (!b)
-		return -ENOMEM;
-	struct fs_inode *in = NULL;
-	pthread_mutex_lock(&fs->ns_lock);
-	struct fs_inode *dir = get_dir(fs, parent, &rc);
-	if (!dir)
-		goto unlock;
-	in = inode_get(fs, ino, &rc);
+	struct ns_change c;
+	if ((rc = ns_begin(&c, fs, parent)))
+		goto out;
+	struct fs_inode *dir = c.dir, *in = ns_get(&c, ino, &rc);
 	if (!in)
-		goto unlock;
+		goto out;
 	if (S_ISDIR(in->rec.mode)) {
 		rc = -EPERM;
-		goto unlock;
+		goto out;
 	}
 	if (in->rec.nlink == 0 || in->gone) {
 		rc = -ENOENT;
-		goto unlock;
+		goto out;
 	}
 	if (in->rec.nlink >= 65000) {
 		rc = -EMLINK;
-		goto unlock;
+		goto out;
 	}
 	uint64_t other;
 	uint8_t type;
 	rc = dirent_get(fs, parent, name, &other, &type);
 	if (rc != -ENOENT) {
 		rc = rc ? rc : -EEXIST;
-		goto unlock;
+		goto out;
 	}
-	struct lockset ls;
 	uint64_t inos[2] = {ino, parent};
-	lockset_lock(fs, &ls, inos, 2);
+	ns_lock_inodes(&c, inos, 2);
 	struct inode_rec r = in->rec, dr = dir->rec;
 	r.nlink++;
 	inode_touch(fs, &r, false, true);
 	inode_touch_as(&dr, &r, true, true);
-	dirent_put(b, parent, name, ino, dtype_of(r.mode));
-	inode_rec_put(b, ino, &r);
-	inode_rec_put(b, parent, &dr);
-	rc = store_write(fs->st, b, 0);
-	dirent_done(fs, rc, parent, name, ino, dtype_of(r.mode));
-	count_entries(dir, rc, 1);
-	if (!rc) {
-		in->rec = r;
-		dir->rec = dr;
-		in->dirty = dir->dirty = false;
+	ns_put_name(&c, parent, name, ino, dtype_of(r.mode));
+	ns_put_rec(&c, in, &r);
+	ns_put_rec(&c, dir, &dr);
+	ns_count(&c, dir, 1);
+	if (!(rc = ns_commit(&c, 0)))
 		inode_stat(fs, in, st);
-	}
-	lockset_unlock(&ls);
+	ns_unlock_inodes(&c);
 	if (!rc)
 		fs_lookup_ref(fs, in, 1);
-unlock:
-	pthread_mutex_unlock(&fs->ns_lock);
-	if (in)
-		inode_put(fs, in);
-	if (dir)
-		inode_put(fs, dir);
-	store_batch_free(b);
+out:
+	ns_end(&c);
 	return rc;
 }
 
@@ -406,9 +543,10 @@ static int dir_is_empty(struct fs *fs, struct fs_inode *d)
 	return rc;
 }
 
-/* Drop one name of in (already checked) into batch b: nlink and orphan;
- * its ctime is the operation's, stamped on `stamp`. */
-static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_rec *r,
+/* Drop one name of in (already checked) into the change: nlink and
+ * orphan, into *r, in's record with the commit; its ctime is the
+ * operation's, stamped on `stamp`. */
+static void drop_name(struct ns_change *c, struct fs_inode *in, struct inode_rec *r,
 		      const struct inode_rec *stamp)
 {
 	if (S_ISDIR(r->mode))
@@ -417,8 +555,8 @@ static void drop_name(struct store_batch *b, struct fs_inode *in, struct inode_r
 		r->nlink--;
 	inode_touch_as(r, stamp, false, true);
 	if (r->nlink == 0)
-		orphan_put(b, in->ino);
-	inode_rec_put(b, in->ino, r);
+		orphan_put(c->b, in->ino);
+	ns_put_rec(c, in, r);
 }
 
 /*
@@ -455,77 +593,61 @@ int fs_unlink(struct fs *fs, uint64_t parent, const char *name, bool is_rmdir)
 	int rc = fs_check_name(name);
 	if (rc)
 		return rc;
-	struct store_batch *b = store_batch_new();
-	if (!b)
-		return -ENOMEM;
-	struct fs_inode *in = NULL;
-	pthread_mutex_lock(&fs->ns_lock);
-	struct fs_inode *dir = get_dir(fs, parent, &rc);
-	if (!dir)
-		goto unlock;
+	struct ns_change c;
+	if ((rc = ns_begin(&c, fs, parent)))
+		goto out;
+	struct fs_inode *dir = c.dir;
 	uint64_t ino;
 	uint8_t type;
 	if ((rc = dirent_get(fs, parent, name, &ino, &type)))
-		goto unlock;
-	in = inode_get(fs, ino, &rc);
+		goto out;
+	struct fs_inode *in = ns_get(&c, ino, &rc);
 	if (!in)
-		goto unlock;
+		goto out;
 	bool isdir = S_ISDIR(in->rec.mode);
 	if (is_rmdir && !isdir) {
 		rc = -ENOTDIR;
-		goto unlock;
+		goto out;
 	}
 	if (!is_rmdir && isdir) {
 		rc = -EISDIR;
-		goto unlock;
+		goto out;
 	}
 	if (isdir && (rc = dir_is_empty(fs, in)))
-		goto unlock;
-	struct lockset ls;
+		goto out;
 	uint64_t inos[2] = {ino, parent};
-	lockset_lock(fs, &ls, inos, 2);
+	ns_lock_inodes(&c, inos, 2);
 	struct inode_rec r = in->rec, dr = dir->rec;
 	int purge = purgeable(fs, in);
 	if (purge < 0) {
 		rc = purge;
-		lockset_unlock(&ls);
-		goto unlock;
+		goto out;
 	}
-	dirent_del(b, parent, name);
+	ns_del_name(&c, parent, name);
 	inode_touch(fs, &dr, true, true); /* the operation's time, once */
 	if (purge) {
 		r.nlink = 0;
 		inode_touch_as(&r, &dr, false, true);
-		inode_keys_delete(b, ino);
+		inode_keys_delete(c.b, ino);
+		ns_set_rec(&c, in, &r);
 	} else {
-		drop_name(b, in, &r, &dr);
+		drop_name(&c, in, &r, &dr);
 	}
 	if (isdir && dr.nlink > 2)
 		dr.nlink--;
-	inode_rec_put(b, parent, &dr);
+	ns_put_rec(&c, dir, &dr);
+	ns_count(&c, dir, -1);
 	/* A removal frees metadata: it may use the store's reserve (a full
 	 * metadata disk must not stop rm). */
-	rc = store_write(fs->st, b, STORE_WRITE_RESERVE);
-	dirent_done(fs, rc, parent, name, 0, 0);
-	count_entries(dir, rc, -1);
-	if (!rc) {
-		in->rec = r;
-		dir->rec = dr;
-		in->dirty = dir->dirty = false;
-		if (purge) { /* under itab_lock, as reclaim_inode sets it */
-			pthread_mutex_lock(&fs->itab_lock);
-			in->gone = true;
-			pthread_mutex_unlock(&fs->itab_lock);
-		}
+	rc = ns_commit(&c, STORE_WRITE_RESERVE);
+	if (!rc && purge) { /* under itab_lock, as reclaim_inode sets it */
+		pthread_mutex_lock(&fs->itab_lock);
+		in->gone = true;
+		pthread_mutex_unlock(&fs->itab_lock);
 	}
-	lockset_unlock(&ls);
-unlock:
-	pthread_mutex_unlock(&fs->ns_lock);
-	if (in)
-		inode_put(fs, in);
-	if (dir)
-		inode_put(fs, dir);
-	store_batch_free(b);
+	ns_unlock_inodes(&c);
+out:
+	ns_end(&c);
 	return rc;
 }
 
@@ -559,6 +681,66 @@ static int is_ancestor(struct fs *fs, uint64_t anc, uint64_t dir)
 	return -EUCLEAN;
 }
 
+/* A rename's operands: the entry (parent, name) names src (sino, stype),
+ * and (newparent, newname) names dst (dino, dtype) or nothing (dino 0, dst
+ * NULL); sdir and ddir are the two parents, one inode when parent ==
+ * newparent. */
+struct rename_op {
+	uint64_t parent, newparent, sino, dino;
+	const char *name, *newname;
+	uint8_t stype, dtype;
+	bool exchange, noreplace, sisdir, disdir;
+	struct fs_inode *sdir, *ddir, *src, *dst;
+};
+
+/*
+ * The rename's entries and inodes looked up, and whether it may go: the
+ * kinds of src and a dst it replaces agree, a directory replaced is
+ * empty, and no directory moves below itself.  0 with op->src set; 0 with
+ * op->src NULL when there is nothing to do; or -errno.
+ */
+static int rename_look(struct ns_change *c, struct rename_op *op)
+{
+	struct fs *fs = c->fs;
+	int rc;
+	if (!(op->ddir = ns_get_dir(c, op->newparent, &rc)))
+		return rc;
+	if ((rc = dirent_get(fs, op->parent, op->name, &op->sino, &op->stype)))
+		return rc;
+	rc = dirent_get(fs, op->newparent, op->newname, &op->dino, &op->dtype);
+	if (rc && rc != -ENOENT)
+		return rc;
+	if (op->exchange && !op->dino)
+		return -ENOENT;
+	if (op->noreplace && op->dino)
+		return -EEXIST;
+	if (op->dino == op->sino)
+		return 0; /* two names of one inode: POSIX says do nothing */
+	if (!(op->src = ns_get(c, op->sino, &rc)))
+		return rc;
+	if (op->dino && !(op->dst = ns_get(c, op->dino, &rc)))
+		return rc;
+	op->sisdir = S_ISDIR(op->src->rec.mode);
+	op->disdir = op->dst && S_ISDIR(op->dst->rec.mode);
+	if (op->dst && !op->exchange) {
+		if (op->sisdir && !op->disdir)
+			return -ENOTDIR;
+		if (!op->sisdir && op->disdir)
+			return -EISDIR;
+		if (op->disdir && (rc = dir_is_empty(fs, op->dst)))
+			return rc;
+	}
+	/* A directory may not move below itself (the kernel checks this
+	 * too; the store must never hold a cycle even if it did not). */
+	if (op->parent != op->newparent) {
+		if (op->sisdir && (rc = is_ancestor(fs, op->sino, op->newparent)) != 0)
+			return rc > 0 ? -EINVAL : rc;
+		if (op->exchange && op->disdir && (rc = is_ancestor(fs, op->dino, op->parent)) != 0)
+			return rc > 0 ? -EINVAL : rc;
+	}
+	return 0;
+}
+
 int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newparent,
 	      const char *newname, unsigned flags)
 {
@@ -571,84 +753,33 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 		return -EINVAL;
 	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
 		return -EINVAL;
-	struct store_batch *b = store_batch_new();
-	if (!b)
-		return -ENOMEM;
-	struct fs_inode *sdir = NULL, *ddir = NULL, *src = NULL, *dst = NULL;
-	pthread_mutex_lock(&fs->ns_lock);
-	sdir = get_dir(fs, parent, &rc);
-	if (!sdir)
-		goto unlock;
-	ddir = get_dir(fs, newparent, &rc);
-	if (!ddir)
-		goto unlock;
-	uint64_t sino, dino = 0;
-	uint8_t stype, dtype;
-	if ((rc = dirent_get(fs, parent, name, &sino, &stype)))
-		goto unlock;
-	rc = dirent_get(fs, newparent, newname, &dino, &dtype);
-	if (rc && rc != -ENOENT)
-		goto unlock;
-	rc = 0;
-	if ((flags & RENAME_EXCHANGE) && !dino) {
-		rc = -ENOENT;
-		goto unlock;
-	}
-	if ((flags & RENAME_NOREPLACE) && dino) {
-		rc = -EEXIST;
-		goto unlock;
-	}
-	if (dino == sino)
-		goto unlock; /* two names of one inode: POSIX says do nothing */
-	if (!(src = inode_get(fs, sino, &rc)))
-		goto unlock;
-	if (dino && !(dst = inode_get(fs, dino, &rc)))
-		goto unlock;
-	bool sisdir = S_ISDIR(src->rec.mode), disdir = dst && S_ISDIR(dst->rec.mode);
-	if (dst && !(flags & RENAME_EXCHANGE)) {
-		if (sisdir && !disdir) {
-			rc = -ENOTDIR;
-			goto unlock;
-		}
-		if (!sisdir && disdir) {
-			rc = -EISDIR;
-			goto unlock;
-		}
-		if (disdir && (rc = dir_is_empty(fs, dst)))
-			goto unlock;
-	}
-	/* A directory may not move below itself (the kernel checks this
-	 * too; the store must never hold a cycle even if it did not). */
-	if (parent != newparent) {
-		if (sisdir && (rc = is_ancestor(fs, sino, newparent)) != 0) {
-			rc = rc > 0 ? -EINVAL : rc;
-			goto unlock;
-		}
-		if ((flags & RENAME_EXCHANGE) && disdir &&
-		    (rc = is_ancestor(fs, dino, parent)) != 0) {
-			rc = rc > 0 ? -EINVAL : rc;
-			goto unlock;
-		}
-	}
+	struct rename_op op = {.parent = parent, .name = name, .newparent = newparent,
+			       .newname = newname, .exchange = flags & RENAME_EXCHANGE,
+			       .noreplace = flags & RENAME_NOREPLACE};
+	struct ns_change c;
+	if ((rc = ns_begin(&c, fs, parent)))
+		goto out;
+	op.sdir = c.dir;
+	if ((rc = rename_look(&c, &op)) || !op.src)
+		goto out;
 
-	struct lockset ls;
-	uint64_t inos[4] = {parent, newparent, sino, dino};
-	lockset_lock(fs, &ls, inos, 4);
+	uint64_t inos[4] = {parent, newparent, op.sino, op.dino};
+	ns_lock_inodes(&c, inos, 4);
 	/* Work on copies; the two parents may be one inode. */
-	struct inode_rec sr = src->rec, dr = dst ? dst->rec : src->rec;
-	struct inode_rec spr = sdir->rec, other_parent = ddir->rec;
+	struct inode_rec sr = op.src->rec, dr = op.dst ? op.dst->rec : op.src->rec;
+	struct inode_rec spr = op.sdir->rec, other_parent = op.ddir->rec;
 	struct inode_rec *dpr = parent == newparent ? &spr : &other_parent;
 	inode_touch(fs, &sr, false, true); /* the operation's time, once */
-	if (flags & RENAME_EXCHANGE) {
-		dirent_put(b, parent, name, dino, dtype);
-		dirent_put(b, newparent, newname, sino, stype);
+	if (op.exchange) {
+		ns_put_name(&c, parent, name, op.dino, op.dtype);
+		ns_put_name(&c, newparent, newname, op.sino, op.stype);
 		if (parent != newparent) {
-			if (sisdir) {
+			if (op.sisdir) {
 				sr.parent = newparent;
 				spr.nlink--;
 				dpr->nlink++;
 			}
-			if (disdir) {
+			if (op.disdir) {
 				dr.parent = parent;
 				dpr->nlink--;
 				spr.nlink++;
@@ -656,14 +787,14 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 		}
 		inode_touch_as(&dr, &sr, false, true);
 	} else {
-		dirent_del(b, parent, name);
-		dirent_put(b, newparent, newname, sino, stype);
-		if (dst) {
-			drop_name(b, dst, &dr, &sr);
-			if (disdir)
+		ns_del_name(&c, parent, name);
+		ns_put_name(&c, newparent, newname, op.sino, op.stype);
+		if (op.dst) {
+			drop_name(&c, op.dst, &dr, &sr);
+			if (op.disdir)
 				dpr->nlink--; /* the replaced directory's ".." */
 		}
-		if (sisdir && parent != newparent) {
+		if (op.sisdir && parent != newparent) {
 			sr.parent = newparent;
 			spr.nlink--;
 			dpr->nlink++;
@@ -671,50 +802,21 @@ int fs_rename(struct fs *fs, uint64_t parent, const char *name, uint64_t newpare
 	}
 	inode_touch_as(&spr, &sr, true, true);
 	inode_touch_as(dpr, &sr, true, true);
-	inode_rec_put(b, sino, &sr);
-	if (dst && (flags & RENAME_EXCHANGE))
-		inode_rec_put(b, dino, &dr);
-	inode_rec_put(b, parent, &spr);
+	ns_put_rec(&c, op.src, &sr);
+	if (op.dst && op.exchange)
+		ns_put_rec(&c, op.dst, &dr);
+	ns_put_rec(&c, op.sdir, &spr);
 	if (parent != newparent)
-		inode_rec_put(b, newparent, dpr);
+		ns_put_rec(&c, op.ddir, dpr);
+	/* An exchange keeps both counts; one directory nets 0 or -1. */
+	ns_count(&c, op.sdir, op.exchange ? 0 : -1);
+	ns_count(&c, op.ddir, op.exchange || op.dst ? 0 : 1);
 	/* A rename keeps (or, over a target, shrinks) the metadata: it may
 	 * use the store's reserve. */
-	rc = store_write(fs->st, b, STORE_WRITE_RESERVE);
-	if (flags & RENAME_EXCHANGE)
-		dirent_done(fs, rc, parent, name, dino, dtype);
-	else
-		dirent_done(fs, rc, parent, name, 0, 0);
-	dirent_done(fs, rc, newparent, newname, sino, stype);
-	/* An exchange keeps both counts; one directory nets 0 or -1. */
-	bool exchange = flags & RENAME_EXCHANGE;
-	count_entries(sdir, rc, exchange ? 0 : -1);
-	count_entries(ddir, rc, exchange || dst ? 0 : 1);
-	if (!rc) {
-		src->rec = sr;
-		src->dirty = false;
-		if (dst) {
-			dst->rec = dr;
-			dst->dirty = false;
-		}
-		sdir->rec = spr;
-		sdir->dirty = false;
-		if (parent != newparent) {
-			ddir->rec = *dpr;
-			ddir->dirty = false;
-		}
-	}
-	lockset_unlock(&ls);
-unlock:
-	pthread_mutex_unlock(&fs->ns_lock);
-	if (dst)
-		inode_put(fs, dst);
-	if (src)
-		inode_put(fs, src);
-	if (ddir)
-		inode_put(fs, ddir);
-	if (sdir)
-		inode_put(fs, sdir);
-	store_batch_free(b);
+	rc = ns_commit(&c, STORE_WRITE_RESERVE);
+	ns_unlock_inodes(&c);
+out:
+	ns_end(&c);
 	return rc;
 }
 

@@ -1,12 +1,14 @@
-# lib.sh: what the lsmfs-disk tests share, sourced after setting NAME (the
-# test's name, for messages) with the build directory as $1.  Sets B, the
-# binaries (MKFS LSMFS FSCK DISK CHURN), T (a temporary directory, 755,
-# removed at exit), M (the mount point), fails; skips (77) without
-# /dev/fuse.  A test may define cleanup_more, run at exit before T goes.
+# lib.sh: what the shell tests that mount lsmfs share (tests/disk, fsck,
+# inspect, stats), sourced after setting NAME (the test's name, for
+# messages) with the build directory as $1.  Sets B, the binaries (MKFS
+# LSMFS FSCK DISK INSPECT CHURN), T (a temporary directory, 755, removed at
+# exit), M (the mount point, $T/mnt), fails; skips (77) without /dev/fuse.
+# A test may define cleanup_more, run at exit before T goes, and ends with
+# finish.
 set -u
 B=$(cd "${1:?usage: $NAME.sh BUILD_DIR}" && pwd)
 MKFS=$B/mkfs/mkfs.lsmfs LSMFS=$B/fs/lsmfs FSCK=$B/tools/fsck/fsck.lsmfs
-DISK=$B/tools/disk/lsmfs-disk CHURN=$B/tests/disk/churn
+DISK=$B/tools/disk/lsmfs-disk INSPECT=$B/tools/inspect/lsmfs-inspect CHURN=$B/tests/disk/churn
 if [[ ! -c /dev/fuse ]]; then
 	echo "$NAME: SKIPPED: no /dev/fuse here" >&2
 	exit 77
