@@ -10,9 +10,11 @@
  *   fs->ns_lock     every change to the namespace (dirents, nlink, rename,
  *                   orphans) is serialized here, so check-then-act is atomic;
  *   inode stripe    fs->ilock[ino % ILOCKS]: an inode's attributes, data and
- *                   chunk fds; taken after ns_lock, at most two at once
- *                   (rename/link take them in stripe order); a read or
- *                   write lets it go for each chunk's I/O (iogate.c);
+ *                   chunk fds; taken after ns_lock, up to four at once
+ *                   (a rename: both directories, the inode and the one it
+ *                   replaces), each stripe once, in address order
+ *                   (dir.c lockset_lock); a read or write lets it go
+ *                   for each chunk's I/O (iogate.c);
  *   fs->itab_lock   the in-memory inode table and reference counts only;
  *                   held briefly, never across I/O.
  * The store has its own locks; store calls are made under the above.
