@@ -15,7 +15,8 @@
  * after the inode record was stored puts `G` ino (in the batch of the
  * chunk record, or before the first file is removed); storing the inode
  * record deletes it (inode_persist), and the mount repairs what a crash
- * left of every inode still marked (chunk_recover).
+ * left of every inode still marked (chunk_recover.c).  Making chunks
+ * durable and recording their lengths is chunk_sync.c's.
  *
  * An open inode keeps a few chunk fds (CHUNK_FDS), opened read-only for
  * reads, so that a chunk file the administrator made read-only or
@@ -23,16 +24,12 @@
  * (iogate.c) is neither evicted nor reopened.
  *
  * Locking: what works on an inode's chunks, fds and lists (chunk_open,
- * chunk_drop, chunk_sync_dirty, the accounting, the crash sweep's
- * chunk_keep_unsynced) runs under its stripe lock, and every use of a
+ * chunk_drop, the accounting) runs under its stripe lock, and every use of a
  * chunk file's name inside its section's gate (gate.c; chunk_open enters
  * it).  Reading records (chunk_record_get, chunk_scan, chunk_any) takes no
  * lock of ours.  The reclaim drops a dead inode's chunks
  * (data_drop_chunks) holding none: nothing else reaches that inode
- * (reclaim.c).  The kept set of unsynced chunks has fs->unsynced_lock, and
- * chunk_record_unsynced takes each inode's lock in turn.  chunk_sync_all
- * (unmount, remount read-only) and chunk_recover (at mount, before any
- * request) take no inode's lock.
+ * (reclaim.c).
  */
 #include "engine.h"
 
@@ -69,7 +66,7 @@ struct inode_data *chunk_data_of(struct fs_inode *in)
 }
 
 /* Append v to the growing array *a. */
-static int append_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
+int chunk_list_append(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
 {
 	if (*n == *cap) {
 		size_t nc = *cap ? *cap * 2 : 16;
@@ -91,7 +88,7 @@ static int push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
 	for (size_t i = 0; i < *n; i++)
 		if ((*a)[i] == v)
 			return 0;
-	return append_u64(a, n, cap, v);
+	return chunk_list_append(a, n, cap, v);
 }
 
 int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk)
@@ -131,7 +128,7 @@ void data_free(struct fs *fs, struct fs_inode *in)
 }
 
 /* The cached slot of chunk learns its new durable length. */
-static void chunk_set_durable(struct fs_inode *in, uint64_t chunk, uint64_t len)
+void chunk_set_durable(struct fs_inode *in, uint64_t chunk, uint64_t len)
 {
 	for (int i = 0; in->data && i < CHUNK_FDS; i++)
 		if (in->data->fds[i].fd >= 0 && in->data->fds[i].chunk == chunk)
@@ -161,8 +158,8 @@ int chunk_mark_flux(struct fs *fs, struct fs_inode *in, struct store_batch *b)
 	return rc;
 }
 
-static void log_chunk_error(struct fs *fs, uint32_t section, const char *rel, const char *what,
-			    int err)
+void chunk_log_error(struct fs *fs, uint32_t section, const char *rel, const char *what,
+		     int err)
 {
 	uint32_t disk = section_disk_of(fs, section);
 	const char *path = __atomic_load_n(&fs->ds->paths[disk], __ATOMIC_ACQUIRE);
@@ -263,13 +260,13 @@ static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint
 		 * is made durable at once (rare): no fsync of the chunks in it
 		 * covers its own name. */
 		if (mkdirat(dirfd, sdir, 0700) == 0 && fsync(dirfd) != 0)
-			log_chunk_error(fs, section, "", "syncing the new section directory in ",
+			chunk_log_error(fs, section, "", "syncing the new section directory in ",
 					errno);
 		fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
 	}
 	if (fd < 0) {
 		int e = errno;
-		log_chunk_error(fs, section, rel, "creating ", e);
+		chunk_log_error(fs, section, rel, "creating ", e);
 		/* No file, so no record: a record without file inside the
 		 * size would read as a hole that fsck reports as lost. */
 		if (store_delete(fs->st, ck, ckl, 0))
@@ -358,11 +355,11 @@ again:
 			}
 			if (e == ENOENT) {
 				/* fsync made bytes durable there: they are lost */
-				log_chunk_error(fs, section, rel, "missing chunk file (its record says it held "
+				chunk_log_error(fs, section, rel, "missing chunk file (its record says it held "
 						"data): ", e);
 				return -EIO;
 			}
-			log_chunk_error(fs, section, rel, "opening ", e);
+			chunk_log_error(fs, section, rel, "opening ", e);
 			return -e;
 		}
 	} else if (access != CHUNK_CREATE) {
@@ -459,7 +456,7 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 			*freed += (uint64_t)st.st_blocks;
 		if (unlinkat(dirfd, rel, 0) != 0 && errno != ENOENT) {
 			rc = -errno;
-			log_chunk_error(fs, section, rel, "removing ", errno);
+			chunk_log_error(fs, section, rel, "removing ", errno);
 			section_release(fs, mark);
 			break;
 		}
@@ -593,480 +590,11 @@ int chunk_any(struct fs *fs, uint64_t ino)
 	return rc < 0 ? rc : any;
 }
 
-/* syncfs of every usable disk (errors logged): before many fdatasyncs,
- * one journal commit that leaves them little to do. */
-static void sync_all_disks(struct fs *fs)
-{
-	for (uint32_t d = 0; d < fs->ds->ndisks; d++)
-		if (disk_usable(fs, d)) {
-			stats_fsync(fs, d);
-			if (syncfs(fs->sections_fd[d]) != 0)
-				fs_logf(fs, "disk %u (%s): syncfs: %s", d, fs->ds->paths[d],
-					strerror(errno));
-		}
-}
-
-
-/* At most this many chunk files are open at once for one fsync. */
-#define SYNC_WINDOW 64
-
-/*
- * fdatasync the chunks of ino in dirty[] (repeats allowed), record the
- * length each now has durably, then fsync the section directories in
- * new_sections[] that got new chunk files.  in, when given, is ino in
- * memory: its cached slots learn the lengths.  Under ino's lock.
- */
-static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
-			     const uint64_t *dirty, size_t ndirty, const uint64_t *new_sections,
-			     size_t nnew, unsigned wflags)
-{
-	int rc = 0;
-	struct store_batch *lens = store_batch_new();
-	if (!lens)
-		return -ENOMEM;
-	/* Windows of SYNC_WINDOW files: writeback of a window starts first,
-	 * so that the blocks of its files are allocated in one journal
-	 * transaction; the fdatasyncs then mostly wait.  However many chunks
-	 * are dirty, the descriptors in use stay bounded. */
-	for (size_t base = 0; base < ndirty && !rc; base += SYNC_WINDOW) {
-		size_t n = ndirty - base < SYNC_WINDOW ? ndirty - base : SYNC_WINDOW;
-		int fds[SYNC_WINDOW];
-		for (size_t i = 0; i < n; i++) {
-			uint64_t chunk = dirty[base + i];
-			uint32_t section = chunk_section(ino, chunk, fs->info.sections);
-			char rel[96];
-			section_chunk_name(ino, chunk, section, rel, sizeof(rel));
-			/* The gate only while the name resolves: a move that
-			 * switches the section later made the copy durable
-			 * on its new disk first, so syncing the old one then
-			 * loses nothing (gate.c). */
-			int mark = section_mark();
-			section_enter(fs, section, ino, chunk, false);
-			if (!disk_usable(fs, section_disk_of(fs, section)))
-				fds[i] = -EIO;
-			else if ((fds[i] = openat(chunk_dirfd(fs, section), rel, O_RDONLY | O_CLOEXEC)) < 0)
-				fds[i] = -errno;
-			section_release(fs, mark);
-			if (fds[i] >= 0 && ndirty > 1)
-				(void)sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
-		}
-		for (size_t i = 0; i < n; i++) {
-			uint64_t chunk = dirty[base + i];
-			if (fds[i] == -ENOENT) /* dropped since it was written */
-				continue;
-			if (fds[i] < 0) {
-				fs_logf(fs, "inode %" PRIu64 ": opening chunk %" PRIu64 " for fsync: %s",
-					ino, chunk, strerror(-fds[i]));
-				if (!rc)
-					rc = fds[i];
-				continue;
-			}
-			if (!rc)
-				stats_fsync(fs, chunk_disk(fs, ino, chunk));
-			struct stat st;
-			if (!rc && fdatasync(fds[i]) != 0) {
-				rc = -errno;
-				fs_logf(fs, "inode %" PRIu64 ": fsync of chunk %" PRIu64 ": %s", ino,
-					chunk, strerror(errno));
-			} else if (!rc && fstat(fds[i], &st) == 0) {
-				/* What is durable now: its length goes into the
-				 * record, so that a chunk file found shorter
-				 * later is known to have lost data. */
-				uint8_t k[KEY_MAX], v[CHUNK_VAL_LEN];
-				chunk_value_encode((uint64_t)st.st_size, v);
-				store_batch_put(lens, k, key_chunk(k, ino, chunk), v, sizeof(v));
-				if (in)
-					chunk_set_durable(in, chunk, (uint64_t)st.st_size);
-			}
-			close(fds[i]);
-		}
-	}
-	/* New chunk files need their directory entries durable too. */
-	for (size_t i = 0; !rc && i < nnew; i++) {
-		uint32_t section = (uint32_t)new_sections[i];
-		char sdir[SECTION_NAME_MAX];
-		section_dir_name(section, sdir);
-		int mark = section_mark();
-		section_enter(fs, section, ino, 0, false);
-		uint32_t disk = section_disk_of(fs, section);
-		int fd = -1;
-		if (!disk_usable(fs, disk))
-			errno = EIO;
-		else
-			fd = openat(chunk_dirfd(fs, section), sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		section_release(fs, mark);
-		stats_fsync(fs, disk);
-		if (fd < 0 && errno == ENOENT)
-			continue; /* moved away, its new directory synced by the move */
-		if (fd < 0 || fsync(fd) != 0)
-			rc = -errno;
-		if (fd >= 0)
-			close(fd);
-	}
-	/* The lengths reach the store before the caller syncs its log. */
-	if (!rc && store_batch_count(lens))
-		rc = store_write(fs->st, lens, wflags);
-	store_batch_free(lens);
-	return rc;
-}
-
-
-/*
- * Chunk lengths (SCHEMA.md "Chunk lengths"): every chunk written is on its
- * inode's dirty list until an fsync, a remount read-only or the unmount
- * fdatasyncs it and records its length.  An inode dropped from memory
- * before that leaves its lists here (fs->unsynced), so that the fsync that
- * follows its return, or the unmount, still covers them; past
- * UNSYNCED_MAX inodes or UNSYNCED_CHUNKS_MAX chunks they are recorded at
- * once.  An entry is taken out, synced and recorded under its inode's
- * lock, so no truncate or removal of its chunks runs beside it, and the
- * unlink that leads to a reclaim drops it under that lock too.
- */
-static void unsynced_free(struct unsynced_inode *u)
-{
-	free(u->dirty);
-	free(u->new_sections);
-}
-
-/* Add u's lists to the entry of u->ino, made when it has none (the lists
- * then move, without a copy): the set owns them after.  Sets *full when
- * the set is past its bound.  -ENOMEM leaves u as it was. */
-static int keep_unsynced(struct fs *fs, struct unsynced_inode *u, bool *full)
-{
-	int rc = 0;
-	pthread_mutex_lock(&fs->unsynced_lock);
-	struct unsynced_inode *e = NULL;
-	for (size_t i = 0; i < fs->nunsynced && !e; i++)
-		if (fs->unsynced[i].ino == u->ino)
-			e = &fs->unsynced[i];
-	if (e) {
-		/* Dropped twice before a sync: add to what it left. */
-		size_t n = e->ndirty, nn = e->nnew;
-		for (size_t i = 0; i < u->ndirty && !rc; i++)
-			rc = append_u64(&e->dirty, &e->ndirty, &e->capdirty, u->dirty[i]);
-		for (size_t i = 0; i < u->nnew && !rc; i++)
-			rc = append_u64(&e->new_sections, &e->nnew, &e->capnew, u->new_sections[i]);
-		if (rc) {
-			e->ndirty = n; /* as it was */
-			e->nnew = nn;
-		} else {
-			unsynced_free(u);
-		}
-	} else {
-		if (fs->nunsynced == fs->capunsynced) {
-			size_t nc = fs->capunsynced ? fs->capunsynced * 2 : 64;
-			struct unsynced_inode *g = realloc(fs->unsynced, nc * sizeof(*g));
-			if (!g)
-				rc = -ENOMEM;
-			else {
-				fs->unsynced = g;
-				fs->capunsynced = nc;
-			}
-		}
-		if (!rc)
-			fs->unsynced[fs->nunsynced++] = *u;
-	}
-	if (!rc)
-		fs->unsynced_chunks += u->ndirty;
-	*full = fs->nunsynced >= UNSYNCED_MAX || fs->unsynced_chunks >= UNSYNCED_CHUNKS_MAX;
-	pthread_mutex_unlock(&fs->unsynced_lock);
-	return rc;
-}
-
-bool chunk_remember_unsynced(struct fs *fs, struct fs_inode *in)
-{
-	struct inode_data *d = in->data;
-	if (!d || (!d->ndirty && !d->nnew))
-		return false;
-	struct unsynced_inode u = {
-		.ino = in->ino,
-		.dirty = d->dirty, .ndirty = d->ndirty, .capdirty = d->capdirty,
-		.new_sections = d->new_sections, .nnew = d->nnew, .capnew = d->capnew,
-	};
-	bool full = false;
-	if (keep_unsynced(fs, &u, &full) == 0) {
-		d->dirty = d->new_sections = NULL;
-		d->ndirty = d->capdirty = d->nnew = d->capnew = 0;
-		return full;
-	}
-	/* No memory to keep them: synced and recorded now, under the lock
-	 * the caller holds. */
-	fs_logf(fs, "inode %" PRIu64 ": out of memory keeping the chunks written since its last "
-		"fsync: syncing them now", in->ino);
-	if (sync_inode_chunks(fs, in->ino, in, d->dirty, d->ndirty, d->new_sections, d->nnew, 0))
-		fs_logf(fs, "inode %" PRIu64 ": syncing its chunks failed; their lengths stay "
-			"unrecorded", in->ino);
-	d->ndirty = d->nnew = 0;
-	return false;
-}
-
-bool chunk_keep_unsynced(struct fs *fs, uint64_t ino, uint64_t chunk)
-{
-	struct unsynced_inode u = {
-		.ino = ino, .dirty = malloc(sizeof(uint64_t)), .ndirty = 1, .capdirty = 1,
-	};
-	bool full = false;
-	if (u.dirty)
-		u.dirty[0] = chunk;
-	if (!u.dirty || keep_unsynced(fs, &u, &full)) {
-		free(u.dirty);
-		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": out of memory: its length stays "
-			"unrecorded", ino, chunk);
-	}
-	return full;
-}
-
-/* Take ino's entry out of the kept set into *out; false when it has none. */
-static bool take_unsynced(struct fs *fs, uint64_t ino, struct unsynced_inode *out)
-{
-	bool found = false;
-	pthread_mutex_lock(&fs->unsynced_lock);
-	for (size_t i = 0; i < fs->nunsynced; i++)
-		if (fs->unsynced[i].ino == ino) {
-			*out = fs->unsynced[i];
-			fs->unsynced[i] = fs->unsynced[--fs->nunsynced];
-			fs->unsynced_chunks -= out->ndirty < fs->unsynced_chunks ? out->ndirty
-										  : fs->unsynced_chunks;
-			found = true;
-			break;
-		}
-	pthread_mutex_unlock(&fs->unsynced_lock);
-	return found;
-}
-
-void chunk_forget_unsynced(struct fs *fs, uint64_t ino)
-{
-	struct unsynced_inode u;
-	if (take_unsynced(fs, ino, &u))
-		unsynced_free(&u);
-}
-
-int chunk_record_unsynced(struct fs *fs, unsigned wflags)
-{
-	/* The inode numbers first, then each entry under its inode's lock:
-	 * the lock comes before unsynced_lock, as in drop(). */
-	pthread_mutex_lock(&fs->unsynced_lock);
-	size_t n = fs->nunsynced;
-	uint64_t *inos = malloc((n ? n : 1) * sizeof(*inos));
-	for (size_t i = 0; inos && i < n; i++)
-		inos[i] = fs->unsynced[i].ino;
-	pthread_mutex_unlock(&fs->unsynced_lock);
-	if (!inos)
-		return -ENOMEM;
-	if (n > 1)
-		sync_all_disks(fs); /* one journal commit, then each fdatasync is quick */
-	int rc = 0;
-	for (size_t i = 0; i < n; i++) {
-		pthread_mutex_t *lock = inode_lock_of(fs, inos[i]);
-		pthread_mutex_lock(lock);
-		struct unsynced_inode u;
-		if (take_unsynced(fs, inos[i], &u)) {
-			int r = sync_inode_chunks(fs, u.ino, NULL, u.dirty, u.ndirty, u.new_sections,
-						  u.nnew, wflags);
-			unsynced_free(&u);
-			if (r && !rc)
-				rc = r;
-		}
-		pthread_mutex_unlock(lock);
-	}
-	free(inos);
-	return rc;
-}
-
-int chunk_sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags)
-{
-	/* What it wrote before it was last dropped from memory first. */
-	struct unsynced_inode u;
-	if (__atomic_load_n(&fs->nunsynced, __ATOMIC_RELAXED) && take_unsynced(fs, in->ino, &u)) {
-		int rc = sync_inode_chunks(fs, in->ino, in, u.dirty, u.ndirty, u.new_sections, u.nnew, wflags);
-		if (rc) {
-			/* Kept for the next fsync or the unmount. */
-			bool full;
-			if (keep_unsynced(fs, &u, &full))
-				unsynced_free(&u); /* ENOMEM: fsync fails anyway */
-			return rc;
-		}
-		unsynced_free(&u);
-	}
-	struct inode_data *d = in->data;
-	if (!d)
-		return 0;
-	int rc = sync_inode_chunks(fs, in->ino, in, d->dirty, d->ndirty, d->new_sections, d->nnew, wflags);
-	if (!rc) {
-		d->ndirty = 0;
-		d->nnew = 0;
-	}
-	return rc;
-}
-
+/* A chunk file was made or removed in section's directory: the unmount
+ * fsyncs it (chunk_sync.c sync_sections). */
 void chunk_section_changed(struct fs *fs, uint32_t section)
 {
 	uint8_t bit = (uint8_t)(1u << (section % 8));
 	if (!(__atomic_load_n(&fs->section_changed[section / 8], __ATOMIC_RELAXED) & bit))
 		__atomic_fetch_or(&fs->section_changed[section / 8], bit, __ATOMIC_RELAXED);
-}
-
-/* fsync every section directory changed since the mount. */
-static int sync_sections(struct fs *fs)
-{
-	int rc = 0;
-	for (uint32_t s = 0; s < fs->info.sections; s++) {
-		if (!(fs->section_changed[s / 8] & (1u << (s % 8))))
-			continue;
-		int mark = section_mark();
-		section_enter(fs, s, 0, 0, false);
-		uint32_t disk = section_disk_of(fs, s);
-		if (!disk_usable(fs, disk)) {
-			section_release(fs, mark);
-			rc = -EIO; /* replaced under us: nothing of ours to sync */
-			continue;
-		}
-		char sdir[SECTION_NAME_MAX];
-		section_dir_name(s, sdir);
-		int fd = openat(chunk_dirfd(fs, s), sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		section_release(fs, mark);
-		if (fd < 0 && errno == ENOENT)
-			continue;
-		if (fd < 0 || fsync(fd) != 0) {
-			int e = errno;
-			fs_logf(fs, "disk %u: fsync of %s%s/%s/%s: %s", disk, fs->ds->paths[disk],
-				LSMFS_DIR, LSMFS_SECTIONS_DIR, sdir, strerror(e));
-			rc = -e;
-		}
-		if (fd >= 0)
-			close(fd);
-	}
-	return rc;
-}
-
-int chunk_sync_all(struct fs *fs)
-{
-	int rc = 0;
-	for (uint32_t d = 0; fs->sections_fd && d < fs->ds->ndisks; d++)
-		if (diskset_present(fs->ds, d) && fs->sections_fd[d] >= 0 &&
-		    syncfs(fs->sections_fd[d]) != 0) {
-			int e = errno;
-			fs_logf(fs, "disk %u (%s): syncfs: %s", d, fs->ds->paths[d], strerror(e));
-			if (!rc)
-				rc = -e;
-		}
-	if (fs->section_changed) {
-		int r = sync_sections(fs); /* syncfs may not reach them (FUSE disks) */
-		if (!rc)
-			rc = r;
-	}
-	return rc;
-}
-
-/* chunk_recover: one marked inode. */
-struct recover {
-	struct fs *fs;
-	uint64_t ino, keep; /* chunks [0, keep) lie inside the size */
-	struct store_batch *b;
-	uint64_t dropped, missing;
-};
-
-static int recover_chunk(void *ctx, uint64_t chunk, uint64_t durable)
-{
-	struct recover *r = ctx;
-	struct fs *fs = r->fs;
-	uint32_t section = chunk_section(r->ino, chunk, fs->info.sections);
-	char rel[96];
-	section_chunk_name(r->ino, chunk, section, rel, sizeof(rel));
-	uint8_t k[KEY_MAX];
-	size_t kl = key_chunk(k, r->ino, chunk);
-	if (chunk >= r->keep) {
-		if (unlinkat(chunk_dirfd(fs, section), rel, 0) != 0 && errno != ENOENT) {
-			log_chunk_error(fs, section, rel, "removing ", errno);
-			return -errno;
-		}
-		chunk_section_changed(fs, section);
-		r->dropped++;
-		return store_batch_delete(r->b, k, kl);
-	}
-	struct stat st;
-	if (fstatat(chunk_dirfd(fs, section), rel, &st, 0) == 0)
-		return 0;
-	if (errno != ENOENT) {
-		log_chunk_error(fs, section, rel, "", errno);
-		return -errno;
-	}
-	if (durable) {
-		/* fsync had made bytes durable there: real damage, for
-		 * fsck to report by path, never repaired in silence. */
-		log_chunk_error(fs, section, rel, "missing chunk file whose record says it held data "
-				"(run fsck.lsmfs): ", ENOENT);
-		return 0;
-	}
-	r->missing++;
-	return store_batch_delete(r->b, k, kl);
-}
-
-static int recover_one(struct fs *fs, uint64_t ino, uint64_t *dropped, uint64_t *missing)
-{
-	struct inode_rec rec;
-	int rc = inode_load_rec(fs, ino, &rec);
-	if (rc && rc != -ENOENT)
-		return rc;
-	struct store_batch *b = store_batch_new();
-	if (!b)
-		return -ENOMEM;
-	/* Without a record (an orphan's reclaim was cut short), or with no
-	 * name left (an orphan), the orphan key says what to do: the reclaim
-	 * removes everything.  The mark just goes. */
-	if (!rc && S_ISREG(rec.mode) && rec.nlink > 0) {
-		uint64_t cs = fs->info.chunk_size;
-		struct recover r = {.fs = fs, .ino = ino, .b = b,
-				    .keep = (rec.flags & INODE_FLAG_CHUNKED) ? rec.size / cs + (rec.size % cs != 0) : 0};
-		rc = chunk_scan(fs, ino, 0, UINT64_MAX, recover_chunk, &r);
-		*dropped += r.dropped;
-		*missing += r.missing;
-	}
-	rc = rc == -ENOENT ? 0 : rc;
-	if (!rc) {
-		uint8_t k[KEY_MAX];
-		store_batch_delete(b, k, key_flux(k, ino));
-		rc = store_write(fs->st, b, STORE_WRITE_RESERVE); /* crash repair: frees space */
-	}
-	store_batch_free(b);
-	return rc;
-}
-
-struct ino_list {
-	uint64_t *v;
-	size_t n, cap;
-};
-
-static int collect_ino(struct fs *fs, uint64_t ino, void *ctx)
-{
-	struct ino_list *l = ctx; /* keys are unique: no search, unlike push_u64 */
-	return append_u64(&l->v, &l->n, &l->cap, ino);
-}
-
-int chunk_recover(struct fs *fs)
-{
-	/* Collected first: the repair writes where the scan reads. */
-	struct ino_list l = {0};
-	int rc = fs_each_ino_key(fs, KEY_FLUX, collect_ino, &l);
-	uint64_t *inos = l.v;
-	size_t n = l.n;
-	uint64_t dropped = 0, missing = 0;
-	for (size_t i = 0; !rc && i < n; i++) {
-		/* One inode that cannot be repaired keeps its mark (the next
-		 * mount tries again; fsck reports it) and stops no mount. */
-		int r = recover_one(fs, inos[i], &dropped, &missing);
-		if (r == -ENOMEM)
-			rc = r;
-		else if (r)
-			fs_logf(fs, "recovery: inode %" PRIu64 ": %s (left for fsck.lsmfs)", inos[i],
-				strerror(-r));
-	}
-	if (!rc && (dropped || missing))
-		fs_logf(fs, "recovery: %zu file%s changing at the crash: %" PRIu64
-			" chunk%s past the stored size removed, %" PRIu64
-			" record%s of chunk files never created (or already removed) dropped",
-			n, n == 1 ? "" : "s", dropped, dropped == 1 ? "" : "s", missing,
-			missing == 1 ? "" : "s");
-	free(inos);
-	return rc;
 }

@@ -1,0 +1,379 @@
+/*
+ * chunk_sync.c: making chunk data durable and its length known (SCHEMA.md
+ * "Chunk lengths"): the fsync of a file's chunks (chunk_sync_dirty), the
+ * chunks of inodes let go from memory before their lengths were recorded
+ * (the kept set fs->unsynced, recorded at fsync, remount read-only,
+ * unmount or when full), and the sync of every disk at unmount
+ * (chunk_sync_all).
+ *
+ * Locking: chunk_sync_dirty and chunk_keep_unsynced (the crash sweep) run
+ * under the inode's stripe lock.  The kept set has fs->unsynced_lock, and
+ * chunk_record_unsynced takes each inode's lock in turn.  chunk_sync_all
+ * (unmount, remount read-only) takes no inode's lock.
+ */
+#include "engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* syncfs of every usable disk (errors logged): before many fdatasyncs,
+ * one journal commit that leaves them little to do. */
+static void sync_all_disks(struct fs *fs)
+{
+	for (uint32_t d = 0; d < fs->ds->ndisks; d++)
+		if (disk_usable(fs, d)) {
+			stats_fsync(fs, d);
+			if (syncfs(fs->sections_fd[d]) != 0)
+				fs_logf(fs, "disk %u (%s): syncfs: %s", d, fs->ds->paths[d],
+					strerror(errno));
+		}
+}
+
+/* At most this many chunk files are open at once for one fsync. */
+#define SYNC_WINDOW 64
+
+/*
+ * fdatasync the chunks of ino in dirty[] (repeats allowed), record the
+ * length each now has durably, then fsync the section directories in
+ * new_sections[] that got new chunk files.  in, when given, is ino in
+ * memory: its cached slots learn the lengths.  Under ino's lock.
+ */
+static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
+			     const uint64_t *dirty, size_t ndirty, const uint64_t *new_sections,
+			     size_t nnew, unsigned wflags)
+{
+	int rc = 0;
+	struct store_batch *lens = store_batch_new();
+	if (!lens)
+		return -ENOMEM;
+	/* Windows of SYNC_WINDOW files: writeback of a window starts first,
+	 * so that the blocks of its files are allocated in one journal
+	 * transaction; the fdatasyncs then mostly wait.  However many chunks
+	 * are dirty, the descriptors in use stay bounded. */
+	for (size_t base = 0; base < ndirty && !rc; base += SYNC_WINDOW) {
+		size_t n = ndirty - base < SYNC_WINDOW ? ndirty - base : SYNC_WINDOW;
+		int fds[SYNC_WINDOW];
+		for (size_t i = 0; i < n; i++) {
+			uint64_t chunk = dirty[base + i];
+			uint32_t section = chunk_section(ino, chunk, fs->info.sections);
+			char rel[96];
+			section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+			/* The gate only while the name resolves: a move that
+			 * switches the section later made the copy durable
+			 * on its new disk first, so syncing the old one then
+			 * loses nothing (gate.c). */
+			int mark = section_mark();
+			section_enter(fs, section, ino, chunk, false);
+			if (!disk_usable(fs, section_disk_of(fs, section)))
+				fds[i] = -EIO;
+			else if ((fds[i] = openat(chunk_dirfd(fs, section), rel, O_RDONLY | O_CLOEXEC)) < 0)
+				fds[i] = -errno;
+			section_release(fs, mark);
+			if (fds[i] >= 0 && ndirty > 1)
+				(void)sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
+		}
+		for (size_t i = 0; i < n; i++) {
+			uint64_t chunk = dirty[base + i];
+			if (fds[i] == -ENOENT) /* dropped since it was written */
+				continue;
+			if (fds[i] < 0) {
+				fs_logf(fs, "inode %" PRIu64 ": opening chunk %" PRIu64 " for fsync: %s",
+					ino, chunk, strerror(-fds[i]));
+				if (!rc)
+					rc = fds[i];
+				continue;
+			}
+			if (!rc)
+				stats_fsync(fs, chunk_disk(fs, ino, chunk));
+			struct stat st;
+			if (!rc && fdatasync(fds[i]) != 0) {
+				rc = -errno;
+				fs_logf(fs, "inode %" PRIu64 ": fsync of chunk %" PRIu64 ": %s", ino,
+					chunk, strerror(errno));
+			} else if (!rc && fstat(fds[i], &st) == 0) {
+				/* What is durable now: its length goes into the
+				 * record, so that a chunk file found shorter
+				 * later is known to have lost data. */
+				uint8_t k[KEY_MAX], v[CHUNK_VAL_LEN];
+				chunk_value_encode((uint64_t)st.st_size, v);
+				store_batch_put(lens, k, key_chunk(k, ino, chunk), v, sizeof(v));
+				if (in)
+					chunk_set_durable(in, chunk, (uint64_t)st.st_size);
+			}
+			close(fds[i]);
+		}
+	}
+	/* New chunk files need their directory entries durable too. */
+	for (size_t i = 0; !rc && i < nnew; i++) {
+		uint32_t section = (uint32_t)new_sections[i];
+		char sdir[SECTION_NAME_MAX];
+		section_dir_name(section, sdir);
+		int mark = section_mark();
+		section_enter(fs, section, ino, 0, false);
+		uint32_t disk = section_disk_of(fs, section);
+		int fd = -1;
+		if (!disk_usable(fs, disk))
+			errno = EIO;
+		else
+			fd = openat(chunk_dirfd(fs, section), sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		section_release(fs, mark);
+		stats_fsync(fs, disk);
+		if (fd < 0 && errno == ENOENT)
+			continue; /* moved away, its new directory synced by the move */
+		if (fd < 0 || fsync(fd) != 0)
+			rc = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
+	/* The lengths reach the store before the caller syncs its log. */
+	if (!rc && store_batch_count(lens))
+		rc = store_write(fs->st, lens, wflags);
+	store_batch_free(lens);
+	return rc;
+}
+
+/*
+ * Chunk lengths (SCHEMA.md "Chunk lengths"): every chunk written is on its
+ * inode's dirty list until an fsync, a remount read-only or the unmount
+ * fdatasyncs it and records its length.  An inode dropped from memory
+ * before that leaves its lists here (fs->unsynced), so that the fsync that
+ * follows its return, or the unmount, still covers them; past
+ * UNSYNCED_MAX inodes or UNSYNCED_CHUNKS_MAX chunks they are recorded at
+ * once.  An entry is taken out, synced and recorded under its inode's
+ * lock, so no truncate or removal of its chunks runs beside it, and the
+ * unlink that leads to a reclaim drops it under that lock too.
+ */
+static void unsynced_free(struct unsynced_inode *u)
+{
+	free(u->dirty);
+	free(u->new_sections);
+}
+
+/* Add u's lists to the entry of u->ino, made when it has none (the lists
+ * then move, without a copy): the set owns them after.  Sets *full when
+ * the set is past its bound.  -ENOMEM leaves u as it was. */
+static int keep_unsynced(struct fs *fs, struct unsynced_inode *u, bool *full)
+{
+	int rc = 0;
+	pthread_mutex_lock(&fs->unsynced_lock);
+	struct unsynced_inode *e = NULL;
+	for (size_t i = 0; i < fs->nunsynced && !e; i++)
+		if (fs->unsynced[i].ino == u->ino)
+			e = &fs->unsynced[i];
+	if (e) {
+		/* Dropped twice before a sync: add to what it left. */
+		size_t n = e->ndirty, nn = e->nnew;
+		for (size_t i = 0; i < u->ndirty && !rc; i++)
+			rc = chunk_list_append(&e->dirty, &e->ndirty, &e->capdirty, u->dirty[i]);
+		for (size_t i = 0; i < u->nnew && !rc; i++)
+			rc = chunk_list_append(&e->new_sections, &e->nnew, &e->capnew, u->new_sections[i]);
+		if (rc) {
+			e->ndirty = n; /* as it was */
+			e->nnew = nn;
+		} else {
+			unsynced_free(u);
+		}
+	} else {
+		if (fs->nunsynced == fs->capunsynced) {
+			size_t nc = fs->capunsynced ? fs->capunsynced * 2 : 64;
+			struct unsynced_inode *g = realloc(fs->unsynced, nc * sizeof(*g));
+			if (!g)
+				rc = -ENOMEM;
+			else {
+				fs->unsynced = g;
+				fs->capunsynced = nc;
+			}
+		}
+		if (!rc)
+			fs->unsynced[fs->nunsynced++] = *u;
+	}
+	if (!rc)
+		fs->unsynced_chunks += u->ndirty;
+	*full = fs->nunsynced >= UNSYNCED_MAX || fs->unsynced_chunks >= UNSYNCED_CHUNKS_MAX;
+	pthread_mutex_unlock(&fs->unsynced_lock);
+	return rc;
+}
+
+bool chunk_remember_unsynced(struct fs *fs, struct fs_inode *in)
+{
+	struct inode_data *d = in->data;
+	if (!d || (!d->ndirty && !d->nnew))
+		return false;
+	struct unsynced_inode u = {
+		.ino = in->ino,
+		.dirty = d->dirty, .ndirty = d->ndirty, .capdirty = d->capdirty,
+		.new_sections = d->new_sections, .nnew = d->nnew, .capnew = d->capnew,
+	};
+	bool full = false;
+	if (keep_unsynced(fs, &u, &full) == 0) {
+		d->dirty = d->new_sections = NULL;
+		d->ndirty = d->capdirty = d->nnew = d->capnew = 0;
+		return full;
+	}
+	/* No memory to keep them: synced and recorded now, under the lock
+	 * the caller holds. */
+	fs_logf(fs, "inode %" PRIu64 ": out of memory keeping the chunks written since its last "
+		"fsync: syncing them now", in->ino);
+	if (sync_inode_chunks(fs, in->ino, in, d->dirty, d->ndirty, d->new_sections, d->nnew, 0))
+		fs_logf(fs, "inode %" PRIu64 ": syncing its chunks failed; their lengths stay "
+			"unrecorded", in->ino);
+	d->ndirty = d->nnew = 0;
+	return false;
+}
+
+bool chunk_keep_unsynced(struct fs *fs, uint64_t ino, uint64_t chunk)
+{
+	struct unsynced_inode u = {
+		.ino = ino, .dirty = malloc(sizeof(uint64_t)), .ndirty = 1, .capdirty = 1,
+	};
+	bool full = false;
+	if (u.dirty)
+		u.dirty[0] = chunk;
+	if (!u.dirty || keep_unsynced(fs, &u, &full)) {
+		free(u.dirty);
+		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": out of memory: its length stays "
+			"unrecorded", ino, chunk);
+	}
+	return full;
+}
+
+/* Take ino's entry out of the kept set into *out; false when it has none. */
+static bool take_unsynced(struct fs *fs, uint64_t ino, struct unsynced_inode *out)
+{
+	bool found = false;
+	pthread_mutex_lock(&fs->unsynced_lock);
+	for (size_t i = 0; i < fs->nunsynced; i++)
+		if (fs->unsynced[i].ino == ino) {
+			*out = fs->unsynced[i];
+			fs->unsynced[i] = fs->unsynced[--fs->nunsynced];
+			fs->unsynced_chunks -= out->ndirty < fs->unsynced_chunks ? out->ndirty
+										  : fs->unsynced_chunks;
+			found = true;
+			break;
+		}
+	pthread_mutex_unlock(&fs->unsynced_lock);
+	return found;
+}
+
+void chunk_forget_unsynced(struct fs *fs, uint64_t ino)
+{
+	struct unsynced_inode u;
+	if (take_unsynced(fs, ino, &u))
+		unsynced_free(&u);
+}
+
+int chunk_record_unsynced(struct fs *fs, unsigned wflags)
+{
+	/* The inode numbers first, then each entry under its inode's lock:
+	 * the lock comes before unsynced_lock, as in drop(). */
+	pthread_mutex_lock(&fs->unsynced_lock);
+	size_t n = fs->nunsynced;
+	uint64_t *inos = malloc((n ? n : 1) * sizeof(*inos));
+	for (size_t i = 0; inos && i < n; i++)
+		inos[i] = fs->unsynced[i].ino;
+	pthread_mutex_unlock(&fs->unsynced_lock);
+	if (!inos)
+		return -ENOMEM;
+	if (n > 1)
+		sync_all_disks(fs); /* one journal commit, then each fdatasync is quick */
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		pthread_mutex_t *lock = inode_lock_of(fs, inos[i]);
+		pthread_mutex_lock(lock);
+		struct unsynced_inode u;
+		if (take_unsynced(fs, inos[i], &u)) {
+			int r = sync_inode_chunks(fs, u.ino, NULL, u.dirty, u.ndirty, u.new_sections,
+						  u.nnew, wflags);
+			unsynced_free(&u);
+			if (r && !rc)
+				rc = r;
+		}
+		pthread_mutex_unlock(lock);
+	}
+	free(inos);
+	return rc;
+}
+
+int chunk_sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags)
+{
+	/* What it wrote before it was last dropped from memory first. */
+	struct unsynced_inode u;
+	if (__atomic_load_n(&fs->nunsynced, __ATOMIC_RELAXED) && take_unsynced(fs, in->ino, &u)) {
+		int rc = sync_inode_chunks(fs, in->ino, in, u.dirty, u.ndirty, u.new_sections, u.nnew, wflags);
+		if (rc) {
+			/* Kept for the next fsync or the unmount. */
+			bool full;
+			if (keep_unsynced(fs, &u, &full))
+				unsynced_free(&u); /* ENOMEM: fsync fails anyway */
+			return rc;
+		}
+		unsynced_free(&u);
+	}
+	struct inode_data *d = in->data;
+	if (!d)
+		return 0;
+	int rc = sync_inode_chunks(fs, in->ino, in, d->dirty, d->ndirty, d->new_sections, d->nnew, wflags);
+	if (!rc) {
+		d->ndirty = 0;
+		d->nnew = 0;
+	}
+	return rc;
+}
+
+/* fsync every section directory changed since the mount. */
+static int sync_sections(struct fs *fs)
+{
+	int rc = 0;
+	for (uint32_t s = 0; s < fs->info.sections; s++) {
+		if (!(fs->section_changed[s / 8] & (1u << (s % 8))))
+			continue;
+		int mark = section_mark();
+		section_enter(fs, s, 0, 0, false);
+		uint32_t disk = section_disk_of(fs, s);
+		if (!disk_usable(fs, disk)) {
+			section_release(fs, mark);
+			rc = -EIO; /* replaced under us: nothing of ours to sync */
+			continue;
+		}
+		char sdir[SECTION_NAME_MAX];
+		section_dir_name(s, sdir);
+		int fd = openat(chunk_dirfd(fs, s), sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		section_release(fs, mark);
+		if (fd < 0 && errno == ENOENT)
+			continue;
+		if (fd < 0 || fsync(fd) != 0) {
+			int e = errno;
+			fs_logf(fs, "disk %u: fsync of %s%s/%s/%s: %s", disk, fs->ds->paths[disk],
+				LSMFS_DIR, LSMFS_SECTIONS_DIR, sdir, strerror(e));
+			rc = -e;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return rc;
+}
+
+int chunk_sync_all(struct fs *fs)
+{
+	int rc = 0;
+	for (uint32_t d = 0; fs->sections_fd && d < fs->ds->ndisks; d++)
+		if (diskset_present(fs->ds, d) && fs->sections_fd[d] >= 0 &&
+		    syncfs(fs->sections_fd[d]) != 0) {
+			int e = errno;
+			fs_logf(fs, "disk %u (%s): syncfs: %s", d, fs->ds->paths[d], strerror(e));
+			if (!rc)
+				rc = -e;
+		}
+	if (fs->section_changed) {
+		int r = sync_sections(fs); /* syncfs may not reach them (FUSE disks) */
+		if (!rc)
+			rc = r;
+	}
+	return rc;
+}
