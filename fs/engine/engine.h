@@ -542,6 +542,10 @@ int fs_readdir(struct fs *fs, uint64_t ino, uint64_t off, fs_fill_fn fill,
 	       void *ctx);
 int fs_check_name(const char *name);
 
+/* data.c: change the size of a regular file (under its lock, drained):
+ * a truncate cuts or drops chunks, a growth leaves a hole; rec updated in
+ * memory. */
+int data_set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize);
 /* data.c */
 int fs_open_file(struct fs *fs, uint64_t ino, int flags);
 int fs_release(struct fs *fs, uint64_t ino);

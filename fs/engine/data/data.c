@@ -20,6 +20,8 @@
  * nopen changes under fs->itab_lock; the O_DIRECT bounce buffers have
  * their own lock.
  *
+ * Reads are read.c's, attribute changes (fs_setattr) setattr.c's.
+ *
  * Unsynced writes are remembered per inode (dirty chunks, sections with
  * new chunk files) so that fsync makes exactly those durable before
  * syncing the store.
@@ -323,7 +325,81 @@ static int put_bytes(int fd, const char *buf, struct fuse_bufvec *src, size_t do
 	return (size_t)w == n ? 0 : -EIO;
 }
 
-static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize);
+/* Change the size of a regular file (under its lock); rec updated in memory. */
+int data_set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
+{
+	iogate_drain(fs, in);
+	uint64_t osize = in->rec.size;
+	uint64_t cs = fs->info.chunk_size;
+	int rc = 0;
+	if (nsize > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
+		if (nsize > fs->info.inline_max) {
+			if ((rc = data_to_chunked(fs, in)))
+				return rc;
+		} else {
+			if (nsize < osize) {
+				char *data;
+				size_t len;
+				if ((rc = data_inline_get(fs, in->ino, &data, &len)))
+					return rc;
+				if (len > nsize) {
+					uint8_t k[KEY_MAX];
+					size_t kl = key_data(k, in->ino);
+					rc = nsize ? store_put(fs->st, k, kl, data, nsize, 0)
+						   : store_delete(fs->st, k, kl, 0);
+				}
+				free(data);
+			}
+			if (!rc) {
+				in->rec.size = nsize;
+				in->dirty = true;
+			}
+			return rc;
+		}
+	}
+	if (nsize > osize) {
+		rc = data_zero_gap(fs, in, osize, nsize);
+	} else if (nsize < osize) {
+		uint64_t keep = (nsize + cs - 1) / cs; /* chunks [0, keep) stay */
+		rc = chunk_drop(fs, in, keep, UINT64_MAX, nsize); /* the size first, durably */
+		if (!rc && nsize % cs) {
+			struct chunk_fd *c;
+			int mark = section_mark();
+			rc = chunk_open(fs, in, nsize / cs, CHUNK_WRITE, &c, NULL);
+			if (rc == 0) {
+				struct stat st;
+				if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > nsize % cs) {
+					rc = chunk_record_lower(fs, c, in->ino, nsize % cs);
+					if (!rc && ftruncate(c->fd, (off_t)(nsize % cs)) != 0)
+						rc = -errno;
+					if (!rc) {
+						chunk_account(in, c);
+						/* the cut reaches the disk at the next fsync */
+						rc = chunk_mark_dirty(in, nsize / cs);
+					}
+				}
+			} else if (rc == -ENOENT) {
+				rc = 0;
+			} else if (rc == -EIO) {
+				/* lost with its disk: what is left of it stays lost */
+				int r = chunk_lost_cut(fs, in->ino, nsize / cs, nsize % cs);
+				rc = r == 1 ? 0 : r < 0 ? r : rc;
+			}
+			section_release(fs, mark);
+		}
+		if (!rc && nsize == 0) {
+			in->rec.flags &= (uint8_t)~INODE_FLAG_CHUNKED;
+			in->rec.blocks = 0;
+		}
+	}
+	if (!rc) {
+		in->rec.size = nsize;
+		in->dirty = true;
+	}
+	return rc;
+}
 
 /*
  * After a write of [from, to) failed at from (a full or failing disk),
@@ -350,7 +426,7 @@ static void write_failed(struct fs *fs, struct fs_inode *in, uint64_t from, uint
 	in->write_err = err;
 	int r = 0;
 	if (in->rec.size > end) {
-		r = set_size(fs, in, end);
+		r = data_set_size(fs, in, end);
 	} else if (made_past) {
 		/* No chunk past the size it reached: such a chunk is never
 		 * read, and fsck would report it. */
@@ -672,298 +748,6 @@ int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src, off_t of
 		return write_common(fs, ino, src->buf[0].mem, NULL, src->buf[0].size, off, kill,
 				    cached);
 	return write_common(fs, ino, NULL, src, fuse_buf_size(src), off, kill, cached);
-}
-
-/* Read up to n bytes at off of fd into buf: *got, fewer only at the end
- * of the file.  0 or -errno. */
-static int full_pread(int fd, char *buf, size_t n, off_t off, size_t *got)
-{
-	size_t r = 0;
-	int rc = 0;
-	while (r < n) {
-		ssize_t k = pread(fd, buf + r, n - r, off + (off_t)r);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			rc = -errno;
-			break;
-		}
-		if (k == 0)
-			break;
-		r += (size_t)k;
-	}
-	*got = r;
-	return rc;
-}
-
-/* [off, off + size) of an inline file, inside its size, into buf. */
-static int read_inline(struct fs *fs, uint64_t ino, char *buf, size_t size, uint64_t off)
-{
-	char *data;
-	size_t len;
-	int rc = data_inline_get(fs, ino, &data, &len);
-	if (rc)
-		return rc;
-	size_t have = len > off ? len - off : 0;
-	if (have > size)
-		have = size;
-	if (have)
-		memcpy(buf, data + off, have);
-	memset(buf + have, 0, size - have);
-	free(data);
-	return 0;
-}
-
-/* A chunk file shorter than what fsync made durable of it: said, -EIO. */
-static int chunk_came_short(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t has,
-			    uint64_t durable)
-{
-	uint32_t section = chunk_section(ino, chunk, fs->info.sections);
-	char rel[96];
-	section_chunk_name(ino, chunk, section, rel, sizeof(rel));
-	fs_logf(fs, "inode %llu: chunk file %s/%s/%s/%s holds %llu bytes, its record "
-		"says %llu: data lost (run fsck.lsmfs)", (unsigned long long)ino,
-		fs->ds->paths[section_disk_of(fs, section)], LSMFS_DIR,
-		LSMFS_SECTIONS_DIR, rel, (unsigned long long)has,
-		(unsigned long long)durable);
-	return -EIO;
-}
-
-/*
- * One piece of a chunked file into to: its chunk's bytes, read with the
- * lock let go inside the section's gate (as write_piece writes), and zeros
- * where the chunk has none (a hole, or past its end).
- */
-static int read_piece(struct fs *fs, struct fs_inode *in, char *to, const struct chunk_iter *it)
-{
-	size_t got = 0;
-	struct chunk_fd *c;
-	int mark = section_mark();
-	int rc = chunk_open(fs, in, it->chunk, CHUNK_READ, &c, NULL);
-	if (rc == 0) {
-		iogate_out(fs, in, c);
-		rc = full_pread(c->fd, to, (size_t)it->n, (off_t)it->within, &got);
-		section_release(fs, mark); /* the innermost lock (gate.c) */
-		iogate_back(fs, in, c);
-		if (rc)
-			fs_logf(fs, "inode %llu: reading chunk %llu: %s", (unsigned long long)in->ino,
-				(unsigned long long)it->chunk, strerror(-rc));
-		else if (got < it->n && it->within + got < c->durable)
-			/* fsync had made these bytes durable: the chunk
-			 * file lost them (truncated behind our back). */
-			rc = chunk_came_short(fs, in->ino, it->chunk, it->within + got, c->durable);
-	} else if (rc == -ENOENT) {
-		rc = 0; /* a hole */
-	}
-	section_release(fs, mark); /* chunk_open enters the gate whatever it returns */
-	if (!rc)
-		memset(to + got, 0, (size_t)it->n - got); /* hole or short chunk: zeros */
-	return rc;
-}
-
-int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, size_t *got)
-{
-	*got = 0;
-	if (soff < 0)
-		return -EINVAL;
-	uint64_t off = (uint64_t)soff;
-	int rc;
-	struct fs_inode *in = inode_get(fs, ino, &rc);
-	if (!in)
-		return rc;
-	rc = 0;
-	inode_lock(fs, in);
-	/* No write, truncate or other change of the layout until iogate_end,
-	 * and each chunk's read(2) with the lock let go (iogate.c). */
-	iogate_begin_read(fs, in);
-	if (off >= in->rec.size)
-		goto out;
-	if (size > in->rec.size - off)
-		size = (size_t)(in->rec.size - off);
-	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
-		rc = read_inline(fs, ino, buf, size, off);
-	} else {
-		struct chunk_iter it;
-		for (chunk_iter_init(&it, fs->info.chunk_size, off, off + size); chunk_iter_valid(&it);
-		     chunk_iter_next(&it))
-			if ((rc = read_piece(fs, in, buf + (it.pos - off), &it)))
-				break;
-	}
-	if (!rc)
-		*got = size;
-out:
-	iogate_end(fs, in, false);
-	inode_unlock(fs, in);
-	inode_put(fs, in);
-	return rc;
-}
-
-/* Change the size of a regular file (under its lock); rec updated in memory. */
-static int set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
-{
-	iogate_drain(fs, in);
-	uint64_t osize = in->rec.size;
-	uint64_t cs = fs->info.chunk_size;
-	int rc = 0;
-	if (nsize > (uint64_t)INT64_MAX)
-		return -EFBIG;
-	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
-		if (nsize > fs->info.inline_max) {
-			if ((rc = data_to_chunked(fs, in)))
-				return rc;
-		} else {
-			if (nsize < osize) {
-				char *data;
-				size_t len;
-				if ((rc = data_inline_get(fs, in->ino, &data, &len)))
-					return rc;
-				if (len > nsize) {
-					uint8_t k[KEY_MAX];
-					size_t kl = key_data(k, in->ino);
-					rc = nsize ? store_put(fs->st, k, kl, data, nsize, 0)
-						   : store_delete(fs->st, k, kl, 0);
-				}
-				free(data);
-			}
-			if (!rc) {
-				in->rec.size = nsize;
-				in->dirty = true;
-			}
-			return rc;
-		}
-	}
-	if (nsize > osize) {
-		rc = data_zero_gap(fs, in, osize, nsize);
-	} else if (nsize < osize) {
-		uint64_t keep = (nsize + cs - 1) / cs; /* chunks [0, keep) stay */
-		rc = chunk_drop(fs, in, keep, UINT64_MAX, nsize); /* the size first, durably */
-		if (!rc && nsize % cs) {
-			struct chunk_fd *c;
-			int mark = section_mark();
-			rc = chunk_open(fs, in, nsize / cs, CHUNK_WRITE, &c, NULL);
-			if (rc == 0) {
-				struct stat st;
-				if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > nsize % cs) {
-					rc = chunk_record_lower(fs, c, in->ino, nsize % cs);
-					if (!rc && ftruncate(c->fd, (off_t)(nsize % cs)) != 0)
-						rc = -errno;
-					if (!rc) {
-						chunk_account(in, c);
-						/* the cut reaches the disk at the next fsync */
-						rc = chunk_mark_dirty(in, nsize / cs);
-					}
-				}
-			} else if (rc == -ENOENT) {
-				rc = 0;
-			} else if (rc == -EIO) {
-				/* lost with its disk: what is left of it stays lost */
-				int r = chunk_lost_cut(fs, in->ino, nsize / cs, nsize % cs);
-				rc = r == 1 ? 0 : r < 0 ? r : rc;
-			}
-			section_release(fs, mark);
-		}
-		if (!rc && nsize == 0) {
-			in->rec.flags &= (uint8_t)~INODE_FLAG_CHUNKED;
-			in->rec.blocks = 0;
-		}
-	}
-	if (!rc) {
-		in->rec.size = nsize;
-		in->dirty = true;
-	}
-	return rc;
-}
-
-int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *a, int to_set,
-	       const struct fs_caller *caller, struct stat *out)
-{
-	int rc;
-	struct fs_inode *in = inode_get(fs, ino, &rc);
-	if (!in)
-		return rc;
-	inode_lock(fs, in);
-	struct inode_rec *r = &in->rec;
-	/* The clock only when something takes it (fs_now costs a system
-	 * call or two: clock.c); a setattr that only writes back the
-	 * kernel's times needs none. */
-	int64_t now_s = 0;
-	uint32_t now_ns = 0;
-	if (!(to_set & FUSE_SET_ATTR_CTIME) ||
-	    (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
-		fs_now(fs, &now_s, &now_ns);
-	/* An inode that went with its last name (dir.c purgeable) still
-	 * gets the kernel's writeback of its times, in memory only (persist
-	 * skips it); a truncate that raced with the unlink comes after it. */
-	if (in->gone && (to_set & FUSE_SET_ATTR_SIZE)) {
-		rc = -ESTALE;
-		goto out;
-	}
-	if (to_set & FUSE_SET_ATTR_SIZE) {
-		if (S_ISDIR(r->mode)) {
-			rc = -EISDIR;
-			goto out;
-		}
-		if (!S_ISREG(r->mode)) {
-			rc = -EINVAL;
-			goto out;
-		}
-		if (a->st_size < 0) {
-			rc = -EINVAL;
-			goto out;
-		}
-		in->write_failed = false; /* the size is the caller's now */
-		if ((uint64_t)a->st_size != r->size) {
-			if ((rc = set_size(fs, in, (uint64_t)a->st_size)))
-				goto out;
-			r->mtime_sec = now_s;
-			r->mtime_nsec = now_ns;
-		}
-	}
-	if (to_set & FUSE_SET_ATTR_MODE)
-		r->mode = (r->mode & S_IFMT) | (a->st_mode & 07777);
-	/* FATTR_KILL_SUIDGID (KILLPRIV_V2): a chown, or a truncate by a
-	 * caller without CAP_FSETID. */
-	if (to_set & FUSE_SET_ATTR_KILL_SUID) {
-		inode_kill_suidgid(r, caller);
-		if ((rc = xattr_drop_capability(fs, in)))
-			goto out;
-	}
-	if (to_set & FUSE_SET_ATTR_UID)
-		r->uid = a->st_uid;
-	if (to_set & FUSE_SET_ATTR_GID)
-		r->gid = a->st_gid;
-	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
-		r->atime_sec = now_s;
-		r->atime_nsec = now_ns;
-	} else if (to_set & FUSE_SET_ATTR_ATIME) {
-		r->atime_sec = a->st_atim.tv_sec;
-		r->atime_nsec = (uint32_t)a->st_atim.tv_nsec;
-	}
-	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
-		r->mtime_sec = now_s;
-		r->mtime_nsec = now_ns;
-	} else if (to_set & FUSE_SET_ATTR_MTIME) {
-		r->mtime_sec = a->st_mtim.tv_sec;
-		r->mtime_nsec = (uint32_t)a->st_mtim.tv_nsec;
-	}
-	if (to_set & FUSE_SET_ATTR_CTIME) {
-		r->ctime_sec = a->st_ctim.tv_sec;
-		r->ctime_nsec = (uint32_t)a->st_ctim.tv_nsec;
-	} else {
-		r->ctime_sec = now_s;
-		r->ctime_nsec = now_ns;
-	}
-	in->dirty = true;
-	/* chmod rewrites an access ACL, with the record, in one batch. */
-	rc = (to_set & FUSE_SET_ATTR_MODE) ? acl_fs_chmod(fs, in) : 0;
-	if (!rc)
-		rc = inode_persist(fs, in, false);
-out:
-	if (!rc)
-		inode_stat(fs, in, out);
-	inode_unlock(fs, in);
-	inode_put(fs, in);
-	return rc;
 }
 
 int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)

@@ -1,0 +1,145 @@
+/*
+ * read.c: reading a file (SCHEMA.md "Data"): inline bytes from the store,
+ * or chunk by chunk from the chunk files, a hole (no record, or a record
+ * without file) as zeros, and bytes a record says were durable but the
+ * file no longer holds as EIO, never as zeros (chunk_came_short).
+ *
+ * Locking, as data.c states it: the inode's stripe lock, let go for each
+ * chunk's pread (iogate_begin_read, iogate_out/back), inside the chunk's
+ * section gate.
+ */
+#include "chunk_iter.h"
+#include "engine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Read up to n bytes at off of fd into buf: *got, fewer only at the end
+ * of the file.  0 or -errno. */
+static int full_pread(int fd, char *buf, size_t n, off_t off, size_t *got)
+{
+	size_t r = 0;
+	int rc = 0;
+	while (r < n) {
+		ssize_t k = pread(fd, buf + r, n - r, off + (off_t)r);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			rc = -errno;
+			break;
+		}
+		if (k == 0)
+			break;
+		r += (size_t)k;
+	}
+	*got = r;
+	return rc;
+}
+
+/* [off, off + size) of an inline file, inside its size, into buf. */
+static int read_inline(struct fs *fs, uint64_t ino, char *buf, size_t size, uint64_t off)
+{
+	char *data;
+	size_t len;
+	int rc = data_inline_get(fs, ino, &data, &len);
+	if (rc)
+		return rc;
+	size_t have = len > off ? len - off : 0;
+	if (have > size)
+		have = size;
+	if (have)
+		memcpy(buf, data + off, have);
+	memset(buf + have, 0, size - have);
+	free(data);
+	return 0;
+}
+
+/* A chunk file shorter than what fsync made durable of it: said, -EIO. */
+static int chunk_came_short(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t has,
+			    uint64_t durable)
+{
+	uint32_t section = chunk_section(ino, chunk, fs->info.sections);
+	char rel[96];
+	section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+	fs_logf(fs, "inode %llu: chunk file %s/%s/%s/%s holds %llu bytes, its record "
+		"says %llu: data lost (run fsck.lsmfs)", (unsigned long long)ino,
+		fs->ds->paths[section_disk_of(fs, section)], LSMFS_DIR,
+		LSMFS_SECTIONS_DIR, rel, (unsigned long long)has,
+		(unsigned long long)durable);
+	return -EIO;
+}
+
+/*
+ * One piece of a chunked file into to: its chunk's bytes, read with the
+ * lock let go inside the section's gate (as write_piece writes), and zeros
+ * where the chunk has none (a hole, or past its end).
+ */
+static int read_piece(struct fs *fs, struct fs_inode *in, char *to, const struct chunk_iter *it)
+{
+	size_t got = 0;
+	struct chunk_fd *c;
+	int mark = section_mark();
+	int rc = chunk_open(fs, in, it->chunk, CHUNK_READ, &c, NULL);
+	if (rc == 0) {
+		iogate_out(fs, in, c);
+		rc = full_pread(c->fd, to, (size_t)it->n, (off_t)it->within, &got);
+		section_release(fs, mark); /* the innermost lock (gate.c) */
+		iogate_back(fs, in, c);
+		if (rc)
+			fs_logf(fs, "inode %llu: reading chunk %llu: %s", (unsigned long long)in->ino,
+				(unsigned long long)it->chunk, strerror(-rc));
+		else if (got < it->n && it->within + got < c->durable)
+			/* fsync had made these bytes durable: the chunk
+			 * file lost them (truncated behind our back). */
+			rc = chunk_came_short(fs, in->ino, it->chunk, it->within + got, c->durable);
+	} else if (rc == -ENOENT) {
+		rc = 0; /* a hole */
+	}
+	section_release(fs, mark); /* chunk_open enters the gate whatever it returns */
+	if (!rc)
+		memset(to + got, 0, (size_t)it->n - got); /* hole or short chunk: zeros */
+	return rc;
+}
+
+int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t soff, size_t *got)
+{
+	*got = 0;
+	if (soff < 0)
+		return -EINVAL;
+	uint64_t off = (uint64_t)soff;
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc;
+	rc = 0;
+	inode_lock(fs, in);
+	/* No write, truncate or other change of the layout until iogate_end,
+	 * and each chunk's read(2) with the lock let go (iogate.c). */
+	iogate_begin_read(fs, in);
+	if (off >= in->rec.size)
+		goto out;
+	if (size > in->rec.size - off)
+		size = (size_t)(in->rec.size - off);
+	if (!(in->rec.flags & INODE_FLAG_CHUNKED)) {
+		rc = read_inline(fs, ino, buf, size, off);
+	} else {
+		struct chunk_iter it;
+		for (chunk_iter_init(&it, fs->info.chunk_size, off, off + size); chunk_iter_valid(&it);
+		     chunk_iter_next(&it))
+			if ((rc = read_piece(fs, in, buf + (it.pos - off), &it)))
+				break;
+	}
+	if (!rc)
+		*got = size;
+out:
+	iogate_end(fs, in, false);
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc;
+}
