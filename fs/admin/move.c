@@ -26,9 +26,13 @@
  * them (LSMFS-0504, `-y` makes them a hole), and the caller hears of it.
  * A section directory that cannot be listed is listed from the store's
  * chunk records instead; an old copy that cannot be removed is left.
+ *
+ * Copying one chunk file, and what an evacuation keeps of the chunks it
+ * could not read, are move_copy.c's (struct mover: move_int.h).
  */
 #include "engine.h"
 #include "admin.h"
+#include "move_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -50,462 +54,6 @@
  * FREEZE_BELOW chunks to copy again is the last one outside the freeze. */
 #define ROUNDS_MAX 8
 #define FREEZE_BELOW 16
-#define COPY_BUF (1u << 20)
-
-struct mover {
-	struct fs *fs;
-	struct section_move m;
-	int src_dir, dst_dir;   /* the section's directory on each disk */
-	struct move_progress p;
-	move_report_fn report;
-	void *ctx;
-	char *buf;              /* COPY_BUF, for copies copy_file_range refuses */
-	char *err;
-	size_t errlen;
-	uint64_t last_report_ns;
-	bool tracking; /* the section's changes recorded (gate.c section_track) */
-	bool frozen; /* no progress reports then: a slow reader must not hold the freeze */
-	bool evacuate;
-	struct move_lost *lost; /* evacuating: the chunks that could not be read */
-	size_t nlost, caplost;
-};
-
-static struct move_lost *lost_find(struct mover *mv, uint64_t ino, uint64_t chunk)
-{
-	for (size_t i = 0; i < mv->nlost; i++)
-		if (mv->lost[i].ino == ino && mv->lost[i].chunk == chunk)
-			return &mv->lost[i];
-	return NULL;
-}
-
-static void unkeep(struct mover *mv, struct move_lost *l);
-
-/* A chunk read again (or gone) is no longer lost. */
-static void lost_drop(struct mover *mv, const char *name)
-{
-	uint64_t ino, chunk;
-	struct move_lost *l;
-	if (mv->nlost && section_chunk_parse(name, &ino, &chunk) && (l = lost_find(mv, ino, chunk))) {
-		unkeep(mv, l);
-		*l = mv->lost[--mv->nlost];
-	}
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void say(struct mover *mv, bool always)
-{
-	uint64_t t = now_ns();
-	if (!mv->report || mv->frozen || (!always && t - mv->last_report_ns < 200000000u))
-		return;
-	mv->last_report_ns = t;
-	mv->report(mv->ctx, &mv->p);
-}
-
-static void set_err(struct mover *mv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(struct mover *mv, const char *fmt, ...)
-{
-	if (!mv->err || mv->err[0])
-		return; /* the first reason stands */
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(mv->err, mv->errlen, fmt, ap);
-	va_end(ap);
-}
-
-/* <disk>/.lsmfs/sections/<s> of section s on disk d, for messages. */
-static void dir_path(struct fs *fs, uint32_t d, uint32_t s, char *out, size_t cap)
-{
-	char root[LSMFS_META_PATH_MAX + 64], name[SECTION_NAME_MAX];
-	section_disk_dir(fs->ds->paths[d], root, sizeof(root));
-	section_dir_name(s, name);
-	snprintf(out, cap, "%s/%s", root, name);
-}
-
-/* "disk D: <what> <its copy of chunk file name>: <err>" into mv->err. */
-static void file_err(struct mover *mv, uint32_t d, const char *what, const char *name, int err)
-{
-	char dir[LSMFS_META_PATH_MAX + 128];
-	dir_path(mv->fs, d, mv->m.section, dir, sizeof(dir));
-	set_err(mv, "disk %u: %s %s/%s: %s", d, what, dir, name, strerror(err));
-}
-
-/* Copy [from, to) of in to out at the same offsets; *reading says a
- * failure was the source's (only known for plain copies: copy_file_range
- * does not say, and evacuating copies plainly). */
-static int copy_range(struct mover *mv, int in, int out, off_t from, off_t to, bool *reading)
-{
-	bool plain = mv->evacuate;
-	*reading = false;
-	while (from < to) {
-		if (__atomic_load_n(&mv->fs->move_cancel, __ATOMIC_ACQUIRE))
-			return -ECANCELED;
-		size_t want = (size_t)(to - from);
-		ssize_t n;
-		if (!plain) {
-			loff_t a = from, b = from;
-			n = copy_file_range(in, &a, out, &b, want, 0);
-			if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-				      errno == EOPNOTSUPP || errno == EBADF)) {
-				plain = true; /* across filesystems on older kernels */
-				continue;
-			}
-		} else {
-			if (want > COPY_BUF)
-				want = COPY_BUF;
-			n = pread(in, mv->buf, want, from);
-			*reading = n < 0;
-			if (n > 0) {
-				ssize_t w = 0;
-				while (w < n) {
-					ssize_t k = pwrite(out, mv->buf + w, (size_t)(n - w), from + w);
-					if (k < 0 && errno == EINTR)
-						continue;
-					if (k <= 0)
-						return k < 0 ? -errno : -EIO;
-					w += k;
-				}
-			}
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break; /* the file got shorter meanwhile: a change, copied again */
-		from += n;
-		mv->p.bytes_done += (uint64_t)n;
-		say(mv, false);
-	}
-	return 0;
-}
-
-/*
- * The space fallocate reserved in in (unwritten extents, which SEEK_DATA
- * skips as holes) reserved alike in out, so that a write a preallocation
- * promised room for finds it after the move too.  Where the source cannot
- * say (no FIEMAP: tmpfs, FUSE) nothing is done; only space is at stake,
- * never bytes.  0, or out's fallocate error.
- */
-static int keep_unwritten(int in, int out)
-{
-	enum { EXTENTS = 32 };
-	uint64_t buf[(sizeof(struct fiemap) + EXTENTS * sizeof(struct fiemap_extent)) / 8 + 1];
-	struct fiemap *fm = (struct fiemap *)buf;
-	uint64_t start = 0;
-	for (;;) {
-		memset(buf, 0, sizeof(buf));
-		fm->fm_start = start;
-		fm->fm_length = FIEMAP_MAX_OFFSET - start;
-		fm->fm_extent_count = EXTENTS;
-		if (ioctl(in, FS_IOC_FIEMAP, fm) != 0 || !fm->fm_mapped_extents)
-			return 0;
-		for (uint32_t i = 0; i < fm->fm_mapped_extents; i++) {
-			const struct fiemap_extent *e = &fm->fm_extents[i];
-			if ((e->fe_flags & FIEMAP_EXTENT_UNWRITTEN) &&
-			    fallocate(out, FALLOC_FL_KEEP_SIZE, (off_t)e->fe_logical,
-				      (off_t)e->fe_length) != 0)
-				return errno == EOPNOTSUPP ? 0 : -errno; /* a target without it */
-			uint64_t next = e->fe_logical + e->fe_length;
-			if ((e->fe_flags & FIEMAP_EXTENT_LAST) || next <= start)
-				return 0;
-			start = next;
-		}
-	}
-}
-
-/* Open the source's copy of chunk file name: through the section's
- * directory, or, when that could not be opened (evacuating), by path. */
-static int open_source(struct mover *mv, const char *name)
-{
-	int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
-	if (mv->src_dir >= 0)
-		return openat(mv->src_dir, name, flags);
-	char rel[SECTION_NAME_MAX + 64], dir[SECTION_NAME_MAX];
-	section_dir_name(mv->m.section, dir);
-	snprintf(rel, sizeof(rel), "%s/%s", dir, name);
-	return openat(mv->fs->sections_fd[mv->m.from], rel, flags);
-}
-
-/* An error of the medium (or of the filesystem or server behind it), which
- * an evacuation takes as the chunk lost; any other (no fds, no memory) is
- * this process's, and fails the move as always. */
-static bool media_error(int err)
-{
-	switch (err) {
-	case EIO: case EUCLEAN: case EBADMSG: case ENODATA: case ESTALE: case ENOTCONN:
-	case EREMOTEIO: case ETIMEDOUT: case EHOSTDOWN: case EHOSTUNREACH:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/*
- * Evacuating: the source's copy of chunk file name cannot be read (err).
- * What the target has of it goes, and the chunk is listed as lost with
- * size bytes (0: not known, the whole chunk).  0, or the target's error.
- */
-static int unreadable(struct mover *mv, const char *name, uint64_t size, int err)
-{
-	uint64_t ino, chunk;
-	if (unlinkat(mv->dst_dir, name, 0) != 0 && errno != ENOENT) {
-		int rc = -errno;
-		file_err(mv, mv->m.to, "removing", name, -rc);
-		return rc;
-	}
-	char dir[LSMFS_META_PATH_MAX + 128];
-	dir_path(mv->fs, mv->m.from, mv->m.section, dir, sizeof(dir));
-	fs_logf(mv->fs, "disk %u: reading %s/%s: %s (evacuating: the chunk is lost)", mv->m.from,
-		dir, name, strerror(err));
-	if (!section_chunk_parse(name, &ino, &chunk))
-		return 0; /* names come from the listing: cannot happen */
-	struct move_lost *l = lost_find(mv, ino, chunk);
-	if (!l) {
-		if (mv->nlost == mv->caplost) {
-			size_t nc = mv->caplost ? mv->caplost * 2 : 16;
-			struct move_lost *g = realloc(mv->lost, nc * sizeof(*g));
-			if (!g) {
-				set_err(mv, "out of memory listing the chunks that cannot be read");
-				return -ENOMEM;
-			}
-			mv->lost = g;
-			mv->caplost = nc;
-		}
-		l = &mv->lost[mv->nlost++];
-	}
-	*l = (struct move_lost){.ino = ino, .chunk = chunk, .err = err,
-				.bytes = size ? size : mv->fs->info.chunk_size};
-	return 0;
-}
-
-/*
- * Copy chunk file name from the source directory to the target, holes and preallocated space kept,
- * durably with sync (else its writeback is started, and sync_copies makes
- * it durable).  1 when the source is gone (the target's copy is removed too),
- * 0 when copied (or, evacuating, found unreadable), or a negative errno (the
- * message in mv->err names the file and says which side failed).
- */
-static int copy_chunk(struct mover *mv, const char *name, bool sync)
-{
-	struct fs *fs = mv->fs;
-	int in = open_source(mv, name);
-	if (in < 0 && errno == ENOENT) {
-		if (unlinkat(mv->dst_dir, name, 0) != 0 && errno != ENOENT) {
-			int rc = -errno;
-			file_err(mv, mv->m.to, "removing", name, -rc);
-			return rc;
-		}
-		lost_drop(mv, name);
-		/* Evacuating, a file whose record says it held bytes (a
-		 * damaged directory, or a list from the records) is lost,
-		 * and said so. */
-		uint64_t ino, chunk, durable = 0;
-		bool gone = false; /* lost with an earlier disk: said then, and marked */
-		if (mv->evacuate && section_chunk_parse(name, &ino, &chunk) &&
-		    chunk_record_get(fs, ino, chunk, &durable, &gone) == 1 && durable && !gone)
-			return unreadable(mv, name, durable, ENOENT);
-		return 1;
-	}
-	if (in < 0) {
-		int rc = -errno;
-		if (mv->evacuate && media_error(-rc))
-			return unreadable(mv, name, 0, -rc);
-		file_err(mv, mv->m.from, "opening", name, -rc);
-		return rc;
-	}
-	int rc = 0;
-	struct stat st;
-	int out = -1;
-	bool reading = true;
-	if (fstat(in, &st) != 0) {
-		rc = -errno;
-		st.st_size = 0;
-		goto src_fail;
-	}
-	out = openat(mv->dst_dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0) {
-		rc = -errno;
-		goto dst_fail;
-	}
-	off_t pos = 0;
-	while (pos < st.st_size) {
-		reading = true;
-		off_t data = lseek(in, pos, SEEK_DATA);
-		if (data < 0 && errno == ENXIO)
-			break; /* a hole to the end */
-		if (data < 0) {
-			rc = -errno;
-			goto src_fail;
-		}
-		off_t hole = lseek(in, data, SEEK_HOLE);
-		if (hole < 0) {
-			rc = -errno;
-			goto src_fail;
-		}
-		if ((rc = copy_range(mv, in, out, data, hole, &reading))) {
-			if (mv->evacuate && rc != -ECANCELED)
-				goto src_fail; /* plain copies: the side is known */
-			goto either_fail;
-		}
-		pos = hole;
-	}
-	if (ftruncate(out, st.st_size) != 0 || (rc = keep_unwritten(in, out)) ||
-	    (sync && fdatasync(out) != 0)) {
-		rc = rc ? rc : -errno;
-		goto dst_fail;
-	}
-	if (sync)
-		stats_fsync(fs, mv->m.to);
-	else
-		(void)sync_file_range(out, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
-	close(out);
-	close(in);
-	mv->p.files_done++;
-	lost_drop(mv, name);
-	return 0;
-src_fail:
-	if (!reading)
-		goto dst_fail;
-	if (mv->evacuate && media_error(-rc)) {
-		if (out >= 0)
-			close(out);
-		close(in);
-		mv->p.files_done++;
-		return unreadable(mv, name, (uint64_t)st.st_size, -rc);
-	}
-	file_err(mv, mv->m.from, "reading", name, -rc);
-	goto out;
-dst_fail:
-	file_err(mv, mv->m.to, "writing", name, -rc);
-	goto out;
-either_fail: {
-	char path[LSMFS_META_PATH_MAX + 128];
-	dir_path(fs, mv->m.from, mv->m.section, path, sizeof(path));
-	set_err(mv, "copying %s/%s to disk %u (%s): %s", path, name, mv->m.to,
-		fs->ds->paths[mv->m.to], strerror(-rc));
-}
-out:
-	if (out >= 0)
-		close(out);
-	close(in);
-	return rc;
-}
-
-/* <disk d>/.lsmfs/evacuated, made if it is not there: an fd, or -errno. */
-static int evacuated_open(struct fs *fs, uint32_t d)
-{
-	char path[LSMFS_META_PATH_MAX + 64];
-	section_evacuated_dir(fs->ds->paths[d], path, sizeof(path));
-	if (mkdir(path, 0700) == 0) {
-		char top[LSMFS_META_PATH_MAX + 64];
-		snprintf(top, sizeof(top), "%s/%s", fs->ds->paths[d], LSMFS_DIR);
-		int rc = lsmfs_fsync_dir(top);
-		if (rc)
-			return rc;
-	} else if (errno != EEXIST) {
-		return -errno;
-	}
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
-/* Whether name in directory fd and rel under the sections directory of
- * disk d are the same file. */
-static bool same_file(int fd, const char *name, struct fs *fs, uint32_t d, const char *rel)
-{
-	struct stat a, b;
-	return fstatat(fd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       fstatat(fs->sections_fd[d], rel, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       a.st_ino == b.st_ino && a.st_dev == b.st_dev;
-}
-
-/* Evacuating, before the switch: each file of a chunk that could not be
- * read gets a second name, synced, in the failing disk's
- * .lsmfs/evacuated/ (a hard link: the section keeps its own until its old
- * copy goes, whenever that is, crash or not), kept for whoever tries to
- * recover it and out of fsck's way: <ino>.<chunk>, or <ino>.<chunk>.<n>
- * when an earlier evacuation kept another file under that name.  A file
- * that cannot be linked goes with the old copy. */
-static void keep_lost(struct mover *mv)
-{
-	bool any = false;
-	for (size_t i = 0; i < mv->nlost && !any; i++)
-		any = !mv->lost[i].kept;
-	int fd = any ? evacuated_open(mv->fs, mv->m.from) : -1;
-	bool made = false;
-	for (size_t i = 0; fd >= 0 && i < mv->nlost; i++) {
-		struct move_lost *l = &mv->lost[i];
-		if (l->kept)
-			continue;
-		char rel[96];
-		section_chunk_name(l->ino, l->chunk, mv->m.section, rel, sizeof(rel));
-		for (int n = 0; n < 10 && !l->kept; n++) {
-			if (n)
-				snprintf(l->name, sizeof(l->name), "%s.%d", strchr(rel, '/') + 1, n);
-			else
-				snprintf(l->name, sizeof(l->name), "%s", strchr(rel, '/') + 1);
-			if (linkat(mv->fs->sections_fd[mv->m.from], rel, fd, l->name, 0) == 0)
-				l->kept = made = true;
-			else if (errno != EEXIST)
-				break;
-			else /* ours already (an earlier round), or another's: kept */
-				l->kept = same_file(fd, l->name, mv->fs, mv->m.from, rel);
-		}
-	}
-	if (made && fsync(fd) != 0)
-		for (size_t i = 0; i < mv->nlost; i++)
-			mv->lost[i].kept = false; /* not durable: said so */
-	if (fd >= 0)
-		close(fd);
-}
-
-/* A chunk no longer lost (read after all, or gone), or a move rolled
- * back: the second name keep_lost gave its file goes, if it is still
- * that file's. */
-static void unkeep(struct mover *mv, struct move_lost *l)
-{
-	if (!l->kept)
-		return;
-	char path[LSMFS_META_PATH_MAX + 64], rel[96];
-	section_evacuated_dir(mv->fs->ds->paths[mv->m.from], path, sizeof(path));
-	section_chunk_name(l->ino, l->chunk, mv->m.section, rel, sizeof(rel));
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0 && same_file(fd, l->name, mv->fs, mv->m.from, rel))
-		(void)unlinkat(fd, l->name, 0);
-	if (fd >= 0)
-		close(fd);
-	l->kept = false;
-}
-
-/* Evacuating: the old copy of section s on the failing disk d could not
- * be removed (err): the directory goes to .lsmfs/evacuated/<s> (one
- * rename), out of fsck's way; if even that fails, it stays, logged. */
-static void put_aside(struct fs *fs, uint32_t d, uint32_t s, int err)
-{
-	char name[SECTION_NAME_MAX];
-	section_dir_name(s, name);
-	int fd = evacuated_open(fs, d);
-	int rc = fd < 0 ? fd : renameat(fs->sections_fd[d], name, fd, name) ? -errno : 0;
-	if (!rc) {
-		(void)fsync(fd);
-		(void)fsync(fs->sections_fd[d]);
-		fs_logf(fs, "disk %u (leaving): the old copy of section %u could not be removed (%s); "
-			"it is in %s/%s/%s/%s", d, s, strerror(-err), fs->ds->paths[d], LSMFS_DIR,
-			LSMFS_EVACUATED_DIR, name);
-	} else {
-		fs_logf(fs, "disk %u (leaving): the old copy of section %u could not be removed (%s) "
-			"nor put aside (%s): fsck.lsmfs reports its files while the disk is a member",
-			d, s, strerror(-err), strerror(-rc));
-	}
-	if (fd >= 0)
-		close(fd);
-}
 
 /* The next entry of dir; NULL at the end, or on an error, into *rc (a
  * listing cut short by an error must never pass for a whole one). */
@@ -525,7 +73,7 @@ static int wipe_copy(struct fs *fs, uint32_t d, uint32_t s)
 {
 	char name[SECTION_NAME_MAX], path[LSMFS_META_PATH_MAX + 128];
 	section_dir_name(s, name);
-	dir_path(fs, d, s, path, sizeof(path));
+	move_dir_path(fs, d, s, path, sizeof(path));
 	int fd = openat(fs->sections_fd[d], name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
@@ -599,7 +147,7 @@ static int catch_up(struct mover *mv, bool *busy, size_t *copied)
 	*copied = n;
 	if (lost) {
 		free(v);
-		set_err(mv, "out of memory recording the changes made during the move");
+		move_set_err(mv, "out of memory recording the changes made during the move");
 		return -ENOMEM;
 	}
 	int rc = 0;
@@ -607,7 +155,7 @@ static int catch_up(struct mover *mv, bool *busy, size_t *copied)
 		char rel[96];
 		section_chunk_name(v[i].ino, v[i].chunk, mv->m.section, rel, sizeof(rel));
 		const char *base = strchr(rel, '/') + 1;
-		rc = copy_chunk(mv, base, true);
+		rc = move_copy_chunk(mv, base, true);
 		rc = rc > 0 ? 0 : rc;
 	}
 	free(v);
@@ -668,7 +216,7 @@ static int list_source(struct mover *mv, struct listing *l)
 				continue; /* removed meanwhile: a change, caught up */
 			if (!mv->evacuate) {
 				rc = -errno;
-				file_err(mv, mv->m.from, "reading", de->d_name, -rc);
+				move_file_err(mv, mv->m.from, "reading", de->d_name, -rc);
 				break;
 			}
 			st = (struct stat){.st_mode = S_IFREG}; /* copy_chunk finds out */
@@ -727,7 +275,7 @@ static int sync_copies(struct mover *mv, const struct listing *l)
 			continue;
 		if (fd < 0 || fdatasync(fd) != 0) {
 			int rc = -errno;
-			file_err(mv, mv->m.to, "syncing", l->names[i], -rc);
+			move_file_err(mv, mv->m.to, "syncing", l->names[i], -rc);
 			if (fd >= 0)
 				close(fd);
 			return rc;
@@ -818,13 +366,13 @@ static int may_start(struct mover *mv, uint32_t section, bool evacuate)
 {
 	struct fs *fs = mv->fs;
 	if (!fs_writable(fs)) {
-		set_err(mv, "mounted read-only");
+		move_set_err(mv, "mounted read-only");
 		return -EROFS;
 	}
 	/* A disk added while a member's superblock could not be written
 	 * must hold no section until it is (members.c): none moves. */
 	if (fs->ds->stale) {
-		set_err(mv, "the superblocks of disks %#llx are behind (a change to the disks "
+		move_set_err(mv, "the superblocks of disks %#llx are behind (a change to the disks "
 			"could not write them): remount first", (unsigned long long)fs->ds->stale);
 		return -EIO;
 	}
@@ -835,7 +383,7 @@ static int may_start(struct mover *mv, uint32_t section, bool evacuate)
 	if (rc == 1)
 		rc = move_recover(fs, evacuate ? section_disk_of(fs, section) : UINT32_MAX);
 	if (rc < 0 || (rc == 0 && section_move_get(fs->st, &pending) != 0)) {
-		set_err(mv, "an earlier move left a copy that cannot be removed yet (%s); see the "
+		move_set_err(mv, "an earlier move left a copy that cannot be removed yet (%s); see the "
 			"daemon's log", rc < 0 ? strerror(-rc) : "still recorded");
 		return rc < 0 ? rc : -EBUSY;
 	}
@@ -849,7 +397,7 @@ static int move_begin(struct mover *mv)
 	struct fs *fs = mv->fs;
 	uint32_t from = mv->m.from, to = mv->m.to;
 	if (!disk_usable(fs, from) || !disk_usable(fs, to)) {
-		set_err(mv, "disk %u is no longer the disk mounted", disk_usable(fs, to) ? from : to);
+		move_set_err(mv, "disk %u is no longer the disk mounted", disk_usable(fs, to) ? from : to);
 		return -EIO;
 	}
 	mv->buf = malloc(COPY_BUF);
@@ -857,7 +405,7 @@ static int move_begin(struct mover *mv)
 		return -ENOMEM;
 	int rc = put_intent(fs, &mv->m);
 	if (rc)
-		set_err(mv, "%s: recording the move: %s", fs->ds->meta_dir, strerror(-rc));
+		move_set_err(mv, "%s: recording the move: %s", fs->ds->meta_dir, strerror(-rc));
 	return rc;
 }
 
@@ -870,12 +418,12 @@ static int open_dirs(struct mover *mv)
 	uint32_t s = mv->m.section, from = mv->m.from, to = mv->m.to;
 	if ((mv->src_dir = open_section_dir(fs, from, s, false)) == -ENOENT)
 		mv->src_dir = open_section_dir(fs, from, s, true);
-	if (mv->src_dir < 0 && !(mv->evacuate && media_error(-mv->src_dir))) {
-		set_err(mv, "disk %u: opening section %u: %s", from, s, strerror(-mv->src_dir));
+	if (mv->src_dir < 0 && !(mv->evacuate && move_media_error(-mv->src_dir))) {
+		move_set_err(mv, "disk %u: opening section %u: %s", from, s, strerror(-mv->src_dir));
 		return mv->src_dir;
 	}
 	if ((mv->dst_dir = open_section_dir(fs, to, s, true)) < 0) {
-		set_err(mv, "disk %u (%s): making the directory of section %u: %s", to,
+		move_set_err(mv, "disk %u (%s): making the directory of section %u: %s", to,
 			fs->ds->paths[to], s, strerror(-mv->dst_dir));
 		return mv->dst_dir;
 	}
@@ -889,9 +437,9 @@ static int list_chunks(struct mover *mv, struct listing *l)
 	struct fs *fs = mv->fs;
 	uint32_t s = mv->m.section, from = mv->m.from;
 	int rc = mv->src_dir >= 0 ? list_source(mv, l) : mv->src_dir;
-	if (rc && mv->evacuate && media_error(-rc)) {
+	if (rc && mv->evacuate && move_media_error(-rc)) {
 		char dir[LSMFS_META_PATH_MAX + 128];
-		dir_path(fs, from, s, dir, sizeof(dir));
+		move_dir_path(fs, from, s, dir, sizeof(dir));
 		fs_logf(fs, "disk %u: listing %s: %s (evacuating: each chunk record of the section "
 			"is tried)", from, dir, strerror(-rc));
 		if (mv->err)
@@ -901,7 +449,7 @@ static int list_chunks(struct mover *mv, struct listing *l)
 		rc = list_records(mv, l);
 	}
 	if (rc)
-		set_err(mv, "disk %u: listing section %u: %s", from, s, strerror(-rc));
+		move_set_err(mv, "disk %u: listing section %u: %s", from, s, strerror(-rc));
 	return rc;
 }
 
@@ -910,14 +458,14 @@ static int copy_listed(struct mover *mv, const struct listing *l)
 {
 	mv->p.files_total = l->n;
 	mv->p.bytes_total = l->bytes;
-	say(mv, true);
+	move_say(mv, true);
 	for (size_t i = 0; i < l->n; i++) {
 		if (__atomic_load_n(&mv->fs->move_cancel, __ATOMIC_ACQUIRE)) {
-			set_err(mv, "the filesystem is being unmounted: section %u stays on disk %u",
+			move_set_err(mv, "the filesystem is being unmounted: section %u stays on disk %u",
 				mv->m.section, mv->m.from);
 			return -ECANCELED;
 		}
-		int rc = copy_chunk(mv, l->names[i], false);
+		int rc = move_copy_chunk(mv, l->names[i], false);
 		if (rc < 0)
 			return rc;
 	}
@@ -937,7 +485,7 @@ static int copy_all(struct mover *mv)
 	/* The map says `from`: a copy on the target is not in use. */
 	int rc = wipe_copy(fs, mv->m.to, s);
 	if (rc) {
-		set_err(mv, "disk %u: clearing what an earlier move left of section %u: %s",
+		move_set_err(mv, "disk %u: clearing what an earlier move left of section %u: %s",
 			mv->m.to, s, strerror(-rc));
 		return rc;
 	}
@@ -966,7 +514,7 @@ static int freeze_and_check(struct mover *mv)
 {
 	struct fs *fs = mv->fs;
 	uint32_t s = mv->m.section;
-	keep_lost(mv); /* metadata on a failing disk: before the freeze */
+	move_keep_lost(mv); /* metadata on a failing disk: before the freeze */
 	section_freeze(fs, s);
 	mv->frozen = true;
 	bool busy;
@@ -974,12 +522,12 @@ static int freeze_and_check(struct mover *mv)
 	int rc = catch_up(mv, &busy, &copied);
 	if (rc)
 		return rc;
-	keep_lost(mv); /* any found lost only now (rare) */
+	move_keep_lost(mv); /* any found lost only now (rare) */
 	if (__atomic_load_n(&fs->move_cancel, __ATOMIC_ACQUIRE) || !fs_writable(fs) ||
 	    !disk_usable(fs, mv->m.from) || !disk_usable(fs, mv->m.to)) {
 		rc = !fs_writable(fs) ? -EROFS : __atomic_load_n(&fs->move_cancel, __ATOMIC_ACQUIRE)
 								? -ECANCELED : -EIO;
-		set_err(mv, "section %u stays on disk %u: %s", s, mv->m.from,
+		move_set_err(mv, "section %u stays on disk %u: %s", s, mv->m.from,
 			rc == -EROFS ? "the filesystem went read-only"
 			: rc == -ECANCELED ? "the filesystem is being unmounted"
 					   : "a disk was replaced under its path");
@@ -987,7 +535,7 @@ static int freeze_and_check(struct mover *mv)
 	}
 	if (fsync(mv->dst_dir) != 0) {
 		rc = -errno;
-		set_err(mv, "disk %u: fsync of the directory of section %u: %s", mv->m.to, s,
+		move_set_err(mv, "disk %u: fsync of the directory of section %u: %s", mv->m.to, s,
 			strerror(-rc));
 	}
 	return rc;
@@ -1007,7 +555,7 @@ static int switch_section(struct mover *mv, bool *undecided)
 	int rc = switch_map(mv, &tried);
 	*undecided = rc && tried;
 	if (rc && !tried) {
-		set_err(mv, "%s: switching section %u to disk %u: %s", fs->ds->meta_dir, s, to,
+		move_set_err(mv, "%s: switching section %u to disk %u: %s", fs->ds->meta_dir, s, to,
 			strerror(-rc));
 		return rc;
 	}
@@ -1017,7 +565,7 @@ static int switch_section(struct mover *mv, bool *undecided)
 		 * when the store is read again.  Both copies and the intent
 		 * stay, and nothing is written any more, so that either copy
 		 * is whole; the next mount settles it. */
-		set_err(mv, "%s: switching section %u to disk %u: %s; the filesystem is read-only "
+		move_set_err(mv, "%s: switching section %u to disk %u: %s; the filesystem is read-only "
 			"until it is mounted again", fs->ds->meta_dir, s, to, strerror(-rc));
 		fs_logf(fs, "%s", mv->err ? mv->err : "switching a section failed");
 		__atomic_store_n(&fs->meta_lost, 1, __ATOMIC_RELEASE);
@@ -1047,12 +595,12 @@ static void finish_move(struct mover *mv, const struct move_opts *o)
 			"next mount tries again)", s, to, from, strerror(-w));
 	} else {
 		if (w)
-			put_aside(fs, from, s, w);
+			move_put_aside(fs, from, s, w);
 		if ((w = clear_intent(fs)))
 			fs_logf(fs, "section %u moved to disk %u; clearing the record of the move: %s",
 				s, to, strerror(-w));
 	}
-	say(mv, true);
+	move_say(mv, true);
 }
 
 /* Before the switch: undone in reverse; the section stays on its disk. */
@@ -1060,7 +608,7 @@ static void rollback(struct mover *mv)
 {
 	struct fs *fs = mv->fs;
 	for (size_t i = 0; i < mv->nlost; i++)
-		unkeep(mv, &mv->lost[i]);
+		move_unkeep(mv, &mv->lost[i]);
 	if (mv->tracking)
 		section_untrack(fs);
 	if (mv->frozen)
@@ -1082,11 +630,11 @@ int move_section(struct fs *fs, uint32_t section, uint32_t to, const struct move
 	struct mover mv = {.fs = fs, .report = o->report, .ctx = o->ctx, .err = err,
 			   .errlen = errlen, .src_dir = -1, .dst_dir = -1, .evacuate = o->evacuate};
 	if (section >= fs->info.sections || !diskset_present(fs->ds, to)) {
-		set_err(&mv, "no section %u or no disk %u", section, to);
+		move_set_err(&mv, "no section %u or no disk %u", section, to);
 		return -EINVAL;
 	}
 	if (pthread_mutex_trylock(&fs->move_lock) != 0) {
-		set_err(&mv, "another section is moving");
+		move_set_err(&mv, "another section is moving");
 		return -EBUSY;
 	}
 	bool undecided = false;
@@ -1142,7 +690,7 @@ int move_recover(struct fs *fs, uint32_t leaving)
 	uint32_t stale = done ? m.from : m.to;
 	rc = wipe_copy(fs, stale, m.section);
 	if (rc && stale == leaving) {
-		put_aside(fs, stale, m.section, rc);
+		move_put_aside(fs, stale, m.section, rc);
 		rc = 0;
 	}
 	if (!rc)
