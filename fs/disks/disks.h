@@ -150,8 +150,14 @@ const char *diskset_store_options(const struct lsmfs_diskset *ds, struct store_o
 #define DISKSET_DIVERGED 256u
 #define LSMFS_RESTORING "RESTORING" /* in a copy of the store: a restore under way */
 /* In that copy: its store files as they were, kept until the restore ends
- * (restore.c); made whole under the name LSMFS_RESTORE_SAVED ".tmp". */
+ * (restore.c); made whole under the name LSMFS_RESTORE_PART first.  Not
+ * ".tmp": the store takes every name ending so in its directory for a
+ * temporary file of its own, deletes it at open, and fails the copy where
+ * that fails (a directory).  LSMFS_RESTORE_PART_V1 is that name, which
+ * earlier versions used: a restore removes it as it removes the part. */
 #define LSMFS_RESTORE_SAVED "restore.old"
+#define LSMFS_RESTORE_PART "restore.old.part"
+#define LSMFS_RESTORE_PART_V1 "restore.old.tmp"
 
 /*
  * Open the disks named in spec ("DISK[:DISK...]", any order).  Refuses,

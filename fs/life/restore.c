@@ -6,10 +6,10 @@
  * mark, superblock, disks, every checksum of its store, the filesystem
  * info).  Then, in the copy of the store that takes it (the primary, or
  * the copy a restore cut short left its mark in), the steps are:
- *   1. save: the copy's store files hard-linked into LSMFS_RESTORE_SAVED
- *      ".tmp", synced, renamed to LSMFS_RESTORE_SAVED (the store itself
- *      untouched: a crash here leaves it as it was, the leftover goes
- *      at the next restore);
+ *   1. save: the copy's store files hard-linked into LSMFS_RESTORE_PART,
+ *      synced, renamed to LSMFS_RESTORE_SAVED (the store itself
+ *      untouched: a crash here leaves it as it was, and a part left in
+ *      any copy goes at the next restore);
  *   2. the mark LSMFS_RESTORING, synced: from here until step 5 no mount
  *      takes the store ("cut short: run it again");
  *   3. every copy marked stale, the copy's store files replaced by the
@@ -55,18 +55,39 @@ static void saved_path(const struct lsmfs_diskset *ds, uint32_t p, const char *s
 	snprintf(out, cap, "%s/" LSMFS_RESTORE_SAVED "%s", ds->meta_paths[p], suffix);
 }
 
+/* What a restore killed while saving left in any copy there (its part, or
+ * the part of an earlier version, under a name the store would take for
+ * its own temporary file): removed, 0 or the first failure. */
+static int remove_parts(const struct lsmfs_diskset *ds, char *err, size_t errlen)
+{
+	static const char *const parts[] = {LSMFS_RESTORE_PART, LSMFS_RESTORE_PART_V1};
+	for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
+		if ((ds->meta_absent & (1u << c)) || !ds->meta_paths[c][0])
+			continue;
+		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+			char path[sizeof(ds->meta_paths[0]) + 32];
+			snprintf(path, sizeof(path), "%s/%s", ds->meta_paths[c], parts[i]);
+			int rc = fs_remove_flat(path);
+			if (rc)
+				return fs_set_err(err, errlen, rc, "%s: %s", path, strerror(-rc));
+		}
+	}
+	return 0;
+}
+
 /* Step 1: the copy's store files linked into the saved directory. */
 static int save(const struct lsmfs_diskset *ds, uint32_t p, char *err, size_t errlen)
 {
 	const char *dir = ds->meta_paths[p];
 	char tmp[sizeof(ds->meta_paths[0]) + 32], done[sizeof(tmp)];
-	saved_path(ds, p, ".tmp", tmp, sizeof(tmp));
+	snprintf(tmp, sizeof(tmp), "%s/" LSMFS_RESTORE_PART, dir);
 	saved_path(ds, p, "", done, sizeof(done));
-	int rc = fs_remove_flat(tmp);
-	if (!rc)
-		rc = fs_remove_flat(done); /* a restore's leftover, its mark gone */
+	int rc = remove_parts(ds, err, errlen);
 	if (rc)
-		return fs_set_err(err, errlen, rc, "%s: %s", tmp, strerror(-rc));
+		return rc;
+	rc = fs_remove_flat(done); /* a restore's leftover, its mark gone */
+	if (rc)
+		return fs_set_err(err, errlen, rc, "%s: %s", done, strerror(-rc));
 	if (mkdir(tmp, 0700) != 0)
 		return fs_set_err(err, errlen, -errno, "%s: %s", tmp, strerror(errno));
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -165,6 +165,20 @@ if command -v gdb > /dev/null; then
 	[[ $rc == 8 ]] && grep -q "as it was before the restore" <<<"$out" ||
 		fail "a restore cut short, run again from a damaged backup: exit $rc: $out"
 	now_ok "a restore cut short, rolled back"
+	# Killed while it saved the store's files aside (step 1, at its first
+	# link): the store is as it was and mounts whole, every
+	# copy of it (the part saved is no file of the store's), and the
+	# restore run next leaves nothing of it behind in any copy.
+	gdb -q -batch -ex 'set breakpoint pending on' -ex 'break linkat' -ex run -ex kill \
+		--args "$DISK" "$L" restore "$T/bk" > "$T/gdb.out" 2>&1
+	compgen -G "$D0/.lsmfs/meta/restore.old.*" > /dev/null ||
+		compgen -G "$D1/.lsmfs/meta/restore.old.*" > /dev/null ||
+		fail "a restore killed while saving the store aside: nothing left part way: $(cat "$T/gdb.out")"
+	"$LSMFS" "$L" "$M" 2> "$T/mount.err" || fail "a restore killed while saving: mount: $(cat "$T/mount.err")"
+	grep -q "dropped\|failed" "$T/mount.err" && fail "a restore killed while saving: a store copy dropped: $(cat "$T/mount.err")"
+	umount_wait "$L"
+	fsck_clean "$L" "a restore killed while saving, then mounted"
+	now_ok "a restore killed while saving the store aside"
 else
 	say "no gdb here: a restore cut short at a set point is not checked (the kill below is)"
 fi
@@ -200,6 +214,11 @@ out=$("$DISK" "$L" restore "$T/bk" 2>&1); rc=$?
 [[ $rc == 0 ]] || fail "restore: exit $rc: $out"
 grep -q "^lost: /large: " <<<"$out" || fail "restore: /large not listed lost: $out"
 grep -q "^lost: /influx: " <<<"$out" || fail "restore: /influx (in flux at the backup) not listed lost: $out"
+for c in "$D0" "$D1"; do
+	for left in "$c"/.lsmfs/meta/restore.old*; do
+		[[ -e $left ]] && fail "restore: $left left behind"
+	done
+done
 fsck_clean "$L" "after the restore"
 "$LSMFS" "$L" "$M" || fail "mount after the restore"
 missing=0
