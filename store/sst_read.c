@@ -31,35 +31,11 @@
 #include "dbformat.h"
 #include "filter.h"
 #include "sst.h"
-
-/* Block memory: a struct block, then the payload (one allocation, freed
- * with free(); also the block cache's value). */
-#define BLOCK_HEAD ((sizeof(struct block) + 15) & ~(size_t)15)
-
-struct sst_reader {
-	struct store_env *env;
-	struct env_rfile *file;
-	char *path;
-	uint64_t number;
-	uint64_t size;
-	struct block_cache *cache;
-	struct sst_counters *counters;
-	struct block_handle index_handle;
-	struct block_handle filter_handle;
-	struct block *index;   /* BLOCK_HEAD memory */
-	unsigned version;      /* the footer's format version */
-	struct table_filter filter;
-	uint64_t data_end; /* data blocks lie in [0, data_end) */
-	uint64_t data_blocks;
-	void *owner;
-	pthread_mutex_t mu;
-	char *iter_errmsg;
-};
+#include "sst_int.h"
 
 /* ---- messages and counters ---- */
 
-__attribute__((format(printf, 1, 2)))
-static char *msgf(const char *fmt, ...)
+char *sst_msgf(const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
@@ -67,14 +43,6 @@ static char *msgf(const char *fmt, ...)
 	int n = vasprintf(&s, fmt, ap);
 	va_end(ap);
 	return n < 0 ? NULL : s;
-}
-
-static void give_msg(char **errmsg, char *m)
-{
-	if (errmsg)
-		*errmsg = m;
-	else
-		free(m);
 }
 
 /* Keep the first iterator error message; take ownership of m. */
@@ -91,22 +59,7 @@ static void note_iter_error(struct sst_reader *r, char *m)
 	free(m);
 }
 
-/* Bump a shared counter (counters may be NULL). */
-#define COUNT(r, field)                                                      \
-	do {                                                                 \
-		if ((r)->counters)                                           \
-			atomic_fetch_add_explicit(&(r)->counters->field, 1,  \
-						  memory_order_relaxed);     \
-	} while (0)
-
 /* ---- block reading ---- */
-
-/* Is h a block (payload + trailer) inside [0, end)? */
-static bool handle_within(const struct block_handle *h, uint64_t end)
-{
-	return h->size <= end && end - h->size >= BLOCK_TRAILER_SIZE &&
-	       h->offset <= end - h->size - BLOCK_TRAILER_SIZE;
-}
 
 /* A stored block is whole: all of it read, its checksum right (the check
  * a copy of the store is judged by, env_pread_checked). */
@@ -133,26 +86,26 @@ static int read_raw(struct sst_reader *r, const char *what,
 	int rc = env_pread_checked(r->env, r->file, dst, n, h->offset, &got, raw_check,
 				   (void *)h);
 	if (rc && rc != -EUCLEAN) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": read failed: %s",
-				   r->path, what, h->offset, strerror(-rc)));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64 ": read failed: %s",
+				       r->path, what, h->offset, strerror(-rc)));
 		return rc;
 	}
 	if (got != n) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64
-				   ": short read (%zu of %zu bytes)",
-				   r->path, what, h->offset, got, n));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64
+				       ": short read (%zu of %zu bytes)",
+				       r->path, what, h->offset, got, n));
 		return -EUCLEAN;
 	}
 	if (rc) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": checksum mismatch",
-				   r->path, what, h->offset));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64 ": checksum mismatch",
+				       r->path, what, h->offset));
 		return -EUCLEAN;
 	}
 	*type = dst[h->size];
 	if (*type != BLOCK_TYPE_NONE && *type != BLOCK_TYPE_LZ4) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64
-				   ": unknown compression type %u",
-				   r->path, what, h->offset, *type));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64
+				       ": unknown compression type %u",
+				       r->path, what, h->offset, *type));
 		return -EUCLEAN;
 	}
 	return 0;
@@ -169,9 +122,9 @@ static int lz4_header(struct sst_reader *r, const char *what,
 	/* LZ4 cannot expand data more than 255 times. */
 	if (!q || (uint64_t)*ulen > 255 * (uint64_t)(limit - q) + 64 ||
 	    *ulen > LZ4_MAX_INPUT_SIZE) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64
-				   ": bad compressed length", r->path, what,
-				   h->offset));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64
+				       ": bad compressed length", r->path, what,
+				       h->offset));
 		return -EUCLEAN;
 	}
 	*src = q;
@@ -186,8 +139,8 @@ static int lz4_decode(struct sst_reader *r, const char *what,
 	int n = LZ4_decompress_safe((const char *)src, (char *)dst, (int)slen,
 				    (int)ulen);
 	if (n < 0 || (uint32_t)n != ulen) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64
-				   ": bad LZ4 data", r->path, what, h->offset));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64
+				       ": bad LZ4 data", r->path, what, h->offset));
 		return -EUCLEAN;
 	}
 	return 0;
@@ -250,14 +203,14 @@ static uint8_t *room_buf(void *ctx, size_t n)
  * Read block h into a new allocation: BLOCK_HEAD bytes of room, then the
  * (decompressed) payload at *data, *len bytes.
  */
-static int read_block_alloc(struct sst_reader *r, const char *what,
-			    const struct block_handle *h, void **mem,
-			    const uint8_t **data, size_t *len, char **msg)
+int sst_read_block_alloc(struct sst_reader *r, const char *what,
+			 const struct block_handle *h, void **mem,
+			 const uint8_t **data, size_t *len, char **msg)
 {
 	*mem = NULL;
 	if (h->size > SIZE_MAX / 2) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": too large",
-				   r->path, what, h->offset));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64 ": too large",
+				       r->path, what, h->offset));
 		return -EUCLEAN;
 	}
 	uint8_t *raw = malloc(BLOCK_HEAD + h->size + BLOCK_TRAILER_SIZE);
@@ -314,36 +267,146 @@ static int read_block_scratch(struct sst_reader *r, const struct block_handle *h
 	return rc;
 }
 
-static int bad_block(struct sst_reader *r, const char *what,
-		     const struct block_handle *h, char **msg)
+int sst_bad_block(struct sst_reader *r, const char *what,
+		  const struct block_handle *h, char **msg)
 {
-	give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": malformed block",
-			   r->path, what, h->offset));
+	give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64 ": malformed block",
+			       r->path, what, h->offset));
 	return -EUCLEAN;
 }
 
-struct sst_iter;
-static int readahead_block_alloc(struct sst_iter *it, const struct block_handle *h,
-				 void **mem, const uint8_t **data, size_t *len,
-				 char **msg);
+/* ---- readahead ---- */
+
+/*
+ * Readahead: an iterator that has read RA_AFTER blocks in a row from the
+ * file, each starting where the last ended, reads the next ones in one
+ * pread of RA_MIN bytes, doubling up to RA_MAX as the scan goes on (as
+ * RocksDB's iterators do): a forward scan (readseq, readdir, fsck, a
+ * compaction's inputs) then makes one system call per RA_MAX bytes
+ * rather than one per 4 KiB block.  The bytes are only a faster source:
+ * every block taken from them is checked as read_raw checks it, and one
+ * that fails (or a pread that fails) is read again the ordinary way, so
+ * errors, their messages and the store copies' healing are those of a
+ * direct read.
+ */
+
+void sst_readahead_init(struct sst_readahead *ra)
+{
+	buf_init(&ra->buf);
+	ra->off = 0;
+	ra->next_off = UINT64_MAX;
+	ra->in_a_row = 0;
+	ra->size = 0;
+}
+
+void sst_readahead_free(struct sst_readahead *ra)
+{
+	buf_free(&ra->buf);
+}
+
+/*
+ * The stored block h (payload + trailer) from the readahead bytes, read
+ * first when the scan is sequential; NULL when it is not there (or fails
+ * its check, or has a type read_raw refuses): the caller reads it the
+ * ordinary way, which reports what is wrong.  *type is its compression
+ * type, NONE or LZ4.
+ */
+static const uint8_t *readahead_block(struct sst_reader *r, struct sst_readahead *ra,
+				      const struct block_handle *h, uint8_t *type)
+{
+	size_t n = (size_t)h->size + BLOCK_TRAILER_SIZE;
+	ra->in_a_row = h->offset == ra->next_off ? ra->in_a_row + 1 : 0;
+	ra->next_off = h->offset + n;
+	bool inside = ra->buf.len && h->offset >= ra->off &&
+		      h->offset - ra->off <= ra->buf.len &&
+		      n <= ra->buf.len - (h->offset - ra->off);
+	if (!inside) {
+		if (ra->in_a_row < RA_AFTER)
+			return NULL;
+		size_t want = ra->size ? ra->size : RA_MIN;
+		if (want < n)
+			want = n;
+		if (want > r->data_end - h->offset)
+			want = (size_t)(r->data_end - h->offset);
+		buf_clear(&ra->buf);
+		size_t got = 0;
+		if (buf_reserve(&ra->buf, want) ||
+		    r->env->ops->pread(r->file, ra->buf.data, want, h->offset, &got) ||
+		    got < n) {
+			buf_clear(&ra->buf);
+			return NULL;
+		}
+		ra->buf.len = got;
+		ra->off = h->offset;
+		ra->size = want * 2 > RA_MAX ? RA_MAX : want * 2;
+	}
+	const uint8_t *p = ra->buf.data + (h->offset - ra->off);
+	if (raw_check((void *)h, p, n) ||
+	    (p[h->size] != BLOCK_TYPE_NONE && p[h->size] != BLOCK_TYPE_LZ4))
+		return NULL;
+	*type = p[h->size];
+	return p;
+}
+
+/*
+ * Block h from the readahead bytes into its own allocation, as
+ * sst_read_block_alloc makes it; 1 when they do not hold it (read it the
+ * ordinary way).
+ */
+static int readahead_block_alloc(struct sst_reader *r, struct sst_readahead *ra,
+				 const struct block_handle *h, void **mem,
+				 const uint8_t **data, size_t *len, char **msg)
+{
+	uint8_t type;
+	const uint8_t *p = readahead_block(r, ra, h, &type);
+	if (!p)
+		return 1;
+	void *b = NULL;
+	uint8_t *d = NULL;
+	int rc = decode_block(r, "block", h, p, type, room_alloc, &b, &d, len, msg);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	*mem = b;
+	*data = d;
+	return 0;
+}
+
+/* ---- data blocks ---- */
+
+int sst_read_block_scratch(struct sst_reader *r, struct sst_readahead *ra,
+			   const struct block_handle *h, struct buf *io,
+			   struct buf *plain, const uint8_t **data, size_t *len,
+			   char **msg)
+{
+	uint8_t type;
+	const uint8_t *p = readahead_block(r, ra, h, &type);
+	if (!p)
+		return read_block_scratch(r, h, io, plain, data, len, msg);
+	uint8_t *d = NULL;
+	int rc = decode_block(r, "block", h, p, type, room_buf, plain, &d, len, msg);
+	*data = d;
+	return rc;
+}
 
 /* A data block read into its own allocation (BLOCK_HEAD layout): from
- * the readahead bytes of iterator it, when it has them, or the file. */
+ * the readahead bytes of ra, when it has them, or the file. */
 static int read_data_block(struct sst_reader *r, const struct block_handle *h,
-			   struct sst_iter *it, struct block **out, char **msg)
+			   struct sst_readahead *ra, struct block **out, char **msg)
 {
 	void *mem = NULL;
 	const uint8_t *data;
 	size_t len;
-	int rc = it ? readahead_block_alloc(it, h, &mem, &data, &len, msg) : 1;
+	int rc = ra ? readahead_block_alloc(r, ra, h, &mem, &data, &len, msg) : 1;
 	if (rc == 1)
-		rc = read_block_alloc(r, "block", h, &mem, &data, &len, msg);
+		rc = sst_read_block_alloc(r, "block", h, &mem, &data, &len, msg);
 	if (rc)
 		return rc;
 	struct block *b = mem;
 	if (block_init(b, data, len)) {
 		free(mem);
-		return bad_block(r, "block", h, msg);
+		return sst_bad_block(r, "block", h, msg);
 	}
 	*out = b;
 	return 0;
@@ -354,14 +417,9 @@ static void block_deleter(void *value)
 	free(value);
 }
 
-/*
- * The data block h, from the cache or the file (or the readahead bytes of
- * iterator it, if not NULL).  It is pinned by *handle (cache) or owned
- * through *owned (free it); exactly one is set.
- */
-static int get_block(struct sst_reader *r, const struct block_handle *h,
-		     struct sst_iter *it, const struct block **out,
-		     struct cache_handle **handle, void **owned, char **msg)
+int sst_get_block(struct sst_reader *r, const struct block_handle *h,
+		  struct sst_readahead *ra, const struct block **out,
+		  struct cache_handle **handle, void **owned, char **msg)
 {
 	*handle = NULL;
 	*owned = NULL;
@@ -372,8 +430,8 @@ static int get_block(struct sst_reader *r, const struct block_handle *h,
 			return 0;
 		}
 	}
-	struct block *b;
-	int rc = read_data_block(r, h, it, &b, msg);
+	struct block *b = NULL; /* set when rc is 0 (a compiler cannot tell) */
+	int rc = read_data_block(r, h, ra, &b, msg);
 	if (rc)
 		return rc;
 	COUNT(r, block_reads);
@@ -412,15 +470,15 @@ static int check_index(struct sst_reader *r, char **msg)
 		rc = it.status;
 	block_iter_release(&it);
 	if (rc == -EUCLEAN)
-		give_msg(msg, msgf("%s: index block at offset %" PRIu64
-				   ": bad entry %" PRIu64, r->path,
-				   r->index_handle.offset, n));
+		give_msg(msg, sst_msgf("%s: index block at offset %" PRIu64
+				       ": bad entry %" PRIu64, r->path,
+				       r->index_handle.offset, n));
 	/* Lookups binary-search the index's restart points: each must start
 	 * a whole-key entry (one walk of the index, once per open). */
 	if (rc == 0 && block_check_restarts(r->index)) {
-		give_msg(msg, msgf("%s: index block at offset %" PRIu64
-				   ": a restart point is not the start of a whole-key entry",
-				   r->path, r->index_handle.offset));
+		give_msg(msg, sst_msgf("%s: index block at offset %" PRIu64
+				       ": a restart point is not the start of a whole-key entry",
+				       r->path, r->index_handle.offset));
 		rc = -EUCLEAN;
 	}
 	r->data_blocks = n;
@@ -476,8 +534,8 @@ static int footer_check(void *ctx, const void *buf, size_t got)
 static int read_footer(struct sst_reader *r, char **msg)
 {
 	if (r->size < SST_FOOTER_SIZE) {
-		give_msg(msg, msgf("%s: %" PRIu64 " bytes: too short for a table",
-				   r->path, r->size));
+		give_msg(msg, sst_msgf("%s: %" PRIu64 " bytes: too short for a table",
+				       r->path, r->size));
 		return -EUCLEAN;
 	}
 	uint64_t foot = r->size - SST_FOOTER_SIZE;
@@ -485,14 +543,14 @@ static int read_footer(struct sst_reader *r, char **msg)
 	size_t got = 0;
 	int rc = env_pread_checked(r->env, r->file, f, sizeof(f), foot, &got, footer_check, r);
 	if (rc && rc != -EUCLEAN) {
-		give_msg(msg, msgf("%s: footer at offset %" PRIu64 ": read failed: %s",
-				   r->path, foot, strerror(-rc)));
+		give_msg(msg, sst_msgf("%s: footer at offset %" PRIu64 ": read failed: %s",
+				       r->path, foot, strerror(-rc)));
 		return rc;
 	}
 	const char *why = footer_problem(r, f, got);
 	if (why) {
-		give_msg(msg, msgf("%s: footer at offset %" PRIu64 ": %s", r->path,
-				   foot, why));
+		give_msg(msg, sst_msgf("%s: footer at offset %" PRIu64 ": %s", r->path,
+				       foot, why));
 		return -EUCLEAN;
 	}
 	r->data_end = r->filter_handle.size ? r->filter_handle.offset
@@ -543,7 +601,7 @@ static int part_loader(void *ctx, unsigned i, void **mem, const uint8_t **data, 
 		snprintf(what, sizeof(what), "filter block");
 	else
 		snprintf(what, sizeof(what), "filter part %u", i);
-	int rc = read_block_alloc(r, what, h, mem, data, len, &msg);
+	int rc = sst_read_block_alloc(r, what, h, mem, data, len, &msg);
 	if (rc == -ENOMEM)
 		return rc;
 	const char *why = rc ? NULL : filter_part_problem(&r->filter.desc.params, i, *data, *len);
@@ -579,14 +637,6 @@ static int load_parts(struct sst_reader *r)
 	return 0;
 }
 
-/* A format 1 table's filter, described as format 2 describes one: a
- * single Bloom part, the footer's filter block (bits not recorded). */
-static struct filter_desc format1_desc(const struct sst_reader *r)
-{
-	return (struct filter_desc){.params = {STORE_FILTER_BLOOM, 0, 1}, .nparts = 1,
-				    .parts = {r->filter_handle}};
-}
-
 /*
  * The filter (FORMAT.md "Filter block"): format 1 has one Bloom filter
  * block; format 2 a descriptor naming the parts, which end the data area.
@@ -607,8 +657,8 @@ static int load_filter(struct sst_reader *r)
 	const uint8_t *data;
 	size_t len;
 	char *msg = NULL;
-	int rc = read_block_alloc(r, "filter block", &r->filter_handle, &mem, &data, &len,
-				  &msg);
+	int rc = sst_read_block_alloc(r, "filter block", &r->filter_handle, &mem, &data, &len,
+				      &msg);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc) {
@@ -655,13 +705,13 @@ int sst_open(struct store_env *env, const char *path, uint64_t file_number,
 	if (rc == -ENOENT) {
 		/* The MANIFEST names this table: its absence is damage, and
 		 * must never read as "no such key". */
-		give_msg(errmsg, msgf("%s: missing (named by the MANIFEST)", path));
+		give_msg(errmsg, sst_msgf("%s: missing (named by the MANIFEST)", path));
 		r->file = NULL;
 		rc = -EUCLEAN;
 		goto out;
 	}
 	if (rc) {
-		give_msg(errmsg, msgf("%s: cannot open: %s", path, strerror(-rc)));
+		give_msg(errmsg, sst_msgf("%s: cannot open: %s", path, strerror(-rc)));
 		r->file = NULL;
 		goto out;
 	}
@@ -675,13 +725,13 @@ int sst_open(struct store_env *env, const char *path, uint64_t file_number,
 	rc = load_filter(r);
 	if (rc)
 		goto out;
-	rc = read_block_alloc(r, "index block", &r->index_handle, &mem, &data,
-			      &len, errmsg);
+	rc = sst_read_block_alloc(r, "index block", &r->index_handle, &mem, &data,
+				  &len, errmsg);
 	if (rc)
 		goto out;
 	r->index = mem;
 	if (block_init(r->index, data, len)) {
-		rc = bad_block(r, "index block", &r->index_handle, errmsg);
+		rc = sst_bad_block(r, "index block", &r->index_handle, errmsg);
 		goto out;
 	}
 	rc = check_index(r, errmsg);
@@ -748,21 +798,6 @@ void sst_describe_filter(struct sst_reader *r, unsigned *format_version,
 
 /* ---- point lookups ---- */
 
-static int index_value_handle(struct sst_reader *r, const struct block_iter *ii,
-			      struct block_handle *h, char **msg)
-{
-	/* check_index vetted every entry; this guards against nothing but
-	 * a bug, cheaply. */
-	if (!block_handle_decode(ii->val, ii->val + ii->vlen, h) ||
-	    !handle_within(h, r->data_end)) {
-		give_msg(msg, msgf("%s: index block at offset %" PRIu64
-				   ": bad block handle", r->path,
-				   r->index_handle.offset));
-		return -EUCLEAN;
-	}
-	return 0;
-}
-
 int sst_get(struct sst_reader *r, const uint8_t *ikey, size_t klen,
 	    sst_saver_fn saver, void *ctx, char **errmsg)
 {
@@ -804,9 +839,9 @@ int sst_get(struct sst_reader *r, const uint8_t *ikey, size_t klen,
 	if (!block_iter_valid(&ii)) {
 		if (ii.status) {
 			rc = ii.status;
-			give_msg(errmsg, msgf("%s: index block at offset %" PRIu64
-					      ": corrupt entry", r->path,
-					      r->index_handle.offset));
+			give_msg(errmsg, sst_msgf("%s: index block at offset %" PRIu64
+						  ": corrupt entry", r->path,
+						  r->index_handle.offset));
 		}
 		goto out;
 	}
@@ -815,7 +850,7 @@ int sst_get(struct sst_reader *r, const uint8_t *ikey, size_t klen,
 	if (rc)
 		goto out;
 	const struct block *b;
-	rc = get_block(r, &h, NULL, &b, &handle, &owned, errmsg);
+	rc = sst_get_block(r, &h, NULL, &b, &handle, &owned, errmsg);
 	if (rc)
 		goto out;
 	block_iter_reset(&di, b);
@@ -827,8 +862,8 @@ int sst_get(struct sst_reader *r, const uint8_t *ikey, size_t klen,
 		saver(ctx, di.key, di.klen, di.val, di.vlen);
 	} else if (di.status) {
 		rc = di.status;
-		give_msg(errmsg, msgf("%s: block at offset %" PRIu64
-				      ": corrupt entry", r->path, h.offset));
+		give_msg(errmsg, sst_msgf("%s: block at offset %" PRIu64
+					  ": corrupt entry", r->path, h.offset));
 	}
 out:
 	if (rc == 0 && filtered && !found)
@@ -843,22 +878,6 @@ out:
 
 /* ---- two-level iterator ---- */
 
-/*
- * Readahead: an iterator that has read RA_AFTER blocks in a row from the
- * file, each starting where the last ended, reads the next ones in one
- * pread of RA_MIN bytes, doubling up to RA_MAX as the scan goes on (as
- * RocksDB's iterators do): a forward scan (readseq, readdir, fsck, a
- * compaction's inputs) then makes one system call per RA_MAX bytes
- * rather than one per 4 KiB block.  The bytes are only a faster source:
- * every block taken from them is checked as read_raw checks it, and one
- * that fails (or a pread that fails) is read again the ordinary way, so
- * errors, their messages and the store copies' healing are those of a
- * direct read.
- */
-#define RA_AFTER 2
-#define RA_MIN (16 * 1024)
-#define RA_MAX (256 * 1024)
-
 struct sst_iter {
 	struct iter base;
 	struct sst_reader *r;
@@ -872,101 +891,10 @@ struct sst_iter {
 	struct buf io, plain;
 	struct block_iter index;
 	struct block_iter data;
-	/* readahead: ra holds the file's bytes [ra_off, ra_off + ra.len) */
-	struct buf ra;
-	uint64_t ra_off;
-	uint64_t next_off; /* where the last block read from the file ended */
-	unsigned in_a_row; /* blocks read from the file, each at next_off */
-	size_t ra_size;    /* the next readahead's length */
+	struct sst_readahead ra;
 	void (*done)(void *a, void *b);
 	void *done_a, *done_b;
 };
-
-/*
- * The stored block h (payload + trailer) from the readahead bytes, read
- * first when the scan is sequential; NULL when it is not there (or fails
- * its check, or has a type read_raw refuses): the caller reads it the
- * ordinary way, which reports what is wrong.  *type is its compression
- * type, NONE or LZ4.
- */
-static const uint8_t *readahead_block(struct sst_iter *it,
-				      const struct block_handle *h, uint8_t *type)
-{
-	struct sst_reader *r = it->r;
-	size_t n = (size_t)h->size + BLOCK_TRAILER_SIZE;
-	it->in_a_row = h->offset == it->next_off ? it->in_a_row + 1 : 0;
-	it->next_off = h->offset + n;
-	bool inside = it->ra.len && h->offset >= it->ra_off &&
-		      h->offset - it->ra_off <= it->ra.len &&
-		      n <= it->ra.len - (h->offset - it->ra_off);
-	if (!inside) {
-		if (it->in_a_row < RA_AFTER)
-			return NULL;
-		size_t want = it->ra_size ? it->ra_size : RA_MIN;
-		if (want < n)
-			want = n;
-		if (want > r->data_end - h->offset)
-			want = (size_t)(r->data_end - h->offset);
-		buf_clear(&it->ra);
-		size_t got = 0;
-		if (buf_reserve(&it->ra, want) ||
-		    r->env->ops->pread(r->file, it->ra.data, want, h->offset, &got) ||
-		    got < n) {
-			buf_clear(&it->ra);
-			return NULL;
-		}
-		it->ra.len = got;
-		it->ra_off = h->offset;
-		it->ra_size = want * 2 > RA_MAX ? RA_MAX : want * 2;
-	}
-	const uint8_t *p = it->ra.data + (h->offset - it->ra_off);
-	if (raw_check((void *)h, p, n) ||
-	    (p[h->size] != BLOCK_TYPE_NONE && p[h->size] != BLOCK_TYPE_LZ4))
-		return NULL;
-	*type = p[h->size];
-	return p;
-}
-
-/*
- * Block h from the readahead bytes into its own allocation, as
- * read_block_alloc makes it; 1 when they do not hold it (read it the
- * ordinary way).
- */
-static int readahead_block_alloc(struct sst_iter *it, const struct block_handle *h,
-				 void **mem, const uint8_t **data, size_t *len,
-				 char **msg)
-{
-	uint8_t type;
-	const uint8_t *p = readahead_block(it, h, &type);
-	if (!p)
-		return 1;
-	void *b = NULL;
-	uint8_t *d = NULL;
-	int rc = decode_block(it->r, "block", h, p, type, room_alloc, &b, &d, len, msg);
-	if (rc) {
-		free(b);
-		return rc;
-	}
-	*mem = b;
-	*data = d;
-	return 0;
-}
-
-/* Block h into the iterator's own buffers (no cache), from the readahead
- * bytes or the file. */
-static int iter_read_scratch(struct sst_iter *it, const struct block_handle *h,
-			     const uint8_t **data, size_t *len, char **msg)
-{
-	uint8_t type;
-	const uint8_t *p = readahead_block(it, h, &type);
-	if (!p)
-		return read_block_scratch(it->r, h, &it->io, &it->plain, data, len, msg);
-	uint8_t *d = NULL;
-	int rc = decode_block(it->r, "block", h, p, type, room_buf, &it->plain, &d, len,
-			      msg);
-	*data = d;
-	return rc;
-}
 
 static void release_block(struct sst_iter *it)
 {
@@ -992,8 +920,8 @@ static void fail(struct sst_iter *it, int rc, char *m)
 static void fail_index(struct sst_iter *it)
 {
 	fail(it, it->index.status,
-	     msgf("%s: index block at offset %" PRIu64 ": corrupt entry",
-		  it->r->path, it->r->index_handle.offset));
+	     sst_msgf("%s: index block at offset %" PRIu64 ": corrupt entry",
+		      it->r->path, it->r->index_handle.offset));
 }
 
 /* Load the block the index iterator points at (if not loaded already). */
@@ -1024,9 +952,9 @@ static void init_data_block(struct sst_iter *it)
 	 * long scan (readdir of a huge directory, fsck, readseq) would
 	 * otherwise push the hot blocks out, and pay an allocation, an
 	 * insert and an eviction per block for blocks read once. */
-	bool scanning = it->in_a_row >= RA_AFTER && h.offset == it->next_off;
+	bool scanning = sst_readahead_scanning(&it->ra, h.offset);
 	if (it->fill_cache && r->cache && !scanning) {
-		rc = get_block(r, &h, it, &b, &it->handle, &it->owned, &m);
+		rc = sst_get_block(r, &h, &it->ra, &b, &it->handle, &it->owned, &m);
 	} else {
 		/* Use a cached copy if there is one, but add nothing. */
 		if (r->cache)
@@ -1037,9 +965,10 @@ static void init_data_block(struct sst_iter *it)
 		} else {
 			const uint8_t *data;
 			size_t len;
-			rc = iter_read_scratch(it, &h, &data, &len, &m);
+			rc = sst_read_block_scratch(r, &it->ra, &h, &it->io, &it->plain, &data,
+						    &len, &m);
 			if (rc == 0 && block_init(&it->scratch, data, len))
-				rc = bad_block(r, "block", &h, &m);
+				rc = sst_bad_block(r, "block", &h, &m);
 			if (rc == 0) {
 				COUNT(r, block_reads);
 				b = &it->scratch;
@@ -1058,8 +987,8 @@ static void init_data_block(struct sst_iter *it)
 static void fail_data(struct sst_iter *it)
 {
 	fail(it, it->data.status,
-	     msgf("%s: block at offset %" PRIu64 ": corrupt entry", it->r->path,
-		  it->block_offset));
+	     sst_msgf("%s: block at offset %" PRIu64 ": corrupt entry", it->r->path,
+		      it->block_offset));
 }
 
 /* Move forward past exhausted or empty blocks. */
@@ -1194,7 +1123,7 @@ static void si_destroy(struct iter *base)
 	block_iter_release(&it->data);
 	buf_free(&it->io);
 	buf_free(&it->plain);
-	buf_free(&it->ra);
+	sst_readahead_free(&it->ra);
 	if (it->done)
 		it->done(it->done_a, it->done_b);
 	free(it);
@@ -1223,8 +1152,7 @@ struct iter *sst_iter_new(struct sst_reader *r, bool fill_cache)
 	it->fill_cache = fill_cache;
 	buf_init(&it->io);
 	buf_init(&it->plain);
-	buf_init(&it->ra);
-	it->next_off = UINT64_MAX;
+	sst_readahead_init(&it->ra);
 	block_iter_init(&it->index, ikey_compare);
 	block_iter_reset(&it->index, r->index);
 	block_iter_init(&it->data, ikey_compare);
@@ -1298,11 +1226,11 @@ static void verify_entries(struct verify *v, const struct block *b,
 	if (!why && n == 0)
 		why = "empty data block";
 	if (!why && block_check_restarts(b))
-		verify_report(v, msgf("%s: block at offset %" PRIu64 ": a restart point is not "
-				      "the start of a whole-key entry", r->path, h->offset));
+		verify_report(v, sst_msgf("%s: block at offset %" PRIu64 ": a restart point is not "
+					  "the start of a whole-key entry", r->path, h->offset));
 	if (why)
-		verify_report(v, msgf("%s: block at offset %" PRIu64 ": entry %"
-				      PRIu64 ": %s", r->path, h->offset, n, why));
+		verify_report(v, sst_msgf("%s: block at offset %" PRIu64 ": entry %"
+					  PRIu64 ": %s", r->path, h->offset, n, why));
 	buf_free(&last);
 	block_iter_release(&it);
 }
@@ -1317,20 +1245,20 @@ static void verify_block(struct verify *v, const char *what,
 	const uint8_t *data;
 	size_t len;
 	char *m = NULL;
-	int rc = read_block_alloc(v->r, what, h, &mem, &data, &len, &m);
+	int rc = sst_read_block_alloc(v->r, what, h, &mem, &data, &len, &m);
 	if (rc) {
 		if (!m)
-			m = msgf("%s: %s at offset %" PRIu64 ": %s", v->r->path,
-				 what, h->offset, strerror(-rc));
+			m = sst_msgf("%s: %s at offset %" PRIu64 ": %s", v->r->path,
+				     what, h->offset, strerror(-rc));
 		verify_report(v, m);
 		return;
 	}
 	if (entries) {
 		struct block b;
 		if (block_init(&b, data, len))
-			verify_report(v, msgf("%s: %s at offset %" PRIu64
-					      ": malformed block", v->r->path,
-					      what, h->offset));
+			verify_report(v, sst_msgf("%s: %s at offset %" PRIu64
+						  ": malformed block", v->r->path,
+						  what, h->offset));
 		else
 			verify_entries(v, &b, h, sep, seplen, prev_sep);
 	}
@@ -1350,19 +1278,19 @@ static void verify_filter(struct verify *v)
 		const uint8_t *data;
 		size_t len;
 		char *m = NULL;
-		int rc = read_block_alloc(r, "filter block", &r->filter_handle, &mem, &data,
-					  &len, &m);
+		int rc = sst_read_block_alloc(r, "filter block", &r->filter_handle, &mem, &data,
+					      &len, &m);
 		if (rc) {
-			verify_report(v, m ? m : msgf("%s: filter block at offset %" PRIu64 ": %s",
-						      r->path, r->filter_handle.offset,
-						      strerror(-rc)));
+			verify_report(v, m ? m : sst_msgf("%s: filter block at offset %" PRIu64 ": %s",
+							  r->path, r->filter_handle.offset,
+							  strerror(-rc)));
 			return;
 		}
 		const char *why = filter_desc_decode(data, len, r->filter_handle.offset, &d);
 		free(mem);
 		if (why) {
-			verify_report(v, msgf("%s: filter block at offset %" PRIu64 ": %s",
-					      r->path, r->filter_handle.offset, why));
+			verify_report(v, sst_msgf("%s: filter block at offset %" PRIu64 ": %s",
+						  r->path, r->filter_handle.offset, why));
 			return;
 		}
 	}
@@ -1375,16 +1303,16 @@ static void verify_filter(struct verify *v)
 			snprintf(what, sizeof(what), "filter block");
 		else
 			snprintf(what, sizeof(what), "filter part %u", i);
-		int rc = read_block_alloc(r, what, &d.parts[i], &mem, &data, &len, &m);
+		int rc = sst_read_block_alloc(r, what, &d.parts[i], &mem, &data, &len, &m);
 		if (rc) {
-			verify_report(v, m ? m : msgf("%s: %s at offset %" PRIu64 ": %s", r->path,
-						      what, d.parts[i].offset, strerror(-rc)));
+			verify_report(v, m ? m : sst_msgf("%s: %s at offset %" PRIu64 ": %s", r->path,
+							  what, d.parts[i].offset, strerror(-rc)));
 			continue;
 		}
 		const char *why = filter_part_problem(&d.params, i, data, len);
 		if (why)
-			verify_report(v, msgf("%s: %s at offset %" PRIu64 ": %s", r->path, what,
-					      d.parts[i].offset, why));
+			verify_report(v, sst_msgf("%s: %s at offset %" PRIu64 ": %s", r->path, what,
+						  d.parts[i].offset, why));
 		free(mem);
 	}
 }
@@ -1417,9 +1345,9 @@ int sst_verify(struct sst_reader *r, void (*report)(void *ctx, const char *line)
 		buf_append(&prev_sep, ii.key, ii.klen);
 	}
 	if (ii.status)
-		verify_report(&v, msgf("%s: index block at offset %" PRIu64
-				       ": corrupt entry", r->path,
-				       r->index_handle.offset));
+		verify_report(&v, sst_msgf("%s: index block at offset %" PRIu64
+					   ": corrupt entry", r->path,
+					   r->index_handle.offset));
 	buf_free(&prev_sep);
 	block_iter_release(&ii);
 	return v.problems ? -EUCLEAN : 0;
@@ -1454,20 +1382,20 @@ static int salvage_block(struct salvage *s, const struct block_handle *h,
 	const uint8_t *data;
 	size_t len;
 	char *m = NULL;
-	int rc = read_block_alloc(s->r, "block", h, &mem, &data, &len, &m);
+	int rc = sst_read_block_alloc(s->r, "block", h, &mem, &data, &len, &m);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc) {
 		salvage_lost(s, h->offset, prev_sep, sep, seplen,
-			     m ? m : msgf("%s: block at offset %" PRIu64 ": %s",
-					  s->r->path, h->offset, strerror(-rc)));
+			     m ? m : sst_msgf("%s: block at offset %" PRIu64 ": %s",
+					      s->r->path, h->offset, strerror(-rc)));
 		return 0;
 	}
 	struct block b;
 	if (block_init(&b, data, len)) {
 		salvage_lost(s, h->offset, prev_sep, sep, seplen,
-			     msgf("%s: block at offset %" PRIu64 ": malformed block",
-				  s->r->path, h->offset));
+			     sst_msgf("%s: block at offset %" PRIu64 ": malformed block",
+				      s->r->path, h->offset));
 		free(mem);
 		return 0;
 	}
@@ -1504,8 +1432,8 @@ static int salvage_block(struct salvage *s, const struct block_handle *h,
 		why = it.status == -EUCLEAN ? "corrupt entry" : "out of memory";
 	if (!rc && why)
 		salvage_lost(s, h->offset, n ? &s->last : prev_sep, sep, seplen,
-			     msgf("%s: block at offset %" PRIu64 ": entry %" PRIu64 ": %s",
-				  s->r->path, h->offset, n, why));
+			     sst_msgf("%s: block at offset %" PRIu64 ": entry %" PRIu64 ": %s",
+				      s->r->path, h->offset, n, why));
 	block_iter_release(&it);
 	free(mem);
 	return rc;
@@ -1537,9 +1465,9 @@ int sst_salvage(struct sst_reader *r, const struct sst_salvage_ops *ops, void *c
 	}
 	if (rc == 0 && ii.status)
 		salvage_lost(&s, r->index_handle.offset, &prev_sep, NULL, 0,
-			     msgf("%s: index block at offset %" PRIu64
-				  ": corrupt entry; the rest of the table is lost",
-				  r->path, r->index_handle.offset));
+			     sst_msgf("%s: index block at offset %" PRIu64
+				      ": corrupt entry; the rest of the table is lost",
+				      r->path, r->index_handle.offset));
 	buf_free(&prev_sep);
 	buf_free(&s.last);
 	block_iter_release(&ii);
