@@ -153,8 +153,8 @@ int sst_read_block_alloc(struct sst_reader *r, const char *what,
 			 const struct block_handle *h, void **mem,
 			 const uint8_t **data, size_t *len, char **msg);
 /* Read data block h into the reusable buffers io (raw) and plain
- * (decompressed), from the readahead bytes of ra when it holds them (ra
- * may be NULL), else from the file. */
+ * (decompressed), from the readahead bytes of ra when they hold it, else
+ * from the file; the block cache is not touched. */
 int sst_read_block_scratch(struct sst_reader *r, struct sst_readahead *ra,
 			   const struct block_handle *h, struct buf *io,
 			   struct buf *plain, const uint8_t **data, size_t *len,
