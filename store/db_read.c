@@ -307,6 +307,18 @@ fail:
 	return rc;
 }
 
+/* Bytes written since open, for the lifetime totals every MANIFEST edit
+ * carries.  mu held. */
+void db_session_totals(void *ctx, struct write_totals *out)
+{
+	struct store *st = ctx;
+	out->user = atomic_load(&st->user_bytes);
+	out->wal = atomic_load(&st->wal_bytes);
+	out->flush = st->flush_bytes;
+	out->compaction = st->compaction_written;
+	out->manifest = st->manifest_bytes;
+}
+
 void store_get_stats(struct store *st, struct store_stats *s)
 {
 	memset(s, 0, sizeof(*s));
