@@ -733,12 +733,13 @@ int store_close(struct store *st)
 		/* Writes since the last edit count in the lifetime totals too:
 		 * one more edit records them (FORMAT.md, tag 7).  Its failure
 		 * loses nothing but those counts, so close does not fail. */
-		struct write_totals last, base, now;
+		struct store_totals last, base, now;
 		version_set_totals(st->vs, &last);
 		version_set_base_totals(st->vs, &base);
 		pthread_mutex_lock(&st->mu);
 		db_session_totals(st, &now);
-		if (base.user + now.user != last.user || base.wal + now.wal != last.wal) {
+		if (base.user_bytes_written + now.user_bytes_written != last.user_bytes_written ||
+		    base.wal_bytes_written + now.wal_bytes_written != last.wal_bytes_written) {
 			struct version_edit e;
 			version_edit_init(&e);
 			int r = version_set_log_and_apply(st->vs, &e, &st->mu);

@@ -257,7 +257,7 @@ bool db_reserve_whole(const struct store *st);
 uint64_t db_smallest_snapshot(struct store *st);
 /* Bytes written since open, for the lifetime totals every MANIFEST edit
  * carries (version_set_options.session_totals).  mu held. */
-void db_session_totals(void *ctx, struct write_totals *out);
+void db_session_totals(void *ctx, struct store_totals *out);
 /* Look ukey up at seq in the version's tables.  Returns 0 with *found set
  * to MEMTABLE_FOUND (value in *val, malloc'd), MEMTABLE_DELETED or
  * MEMTABLE_MISSING; or a negative errno. */
