@@ -1,7 +1,8 @@
 /*
  * block: the prefix-compressed sorted blocks that SSTables are made of
  * (data blocks and the index block), and a few table internals shared by
- * sst_build.c, sst_read.c and table_cache.c.  FORMAT.md "SSTable".
+ * sst_build.c, the reader (sst_read.c and its neighbours) and
+ * table_cache.c.  FORMAT.md "SSTable".
  *
  * Block payload:
  *   entry* | le32 restart[num_restarts] | le32 num_restarts
@@ -158,7 +159,7 @@ void block_iter_seek(struct block_iter *it, const uint8_t *target, size_t len);
 void block_iter_next(struct block_iter *it);
 void block_iter_prev(struct block_iter *it);
 
-/* ---- table internals (sst_read.c), for table_cache.c ---- */
+/* ---- table internals (sst_open.c, sst_iter.c), for table_cache.c ---- */
 
 struct sst_reader;
 /* A slot for the table cache's bookkeeping (NULL until set). */

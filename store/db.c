@@ -1,6 +1,7 @@
 /*
- * db: opening, recovering and closing a store, and the files of its
- * directory.  FORMAT.md "Directory" and "Recovery".
+ * db: opening, recovering and closing a store.  FORMAT.md "Directory" and
+ * "Recovery"; the directory's files are named, and the obsolete ones
+ * deleted, by db_files.c.
  *
  * Directory: LOCK, CURRENT, MANIFEST-NNNNNN, NNNNNN.log (commit logs),
  * NNNNNN.sst (tables).  Open = lock, read CURRENT/MANIFEST, replay every
@@ -19,18 +20,6 @@
 #include "db_int.h"
 #include "filter.h"
 #include "dbformat.h"
-
-/* Bytes written since open, for the lifetime totals every MANIFEST edit
- * carries.  mu held. */
-void db_session_totals(void *ctx, struct write_totals *out)
-{
-	struct store *st = ctx;
-	out->user = atomic_load(&st->user_bytes);
-	out->wal = atomic_load(&st->wal_bytes);
-	out->flush = st->flush_bytes;
-	out->compaction = st->compaction_written;
-	out->manifest = st->manifest_bytes;
-}
 
 void store_options_init(struct store_options *o)
 {
@@ -65,154 +54,10 @@ static int check_options(const struct store_options *o)
 	return 0;
 }
 
-void db_report(struct store *st, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	pthread_mutex_lock(&st->errmu);
-	snprintf(st->errmsg, sizeof(st->errmsg), "%s", msg);
-	pthread_mutex_unlock(&st->errmu);
-	if (st->opt.log)
-		st->opt.log(st->opt.log_ctx, msg);
-}
-
 /* sst_counters.report: damage met under an iterator. */
 static void table_report(void *ctx, const char *msg)
 {
 	db_report(ctx, "%s", msg);
-}
-
-void store_errmsg(struct store *st, char *buf, size_t len)
-{
-	pthread_mutex_lock(&st->errmu);
-	snprintf(buf, len, "%s", st->errmsg);
-	pthread_mutex_unlock(&st->errmu);
-}
-
-void db_log_file_name(char *out, size_t len, const char *dir, uint64_t number)
-{
-	snprintf(out, len, "%s/%06" PRIu64 ".log", dir, number);
-}
-
-int db_pending_add(struct store *st, uint64_t number)
-{
-	if (st->npending == st->cap_pending) {
-		size_t cap = st->cap_pending ? st->cap_pending * 2 : 8;
-		uint64_t *p = realloc(st->pending_outputs, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		st->pending_outputs = p;
-		st->cap_pending = cap;
-	}
-	st->pending_outputs[st->npending++] = number;
-	return 0;
-}
-
-void db_pending_remove(struct store *st, uint64_t number)
-{
-	for (size_t i = 0; i < st->npending; i++) {
-		if (st->pending_outputs[i] == number) {
-			st->pending_outputs[i] = st->pending_outputs[--st->npending];
-			return;
-		}
-	}
-}
-
-/* Classify a directory entry and extract its number. */
-enum file_kind db_parse_file_name(const char *name, uint64_t *number)
-{
-	char *end;
-	size_t n = strlen(name);
-	if (n > 4 && strcmp(name + n - 4, ".tmp") == 0)
-		return FK_TEMP;
-	if (strncmp(name, "MANIFEST-", 9) == 0) {
-		*number = strtoull(name + 9, &end, 10);
-		return (*end == '\0' && end != name + 9) ? FK_MANIFEST : FK_OTHER;
-	}
-	if (name[0] < '0' || name[0] > '9')
-		return FK_OTHER;
-	*number = strtoull(name, &end, 10);
-	if (strcmp(end, ".log") == 0)
-		return FK_LOG;
-	if (strcmp(end, ".sst") == 0)
-		return FK_SST;
-	return FK_OTHER;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-void db_delete_obsolete_files(struct store *st)
-{
-	uint64_t *live = NULL;
-	size_t nlive = 0;
-	if (st->bg_error || version_set_manifest_in_doubt(st->vs) ||
-	    version_set_live_files(st->vs, &live, &nlive)) {
-		/* After a hard error, or a MANIFEST write that failed, we cannot
-		 * be sure what is live: keep all. */
-		free(live);
-		return;
-	}
-	for (size_t i = 0; i < st->npending; i++) {
-		uint64_t *p = realloc(live, (nlive + 1) * sizeof(*p));
-		if (!p) {
-			free(live);
-			return;
-		}
-		live = p;
-		live[nlive++] = st->pending_outputs[i];
-	}
-	qsort(live, nlive, sizeof(*live), cmp_u64);
-	uint64_t log_number = version_set_log_number(st->vs);
-	uint64_t manifest_number = version_set_manifest_number(st->vs);
-	/* The writer may be syncing it right now (db_write.c sync_old_log):
-	 * a copy that lost it first would be dropped as failing. */
-	uint64_t old_log = st->old_log_number;
-
-	pthread_mutex_unlock(&st->mu);
-	char **names = NULL;
-	size_t count = 0;
-	if (st->env->ops->list_dir(st->env, st->dir, &names, &count) == 0) {
-		for (size_t i = 0; i < count; i++) {
-			uint64_t number = 0;
-			bool keep = true;
-			switch (db_parse_file_name(names[i], &number)) {
-			case FK_LOG:
-				keep = number >= log_number || number == old_log;
-				break;
-			case FK_SST:
-				keep = bsearch(&number, live, nlive, sizeof(*live),
-					       cmp_u64) != NULL;
-				if (!keep)
-					table_cache_evict(st->tables, number);
-				break;
-			case FK_MANIFEST:
-				keep = number >= manifest_number;
-				break;
-			case FK_TEMP:
-				keep = false;
-				break;
-			case FK_OTHER:
-				break;
-			}
-			if (!keep) {
-				char path[4096];
-				snprintf(path, sizeof(path), "%s/%s", st->dir, names[i]);
-				/* A file we fail to delete is only wasted space;
-				 * the next pass tries again. */
-				(void)st->env->ops->unlink(st->env, path);
-			}
-		}
-		env_free_names(names, count);
-	}
-	free(live);
-	pthread_mutex_lock(&st->mu);
 }
 
 struct replay_ctx {
@@ -428,11 +273,11 @@ static int check_live_tables(struct store *st, char **names, size_t count)
 		if (db_parse_file_name(names[i], &number) == FK_SST)
 			have[nhave++] = number;
 	}
-	qsort(have, nhave, sizeof(*have), cmp_u64);
+	qsort(have, nhave, sizeof(*have), db_cmp_file_numbers);
 	size_t missing = 0;
 	uint64_t first = 0;
 	for (size_t i = 0; i < nlive; i++) {
-		if (!bsearch(&live[i], have, nhave, sizeof(*have), cmp_u64)) {
+		if (!bsearch(&live[i], have, nhave, sizeof(*have), db_cmp_file_numbers)) {
 			if (!missing++)
 				first = live[i];
 		}
@@ -576,7 +421,7 @@ static int recover(struct store *st)
 		free(logs);
 		return rc;
 	}
-	qsort(logs, nlogs, sizeof(*logs), cmp_u64);
+	qsort(logs, nlogs, sizeof(*logs), db_cmp_file_numbers);
 
 	struct version_edit edit;
 	version_edit_init(&edit);
@@ -888,12 +733,13 @@ int store_close(struct store *st)
 		/* Writes since the last edit count in the lifetime totals too:
 		 * one more edit records them (FORMAT.md, tag 7).  Its failure
 		 * loses nothing but those counts, so close does not fail. */
-		struct write_totals last, base, now;
+		struct store_totals last, base, now;
 		version_set_totals(st->vs, &last);
 		version_set_base_totals(st->vs, &base);
 		pthread_mutex_lock(&st->mu);
 		db_session_totals(st, &now);
-		if (base.user + now.user != last.user || base.wal + now.wal != last.wal) {
+		if (base.user_bytes_written + now.user_bytes_written != last.user_bytes_written ||
+		    base.wal_bytes_written + now.wal_bytes_written != last.wal_bytes_written) {
 			struct version_edit e;
 			version_edit_init(&e);
 			int r = version_set_log_and_apply(st->vs, &e, &st->mu);

@@ -21,19 +21,6 @@
 #include "db_int.h"
 #include "dbformat.h"
 
-void db_set_bg_error(struct store *st, int err)
-{
-	if (!st->bg_error && err) {
-		st->bg_error = err;
-		pthread_cond_broadcast(&st->bg_cv);
-	}
-}
-
-bool db_error_is_soft(int err)
-{
-	return err != -EUCLEAN;
-}
-
 #define BACKOFF_FIRST_MS 50
 #define BACKOFF_MAX_MS 2000
 

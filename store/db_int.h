@@ -2,7 +2,9 @@
  * db_int: the store object shared by db.c (open, recovery, close), db_write.c
  * (group commit), db_read.c (point reads, snapshots, stats), db_iter.c (user
  * iterators) and db_compact.c (the background thread: flushes and
- * compactions).
+ * compactions), and the helpers they all call: db_files.c (the directory's
+ * files) and db_error.c (reports and the background error), two leaves
+ * that call no other db*.c file.
  *
  * Locking: st->mu guards everything below marked (mu).  The head of the
  * writer queue appends to the commit log and inserts into st->mem without
@@ -148,12 +150,31 @@ struct store {
 	uint64_t stall_micros;
 };
 
-/* db.c */
+/* db_error.c (a leaf) */
 /* Format a message, send it to opt.log and keep it for store_errmsg.
  * Callable with or without mu. */
 void db_report(struct store *st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Record a hard background error (mu held) and wake everyone. */
+void db_set_bg_error(struct store *st, int err);
+/* May a failed write or background step with this error be tried again
+ * (it left nothing half done)?  Everything but corruption. */
+bool db_error_is_soft(int err);
+
+/* db_files.c (a leaf): the files of the store's directory. */
 void db_log_file_name(char *out, size_t len, const char *dir, uint64_t number);
+/* The kind of a name in a store directory, and its number. */
+enum file_kind { FK_OTHER, FK_LOG, FK_SST, FK_MANIFEST, FK_TEMP };
+enum file_kind db_parse_file_name(const char *name, uint64_t *number);
+/* qsort/bsearch order of file numbers (uint64_t). */
+int db_cmp_file_numbers(const void *a, const void *b);
+int db_pending_add(struct store *st, uint64_t number); /* mu held */
+void db_pending_remove(struct store *st, uint64_t number); /* mu held */
+/* Delete files no live version or pending output needs.  mu held (dropped
+ * while unlinking). */
+void db_delete_obsolete_files(struct store *st);
+
+/* db.c */
 /*
  * A log link (batch.h) read in logs[i] names log prev, `size` bytes long
  * when it was left.  true if the logs read before it hold all of prev
@@ -164,15 +185,6 @@ void db_log_file_name(char *out, size_t len, const char *dir, uint64_t number);
  */
 bool db_log_link_whole(const uint64_t *logs, const uint64_t *ends, size_t i,
 		       uint64_t min_log, uint64_t prev, uint64_t size);
-/* The kind of a name in a store directory, and its number. */
-enum file_kind { FK_OTHER, FK_LOG, FK_SST, FK_MANIFEST, FK_TEMP };
-enum file_kind db_parse_file_name(const char *name, uint64_t *number);
-void db_session_totals(void *ctx, struct write_totals *out);
-int db_pending_add(struct store *st, uint64_t number); /* mu held */
-void db_pending_remove(struct store *st, uint64_t number); /* mu held */
-/* Delete files no live version or pending output needs.  mu held (dropped
- * while unlinking). */
-void db_delete_obsolete_files(struct store *st);
 
 /* db_tools.c: a store's MANIFEST and tables opened without opening the
  * store (no commit-log replay, no background thread), for the offline
@@ -220,14 +232,9 @@ void *db_bg_main(void *arg);
  * base may be NULL (level 0).  mu held (dropped during I/O). */
 int db_write_level0_table(struct store *st, struct memtable *mem,
 			  struct version_edit *edit, struct version *base);
-/* Record a hard background error (mu held) and wake everyone. */
-void db_set_bg_error(struct store *st, int err);
 /* A background step failed with err: hard (corruption) or soft (retried
  * after a back-off).  mu held. */
 void db_bg_failed(struct store *st, int err);
-/* May a failed write or background step with this error be tried again
- * (it left nothing half done)?  Everything but corruption. */
-bool db_error_is_soft(int err);
 
 /* db_reserve.c (FORMAT.md "Full disk"); writer-queue head or open/close. */
 /* Make RESERVE reserve_bytes long; 0 when it is (or no reserve is set). */
@@ -248,6 +255,9 @@ bool db_reserve_whole(const struct store *st);
 /* db_read.c */
 /* The oldest sequence any snapshot can see (mu held). */
 uint64_t db_smallest_snapshot(struct store *st);
+/* Bytes written since open, for the lifetime totals every MANIFEST edit
+ * carries (version_set_options.session_totals).  mu held. */
+void db_session_totals(void *ctx, struct store_totals *out);
 /* Look ukey up at seq in the version's tables.  Returns 0 with *found set
  * to MEMTABLE_FOUND (value in *val, malloc'd), MEMTABLE_DELETED or
  * MEMTABLE_MISSING; or a negative errno. */

@@ -307,6 +307,18 @@ fail:
 	return rc;
 }
 
+/* Bytes written since open, for the lifetime totals every MANIFEST edit
+ * carries.  mu held. */
+void db_session_totals(void *ctx, struct store_totals *out)
+{
+	struct store *st = ctx;
+	out->user_bytes_written = atomic_load(&st->user_bytes);
+	out->wal_bytes_written = atomic_load(&st->wal_bytes);
+	out->flush_bytes_written = st->flush_bytes;
+	out->compaction_bytes_written = st->compaction_written;
+	out->manifest_bytes_written = st->manifest_bytes;
+}
+
 void store_get_stats(struct store *st, struct store_stats *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -336,14 +348,13 @@ void store_get_stats(struct store *st, struct store_stats *s)
 	s->memtable_bytes = memtable_memory_usage(st->mem) +
 			    (st->imm ? memtable_memory_usage(st->imm) : 0);
 	s->last_sequence = version_set_last_sequence(st->vs);
-	struct write_totals base, now;
+	struct store_totals base, now;
 	version_set_base_totals(st->vs, &base);
 	db_session_totals(st, &now);
-	s->lifetime.user_bytes_written = base.user + now.user;
-	s->lifetime.wal_bytes_written = base.wal + now.wal;
-	s->lifetime.flush_bytes_written = base.flush + now.flush;
-	s->lifetime.compaction_bytes_written = base.compaction + now.compaction;
-	s->lifetime.manifest_bytes_written = base.manifest + now.manifest;
+#define ADD(kind, field, key, word) \
+	STORE_IF_TOTAL(kind, s->lifetime.field = base.field + now.field;)
+	STORE_COUNTERS(ADD)
+#undef ADD
 	struct version *v = version_set_current(st->vs);
 	for (int l = 0; l < NUM_LEVELS; l++) {
 		s->level_files[l] = v->nfiles[l];

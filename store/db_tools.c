@@ -467,13 +467,7 @@ int store_list_tables(const char *dir, const struct store_options *opt,
 		}
 	}
 	if (rc == 0 && totals) {
-		struct write_totals w;
-		version_set_totals(t.vs, &w);
-		*totals = (struct store_totals){
-			.user_bytes_written = w.user, .wal_bytes_written = w.wal,
-			.flush_bytes_written = w.flush, .compaction_bytes_written = w.compaction,
-			.manifest_bytes_written = w.manifest,
-		};
+		version_set_totals(t.vs, totals);
 	}
 	db_offline_close(&t);
 	if (rc) {

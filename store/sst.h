@@ -107,7 +107,8 @@ int sst_builder_finish(struct sst_builder *b, uint64_t *file_size);
 /* Close and free without finishing (the caller unlinks the file). */
 void sst_builder_abandon(struct sst_builder *b);
 
-/* ---- reader (sst_read.c) ---- */
+/* ---- reader: sst_open.c, sst_get.c, sst_iter.c, sst_verify.c,
+ * sst_salvage.c over the block reads of sst_read.c (sst_int.h) ---- */
 
 struct sst_reader;
 /*

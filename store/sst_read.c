@@ -1,27 +1,27 @@
 /*
- * sst_read: reading an SSTable: open (footer, index, filter), point
- * lookups, the two-level iterator, verification.  FORMAT.md "SSTable".
+ * sst_read: reading the blocks of a table: read the stored bytes, check
+ * them, decode them; the block cache; readahead.  FORMAT.md "SSTable"
+ * ("File layout" for the block trailer, "LZ4 payloads", "Reading rules").
+ * The reader's other parts (sst_int.h) read every block through here.
  *
- * A reader keeps the index block and the filter in memory for its whole
- * life; sst_open checks the footer and the index block's checksum and walks
- * the whole index once, so every data block handle used later is known to
- * lie inside the data area.  A filter block or part that does not read is
- * reported (counters->report) and left out: the table is read without it.  Data blocks are read with env pread, checked
- * (checksum, type, LZ4 length) and, unless the caller says otherwise, put
- * in the block cache under (file number, block offset) with the block's
- * memory as value: a cache hit is a hash lookup and a pin, no copy.
+ * A block is read whole with env pread (env_pread_checked: a store with
+ * copies judges a copy by the same check) and is accepted only when all of
+ * it was read, its checksum is right, its type is known and, for LZ4, its
+ * stated length is possible and exactly reproduced.  Data blocks are put,
+ * unless the caller says otherwise, in the block cache under (file number,
+ * block offset) with the block's memory (BLOCK_HEAD layout) as value: a
+ * cache hit is a hash lookup and a pin, no copy.  Readahead bytes are only
+ * a faster source: a block taken from them is checked the same way and one
+ * that fails is read again directly.
  *
  * Corruption is -EUCLEAN with a message "path: <what> at offset N: <why>".
- * Iterators have no message channel: their message is kept in the reader
- * (first one wins) and their status is -EUCLEAN.
  *
- * Thread safety: a reader is immutable after open, except for the kept
- * iterator message (mu); many threads may get and iterate at once.
+ * Locking: none of its own; the reader is immutable, the block cache
+ * locks itself, and a struct sst_readahead belongs to one iterator.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <lz4.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,35 +31,11 @@
 #include "dbformat.h"
 #include "filter.h"
 #include "sst.h"
-
-/* Block memory: a struct block, then the payload (one allocation, freed
- * with free(); also the block cache's value). */
-#define BLOCK_HEAD ((sizeof(struct block) + 15) & ~(size_t)15)
-
-struct sst_reader {
-	struct store_env *env;
-	struct env_rfile *file;
-	char *path;
-	uint64_t number;
-	uint64_t size;
-	struct block_cache *cache;
-	struct sst_counters *counters;
-	struct block_handle index_handle;
-	struct block_handle filter_handle;
-	struct block *index;   /* BLOCK_HEAD memory */
-	unsigned version;      /* the footer's format version */
-	struct table_filter filter;
-	uint64_t data_end; /* data blocks lie in [0, data_end) */
-	uint64_t data_blocks;
-	void *owner;
-	pthread_mutex_t mu;
-	char *iter_errmsg;
-};
+#include "sst_int.h"
 
 /* ---- messages and counters ---- */
 
-__attribute__((format(printf, 1, 2)))
-static char *msgf(const char *fmt, ...)
+char *sst_msgf(const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
@@ -69,44 +45,7 @@ static char *msgf(const char *fmt, ...)
 	return n < 0 ? NULL : s;
 }
 
-static void give_msg(char **errmsg, char *m)
-{
-	if (errmsg)
-		*errmsg = m;
-	else
-		free(m);
-}
-
-/* Keep the first iterator error message; take ownership of m. */
-static void note_iter_error(struct sst_reader *r, char *m)
-{
-	if (m && r->counters && r->counters->report)
-		r->counters->report(r->counters->report_ctx, m);
-	pthread_mutex_lock(&r->mu);
-	if (!r->iter_errmsg) {
-		r->iter_errmsg = m;
-		m = NULL;
-	}
-	pthread_mutex_unlock(&r->mu);
-	free(m);
-}
-
-/* Bump a shared counter (counters may be NULL). */
-#define COUNT(r, field)                                                      \
-	do {                                                                 \
-		if ((r)->counters)                                           \
-			atomic_fetch_add_explicit(&(r)->counters->field, 1,  \
-						  memory_order_relaxed);     \
-	} while (0)
-
 /* ---- block reading ---- */
-
-/* Is h a block (payload + trailer) inside [0, end)? */
-static bool handle_within(const struct block_handle *h, uint64_t end)
-{
-	return h->size <= end && end - h->size >= BLOCK_TRAILER_SIZE &&
-	       h->offset <= end - h->size - BLOCK_TRAILER_SIZE;
-}
 
 /* A stored block is whole: all of it read, its checksum right (the check
  * a copy of the store is judged by, env_pread_checked). */
@@ -133,26 +72,26 @@ static int read_raw(struct sst_reader *r, const char *what,
 	int rc = env_pread_checked(r->env, r->file, dst, n, h->offset, &got, raw_check,
 				   (void *)h);
 	if (rc && rc != -EUCLEAN) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": read failed: %s",
-				   r->path, what, h->offset, strerror(-rc)));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64 ": read failed: %s",
+				       r->path, what, h->offset, strerror(-rc)));
 		return rc;
 	}
 	if (got != n) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64
-				   ": short read (%zu of %zu bytes)",
-				   r->path, what, h->offset, got, n));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64
+				       ": short read (%zu of %zu bytes)",
+				       r->path, what, h->offset, got, n));
 		return -EUCLEAN;
 	}
 	if (rc) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": checksum mismatch",
-				   r->path, what, h->offset));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64 ": checksum mismatch",
+				       r->path, what, h->offset));
 		return -EUCLEAN;
 	}
 	*type = dst[h->size];
 	if (*type != BLOCK_TYPE_NONE && *type != BLOCK_TYPE_LZ4) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64
-				   ": unknown compression type %u",
-				   r->path, what, h->offset, *type));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64
+				       ": unknown compression type %u",
+				       r->path, what, h->offset, *type));
 		return -EUCLEAN;
 	}
 	return 0;
@@ -169,9 +108,9 @@ static int lz4_header(struct sst_reader *r, const char *what,
 	/* LZ4 cannot expand data more than 255 times. */
 	if (!q || (uint64_t)*ulen > 255 * (uint64_t)(limit - q) + 64 ||
 	    *ulen > LZ4_MAX_INPUT_SIZE) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64
-				   ": bad compressed length", r->path, what,
-				   h->offset));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64
+				       ": bad compressed length", r->path, what,
+				       h->offset));
 		return -EUCLEAN;
 	}
 	*src = q;
@@ -186,8 +125,8 @@ static int lz4_decode(struct sst_reader *r, const char *what,
 	int n = LZ4_decompress_safe((const char *)src, (char *)dst, (int)slen,
 				    (int)ulen);
 	if (n < 0 || (uint32_t)n != ulen) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64
-				   ": bad LZ4 data", r->path, what, h->offset));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64
+				       ": bad LZ4 data", r->path, what, h->offset));
 		return -EUCLEAN;
 	}
 	return 0;
@@ -250,14 +189,14 @@ static uint8_t *room_buf(void *ctx, size_t n)
  * Read block h into a new allocation: BLOCK_HEAD bytes of room, then the
  * (decompressed) payload at *data, *len bytes.
  */
-static int read_block_alloc(struct sst_reader *r, const char *what,
-			    const struct block_handle *h, void **mem,
-			    const uint8_t **data, size_t *len, char **msg)
+int sst_read_block_alloc(struct sst_reader *r, const char *what,
+			 const struct block_handle *h, void **mem,
+			 const uint8_t **data, size_t *len, char **msg)
 {
 	*mem = NULL;
 	if (h->size > SIZE_MAX / 2) {
-		give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": too large",
-				   r->path, what, h->offset));
+		give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64 ": too large",
+				       r->path, what, h->offset));
 		return -EUCLEAN;
 	}
 	uint8_t *raw = malloc(BLOCK_HEAD + h->size + BLOCK_TRAILER_SIZE);
@@ -314,534 +253,15 @@ static int read_block_scratch(struct sst_reader *r, const struct block_handle *h
 	return rc;
 }
 
-static int bad_block(struct sst_reader *r, const char *what,
-		     const struct block_handle *h, char **msg)
+int sst_bad_block(struct sst_reader *r, const char *what,
+		  const struct block_handle *h, char **msg)
 {
-	give_msg(msg, msgf("%s: %s at offset %" PRIu64 ": malformed block",
-			   r->path, what, h->offset));
+	give_msg(msg, sst_msgf("%s: %s at offset %" PRIu64 ": malformed block",
+			       r->path, what, h->offset));
 	return -EUCLEAN;
 }
 
-struct sst_iter;
-static int readahead_block_alloc(struct sst_iter *it, const struct block_handle *h,
-				 void **mem, const uint8_t **data, size_t *len,
-				 char **msg);
-
-/* A data block read into its own allocation (BLOCK_HEAD layout): from
- * the readahead bytes of iterator it, when it has them, or the file. */
-static int read_data_block(struct sst_reader *r, const struct block_handle *h,
-			   struct sst_iter *it, struct block **out, char **msg)
-{
-	void *mem = NULL;
-	const uint8_t *data;
-	size_t len;
-	int rc = it ? readahead_block_alloc(it, h, &mem, &data, &len, msg) : 1;
-	if (rc == 1)
-		rc = read_block_alloc(r, "block", h, &mem, &data, &len, msg);
-	if (rc)
-		return rc;
-	struct block *b = mem;
-	if (block_init(b, data, len)) {
-		free(mem);
-		return bad_block(r, "block", h, msg);
-	}
-	*out = b;
-	return 0;
-}
-
-static void block_deleter(void *value)
-{
-	free(value);
-}
-
-/*
- * The data block h, from the cache or the file (or the readahead bytes of
- * iterator it, if not NULL).  It is pinned by *handle (cache) or owned
- * through *owned (free it); exactly one is set.
- */
-static int get_block(struct sst_reader *r, const struct block_handle *h,
-		     struct sst_iter *it, const struct block **out,
-		     struct cache_handle **handle, void **owned, char **msg)
-{
-	*handle = NULL;
-	*owned = NULL;
-	if (r->cache) {
-		*handle = block_cache_lookup(r->cache, r->number, h->offset);
-		if (*handle) {
-			*out = block_cache_value(*handle);
-			return 0;
-		}
-	}
-	struct block *b;
-	int rc = read_data_block(r, h, it, &b, msg);
-	if (rc)
-		return rc;
-	COUNT(r, block_reads);
-	if (r->cache)
-		*handle = block_cache_insert(r->cache, r->number, h->offset, b,
-					     BLOCK_HEAD + b->size, block_deleter);
-	if (!*handle)
-		*owned = b; /* no cache, or the insert failed */
-	*out = b;
-	return 0;
-}
-
-/* ---- open / close ---- */
-
-static int check_index(struct sst_reader *r, char **msg)
-{
-	struct block_iter it;
-	block_iter_init(&it, ikey_compare);
-	block_iter_reset(&it, r->index);
-	uint64_t n = 0, next_off = 0;
-	int rc = 0;
-	for (block_iter_seek_first(&it); block_iter_valid(&it);
-	     block_iter_next(&it)) {
-		struct block_handle h;
-		const uint8_t *end = block_handle_decode(it.val, it.val + it.vlen, &h);
-		/* Blocks follow each other in key order. */
-		if (!end || end != it.val + it.vlen || it.klen < IKEY_TAG_LEN ||
-		    !handle_within(&h, r->data_end) || h.offset < next_off) {
-			rc = -EUCLEAN;
-			break;
-		}
-		next_off = h.offset + h.size + BLOCK_TRAILER_SIZE;
-		n++;
-	}
-	if (rc == 0)
-		rc = it.status;
-	block_iter_release(&it);
-	if (rc == -EUCLEAN)
-		give_msg(msg, msgf("%s: index block at offset %" PRIu64
-				   ": bad entry %" PRIu64, r->path,
-				   r->index_handle.offset, n));
-	/* Lookups binary-search the index's restart points: each must start
-	 * a whole-key entry (one walk of the index, once per open). */
-	if (rc == 0 && block_check_restarts(r->index)) {
-		give_msg(msg, msgf("%s: index block at offset %" PRIu64
-				   ": a restart point is not the start of a whole-key entry",
-				   r->path, r->index_handle.offset));
-		rc = -EUCLEAN;
-	}
-	r->data_blocks = n;
-	return rc;
-}
-
-/* What is wrong with the footer f (got bytes read), or NULL; fills r's
- * handles. */
-static const char *footer_problem(struct sst_reader *r, const uint8_t *f, size_t got)
-{
-	uint64_t foot = r->size - SST_FOOTER_SIZE;
-	const char *why = NULL;
-	const uint8_t *p = f, *limit = f + 40;
-	if (got != SST_FOOTER_SIZE)
-		why = "short read (file truncated?)";
-	else if (get_le32(f + 44) != SST_MAGIC)
-		why = "bad magic number";
-	else if (get_le32(f + 40) < 1 || get_le32(f + 40) > SST_FORMAT_VERSION)
-		why = "unsupported format version";
-	else if (!(p = block_handle_decode(p, limit, &r->filter_handle)) ||
-		 !(p = block_handle_decode(p, limit, &r->index_handle)))
-		why = "bad block handles";
-	if (!why) {
-		while (p < limit && *p == 0)
-			p++;
-		if (p != limit)
-			why = "nonzero padding";
-	}
-	if (!why && !handle_within(&r->index_handle, foot))
-		why = "index handle out of range";
-	if (!why && r->filter_handle.size == 0 && r->filter_handle.offset != 0)
-		why = "bad filter handle";
-	if (!why && r->filter_handle.size &&
-	    !handle_within(&r->filter_handle, r->index_handle.offset))
-		why = "filter handle out of range";
-	/* Blocks follow each other without gaps: the filter block ends
-	 * where the index block starts.  A damaged filter block is read
-	 * around; a damaged handle to it is damage to the footer. */
-	if (!why && r->filter_handle.size &&
-	    r->filter_handle.offset + r->filter_handle.size + BLOCK_TRAILER_SIZE !=
-		    r->index_handle.offset)
-		why = "the filter block does not end at the index block";
-	if (!why)
-		r->version = get_le32(f + 40);
-	return why;
-}
-
-static int footer_check(void *ctx, const void *buf, size_t got)
-{
-	return footer_problem(ctx, buf, got) ? -EUCLEAN : 0;
-}
-
-static int read_footer(struct sst_reader *r, char **msg)
-{
-	if (r->size < SST_FOOTER_SIZE) {
-		give_msg(msg, msgf("%s: %" PRIu64 " bytes: too short for a table",
-				   r->path, r->size));
-		return -EUCLEAN;
-	}
-	uint64_t foot = r->size - SST_FOOTER_SIZE;
-	uint8_t f[SST_FOOTER_SIZE];
-	size_t got = 0;
-	int rc = env_pread_checked(r->env, r->file, f, sizeof(f), foot, &got, footer_check, r);
-	if (rc && rc != -EUCLEAN) {
-		give_msg(msg, msgf("%s: footer at offset %" PRIu64 ": read failed: %s",
-				   r->path, foot, strerror(-rc)));
-		return rc;
-	}
-	const char *why = footer_problem(r, f, got);
-	if (why) {
-		give_msg(msg, msgf("%s: footer at offset %" PRIu64 ": %s", r->path,
-				   foot, why));
-		return -EUCLEAN;
-	}
-	r->data_end = r->filter_handle.size ? r->filter_handle.offset
-					    : r->index_handle.offset;
-	return 0;
-}
-
-/* Damage that does not fail the open: reported, one line. */
-__attribute__((format(printf, 2, 3)))
-static void report_damage(struct sst_reader *r, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	va_start(ap, fmt);
-	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if (r->counters && r->counters->report)
-		r->counters->report(r->counters->report_ctx, s);
-	free(s);
-}
-
-/* Read part i of the filter into memory, or report why not (a damaged
- * part is left out: only a lack of memory fails). */
-static int part_loader(void *ctx, unsigned i, void **mem, const uint8_t **data, size_t *len);
-static int load_part(struct sst_reader *r, unsigned i)
-{
-	void *mem;
-	const uint8_t *data;
-	size_t len;
-	int rc = part_loader(r, i, &mem, &data, &len);
-	if (rc == -ENOMEM)
-		return rc;
-	if (!rc)
-		table_filter_keep(&r->filter, i, mem, data, len);
-	return 0;
-}
-
-/* filter_cache's loader: part i's bytes, checked; damage is reported and
- * is an error (the cache never tries that part again). */
-static int part_loader(void *ctx, unsigned i, void **mem, const uint8_t **data, size_t *len)
-{
-	struct sst_reader *r = ctx;
-	const struct block_handle *h = &r->filter.desc.parts[i];
-	char *msg = NULL, what[32];
-	if (r->version == 1)
-		snprintf(what, sizeof(what), "filter block");
-	else
-		snprintf(what, sizeof(what), "filter part %u", i);
-	int rc = read_block_alloc(r, what, h, mem, data, len, &msg);
-	if (rc == -ENOMEM)
-		return rc;
-	const char *why = rc ? NULL : filter_part_problem(&r->filter.desc.params, i, *data, *len);
-	if (rc || why) {
-		if (why)
-			report_damage(r, "%s: filter part %u at offset %" PRIu64 ": %s; the table "
-				      "is read without it", r->path, i, h->offset, why);
-		else
-			report_damage(r, "%s; the table is read without this filter part",
-				      msg ? msg : r->path);
-		free(msg);
-		if (!rc)
-			free(*mem);
-		*mem = NULL;
-		return -EUCLEAN;
-	}
-	return 0;
-}
-
-/* The parts go in memory: through the store's filter cache (which loads
- * what its budget allows), or all of them now. */
-static int load_parts(struct sst_reader *r)
-{
-	if (r->counters && r->counters->filters) {
-		filter_cache_attach(r->counters->filters, &r->filter, part_loader, r);
-		return 0;
-	}
-	for (unsigned i = 0; i < r->filter.desc.nparts; i++) {
-		int rc = load_part(r, i);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-/* A format 1 table's filter, described as format 2 describes one: a
- * single Bloom part, the footer's filter block (bits not recorded). */
-static struct filter_desc format1_desc(const struct sst_reader *r)
-{
-	return (struct filter_desc){.params = {STORE_FILTER_BLOOM, 0, 1}, .nparts = 1,
-				    .parts = {r->filter_handle}};
-}
-
-/*
- * The filter (FORMAT.md "Filter block"): format 1 has one Bloom filter
- * block; format 2 a descriptor naming the parts, which end the data area.
- * Damage is reported and the table read without what does not read; only
- * a lack of memory fails.
- */
-static int load_filter(struct sst_reader *r)
-{
-	if (!r->filter_handle.size)
-		return 0;
-	struct table_filter *f = &r->filter;
-	if (r->version == 1) {
-		f->desc = format1_desc(r);
-		f->present = true;
-		return load_parts(r);
-	}
-	void *mem;
-	const uint8_t *data;
-	size_t len;
-	char *msg = NULL;
-	int rc = read_block_alloc(r, "filter block", &r->filter_handle, &mem, &data, &len,
-				  &msg);
-	if (rc == -ENOMEM)
-		return rc;
-	if (rc) {
-		report_damage(r, "%s; the table is read without its filter", msg ? msg : r->path);
-		free(msg);
-		return 0;
-	}
-	const char *why = filter_desc_decode(data, len, r->filter_handle.offset, &f->desc);
-	free(mem);
-	if (why) {
-		report_damage(r, "%s: filter block at offset %" PRIu64 ": %s; the table is read "
-		       "without its filter", r->path, r->filter_handle.offset, why);
-		memset(&f->desc, 0, sizeof(f->desc));
-		return 0;
-	}
-	f->present = true;
-	if (f->desc.nparts)
-		r->data_end = f->desc.parts[0].offset;
-	return load_parts(r);
-}
-
-int sst_open(struct store_env *env, const char *path, uint64_t file_number,
-	     uint64_t file_size, struct block_cache *cache,
-	     struct sst_counters *counters, struct sst_reader **out,
-	     char **errmsg)
-{
-	*out = NULL;
-	struct sst_reader *r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	r->path = strdup(path);
-	if (!r->path || pthread_mutex_init(&r->mu, NULL)) {
-		free(r->path);
-		free(r);
-		return -ENOMEM;
-	}
-	r->env = env;
-	r->number = file_number;
-	r->size = file_size;
-	r->cache = cache;
-	r->counters = counters;
-
-	int rc = env->ops->open_readable(env, path, &r->file);
-	if (rc == -ENOENT) {
-		/* The MANIFEST names this table: its absence is damage, and
-		 * must never read as "no such key". */
-		give_msg(errmsg, msgf("%s: missing (named by the MANIFEST)", path));
-		r->file = NULL;
-		rc = -EUCLEAN;
-		goto out;
-	}
-	if (rc) {
-		give_msg(errmsg, msgf("%s: cannot open: %s", path, strerror(-rc)));
-		r->file = NULL;
-		goto out;
-	}
-	rc = read_footer(r, errmsg);
-	if (rc)
-		goto out;
-
-	void *mem;
-	const uint8_t *data;
-	size_t len;
-	rc = load_filter(r);
-	if (rc)
-		goto out;
-	rc = read_block_alloc(r, "index block", &r->index_handle, &mem, &data,
-			      &len, errmsg);
-	if (rc)
-		goto out;
-	r->index = mem;
-	if (block_init(r->index, data, len)) {
-		rc = bad_block(r, "index block", &r->index_handle, errmsg);
-		goto out;
-	}
-	rc = check_index(r, errmsg);
-	if (rc)
-		goto out;
-	*out = r;
-out:
-	if (rc)
-		sst_close(r);
-	return rc;
-}
-
-void sst_close(struct sst_reader *r)
-{
-	if (!r)
-		return;
-	if (r->file)
-		r->env->ops->close_readable(r->file);
-	free(r->index);
-	if (r->filter.attached)
-		filter_cache_detach(r->counters->filters, &r->filter);
-	table_filter_free(&r->filter);
-	free(r->iter_errmsg);
-	free(r->path);
-	pthread_mutex_destroy(&r->mu);
-	free(r);
-}
-
-void sst_reader_set_owner(struct sst_reader *r, void *owner)
-{
-	r->owner = owner;
-}
-
-void *sst_reader_owner(const struct sst_reader *r)
-{
-	return r->owner;
-}
-
-void sst_describe(struct sst_reader *r, uint64_t *data_blocks,
-		  uint64_t *filter_bytes, uint64_t *index_bytes)
-{
-	if (data_blocks)
-		*data_blocks = r->data_blocks;
-	if (filter_bytes)
-		*filter_bytes = r->filter.bytes;
-	if (index_bytes)
-		*index_bytes = r->index->size;
-}
-
-uint64_t sst_filter_part_offset(struct sst_reader *r, unsigned part)
-{
-	return part < r->filter.desc.nparts ? r->filter.desc.parts[part].offset : 0;
-}
-
-void sst_describe_filter(struct sst_reader *r, unsigned *format_version,
-			 struct store_filter *policy, unsigned *parts,
-			 unsigned *loaded)
-{
-	*format_version = r->version;
-	*policy = r->filter.desc.params;
-	*parts = r->filter.desc.nparts;
-	*loaded = (unsigned)__builtin_popcount(r->filter.loaded);
-}
-
-/* ---- point lookups ---- */
-
-static int index_value_handle(struct sst_reader *r, const struct block_iter *ii,
-			      struct block_handle *h, char **msg)
-{
-	/* check_index vetted every entry; this guards against nothing but
-	 * a bug, cheaply. */
-	if (!block_handle_decode(ii->val, ii->val + ii->vlen, h) ||
-	    !handle_within(h, r->data_end)) {
-		give_msg(msg, msgf("%s: index block at offset %" PRIu64
-				   ": bad block handle", r->path,
-				   r->index_handle.offset));
-		return -EUCLEAN;
-	}
-	return 0;
-}
-
-int sst_get(struct sst_reader *r, const uint8_t *ikey, size_t klen,
-	    sst_saver_fn saver, void *ctx, char **errmsg)
-{
-	if (klen < IKEY_TAG_LEN)
-		return -EINVAL;
-	bool filtered = false;
-	if (r->filter.attached) {
-		bool consulted;
-		bool may = filter_cache_may_contain(r->counters->filters, &r->filter,
-						    filter_hash(ikey, klen - IKEY_TAG_LEN),
-						    &consulted);
-		if (consulted)
-			COUNT(r, bloom_checked);
-		if (!may) {
-			COUNT(r, bloom_useful);
-			return 0;
-		}
-		filtered = consulted;
-	} else if (r->filter.loaded) {
-		COUNT(r, bloom_checked);
-		if (!table_filter_may_contain(&r->filter,
-					      filter_hash(ikey, klen - IKEY_TAG_LEN))) {
-			COUNT(r, bloom_useful);
-			return 0;
-		}
-		filtered = true;
-	}
-
-	struct block_iter ii, di;
-	block_iter_init(&ii, ikey_compare);
-	block_iter_init(&di, ikey_compare);
-	block_iter_reset(&ii, r->index);
-	struct cache_handle *handle = NULL;
-	void *owned = NULL;
-	bool found = false;
-	int rc = 0;
-
-	block_iter_seek(&ii, ikey, klen);
-	if (!block_iter_valid(&ii)) {
-		if (ii.status) {
-			rc = ii.status;
-			give_msg(errmsg, msgf("%s: index block at offset %" PRIu64
-					      ": corrupt entry", r->path,
-					      r->index_handle.offset));
-		}
-		goto out;
-	}
-	struct block_handle h;
-	rc = index_value_handle(r, &ii, &h, errmsg);
-	if (rc)
-		goto out;
-	const struct block *b;
-	rc = get_block(r, &h, NULL, &b, &handle, &owned, errmsg);
-	if (rc)
-		goto out;
-	block_iter_reset(&di, b);
-	block_iter_seek(&di, ikey, klen);
-	if (block_iter_valid(&di)) {
-		found = di.klen >= IKEY_TAG_LEN &&
-			ukey_compare(di.key, di.klen - IKEY_TAG_LEN, ikey,
-				     klen - IKEY_TAG_LEN) == 0;
-		saver(ctx, di.key, di.klen, di.val, di.vlen);
-	} else if (di.status) {
-		rc = di.status;
-		give_msg(errmsg, msgf("%s: block at offset %" PRIu64
-				      ": corrupt entry", r->path, h.offset));
-	}
-out:
-	if (rc == 0 && filtered && !found)
-		COUNT(r, bloom_false_positive);
-	if (handle)
-		block_cache_release(r->cache, handle);
-	free(owned);
-	block_iter_release(&ii);
-	block_iter_release(&di);
-	return rc;
-}
-
-/* ---- two-level iterator ---- */
+/* ---- readahead ---- */
 
 /*
  * Readahead: an iterator that has read RA_AFTER blocks in a row from the
@@ -855,32 +275,20 @@ out:
  * errors, their messages and the store copies' healing are those of a
  * direct read.
  */
-#define RA_AFTER 2
-#define RA_MIN (16 * 1024)
-#define RA_MAX (256 * 1024)
 
-struct sst_iter {
-	struct iter base;
-	struct sst_reader *r;
-	bool fill_cache;
-	int status;
-	bool have_block; /* data is over block_offset's block */
-	uint64_t block_offset;
-	struct cache_handle *handle; /* the block pinned in the cache, or */
-	void *owned;                 /* a block read for the iterator alone */
-	struct block scratch;        /* ... or one in io/plain */
-	struct buf io, plain;
-	struct block_iter index;
-	struct block_iter data;
-	/* readahead: ra holds the file's bytes [ra_off, ra_off + ra.len) */
-	struct buf ra;
-	uint64_t ra_off;
-	uint64_t next_off; /* where the last block read from the file ended */
-	unsigned in_a_row; /* blocks read from the file, each at next_off */
-	size_t ra_size;    /* the next readahead's length */
-	void (*done)(void *a, void *b);
-	void *done_a, *done_b;
-};
+void sst_readahead_init(struct sst_readahead *ra)
+{
+	buf_init(&ra->buf);
+	ra->off = 0;
+	ra->next_off = UINT64_MAX;
+	ra->in_a_row = 0;
+	ra->size = 0;
+}
+
+void sst_readahead_free(struct sst_readahead *ra)
+{
+	buf_free(&ra->buf);
+}
 
 /*
  * The stored block h (payload + trailer) from the readahead bytes, read
@@ -889,37 +297,36 @@ struct sst_iter {
  * ordinary way, which reports what is wrong.  *type is its compression
  * type, NONE or LZ4.
  */
-static const uint8_t *readahead_block(struct sst_iter *it,
+static const uint8_t *readahead_block(struct sst_reader *r, struct sst_readahead *ra,
 				      const struct block_handle *h, uint8_t *type)
 {
-	struct sst_reader *r = it->r;
 	size_t n = (size_t)h->size + BLOCK_TRAILER_SIZE;
-	it->in_a_row = h->offset == it->next_off ? it->in_a_row + 1 : 0;
-	it->next_off = h->offset + n;
-	bool inside = it->ra.len && h->offset >= it->ra_off &&
-		      h->offset - it->ra_off <= it->ra.len &&
-		      n <= it->ra.len - (h->offset - it->ra_off);
+	ra->in_a_row = h->offset == ra->next_off ? ra->in_a_row + 1 : 0;
+	ra->next_off = h->offset + n;
+	bool inside = ra->buf.len && h->offset >= ra->off &&
+		      h->offset - ra->off <= ra->buf.len &&
+		      n <= ra->buf.len - (h->offset - ra->off);
 	if (!inside) {
-		if (it->in_a_row < RA_AFTER)
+		if (ra->in_a_row < RA_AFTER)
 			return NULL;
-		size_t want = it->ra_size ? it->ra_size : RA_MIN;
+		size_t want = ra->size ? ra->size : RA_MIN;
 		if (want < n)
 			want = n;
 		if (want > r->data_end - h->offset)
 			want = (size_t)(r->data_end - h->offset);
-		buf_clear(&it->ra);
+		buf_clear(&ra->buf);
 		size_t got = 0;
-		if (buf_reserve(&it->ra, want) ||
-		    r->env->ops->pread(r->file, it->ra.data, want, h->offset, &got) ||
+		if (buf_reserve(&ra->buf, want) ||
+		    r->env->ops->pread(r->file, ra->buf.data, want, h->offset, &got) ||
 		    got < n) {
-			buf_clear(&it->ra);
+			buf_clear(&ra->buf);
 			return NULL;
 		}
-		it->ra.len = got;
-		it->ra_off = h->offset;
-		it->ra_size = want * 2 > RA_MAX ? RA_MAX : want * 2;
+		ra->buf.len = got;
+		ra->off = h->offset;
+		ra->size = want * 2 > RA_MAX ? RA_MAX : want * 2;
 	}
-	const uint8_t *p = it->ra.data + (h->offset - it->ra_off);
+	const uint8_t *p = ra->buf.data + (h->offset - ra->off);
 	if (raw_check((void *)h, p, n) ||
 	    (p[h->size] != BLOCK_TYPE_NONE && p[h->size] != BLOCK_TYPE_LZ4))
 		return NULL;
@@ -929,20 +336,20 @@ static const uint8_t *readahead_block(struct sst_iter *it,
 
 /*
  * Block h from the readahead bytes into its own allocation, as
- * read_block_alloc makes it; 1 when they do not hold it (read it the
+ * sst_read_block_alloc makes it; 1 when they do not hold it (read it the
  * ordinary way).
  */
-static int readahead_block_alloc(struct sst_iter *it, const struct block_handle *h,
-				 void **mem, const uint8_t **data, size_t *len,
-				 char **msg)
+static int readahead_block_alloc(struct sst_reader *r, struct sst_readahead *ra,
+				 const struct block_handle *h, void **mem,
+				 const uint8_t **data, size_t *len, char **msg)
 {
 	uint8_t type;
-	const uint8_t *p = readahead_block(it, h, &type);
+	const uint8_t *p = readahead_block(r, ra, h, &type);
 	if (!p)
 		return 1;
 	void *b = NULL;
 	uint8_t *d = NULL;
-	int rc = decode_block(it->r, "block", h, p, type, room_alloc, &b, &d, len, msg);
+	int rc = decode_block(r, "block", h, p, type, room_alloc, &b, &d, len, msg);
 	if (rc) {
 		free(b);
 		return rc;
@@ -952,598 +359,73 @@ static int readahead_block_alloc(struct sst_iter *it, const struct block_handle 
 	return 0;
 }
 
-/* Block h into the iterator's own buffers (no cache), from the readahead
- * bytes or the file. */
-static int iter_read_scratch(struct sst_iter *it, const struct block_handle *h,
-			     const uint8_t **data, size_t *len, char **msg)
+/* ---- data blocks ---- */
+
+int sst_read_block_scratch(struct sst_reader *r, struct sst_readahead *ra,
+			   const struct block_handle *h, struct buf *io,
+			   struct buf *plain, const uint8_t **data, size_t *len,
+			   char **msg)
 {
 	uint8_t type;
-	const uint8_t *p = readahead_block(it, h, &type);
+	const uint8_t *p = readahead_block(r, ra, h, &type);
 	if (!p)
-		return read_block_scratch(it->r, h, &it->io, &it->plain, data, len, msg);
+		return read_block_scratch(r, h, io, plain, data, len, msg);
 	uint8_t *d = NULL;
-	int rc = decode_block(it->r, "block", h, p, type, room_buf, &it->plain, &d, len,
-			      msg);
+	int rc = decode_block(r, "block", h, p, type, room_buf, plain, &d, len, msg);
 	*data = d;
 	return rc;
 }
 
-static void release_block(struct sst_iter *it)
+/* A data block read into its own allocation (BLOCK_HEAD layout): from
+ * the readahead bytes of ra, when it has them, or the file. */
+static int read_data_block(struct sst_reader *r, const struct block_handle *h,
+			   struct sst_readahead *ra, struct block **out, char **msg)
 {
-	if (it->handle) {
-		block_cache_release(it->r->cache, it->handle);
-		it->handle = NULL;
-	}
-	free(it->owned);
-	it->owned = NULL;
-	it->have_block = false;
-	block_iter_reset(&it->data, NULL);
-}
-
-/* Make the iterator fail with rc; m (owned) goes to the reader. */
-static void fail(struct sst_iter *it, int rc, char *m)
-{
-	release_block(it);
-	it->status = rc;
-	if (m)
-		note_iter_error(it->r, m);
-}
-
-static void fail_index(struct sst_iter *it)
-{
-	fail(it, it->index.status,
-	     msgf("%s: index block at offset %" PRIu64 ": corrupt entry",
-		  it->r->path, it->r->index_handle.offset));
-}
-
-/* Load the block the index iterator points at (if not loaded already). */
-static void init_data_block(struct sst_iter *it)
-{
-	if (!block_iter_valid(&it->index)) {
-		if (it->index.status)
-			fail_index(it);
-		else
-			release_block(it);
-		return;
-	}
-	struct block_handle h;
-	char *m = NULL;
-	int rc = index_value_handle(it->r, &it->index, &h, &m);
-	if (rc) {
-		fail(it, rc, m);
-		return;
-	}
-	if (it->have_block && it->block_offset == h.offset)
-		return;
-	release_block(it);
-
-	const struct block *b = NULL;
-	struct sst_reader *r = it->r;
-	/* A sequential scan (readahead under way, this block next) reads
-	 * into the iterator's own buffers and adds nothing to the cache: a
-	 * long scan (readdir of a huge directory, fsck, readseq) would
-	 * otherwise push the hot blocks out, and pay an allocation, an
-	 * insert and an eviction per block for blocks read once. */
-	bool scanning = it->in_a_row >= RA_AFTER && h.offset == it->next_off;
-	if (it->fill_cache && r->cache && !scanning) {
-		rc = get_block(r, &h, it, &b, &it->handle, &it->owned, &m);
-	} else {
-		/* Use a cached copy if there is one, but add nothing. */
-		if (r->cache)
-			it->handle = block_cache_lookup(r->cache, r->number,
-							h.offset);
-		if (it->handle) {
-			b = block_cache_value(it->handle);
-		} else {
-			const uint8_t *data;
-			size_t len;
-			rc = iter_read_scratch(it, &h, &data, &len, &m);
-			if (rc == 0 && block_init(&it->scratch, data, len))
-				rc = bad_block(r, "block", &h, &m);
-			if (rc == 0) {
-				COUNT(r, block_reads);
-				b = &it->scratch;
-			}
-		}
-	}
-	if (rc) {
-		fail(it, rc, m);
-		return;
-	}
-	block_iter_reset(&it->data, b);
-	it->have_block = true;
-	it->block_offset = h.offset;
-}
-
-static void fail_data(struct sst_iter *it)
-{
-	fail(it, it->data.status,
-	     msgf("%s: block at offset %" PRIu64 ": corrupt entry", it->r->path,
-		  it->block_offset));
-}
-
-/* Move forward past exhausted or empty blocks. */
-static void skip_forward(struct sst_iter *it)
-{
-	while (!it->status) {
-		if (it->have_block) {
-			if (block_iter_valid(&it->data))
-				return;
-			if (it->data.status) {
-				fail_data(it);
-				return;
-			}
-		}
-		if (!block_iter_valid(&it->index)) {
-			init_data_block(it); /* releases, or fails */
-			return;
-		}
-		block_iter_next(&it->index);
-		init_data_block(it);
-		if (it->have_block)
-			block_iter_seek_first(&it->data);
-	}
-}
-
-static void skip_backward(struct sst_iter *it)
-{
-	while (!it->status) {
-		if (it->have_block) {
-			if (block_iter_valid(&it->data))
-				return;
-			if (it->data.status) {
-				fail_data(it);
-				return;
-			}
-		}
-		if (!block_iter_valid(&it->index)) {
-			init_data_block(it);
-			return;
-		}
-		block_iter_prev(&it->index);
-		init_data_block(it);
-		if (it->have_block)
-			block_iter_seek_last(&it->data);
-	}
-}
-
-static bool si_valid(struct iter *base)
-{
-	struct sst_iter *it = (struct sst_iter *)base;
-	return it->have_block && block_iter_valid(&it->data);
-}
-
-static void si_seek_first(struct iter *base)
-{
-	struct sst_iter *it = (struct sst_iter *)base;
-	if (it->status)
-		return;
-	block_iter_seek_first(&it->index);
-	init_data_block(it);
-	if (it->have_block)
-		block_iter_seek_first(&it->data);
-	skip_forward(it);
-}
-
-static void si_seek_last(struct iter *base)
-{
-	struct sst_iter *it = (struct sst_iter *)base;
-	if (it->status)
-		return;
-	block_iter_seek_last(&it->index);
-	init_data_block(it);
-	if (it->have_block)
-		block_iter_seek_last(&it->data);
-	skip_backward(it);
-}
-
-static void si_seek(struct iter *base, const uint8_t *t, size_t n)
-{
-	struct sst_iter *it = (struct sst_iter *)base;
-	if (it->status)
-		return;
-	block_iter_seek(&it->index, t, n);
-	init_data_block(it);
-	if (it->have_block)
-		block_iter_seek(&it->data, t, n);
-	skip_forward(it);
-}
-
-static void si_next(struct iter *base)
-{
-	struct sst_iter *it = (struct sst_iter *)base;
-	if (!si_valid(base))
-		return;
-	block_iter_next(&it->data);
-	skip_forward(it);
-}
-
-static void si_prev(struct iter *base)
-{
-	struct sst_iter *it = (struct sst_iter *)base;
-	if (!si_valid(base))
-		return;
-	block_iter_prev(&it->data);
-	skip_backward(it);
-}
-
-static const uint8_t *si_key(struct iter *base, size_t *n)
-{
-	struct sst_iter *it = (struct sst_iter *)base;
-	*n = it->data.klen;
-	return it->data.key;
-}
-
-static const uint8_t *si_value(struct iter *base, size_t *n)
-{
-	struct sst_iter *it = (struct sst_iter *)base;
-	*n = it->data.vlen;
-	return it->data.val;
-}
-
-static int si_status(struct iter *base)
-{
-	return ((struct sst_iter *)base)->status;
-}
-
-static void si_destroy(struct iter *base)
-{
-	struct sst_iter *it = (struct sst_iter *)base;
-	release_block(it);
-	block_iter_release(&it->index);
-	block_iter_release(&it->data);
-	buf_free(&it->io);
-	buf_free(&it->plain);
-	buf_free(&it->ra);
-	if (it->done)
-		it->done(it->done_a, it->done_b);
-	free(it);
-}
-
-static const struct iter_ops sst_iter_ops = {
-	.valid = si_valid,
-	.seek_first = si_seek_first,
-	.seek_last = si_seek_last,
-	.seek = si_seek,
-	.next = si_next,
-	.prev = si_prev,
-	.key = si_key,
-	.value = si_value,
-	.status = si_status,
-	.destroy = si_destroy,
-};
-
-struct iter *sst_iter_new(struct sst_reader *r, bool fill_cache)
-{
-	struct sst_iter *it = calloc(1, sizeof(*it));
-	if (!it)
-		return NULL;
-	it->base.ops = &sst_iter_ops;
-	it->r = r;
-	it->fill_cache = fill_cache;
-	buf_init(&it->io);
-	buf_init(&it->plain);
-	buf_init(&it->ra);
-	it->next_off = UINT64_MAX;
-	block_iter_init(&it->index, ikey_compare);
-	block_iter_reset(&it->index, r->index);
-	block_iter_init(&it->data, ikey_compare);
-	return &it->base;
-}
-
-void sst_iter_on_destroy(struct iter *base, void (*done)(void *a, void *b),
-			 void *a, void *b)
-{
-	struct sst_iter *it = (struct sst_iter *)base;
-	it->done = done;
-	it->done_a = a;
-	it->done_b = b;
-}
-
-/* ---- verification ---- */
-
-struct verify {
-	struct sst_reader *r;
-	void (*report)(void *ctx, const char *line);
-	void *ctx;
-	int problems;
-};
-
-static void verify_report(struct verify *v, char *m)
-{
-	v->problems++;
-	v->report(v->ctx, m ? m : "out of memory formatting a problem");
-	free(m);
-}
-
-/* Check one data block's entries: parseable internal keys, ascending, all
- * <= the index key and > prev_sep (the previous index key). */
-static void verify_entries(struct verify *v, const struct block *b,
-			   const struct block_handle *h, const uint8_t *sep,
-			   size_t seplen, const struct buf *prev_sep)
-{
-	struct sst_reader *r = v->r;
-	struct block_iter it;
-	block_iter_init(&it, ikey_compare);
-	block_iter_reset(&it, b);
-	struct buf last;
-	buf_init(&last);
-	const char *why = NULL;
-	uint64_t n = 0;
-	for (block_iter_seek_first(&it); block_iter_valid(&it);
-	     block_iter_next(&it), n++) {
-		struct parsed_ikey p;
-		if (ikey_parse(it.key, it.klen, &p)) {
-			why = "bad internal key";
-			break;
-		}
-		if (n == 0 && prev_sep->len &&
-		    ikey_compare(prev_sep->data, prev_sep->len, it.key, it.klen) >= 0) {
-			why = "first key not above the previous index key";
-			break;
-		}
-		if (n > 0 && ikey_compare(last.data, last.len, it.key, it.klen) >= 0) {
-			why = "keys out of order";
-			break;
-		}
-		if (ikey_compare(it.key, it.klen, sep, seplen) > 0) {
-			why = "key above its index key";
-			break;
-		}
-		buf_clear(&last);
-		buf_append(&last, it.key, it.klen);
-	}
-	if (!why && it.status)
-		why = it.status == -EUCLEAN ? "corrupt entry" : "out of memory";
-	if (!why && n == 0)
-		why = "empty data block";
-	if (!why && block_check_restarts(b))
-		verify_report(v, msgf("%s: block at offset %" PRIu64 ": a restart point is not "
-				      "the start of a whole-key entry", r->path, h->offset));
-	if (why)
-		verify_report(v, msgf("%s: block at offset %" PRIu64 ": entry %"
-				      PRIu64 ": %s", r->path, h->offset, n, why));
-	buf_free(&last);
-	block_iter_release(&it);
-}
-
-/* Re-read a whole block from the file and report if it is bad. */
-static void verify_block(struct verify *v, const char *what,
-			 const struct block_handle *h, bool entries,
-			 const uint8_t *sep, size_t seplen,
-			 const struct buf *prev_sep)
-{
-	void *mem;
+	void *mem = NULL;
 	const uint8_t *data;
 	size_t len;
-	char *m = NULL;
-	int rc = read_block_alloc(v->r, what, h, &mem, &data, &len, &m);
-	if (rc) {
-		if (!m)
-			m = msgf("%s: %s at offset %" PRIu64 ": %s", v->r->path,
-				 what, h->offset, strerror(-rc));
-		verify_report(v, m);
-		return;
-	}
-	if (entries) {
-		struct block b;
-		if (block_init(&b, data, len))
-			verify_report(v, msgf("%s: %s at offset %" PRIu64
-					      ": malformed block", v->r->path,
-					      what, h->offset));
-		else
-			verify_entries(v, &b, h, sep, seplen, prev_sep);
-	}
-	free(mem);
-}
-
-/* The filter's blocks read whole and parse (a damaged filter costs reads,
- * never answers, but it is damage). */
-static void verify_filter(struct verify *v)
-{
-	struct sst_reader *r = v->r;
-	struct filter_desc d;
-	if (r->version == 1) {
-		d = format1_desc(r);
-	} else {
-		void *mem;
-		const uint8_t *data;
-		size_t len;
-		char *m = NULL;
-		int rc = read_block_alloc(r, "filter block", &r->filter_handle, &mem, &data,
-					  &len, &m);
-		if (rc) {
-			verify_report(v, m ? m : msgf("%s: filter block at offset %" PRIu64 ": %s",
-						      r->path, r->filter_handle.offset,
-						      strerror(-rc)));
-			return;
-		}
-		const char *why = filter_desc_decode(data, len, r->filter_handle.offset, &d);
-		free(mem);
-		if (why) {
-			verify_report(v, msgf("%s: filter block at offset %" PRIu64 ": %s",
-					      r->path, r->filter_handle.offset, why));
-			return;
-		}
-	}
-	for (unsigned i = 0; i < d.nparts; i++) {
-		void *mem;
-		const uint8_t *data;
-		size_t len;
-		char *m = NULL, what[32];
-		if (r->version == 1)
-			snprintf(what, sizeof(what), "filter block");
-		else
-			snprintf(what, sizeof(what), "filter part %u", i);
-		int rc = read_block_alloc(r, what, &d.parts[i], &mem, &data, &len, &m);
-		if (rc) {
-			verify_report(v, m ? m : msgf("%s: %s at offset %" PRIu64 ": %s", r->path,
-						      what, d.parts[i].offset, strerror(-rc)));
-			continue;
-		}
-		const char *why = filter_part_problem(&d.params, i, data, len);
-		if (why)
-			verify_report(v, msgf("%s: %s at offset %" PRIu64 ": %s", r->path, what,
-					      d.parts[i].offset, why));
-		free(mem);
-	}
-}
-
-int sst_verify(struct sst_reader *r, void (*report)(void *ctx, const char *line),
-	       void *ctx)
-{
-	struct verify v = { .r = r, .report = report, .ctx = ctx };
-	/* The index and filter were checked at open; read them again so a
-	 * file damaged since then is caught too. */
-	verify_block(&v, "index block", &r->index_handle, false, NULL, 0, NULL);
-	if (r->filter_handle.size)
-		verify_filter(&v);
-
-	struct block_iter ii;
-	block_iter_init(&ii, ikey_compare);
-	block_iter_reset(&ii, r->index);
-	struct buf prev_sep;
-	buf_init(&prev_sep);
-	for (block_iter_seek_first(&ii); block_iter_valid(&ii);
-	     block_iter_next(&ii)) {
-		struct block_handle h;
-		char *m = NULL;
-		if (index_value_handle(r, &ii, &h, &m)) {
-			verify_report(&v, m);
-			continue;
-		}
-		verify_block(&v, "block", &h, true, ii.key, ii.klen, &prev_sep);
-		buf_clear(&prev_sep);
-		buf_append(&prev_sep, ii.key, ii.klen);
-	}
-	if (ii.status)
-		verify_report(&v, msgf("%s: index block at offset %" PRIu64
-				       ": corrupt entry", r->path,
-				       r->index_handle.offset));
-	buf_free(&prev_sep);
-	block_iter_release(&ii);
-	return v.problems ? -EUCLEAN : 0;
-}
-
-/* ---- salvage (fsck): keep what reads, name what does not ---- */
-
-struct salvage {
-	struct sst_reader *r;
-	const struct sst_salvage_ops *ops;
-	void *ctx;
-	struct buf last; /* last key kept: what is kept must stay ascending */
-	uint64_t kept, lost_blocks;
-};
-
-static void salvage_lost(struct salvage *s, uint64_t offset, const struct buf *from,
-			 const uint8_t *to, size_t tlen, char *why)
-{
-	s->lost_blocks++;
-	s->ops->lost(s->ctx, offset, from->len ? from->data : NULL, from->len, to,
-		     tlen, why ? why : "out of memory");
-	free(why);
-}
-
-/* One data block: keep its entries while they read, parse and ascend; the
- * first that does not loses the rest of the block, from the last key kept
- * up to the block's index key. */
-static int salvage_block(struct salvage *s, const struct block_handle *h,
-			 const uint8_t *sep, size_t seplen, const struct buf *prev_sep)
-{
-	void *mem;
-	const uint8_t *data;
-	size_t len;
-	char *m = NULL;
-	int rc = read_block_alloc(s->r, "block", h, &mem, &data, &len, &m);
-	if (rc == -ENOMEM)
+	int rc = ra ? readahead_block_alloc(r, ra, h, &mem, &data, &len, msg) : 1;
+	if (rc == 1)
+		rc = sst_read_block_alloc(r, "block", h, &mem, &data, &len, msg);
+	if (rc)
 		return rc;
-	if (rc) {
-		salvage_lost(s, h->offset, prev_sep, sep, seplen,
-			     m ? m : msgf("%s: block at offset %" PRIu64 ": %s",
-					  s->r->path, h->offset, strerror(-rc)));
-		return 0;
-	}
-	struct block b;
-	if (block_init(&b, data, len)) {
-		salvage_lost(s, h->offset, prev_sep, sep, seplen,
-			     msgf("%s: block at offset %" PRIu64 ": malformed block",
-				  s->r->path, h->offset));
+	struct block *b = mem;
+	if (block_init(b, data, len)) {
 		free(mem);
-		return 0;
+		return sst_bad_block(r, "block", h, msg);
 	}
-	struct block_iter it;
-	block_iter_init(&it, ikey_compare);
-	block_iter_reset(&it, &b);
-	const char *why = NULL;
-	uint64_t n = 0;
-	for (block_iter_seek_first(&it); block_iter_valid(&it); block_iter_next(&it), n++) {
-		struct parsed_ikey p;
-		if (ikey_parse(it.key, it.klen, &p)) {
-			why = "bad internal key";
-			break;
-		}
-		if ((s->last.len && ikey_compare(s->last.data, s->last.len, it.key, it.klen) >= 0) ||
-		    (prev_sep->len && ikey_compare(prev_sep->data, prev_sep->len, it.key, it.klen) >= 0)) {
-			why = "keys out of order";
-			break;
-		}
-		if (ikey_compare(it.key, it.klen, sep, seplen) > 0) {
-			why = "key above its index key";
-			break;
-		}
-		rc = s->ops->keep(s->ctx, it.key, it.klen, it.val, it.vlen);
-		if (rc)
-			break;
-		s->kept++;
-		buf_clear(&s->last);
-		buf_append(&s->last, it.key, it.klen);
-		if ((rc = buf_ok(&s->last)))
-			break;
-	}
-	if (!rc && !why && it.status)
-		why = it.status == -EUCLEAN ? "corrupt entry" : "out of memory";
-	if (!rc && why)
-		salvage_lost(s, h->offset, n ? &s->last : prev_sep, sep, seplen,
-			     msgf("%s: block at offset %" PRIu64 ": entry %" PRIu64 ": %s",
-				  s->r->path, h->offset, n, why));
-	block_iter_release(&it);
-	free(mem);
-	return rc;
+	*out = b;
+	return 0;
 }
 
-int sst_salvage(struct sst_reader *r, const struct sst_salvage_ops *ops, void *ctx,
-		uint64_t *kept, uint64_t *lost_blocks)
+static void block_deleter(void *value)
 {
-	struct salvage s = { .r = r, .ops = ops, .ctx = ctx };
-	buf_init(&s.last);
-	struct block_iter ii;
-	block_iter_init(&ii, ikey_compare);
-	block_iter_reset(&ii, r->index);
-	struct buf prev_sep;
-	buf_init(&prev_sep);
-	int rc = 0;
-	for (block_iter_seek_first(&ii); block_iter_valid(&ii) && rc == 0;
-	     block_iter_next(&ii)) {
-		struct block_handle h;
-		char *m = NULL;
-		if (index_value_handle(r, &ii, &h, &m))
-			salvage_lost(&s, r->index_handle.offset, &prev_sep, ii.key, ii.klen, m);
-		else
-			rc = salvage_block(&s, &h, ii.key, ii.klen, &prev_sep);
-		buf_clear(&prev_sep);
-		buf_append(&prev_sep, ii.key, ii.klen);
-		if (rc == 0)
-			rc = buf_ok(&prev_sep);
+	free(value);
+}
+
+int sst_get_block(struct sst_reader *r, const struct block_handle *h,
+		  struct sst_readahead *ra, const struct block **out,
+		  struct cache_handle **handle, void **owned, char **msg)
+{
+	*handle = NULL;
+	*owned = NULL;
+	if (r->cache) {
+		*handle = block_cache_lookup(r->cache, r->number, h->offset);
+		if (*handle) {
+			*out = block_cache_value(*handle);
+			return 0;
+		}
 	}
-	if (rc == 0 && ii.status)
-		salvage_lost(&s, r->index_handle.offset, &prev_sep, NULL, 0,
-			     msgf("%s: index block at offset %" PRIu64
-				  ": corrupt entry; the rest of the table is lost",
-				  r->path, r->index_handle.offset));
-	buf_free(&prev_sep);
-	buf_free(&s.last);
-	block_iter_release(&ii);
-	*kept = s.kept;
-	*lost_blocks = s.lost_blocks;
-	return rc;
+	struct block *b = NULL; /* set when rc is 0 (a compiler cannot tell) */
+	int rc = read_data_block(r, h, ra, &b, msg);
+	if (rc)
+		return rc;
+	COUNT(r, block_reads);
+	if (r->cache)
+		*handle = block_cache_insert(r->cache, r->number, h->offset, b,
+					     BLOCK_HEAD + b->size, block_deleter);
+	if (!*handle)
+		*owned = b; /* no cache, or the insert failed */
+	*out = b;
+	return 0;
 }

@@ -258,48 +258,93 @@ int store_wait_compactions(struct store *st);
 int store_compact_range(struct store *st, const void *begin, size_t blen,
 			const void *end, size_t elen);
 
-/* Bytes written over a store's whole life, by kind: kept in every MANIFEST
- * edit, so as of now for an open store and as of the last flush or
- * compaction for store_list_tables. */
+/*
+ * The store's counters, one line each: the one list (an X-macro) from which
+ * the fields of struct store_stats and struct store_totals, the names
+ * store-tool and storebench print, and the JSON keys of the daemon's
+ * statistics (lsmfs(8) STATISTICS) and of lsmfs-inspect's stats and levels
+ * are made.  tests/doc/test_counters.py checks the man pages and README
+ * against it.  Each entry is X(kind, field, key, word):
+ *
+ *   kind   TOTAL: bytes written of one kind, counted since open and over
+ *          the store's whole life (struct store_totals: FORMAT.md "Version
+ *          edit record", tag 7, in this order); WRITE: the write side's
+ *          other counts, READ: the block cache's and the filters' answers,
+ *          FILTER: data blocks read and the filters' memory, all since
+ *          open; NOW: the state at the call
+ *   field  its name in struct store_stats (and struct store_totals), as the
+ *          tools print it
+ *   key    its JSON key in the daemon's statistics, "" when it has none
+ *   word   a TOTAL's kind in one word, as lsmfs-inspect stats prints it
+ *          ("" for the others)
+ *
+ * Add a counter here, fill it in store_get_stats (db_read.c); a TOTAL
+ * also needs a place in the MANIFEST's tag 7 (a format change).
+ */
+#define STORE_COUNTERS(X)                                                                       \
+	X(TOTAL, user_bytes_written, "user_bytes", "user") /* keys + values handed to writes */ \
+	X(TOTAL, wal_bytes_written, "log_bytes", "log") /* commit logs */                       \
+	X(WRITE, wal_syncs, "log_syncs", "")                                                    \
+	X(TOTAL, flush_bytes_written, "flush_bytes", "flush")                                   \
+	X(WRITE, compaction_bytes_read, "", "")                                                 \
+	X(TOTAL, compaction_bytes_written, "compaction_bytes", "compaction")                    \
+	X(TOTAL, manifest_bytes_written, "manifest_bytes", "manifest")                          \
+	X(WRITE, flushes, "", "")                                                               \
+	X(WRITE, compactions, "", "")                                                           \
+	X(READ, block_cache_hits, "", "")                                                       \
+	X(READ, block_cache_misses, "", "")                                                     \
+	X(READ, block_cache_bytes, "", "")    /* in use now */                                  \
+	X(READ, bloom_checked, "", "")        /* filter consulted */                            \
+	X(READ, bloom_useful, "", "")         /* filter said "absent": a read avoided */        \
+	X(READ, bloom_false_positive, "", "") /* filter said "maybe", key absent */             \
+	X(FILTER, data_block_reads, "", "")   /* data blocks read from table files */           \
+	X(FILTER, filter_bytes, "", "")       /* filter parts in memory, now */                 \
+	X(FILTER, filter_budget, "", "")      /* store_options.filter_memory */                 \
+	X(FILTER, filter_loads, "", "")       /* parts loaded by the budget's thread */         \
+	X(FILTER, filter_drops, "", "")       /* parts dropped for hotter tables */             \
+	X(WRITE, write_stall_micros, "", "")  /* writers slowed or stopped */                   \
+	X(NOW, memtable_bytes, "", "")        /* active + immutable */                          \
+	X(NOW, last_sequence, "", "")
+
+/* The kinds, as values: STORE_COUNTER_##kind inside an X. */
+enum store_counter_kind {
+	STORE_COUNTER_TOTAL,
+	STORE_COUNTER_WRITE,
+	STORE_COUNTER_READ,
+	STORE_COUNTER_FILTER,
+	STORE_COUNTER_NOW,
+};
+/* STORE_IF_TOTAL(kind, text...): the text for a TOTAL counter, nothing for
+ * the others: the totals alone, from STORE_COUNTERS, where a test of
+ * STORE_COUNTER_##kind will not do (struct members, initializers). */
+#define STORE_IF_TOTAL(kind, ...) STORE_IF_TOTAL_##kind(__VA_ARGS__)
+#define STORE_IF_TOTAL_TOTAL(...) __VA_ARGS__
+#define STORE_IF_TOTAL_WRITE(...)
+#define STORE_IF_TOTAL_READ(...)
+#define STORE_IF_TOTAL_FILTER(...)
+#define STORE_IF_TOTAL_NOW(...)
+
+#define STORE_COUNTER_FIELD_(kind, field, key, word) uint64_t field;
+#define STORE_TOTAL_FIELD_(kind, field, key, word) STORE_IF_TOTAL(kind, uint64_t field;)
+
+/* Bytes written over a store's whole life, by kind (the TOTAL counters):
+ * kept in every MANIFEST edit, so as of now for an open store and as of
+ * the last flush or compaction for store_list_tables. */
 struct store_totals {
-	uint64_t user_bytes_written;
-	uint64_t wal_bytes_written;
-	uint64_t flush_bytes_written;
-	uint64_t compaction_bytes_written;
-	uint64_t manifest_bytes_written;
+	STORE_COUNTERS(STORE_TOTAL_FIELD_)
 };
 /* (log + flush + compaction + manifest) / user; 0 when nothing was written. */
 double store_totals_write_amp(const struct store_totals *t);
 
 /* Counters since this open, except `lifetime`. */
 struct store_stats {
-	uint64_t user_bytes_written;   /* keys + values handed to writes */
-	uint64_t wal_bytes_written;
-	uint64_t wal_syncs;
-	uint64_t flush_bytes_written;
-	uint64_t compaction_bytes_read;
-	uint64_t compaction_bytes_written;
-	uint64_t manifest_bytes_written;
-	uint64_t flushes;
-	uint64_t compactions;
+	STORE_COUNTERS(STORE_COUNTER_FIELD_)
 	uint64_t level_files[STORE_MAX_LEVELS];
 	uint64_t level_bytes[STORE_MAX_LEVELS];
-	uint64_t block_cache_hits;
-	uint64_t block_cache_misses;
-	uint64_t block_cache_bytes;    /* in use now */
-	uint64_t bloom_checked;        /* filter consulted */
-	uint64_t bloom_useful;         /* filter said "absent": a read avoided */
-	uint64_t bloom_false_positive; /* filter said "maybe", key absent */
-	uint64_t data_block_reads;     /* data blocks read from table files */
-	uint64_t filter_bytes;         /* filter parts in memory, now */
-	uint64_t filter_budget;        /* store_options.filter_memory */
-	uint64_t filter_loads;         /* parts loaded by the budget's thread */
-	uint64_t filter_drops;         /* parts dropped for hotter tables */
-	uint64_t write_stall_micros;   /* writers slowed or stopped */
-	uint64_t memtable_bytes;       /* active + immutable, now */
-	uint64_t last_sequence;
 	struct store_totals lifetime;  /* since the store was created */
 };
+#undef STORE_COUNTER_FIELD_
+#undef STORE_TOTAL_FIELD_
 void store_get_stats(struct store *st, struct store_stats *out);
 /* Write amplification: (wal + flush + compaction + manifest) / user bytes. */
 double store_stats_write_amp(const struct store_stats *s);

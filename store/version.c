@@ -437,12 +437,12 @@ int version_set_create(struct version_set *vs)
 	return 0;
 }
 
-void version_set_totals(const struct version_set *vs, struct write_totals *out)
+void version_set_totals(const struct version_set *vs, struct store_totals *out)
 {
 	*out = vs->totals;
 }
 
-void version_set_base_totals(const struct version_set *vs, struct write_totals *out)
+void version_set_base_totals(const struct version_set *vs, struct store_totals *out)
 {
 	*out = vs->base;
 }
@@ -542,7 +542,7 @@ static int manifest_path(char *out, const char *dir, uint64_t number)
 
 struct replay {
 	bool has_totals;
-	struct write_totals totals;
+	struct store_totals totals;
 	bool has_log_number, has_next_file, has_last_sequence;
 	uint64_t log_number, next_file, last_sequence;
 	struct buf compact_pointer[NUM_LEVELS];
@@ -832,14 +832,13 @@ int version_set_log_and_apply(struct version_set *vs, struct version_edit *e,
 	bool sync_dir = e->nadded > 0 || e->log_number != vs->log_number;
 	version_edit_set_last_sequence(e, vs->last_sequence);
 	if (vs->session_totals) {
-		struct write_totals now;
+		struct store_totals now;
 		vs->session_totals(vs->totals_ctx, &now);
 		e->has_totals = true;
-		e->totals.user = vs->base.user + now.user;
-		e->totals.wal = vs->base.wal + now.wal;
-		e->totals.flush = vs->base.flush + now.flush;
-		e->totals.compaction = vs->base.compaction + now.compaction;
-		e->totals.manifest = vs->base.manifest + now.manifest;
+#define ADD(kind, field, key, word) \
+		STORE_IF_TOTAL(kind, e->totals.field = vs->base.field + now.field;)
+		STORE_COUNTERS(ADD)
+#undef ADD
 	}
 	bool new_manifest = vs->manifest == NULL;
 	uint64_t mnum = new_manifest ? version_set_new_file_number(vs)

@@ -47,15 +47,9 @@ struct version {
 	int compaction_level;
 };
 
-/* Bytes written over a store's life, by kind (FORMAT.md "MANIFEST", tag 7):
- * what callers handed to writes, and what the store wrote for them. */
-struct write_totals {
-	uint64_t user, wal, flush, compaction, manifest;
-};
-
 struct version_edit {
 	bool has_totals;
-	struct write_totals totals;
+	struct store_totals totals; /* FORMAT.md "Version edit record", tag 7 */
 	bool has_log_number;
 	uint64_t log_number;
 	bool has_next_file;
@@ -110,7 +104,7 @@ struct version_set_options {
 	void *log_ctx;
 	/* Bytes written since open, by kind (mu held); NULL: edits carry no
 	 * totals (offline tools). */
-	void (*session_totals)(void *ctx, struct write_totals *out);
+	void (*session_totals)(void *ctx, struct store_totals *out);
 	void *totals_ctx;
 };
 struct version_set *version_set_new(const struct version_set_options *o);
@@ -148,9 +142,9 @@ int version_set_snapshot(struct version_set *vs, struct buf *out, struct version
 struct version *version_set_current(struct version_set *vs);
 /* Lifetime totals as of the last edit recovered or written (zeros for a
  * MANIFEST that never recorded any). */
-void version_set_totals(const struct version_set *vs, struct write_totals *out);
+void version_set_totals(const struct version_set *vs, struct store_totals *out);
 /* The totals recovered at open: add this session's counters for now. */
-void version_set_base_totals(const struct version_set *vs, struct write_totals *out);
+void version_set_base_totals(const struct version_set *vs, struct store_totals *out);
 uint64_t version_set_new_file_number(struct version_set *vs);
 /* Give back a number that was not used (a failed flush). */
 void version_set_reuse_file_number(struct version_set *vs, uint64_t n);

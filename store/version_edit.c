@@ -45,6 +45,11 @@ enum {
 	TAG_WRITE_TOTALS = 7,
 };
 
+/* Tag 7 holds the five TOTAL counters of store.h's STORE_COUNTERS, in their
+ * order: another one there is a change of format (FORMAT.md). */
+_Static_assert(sizeof(struct store_totals) == 5 * sizeof(uint64_t),
+	       "struct store_totals is not the five totals of tag 7");
+
 /* The sentinel a poisoned array points at; never written through. */
 static const char edit_poison;
 #define POISON ((void *)&edit_poison)
@@ -250,11 +255,11 @@ void version_edit_encode(const struct version_edit *e, struct buf *out)
 	}
 	if (e->has_totals) {
 		buf_put_varint32(out, TAG_WRITE_TOTALS);
-		buf_put_varint64(out, e->totals.user);
-		buf_put_varint64(out, e->totals.wal);
-		buf_put_varint64(out, e->totals.flush);
-		buf_put_varint64(out, e->totals.compaction);
-		buf_put_varint64(out, e->totals.manifest);
+		buf_put_varint64(out, e->totals.user_bytes_written);
+		buf_put_varint64(out, e->totals.wal_bytes_written);
+		buf_put_varint64(out, e->totals.flush_bytes_written);
+		buf_put_varint64(out, e->totals.compaction_bytes_written);
+		buf_put_varint64(out, e->totals.manifest_bytes_written);
 	}
 	for (size_t i = 0; i < e->nadded; i++) {
 		const struct file_meta *f = e->added[i].meta;
@@ -355,8 +360,10 @@ int version_edit_decode(struct version_edit *e, const uint8_t *p, size_t len)
 							   k2, l2);
 			break;
 		case TAG_WRITE_TOTALS: {
-			uint64_t *t[5] = {&e->totals.user, &e->totals.wal, &e->totals.flush,
-					  &e->totals.compaction, &e->totals.manifest};
+			uint64_t *t[5] = {&e->totals.user_bytes_written, &e->totals.wal_bytes_written,
+					  &e->totals.flush_bytes_written,
+					  &e->totals.compaction_bytes_written,
+					  &e->totals.manifest_bytes_written};
 			for (int i = 0; i < 5 && p; i++)
 				p = get_varint64(p, limit, t[i]);
 			e->has_totals = p != NULL;

@@ -39,8 +39,8 @@ struct version_set {
 	/* Lifetime write totals: as of the last edit read or written, and as
 	 * recovered at open (the base this session's counters add to). */
 	bool has_totals;
-	struct write_totals totals, base;
-	void (*session_totals)(void *ctx, struct write_totals *out);
+	struct store_totals totals, base;
+	void (*session_totals)(void *ctx, struct store_totals *out);
 	void *totals_ctx;
 };
 

@@ -856,12 +856,9 @@ static void print_write_amp(const struct store_stats *before,
 			    const struct store_stats *after)
 {
 	struct store_stats d = *after;
-	d.user_bytes_written -= before->user_bytes_written;
-	d.wal_bytes_written -= before->wal_bytes_written;
-	d.flush_bytes_written -= before->flush_bytes_written;
-	d.compaction_bytes_written -= before->compaction_bytes_written;
-	d.compaction_bytes_read -= before->compaction_bytes_read;
-	d.manifest_bytes_written -= before->manifest_bytes_written;
+#define SUB(kind, field, key, word) STORE_IF_TOTAL(kind, d.field -= before->field;)
+	STORE_COUNTERS(SUB)
+#undef SUB
 	if (d.user_bytes_written)
 		printf("  write-amp: %.2f", store_stats_write_amp(&d));
 	else
@@ -880,30 +877,8 @@ static void print_stats(struct store *st)
 	store_get_stats(st, &s);
 	uint64_t lookups = s.block_cache_hits + s.block_cache_misses;
 	printf("store stats (since open):\n");
-#define P(field) printf("  %-26s %" PRIu64 "\n", #field, s.field)
-	P(user_bytes_written);
-	P(wal_bytes_written);
-	P(wal_syncs);
-	P(flush_bytes_written);
-	P(compaction_bytes_read);
-	P(compaction_bytes_written);
-	P(manifest_bytes_written);
-	P(flushes);
-	P(compactions);
-	P(block_cache_hits);
-	P(block_cache_misses);
-	P(block_cache_bytes);
-	P(bloom_checked);
-	P(bloom_useful);
-	P(bloom_false_positive);
-	P(data_block_reads);
-	P(filter_bytes);
-	P(filter_budget);
-	P(filter_loads);
-	P(filter_drops);
-	P(write_stall_micros);
-	P(memtable_bytes);
-	P(last_sequence);
+#define P(kind, field, key, word) printf("  %-26s %" PRIu64 "\n", #field, s.field);
+	STORE_COUNTERS(P)
 #undef P
 	if (s.user_bytes_written)
 		printf("  %-26s %.2f\n", "write_amp", store_stats_write_amp(&s));

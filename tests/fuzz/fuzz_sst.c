@@ -1,5 +1,5 @@
 /*
- * fuzz_sst: the SSTable reader (store/sst_read.c, block.c, bloom.c;
+ * fuzz_sst: the SSTable reader (store/sst_*.c, block.c, bloom.c;
  * FORMAT.md "SSTable", "Footer", "Reading rules").  The input is a whole
  * .sst file, read through the store's env (an in-memory one) as the table
  * cache would.  It is opened twice: as given, and with the checksums of

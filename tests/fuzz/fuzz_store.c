@@ -1,6 +1,6 @@
 /*
  * fuzz_store: a whole store directory as the store opens it (store/db.c,
- * version.c, version_edit.c, wal.c, batch.c, sst_read.c; FORMAT.md
+ * version.c, version_edit.c, wal.c, batch.c, sst_*.c; FORMAT.md
  * "Directory", "MANIFEST", "Recovery"), and as the offline tools read it
  * (store_verify, store_dump, store_list_tables).
  *

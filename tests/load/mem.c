@@ -4,7 +4,7 @@
  *
  * Samples come from /proc/PID/status (VmHWM, VmRSS, Threads) and from the
  * metadata store's tables: every open table reader keeps its index and
- * filter blocks in memory, outside the block cache (store/sst_read.c,
+ * filter blocks in memory, outside the block cache (store/sst_open.c,
  * struct sst_reader), so their sizes, read from each table's footer
  * (store/FORMAT.md, "Footer": filter handle, index handle), are a term of
  * the bound that grows with the store, as STYLE.md allows when documented.

@@ -268,14 +268,15 @@ START_TEST(test_write_totals)
 	struct version_edit e, d;
 	version_edit_init(&e);
 	e.has_totals = true;
-	e.totals = (struct write_totals){1, 2, 3, 1ull << 40, 5};
+	e.totals = (struct store_totals){1, 2, 3, 1ull << 40, 5};
 	struct buf b;
 	buf_init(&b);
 	version_edit_encode(&e, &b);
 	ck_assert_int_eq(version_edit_decode(&d, b.data, b.len), 0);
 	ck_assert(d.has_totals);
-	ck_assert(d.totals.user == 1 && d.totals.wal == 2 && d.totals.flush == 3 &&
-		  d.totals.compaction == 1ull << 40 && d.totals.manifest == 5);
+	ck_assert(d.totals.user_bytes_written == 1 && d.totals.wal_bytes_written == 2 &&
+		  d.totals.flush_bytes_written == 3 && d.totals.compaction_bytes_written == 1ull << 40 &&
+		  d.totals.manifest_bytes_written == 5);
 	version_edit_free(&d);
 	version_edit_free(&e);
 	buf_free(&b);

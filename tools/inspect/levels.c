@@ -13,11 +13,10 @@
 static void totals_json(struct json *j, const struct store_totals *t)
 {
 	json_obj(j, "lifetime");
-	json_u64(j, "user_bytes", t->user_bytes_written);
-	json_u64(j, "log_bytes", t->wal_bytes_written);
-	json_u64(j, "flush_bytes", t->flush_bytes_written);
-	json_u64(j, "compaction_bytes", t->compaction_bytes_written);
-	json_u64(j, "manifest_bytes", t->manifest_bytes_written);
+	/* The TOTAL counters of store.h's STORE_COUNTERS, by their keys. */
+#define PUT(kind, field, key, word) STORE_IF_TOTAL(kind, json_u64(j, key, t->field);)
+	STORE_COUNTERS(PUT)
+#undef PUT
 	json_dbl(j, "write_amplification", store_totals_write_amp(t));
 	json_close_obj(j);
 }

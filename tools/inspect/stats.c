@@ -114,10 +114,15 @@ struct disk_row {
 	char path[1024];
 };
 
-#define KINDS 5
-static const char *const kind_names[KINDS] = {"user", "log", "flush", "compaction", "manifest"};
-static const char *const kind_keys[KINDS] = {"user_bytes", "log_bytes", "flush_bytes",
-					     "compaction_bytes", "manifest_bytes"};
+/* The store's bytes by kind: the TOTAL counters of store.h's
+ * STORE_COUNTERS, user first. */
+#define KIND_NAME(kind, field, key, word) STORE_IF_TOTAL(kind, word, )
+#define KIND_KEY(kind, field, key, word) STORE_IF_TOTAL(kind, key, )
+static const char *const kind_names[] = {STORE_COUNTERS(KIND_NAME)};
+static const char *const kind_keys[] = {STORE_COUNTERS(KIND_KEY)};
+#undef KIND_NAME
+#undef KIND_KEY
+#define KINDS ((int)(sizeof(kind_names) / sizeof(kind_names[0])))
 
 /* The file's figures as text; -EUCLEAN (said by the caller) when a member
  * is missing, with r->missing naming it.  Nothing is printed then. */

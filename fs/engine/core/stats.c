@@ -60,13 +60,21 @@ void stats_fsync(struct fs *fs, uint32_t disk)
 		atomic_fetch_add_explicit(&fs->dstats[disk].fsyncs, 1, memory_order_relaxed);
 }
 
-static void put_totals(struct json_out *o, const char *name, uint64_t user, uint64_t wal,
-		       uint64_t flush, uint64_t compaction, uint64_t manifest)
+/* "name":{...}: the store's bytes written by kind (the TOTAL counters of
+ * store.h's STORE_COUNTERS, by their keys) since the mount, or over the
+ * store's whole life. */
+static void put_totals(struct json_out *o, const char *name, const struct store_stats *ss,
+		       bool lifetime)
 {
-	json_put(o,
-	    "\"%s\":{\"user_bytes\":%" PRIu64 ",\"log_bytes\":%" PRIu64 ",\"flush_bytes\":%" PRIu64
-	    ",\"compaction_bytes\":%" PRIu64 ",\"manifest_bytes\":%" PRIu64 "}",
-	    name, user, wal, flush, compaction, manifest);
+	const char *sep = "";
+	json_put(o, "\"%s\":{", name);
+#define PUT(kind, field, key, word)                                                \
+	STORE_IF_TOTAL(kind, json_put(o, "%s\"%s\":%" PRIu64, sep, key,             \
+				      lifetime ? ss->lifetime.field : ss->field);   \
+		       sep = ",";)
+	STORE_COUNTERS(PUT)
+#undef PUT
+	json_put(o, "}");
 }
 
 /* The snapshot, stamped with when it was taken and by whom; mounted is
@@ -112,13 +120,16 @@ static int build_json(struct fs *fs, bool mounted, char **json, size_t *len)
 	json_put(&o, ",");
 	stats_copies_json(fs, &o);
 	json_put(&o, ",");
-	put_totals(&o, "since_mount", ss.user_bytes_written, ss.wal_bytes_written,
-		   ss.flush_bytes_written, ss.compaction_bytes_written, ss.manifest_bytes_written);
+	put_totals(&o, "since_mount", &ss, false);
 	json_put(&o, ",");
-	put_totals(&o, "lifetime", ss.lifetime.user_bytes_written, ss.lifetime.wal_bytes_written,
-		   ss.lifetime.flush_bytes_written, ss.lifetime.compaction_bytes_written,
-		   ss.lifetime.manifest_bytes_written);
-	json_put(&o, ",\"log_syncs\":%" PRIu64 "}}\n", ss.wal_syncs);
+	put_totals(&o, "lifetime", &ss, true);
+	/* The other counters that have a key (log_syncs). */
+#define PUT(kind, field, key, word)                                       \
+	if (STORE_COUNTER_##kind != STORE_COUNTER_TOTAL && key[0])         \
+		json_put(&o, ",\"%s\":%" PRIu64, key, ss.field);
+	STORE_COUNTERS(PUT)
+#undef PUT
+	json_put(&o, "}}\n");
 	if (o.err) {
 		free(o.buf);
 		return o.err;
@@ -147,8 +158,14 @@ static uint64_t counters_sum(struct fs *fs)
 	}
 	struct store_stats ss;
 	store_get_stats(fs->st, &ss);
-	return sum + ss.user_bytes_written + ss.wal_bytes_written + ss.flush_bytes_written +
-	       ss.compaction_bytes_written + ss.manifest_bytes_written + ss.wal_syncs;
+	/* The store's: those with a key (since the mount; a lifetime total
+	 * moves with its since-mount counterpart). */
+#define ADD(kind, field, key, word) \
+	if (key[0])                 \
+		sum += ss.field;
+	STORE_COUNTERS(ADD)
+#undef ADD
+	return sum;
 }
 
 /* Write json to <store>/stats.json by a rename over it, so a reader sees
