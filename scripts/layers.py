@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Check that fs/ keeps its layers (fs/ARCHITECTURE.md).
 
-Reads the C files of fs/ and of the programs that use it, and fails
-(exit 1, one line per breach) when:
-  - a file of fs/ calls a function defined in a file of a layer above its
-    own (the table LAYERS, bottom first);
-  - the files of fs/ call each other in a cycle, within a layer too;
-  - a file includes the header of a layer above its own, or a program
-    outside fs/ (mkfs, tools) includes engine.h or ops.h.
-`--graph` prints the calls between files as well.  Needs only Python.
+Reads the C files and headers of fs/ and the programs that use it, and
+fails (exit 1, one line per breach) when:
+  - a file of fs/ names a function defined in a file of a layer above its
+    own (the table LAYERS, bottom first): a call, its address taken, a
+    prototype, a static inline or a macro in a header alike;
+  - the files of fs/ use each other in a cycle, within a layer too;
+  - a file includes a header of a layer above its own (each include is
+    resolved to its file under fs/), or a program outside fs/ (mkfs,
+    tools) includes one of the engine's or the daemon's headers;
+  - a file of fs/ lies in no layer (directly in fs/, but fs.h).
+`--graph` prints the uses between files as well.  Needs only Python.
 """
 import collections
 import os
@@ -17,16 +20,17 @@ import sys
 
 LAYERS = ['base', 'format', 'disks', 'engine/core', 'engine/attr', 'engine/data',
           'engine/names', 'engine/background', 'admin', 'life', 'daemon']
-HEADERS = {'base.h': 'base', 'format.h': 'format', 'schema.h': 'format',
-           'disks.h': 'disks', 'engine.h': 'engine/core', 'acl.h': 'engine/core',
-           'admin.h': 'admin', 'life.h': 'life', 'ops.h': 'daemon', 'fs.h': 'life'}
-OUTSIDE_FORBIDDEN = {'engine.h', 'ops.h', 'acl.h'}
+# fs.h gathers what the programs outside fs/ may use: the layers up to life.
+UMBRELLA = {'fs.h': 'life'}
+OUTSIDE_FORBIDDEN = ('engine', 'daemon')
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
-DEFINITION = re.compile(r'^(?!static\b)[A-Za-z_][\w \t\*]*?\b(\w+)\s*\([^;{}]*?\)\s*\n\{',
+DEFINITION = re.compile(r'^(static\s+)?[A-Za-z_][\w \t\*]*?\b(\w+)\s*\([^;{}]*?\)\s*\n\{',
                         re.M | re.S)
-CALL = re.compile(r'\b([A-Za-z_]\w*)\s*\(')
+# Any name, but a member (after . or ->) or a label (goto NAME, NAME:): a
+# call, an address, a prototype.
+USE = re.compile(r'(?<![\w.>])(?<!->)(?<!goto )([A-Za-z_]\w*)\b(?!\s*:(?!:))')
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -48,57 +52,18 @@ def sources(top):
                 yield os.path.join(d, n)
 
 
-def main():
-    graph = '--graph' in sys.argv
-    breaches = []
-    files = {}
-    for path in sources('fs'):
-        rel = os.path.relpath(path, os.path.join(ROOT, 'fs'))
-        lay = layer_of(rel)
-        if lay is None and rel.count('/'):
-            breaches.append(f'fs/{rel}: in no layer of scripts/layers.py')
-            continue
-        files[rel] = (lay, open(path).read())
-    # Includes.
-    rank = {name: i for i, name in enumerate(LAYERS)}
-    for rel, (lay, text) in files.items():
-        if lay is None:
-            continue
-        for h in INCLUDE.findall(text):
-            hl = HEADERS.get(os.path.basename(h))
-            if hl is not None and rank[hl] > rank[lay] and not (
-                    hl.startswith('engine') and lay.startswith('engine')):
-                breaches.append(f'fs/{rel}: includes {h}, of layer {hl} above its own ({lay})')
-    for top in ('mkfs', 'tools'):
-        for path in sources(top):
-            for h in INCLUDE.findall(open(path).read()):
-                if os.path.basename(h) in OUTSIDE_FORBIDDEN:
-                    breaches.append(f'{os.path.relpath(path, ROOT)}: includes {h}: programs '
-                                    'outside fs/ use fs.h')
-    # Calls.
-    defined = {}
-    for rel, (lay, text) in files.items():
-        if rel.endswith('.c'):
-            for m in DEFINITION.finditer(NOISE.sub(' ', text)):
-                defined.setdefault(m.group(1), rel)
-    calls = collections.defaultdict(set)
-    for rel, (lay, text) in files.items():
-        if not rel.endswith('.c'):
-            continue
-        for m in CALL.finditer(NOISE.sub(' ', text)):
-            to = defined.get(m.group(1))
-            if to and to != rel:
-                calls[(rel, to)].add(m.group(1))
-    for (a, b), names in sorted(calls.items()):
-        la, lb = files[a][0], files[b][0]
-        if la and lb and rank[lb] > rank[la]:
-            breaches.append(f'fs/{a} ({la}) calls up into fs/{b} ({lb}): {", ".join(sorted(names))}')
-        if graph:
-            print(f'{a} -> {b}: {", ".join(sorted(names))}')
-    # Cycles (Tarjan's strongly connected components).
-    adj = collections.defaultdict(set)
-    for a, b in calls:
-        adj[a].add(b)
+def resolve(rel, h, names):
+    """The file under fs/ that `#include "h"` in fs/<rel> reaches, or None
+    (a header outside fs/: the store's, the system's)."""
+    here = os.path.normpath(os.path.join(os.path.dirname(rel), h))
+    if here in names:
+        return here
+    hits = [n for n in names if n == h or n.endswith('/' + h)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def strongly_connected(nodes, adj):
+    """Tarjan's strongly connected components of the graph adj."""
     index, low, stack, on, comps = {}, {}, [], set(), []
     sys.setrecursionlimit(10000)
 
@@ -122,16 +87,86 @@ def main():
                     break
             comps.append(comp)
 
-    for v in sorted(files):
-        if v.endswith('.c') and v not in index:
+    for v in sorted(nodes):
+        if v not in index:
             strong(v)
-    for comp in comps:
+    return comps
+
+
+def main():
+    graph = '--graph' in sys.argv
+    breaches = []
+    files = {}
+    for path in sources('fs'):
+        rel = os.path.relpath(path, os.path.join(ROOT, 'fs'))
+        lay = UMBRELLA.get(rel) or layer_of(rel)
+        if lay is None:
+            breaches.append(f'fs/{rel}: in no layer of scripts/layers.py')
+            continue
+        files[rel] = (lay, NOISE.sub(' ', open(path).read()), open(path).read())
+    rank = {name: i for i, name in enumerate(LAYERS)}
+
+    def above(upper, lower):
+        return rank[upper] > rank[lower]
+
+    def use_layer(rel):
+        """A header of the whole engine (engine.h, acl.h, chunk_iter.h)
+        declares what every part of it defines: its uses are the top
+        part's, its includes the bottom part's (layer_of)."""
+        if rel.startswith('engine/') and rel.count('/') == 1:
+            return LAYERS[max(i for i, n in enumerate(LAYERS) if n.startswith('engine/'))]
+        return files[rel][0]
+
+    # Includes, each resolved to the file it reaches.
+    for rel, (lay, _, raw) in files.items():
+        for h in INCLUDE.findall(raw):
+            to = resolve(rel, h, files)
+            if to and above(files[to][0], lay):
+                breaches.append(f'fs/{rel}: includes {h} (fs/{to}, layer {files[to][0]}) '
+                                f'above its own ({lay})')
+    for top in ('mkfs', 'tools'):
+        for path in sources(top):
+            rel = os.path.relpath(path, ROOT)
+            for h in INCLUDE.findall(open(path).read()):
+                to = resolve(os.path.join('..', rel), h, files)
+                if to and files[to][0].split('/')[0] in OUTSIDE_FORBIDDEN:
+                    breaches.append(f'{rel}: includes {h} (fs/{to}): programs outside fs/ '
+                                    'use fs.h')
+    # Uses of functions: where each global one is defined, and who names it.
+    defined, statics = {}, collections.defaultdict(set)
+    for rel, (lay, text, _) in files.items():
+        if rel.endswith('.c'):
+            for m in DEFINITION.finditer(text):
+                if m.group(1):
+                    statics[rel].add(m.group(2))
+                else:
+                    defined.setdefault(m.group(2), rel)
+    uses = collections.defaultdict(set)
+    for rel, (lay, text, _) in files.items():
+        for m in USE.finditer(text):
+            name = m.group(1)
+            to = defined.get(name)
+            if to and to != rel and name not in statics[rel]:
+                uses[(rel, to)].add(name)
+    for (a, b), names in sorted(uses.items()):
+        la, lb = use_layer(a), files[b][0]
+        if above(lb, la):
+            breaches.append(f'fs/{a} ({la}) uses fs/{b} ({lb}) above it: '
+                            f'{", ".join(sorted(names))}')
+        if graph:
+            print(f'{a} -> {b}: {", ".join(sorted(names))}')
+    # Cycles between the C files (headers declare; their uses point one way).
+    adj = collections.defaultdict(set)
+    for a, b in uses:
+        if a.endswith('.c'):
+            adj[a].add(b)
+    for comp in strongly_connected([r for r in files if r.endswith('.c')], adj):
         if len(comp) > 1:
-            breaches.append('a cycle of calls between ' + ' '.join('fs/' + c for c in sorted(comp)))
+            breaches.append('a cycle of uses between ' + ' '.join('fs/' + c for c in sorted(comp)))
     nfiles = sum(1 for r in files if r.endswith('.c'))
-    for b in breaches:
-        print('layers: ' + b)
-    print(f'layers: {nfiles} files of fs/, {len(calls)} calls between files, '
+    for line in breaches:
+        print('layers: ' + line)
+    print(f'layers: {nfiles} C files of fs/, {len(uses)} uses between files, '
           f'{len(breaches)} breach{"es" if len(breaches) != 1 else ""}')
     return 1 if breaches else 0
 
