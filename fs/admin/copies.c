@@ -66,6 +66,18 @@ int copies_failed(void *ctx, size_t k, int err, const char *what)
 	return rc;
 }
 
+/* backup_remove_parts: what it found, logged. */
+static void part_removed(void *ctx, const char *path, int err)
+{
+	struct fs *fs = ctx;
+	if (err)
+		fs_logf(fs, "%s: left by a restore killed while it saved the store aside; cannot "
+			"remove it (%s): remove it by hand", path, strerror(-err));
+	else
+		fs_logf(fs, "%s: left by a restore killed while it saved the store aside: removed",
+			path);
+}
+
 int copies_prepare(struct fs *fs, struct store_options *so, const char **dirs, char *err,
 		   size_t errlen)
 {
@@ -135,6 +147,8 @@ int copies_prepare(struct fs *fs, struct store_options *so, const char **dirs, c
 			return rc;
 		}
 	}
+	if (rw)
+		backup_remove_parts(ds, part_removed, fs);
 	uint32_t n = 0;
 	unsigned stale = 0;
 	int rc = diskset_store_copies(ds, dirs, fs->store_which, &n, &stale);

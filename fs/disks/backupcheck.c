@@ -5,7 +5,9 @@
  * filesystem with the same disks; backup_verify also checks it whole
  * (every checksum of its store, and the filesystem info read the way a
  * mount reads it).  Nothing here needs a mounted filesystem: fsck.lsmfs
- * --backup and a restore both run it before touching anything.
+ * --backup and a restore both run it before touching anything.  Also
+ * what a restore killed while it saved the store aside left in a copy
+ * (backup_remove_parts, at every read-write open).
  */
 #include "disks.h"
 #include "schema.h"
@@ -136,4 +138,21 @@ int backup_verify(const char *dir, const struct lsmfs_super *disks, struct lsmfs
 	rc = fs_info_load(st, sb, store, &fi, err, errlen);
 	store_close(st);
 	return rc;
+}
+
+void backup_remove_parts(const struct lsmfs_diskset *ds,
+			 void (*said)(void *ctx, const char *path, int err), void *ctx)
+{
+	static const char *const parts[] = {LSMFS_RESTORE_PART, LSMFS_RESTORE_PART_V1};
+	for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
+		if ((ds->meta_absent & (1u << c)) || !ds->meta_paths[c][0])
+			continue;
+		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+			char path[sizeof(ds->meta_paths[0]) + 32];
+			snprintf(path, sizeof(path), "%s/%s", ds->meta_paths[c], parts[i]);
+			if (access(path, F_OK) != 0)
+				continue;
+			said(ctx, path, fs_remove_flat(path));
+		}
+	}
 }

@@ -223,5 +223,13 @@ int backup_read(const char *dir, const struct lsmfs_super *disks, struct lsmfs_s
 int backup_verify(const char *dir, const struct lsmfs_super *disks, struct lsmfs_super *sb,
 		  char *store, size_t cap, void (*log)(void *, const char *), void *log_ctx,
 		  char *err, size_t errlen);
+/* The part a restore killed while saving the store aside left (its name
+ * now or in earlier versions, LSMFS_RESTORE_PART and _V1) removed from
+ * every copy there; said(ctx, path, 0 or -errno) hears of each found.  At
+ * every read-write open, before the store opens: a part left under the
+ * old name would cost the store that copy (it is no file of the store's
+ * and cannot be deleted as one). */
+void backup_remove_parts(const struct lsmfs_diskset *ds,
+			 void (*said)(void *ctx, const char *path, int err), void *ctx);
 
 #endif

@@ -8,8 +8,8 @@
  * the copy a restore cut short left its mark in), the steps are:
  *   1. save: the copy's store files hard-linked into LSMFS_RESTORE_PART,
  *      synced, renamed to LSMFS_RESTORE_SAVED (the store itself
- *      untouched: a crash here leaves it as it was, and a part left in
- *      any copy goes at the next restore);
+ *      untouched: a crash here leaves it as it was, and the part left
+ *      goes at the next read-write open, backup_remove_parts);
  *   2. the mark LSMFS_RESTORING, synced: from here until step 5 no mount
  *      takes the store ("cut short: run it again");
  *   3. every copy marked stale, the copy's store files replaced by the
@@ -55,26 +55,6 @@ static void saved_path(const struct lsmfs_diskset *ds, uint32_t p, const char *s
 	snprintf(out, cap, "%s/" LSMFS_RESTORE_SAVED "%s", ds->meta_paths[p], suffix);
 }
 
-/* What a restore killed while saving left in any copy there (its part, or
- * the part of an earlier version, under a name the store would take for
- * its own temporary file): removed, 0 or the first failure. */
-static int remove_parts(const struct lsmfs_diskset *ds, char *err, size_t errlen)
-{
-	static const char *const parts[] = {LSMFS_RESTORE_PART, LSMFS_RESTORE_PART_V1};
-	for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
-		if ((ds->meta_absent & (1u << c)) || !ds->meta_paths[c][0])
-			continue;
-		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-			char path[sizeof(ds->meta_paths[0]) + 32];
-			snprintf(path, sizeof(path), "%s/%s", ds->meta_paths[c], parts[i]);
-			int rc = fs_remove_flat(path);
-			if (rc)
-				return fs_set_err(err, errlen, rc, "%s: %s", path, strerror(-rc));
-		}
-	}
-	return 0;
-}
-
 /* Step 1: the copy's store files linked into the saved directory. */
 static int save(const struct lsmfs_diskset *ds, uint32_t p, char *err, size_t errlen)
 {
@@ -82,12 +62,13 @@ static int save(const struct lsmfs_diskset *ds, uint32_t p, char *err, size_t er
 	char tmp[sizeof(ds->meta_paths[0]) + 32], done[sizeof(tmp)];
 	snprintf(tmp, sizeof(tmp), "%s/" LSMFS_RESTORE_PART, dir);
 	saved_path(ds, p, "", done, sizeof(done));
-	int rc = remove_parts(ds, err, errlen);
+	/* A restore's leftovers, its mark gone (parts in the other copies go
+	 * at the read-write open of step 4: copies_prepare). */
+	int rc = fs_remove_flat(tmp);
+	if (!rc)
+		rc = fs_remove_flat(done);
 	if (rc)
-		return rc;
-	rc = fs_remove_flat(done); /* a restore's leftover, its mark gone */
-	if (rc)
-		return fs_set_err(err, errlen, rc, "%s: %s", done, strerror(-rc));
+		return fs_set_err(err, errlen, rc, "%s: %s", tmp, strerror(-rc));
 	if (mkdir(tmp, 0700) != 0)
 		return fs_set_err(err, errlen, -errno, "%s: %s", tmp, strerror(errno));
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

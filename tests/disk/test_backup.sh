@@ -166,17 +166,25 @@ if command -v gdb > /dev/null; then
 		fail "a restore cut short, run again from a damaged backup: exit $rc: $out"
 	now_ok "a restore cut short, rolled back"
 	# Killed while it saved the store's files aside (step 1, at its first
-	# link): the store is as it was and mounts whole, every
-	# copy of it (the part saved is no file of the store's), and the
-	# restore run next leaves nothing of it behind in any copy.
+	# link): the store is as it was and mounts whole, every copy of it
+	# (the part saved is no file of the store's), and a read-write mount
+	# removes the part from every copy.
 	gdb -q -batch -ex 'set breakpoint pending on' -ex 'break linkat' -ex run -ex kill \
 		--args "$DISK" "$L" restore "$T/bk" > "$T/gdb.out" 2>&1
 	compgen -G "$D0/.lsmfs/meta/restore.old.*" > /dev/null ||
 		compgen -G "$D1/.lsmfs/meta/restore.old.*" > /dev/null ||
 		fail "a restore killed while saving the store aside: nothing left part way: $(cat "$T/gdb.out")"
+	# ... and the part an earlier version gave such a restore (named as
+	# the store names its temporary files), in every copy.
+	for c in "$D0" "$D1"; do
+		mkdir -p "$c/.lsmfs/meta/restore.old.tmp" && touch "$c/.lsmfs/meta/restore.old.tmp/CURRENT"
+	done
 	"$LSMFS" "$L" "$M" 2> "$T/mount.err" || fail "a restore killed while saving: mount: $(cat "$T/mount.err")"
 	grep -q "dropped\|failed" "$T/mount.err" && fail "a restore killed while saving: a store copy dropped: $(cat "$T/mount.err")"
 	umount_wait "$L"
+	for left in "$D0"/.lsmfs/meta/restore.old* "$D1"/.lsmfs/meta/restore.old*; do
+		[[ -e $left ]] && fail "a restore killed while saving: $left left after a read-write mount"
+	done
 	fsck_clean "$L" "a restore killed while saving, then mounted"
 	now_ok "a restore killed while saving the store aside"
 else
