@@ -24,7 +24,6 @@ struct store_options;
  * a non-zero return from it means the asker went away (a move goes on).
  * fs_control returns 0 or the request's negative errno. */
 #define FS_CONTROL_SOCKET "control"
-struct fs;
 struct sockaddr_un;
 /* The address of the control socket of the store in store_dir, into *sa:
  * the path, or, when it is too long for sun_path, /proc/self/fd/N/control
@@ -130,7 +129,7 @@ int lost_mark_missing(struct fs *fs, int (*out)(void *ctx, const char *line), vo
 void members_free(struct fs *fs);
 
 /* control.c: the control socket <store>/control, for lsmfs-disk, while
- * mounted read-write (fs_control in fs.h answers each request). */
+ * mounted read-write (fs_control, above, answers each request). */
 int control_start(struct fs *fs);
 void control_stop(struct fs *fs);
 

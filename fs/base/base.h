@@ -16,8 +16,6 @@
 int fs_set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* Names of things inside a backing disk. */
-
 /* fsync a directory by path (its entries made durable): 0 or -errno. */
 int lsmfs_fsync_dir(const char *path);
 /* 0 if the directory path holds nothing, -ENOTEMPTY if it holds anything,
@@ -32,7 +30,7 @@ int lsmfs_uuid_parse(const char *s, uint8_t uuid[16]);
 /* 16 random bytes shaped as a version 4 UUID (getrandom). */
 int lsmfs_uuid_generate(uint8_t uuid[16]);
 
-/* remove the files of a flat directory, then the directory
+/* files.c: remove the files of a flat directory, then the directory
  * (0 when it is gone, or was). */
 int fs_remove_flat(const char *dir);
 

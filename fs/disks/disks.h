@@ -28,10 +28,10 @@ struct lsmfs_diskset {
 	char meta_paths[LSMFS_MAX_META_COPIES][LSMFS_META_PATH_MAX + 64];
 	uint32_t meta_absent;
 	uint32_t meta_primary;
-	/* The copy states' epoch (copies.c): sb.meta[].flags came from the
+	/* The copy states' epoch (copystate.c): sb.meta[].flags came from the
 	 * files of this epoch. */
 	uint64_t copies_epoch;
-	/* Copies that diverged (copies.c): bit i for a copy written by a
+	/* Copies that diverged (copystate.c): bit i for a copy written by a
 	 * mount without another that was written by a mount without it;
 	 * both are stale until one is chosen (copies_choose).  diverged_with
 	 * [i]: the copies i parted from. */
@@ -74,7 +74,7 @@ static inline bool diskset_present(const struct lsmfs_diskset *ds, uint32_t d)
 	return d < __atomic_load_n(&ds->ndisks, __ATOMIC_ACQUIRE) && d < LSMFS_MAX_DISKS &&
 	       __atomic_load_n(&ds->paths[d], __ATOMIC_ACQUIRE) != NULL;
 }
-/* The copy states file (<disk>/.lsmfs/copies, copies.c): load sets
+/* The copy states file (<disk>/.lsmfs/copies, copystate.c): load sets
  * ds->sb.meta[].flags (LSMFS_META_STALE) and ds->copies_epoch from the
  * disks given; write puts ds->sb.meta[].flags on every disk present with
  * the next epoch (0 when at least one disk took it; the first failure
@@ -111,6 +111,7 @@ int diskset_store_copies(const struct lsmfs_diskset *ds, const char **dirs, uint
 struct store_options;
 const char *diskset_store_options(const struct lsmfs_diskset *ds, struct store_options *so,
 				  const char **dirs);
+
 #define DISKSET_LOCK 1u  /* take every disk's lock (daemon, fsck repair) */
 /* fsck: accept one disk whose superblock is damaged (or missing from a
  * directory that has lsmfs sections) when the others' copies tell which

@@ -24,8 +24,8 @@
  * using it (refs).  When all three reach 0 it is dropped; if its nlink is
  * 0 it is reclaimed (data, chunks, xattrs and record deleted).
  */
-#ifndef LSMFS_FS_INT_H
-#define LSMFS_FS_INT_H
+#ifndef LSMFS_ENGINE_H
+#define LSMFS_ENGINE_H
 
 #define FUSE_USE_VERSION 34
 #include <fuse_lowlevel.h>
@@ -243,7 +243,7 @@ struct move_progress {
 
 struct fs {
 	const struct inode_ops *inode_ops; /* set by fs_open, before any inode */
-	/* The store's primary copy changed (copies.c calls it, NULL: nobody
+	/* The store's primary copy changed (admin/copies.c calls it, NULL: nobody
 	 * to tell): set by control_start, which moves its socket there. */
 	void (*home_moved)(struct fs *fs);
 	struct lsmfs_diskset *ds;
@@ -334,7 +334,7 @@ struct fs {
 	size_t nunsynced, capunsynced;
 	uint64_t unsynced_chunks;
 
-	/* copies.c: the store's copies (SCHEMA.md "Store copies").  Store
+	/* admin/copies.c: the store's copies (SCHEMA.md "Store copies").  Store
 	 * copy k (store_options numbering) is the superblock's copy
 	 * store_which[k]; copies_lock serialises the copy states file. */
 	uint32_t store_which[STORE_MAX_COPIES]; /* UINT32_MAX: none (removed, or an add that failed) */
@@ -546,7 +546,7 @@ int fs_check_name(const char *name);
  * a truncate cuts or drops chunks, a growth leaves a hole; rec updated in
  * memory. */
 int data_set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize);
-/* data.c */
+/* data.c, read.c, setattr.c */
 int fs_open_file(struct fs *fs, uint64_t ino, int flags);
 int fs_release(struct fs *fs, uint64_t ino);
 int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t off,
@@ -627,7 +627,8 @@ int section_take_changes(struct fs *fs, struct gate_chunk **out, size_t *n, bool
  * description instead.  For messages: it scans every directory entry. */
 int ipath_find(struct fs *fs, const uint64_t *inos, size_t n, char **paths);
 
-/* chunk.c: chunk files and records; under the inode's lock. */
+/* chunk.c, chunk_sync.c, chunk_recover.c: chunk files and records;
+ * under the inode's lock, but where they say otherwise. */
 enum chunk_access {
 	CHUNK_READ,   /* an existing chunk, opened read-only */
 	CHUNK_WRITE,  /* an existing chunk, opened read-write */
@@ -734,12 +735,13 @@ int xattr_drop_capability(struct fs *fs, struct fs_inode *in);
 
 /* reclaim.c: the background thread that deletes unlinked inodes. */
 int reclaim_start(struct fs *fs);
-/* Hand ino (nlink 0, forgotten by the kernel) to the thread; -ESRCH when
- * it is not running (then reclaim it yourself). */
 /* Delete everything of an inode whose nlink is 0 (orphan reclaim). */
 int reclaim_inode(struct fs *fs, uint64_t ino);
-/* Queue ino for the reclaim thread, or reclaim it here when there is none. */
+/* inode_ops.orphaned: queue ino for the reclaim thread, or, when that
+ * fails (no thread, no memory), reclaim it here and now. */
 int reclaim_orphaned(struct fs *fs, uint64_t ino);
+/* Hand ino (nlink 0, forgotten by the kernel) to the thread; -ESRCH when
+ * it is not running (then reclaim it yourself). */
 int reclaim_queue(struct fs *fs, uint64_t ino);
 /* Queue every orphan key of the store (at mount). */
 int reclaim_orphans(struct fs *fs);

@@ -41,6 +41,7 @@
  * (format N)", or "PROG RELEASE (format N, EXTRA)" when extra is not NULL. */
 void lsmfs_print_version(const char *prog, const char *extra);
 
+/* Names of things inside a backing disk. */
 #define LSMFS_DIR ".lsmfs"               /* <disk>/.lsmfs/ */
 #define LSMFS_SUPER_FILE "super"         /* <disk>/.lsmfs/super */
 #define LSMFS_LOCK_FILE "lock"           /* <disk>/.lsmfs/lock (flock) */
@@ -56,7 +57,7 @@ void lsmfs_print_version(const char *prog, const char *extra);
 struct lsmfs_meta_copy {
 	uint32_t disk;                   /* in <disk>/.lsmfs/meta, or LSMFS_META_ON_DIR */
 	/* LSMFS_META_STALE: not in the superblock but in the copy states
-	 * (<disk>/.lsmfs/copies, fs/admin/copies.c), set by diskset_open. */
+	 * (<disk>/.lsmfs/copies, fs/disks/copystate.c), set by diskset_open. */
 	uint32_t flags;
 	/* Also of the copy states only: the epoch since which the copy has
 	 * its state (stale or not, as since_flags says; copies_write moves
@@ -156,7 +157,6 @@ int fs_info_load(struct store *st, const struct lsmfs_super *sb, const char *whe
 /* ---- Sections (section.c; SCHEMA.md "Sharding", "Moving a section") ----
  * The one place that names section directories and chunk files, reads the
  * section map and places sections on disks. */
-struct store;
 #define SECTION_NAME_MAX 16              /* "<s>" with its NUL */
 #define SECTION_VAL_LEN 4                /* `P` value: le32 disk index */
 #define SECTION_MOVE_LEN 12              /* `M move` value */

@@ -1,5 +1,5 @@
 /*
- * key_types: prints fs/schema.c's key table, one type a line, in its order:
+ * key_types: prints fs/format/schema.c's key table, one type a line, in its order:
  * letter, what its number names (none, inode, section, disk), name and
  * layout, tab-separated.  test_man.py checks lsmfs-inspect's help and man
  * page against it, test_completion.sh its completion: a key type added to

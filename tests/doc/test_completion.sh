@@ -3,7 +3,7 @@
 # (default: the source tree's completions/), driven as bash drives them on
 # a TAB: the command line split into COMP_WORDS at COMP_WORDBREAKS, then the
 # function that `complete -p CMD` names, and its COMPREPLY checked.
-# KEY_TYPES (tests/doc's key_types, as meson passes it) prints fs/schema.c's
+# KEY_TYPES (tests/doc's key_types, as meson passes it) prints fs/format/schema.c's
 # key table: `lsmfs-inspect DISK keys` must offer its letters, no more, no
 # fewer (without it that check is skipped, said so).
 # Exit status: 0 pass, 1 fail, 77 skip (no bash-completion installed).
@@ -192,7 +192,7 @@ only 'lsmfs-inspect disk0:di' disk0 disk1
 only 'lsmfs-inspect disk0:disk1 ' super sections stat ls levels keys stats
 only 'lsmfs-inspect --json --backup out disk0 st' stat stats
 if ((${#key_letters[@]})); then
-    only 'lsmfs-inspect disk0 keys ' "${key_letters[@]}" # fs/schema.c's key table
+    only 'lsmfs-inspect disk0 keys ' "${key_letters[@]}" # fs/format/schema.c's key table
 else
     echo "ok - # SKIP lsmfs-inspect keys against the key table: no KEY_TYPES given"
 fi

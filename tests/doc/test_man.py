@@ -6,9 +6,9 @@ start of each option line, and lsmfs's "-o NAME" mount options) must be
 exactly the options in the page's .TP tags, so a page cannot miss an option
 nor document one that is gone; every tool's --version prints the one
 project version and format in one form, "NAME VERSION (format N...)"
-(fs/release.c); and `man --warnings` has nothing to say about any page
+(fs/format/release.c); and `man --warnings` has nothing to say about any page
 (lsmfs(5) included; that check is skipped, said on stderr, without
-man(1)).  With KEY_TYPES (tests/doc's key_types, printing fs/schema.c's
+man(1)).  With KEY_TYPES (tests/doc's key_types, printing fs/format/schema.c's
 key table): the key types that lsmfs-inspect's --help and man page list
 for `keys T N`, and the letters of fs/SCHEMA.md's key table, are the
 table's, so that a type added to it and not to them fails.  Exit 0
@@ -69,7 +69,7 @@ def tag_options(page):
 failures = []
 versions = {}
 formats = {}
-# fs/release.c's line: "PROG RELEASE (format N)", the daemon adding ", libfuse X".
+# fs/format/release.c's line: "PROG RELEASE (format N)", the daemon adding ", libfuse X".
 VERSION_LINE = re.compile(r'(?P<cmd>\S+) (?P<version>\S+) \(format (?P<format>\d+)(, [^)\n]*)?\)\n')
 for cmd, (binary, page) in COMMANDS.items():
     path = os.path.join(build, binary)

@@ -208,7 +208,7 @@ damage_data_on_dir() { "$EDIT" d1/$META put 46$(be64 "$I_A") 00112233; }
 damage_bad_flags() { rec_edit "$I_G" 1 80; }
 damage_counter_gone() { "$EDIT" d1/$META del 4d$(printf next_ino | od -An -tx1 | tr -d ' \n'); }
 damage_disk_record() { "$EDIT" d1/$META del 4b$(be32 1); }
-# Keys that do not have their type's layout (fs/schema.c key_types): a K
+# Keys that do not have their type's layout (fs/format/schema.c key_types): a K
 # key of two bytes (fsck once let any K key by), an entry name of 256 bytes.
 damage_disk_key_short() { "$EDIT" d1/$META put 4b00 ""; }
 damage_entry_name_long() {

@@ -229,7 +229,7 @@ if [[ -x $EDIT ]]; then
 	"$EDIT" "$META" put 4d6673 00 >/dev/null || fail "store_edit put M fs"
 	"$EDIT" "$META" put "50$(printf '%08x' 5)" 0102 >/dev/null || fail "store_edit put P 5"
 	"$EDIT" "$META" put "47$(be64 "$ino_small")" "" >/dev/null || fail "store_edit put G"
-	# An entry name of 256 bytes: not a D key (fs/schema.c key_types, as fsck says)
+	# An entry name of 256 bytes: not a D key (fs/format/schema.c key_types, as fsck says)
 	long=44$(be64 "$ino_small")$(be64 3)$(printf 'a%.0s' {1..256} | od -An -v -tx1 | tr -d ' \n')
 	"$EDIT" "$META" put "$long" 010000000000000008 >/dev/null || fail "store_edit put D, a long name"
 	f1=$(insp --json "$D" keys D "$ino_c" | json_get '[k["key"] for k in d["keys"] if "\"f1\"" in k["text"]][0]')

@@ -1,5 +1,5 @@
 /*
- * test_schema: fs/schema.c's key table and key_parse, and section.c's `P`
+ * test_schema: fs/format/schema.c's key table and key_parse, and section.c's `P`
  * value codec (suite "schema").
  *
  * The table names every KEY_* once; each encoder's key parses back to its
