@@ -14,7 +14,7 @@
  * Locking: a change holds the inode's stripe lock.
  */
 #include "acl.h"
-#include "engine.h"
+#include "attr.h"
 
 #include <errno.h>
 #include <stdio.h>

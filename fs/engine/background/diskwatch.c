@@ -24,7 +24,7 @@
  * fs->disk_lost[d] and fs->meta_lost are read and written with atomics;
  * the thread's state is guarded by fs->watch_lock.
  */
-#include "engine.h"
+#include "background.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -19,7 +19,7 @@
  * unmount leaves no orphan behind.  Locking: fs->reclaim.lock guards the
  * queue and the flags only.
  */
-#include "engine.h"
+#include "background.h"
 
 #include <errno.h>
 #include <stdlib.h>

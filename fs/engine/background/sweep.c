@@ -29,7 +29,7 @@
  * sync records (chunk.c), so that after mount and clean unmount every
  * chunk's length is known.
  */
-#include "engine.h"
+#include "background.h"
 
 #include <dirent.h>
 #include <errno.h>

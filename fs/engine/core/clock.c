@@ -27,7 +27,7 @@
  * Thread safe: the file is shared; a stamp read back may be a concurrent
  * caller's, which is as good (it was handed out during the call).
  */
-#include "engine.h"
+#include "core.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "core.h"
 
 #define WAYS 8
 #define STRIPES 64

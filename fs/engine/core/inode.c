@@ -2,12 +2,12 @@
  * inode.c: the in-memory inode table and inode records.
  *
  * The table maps inode numbers to struct fs_inode while the kernel holds
- * lookups on them, files are open, or a handler uses them (engine.h).  A
+ * lookups on them, files are open, or a handler uses them (core.h).  A
  * record is read from the store once and then served from memory; changes
  * that need not be durable at once (size and times of writes) mark it dirty
  * and reach the store on release, fsync, setattr or unmount.
  */
-#include "engine.h"
+#include "core.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * A read(2) or write(2) of a chunk file waits on its disk for as long as
  * the disk takes: milliseconds on a busy disk, forever on a dead NFS
  * server's.  Held across it, the inode's lock (one stripe of ILOCKS,
- * engine.h) would hold up every request on the inodes of that stripe, a
+ * core.h) would hold up every request on the inodes of that stripe, a
  * stat of the file included, and a namespace change that waited for one
  * of them every namespace change behind ns_lock; and one file's writes
  * would reach its disks one at a time.  So a read or write prepares each
@@ -34,7 +34,7 @@
  * (gate.c) is the innermost lock: the I/O lets it go before it takes the
  * inode's lock again.
  */
-#include "engine.h"
+#include "core.h"
 
 #include <stdbool.h>
 #include <unistd.h>

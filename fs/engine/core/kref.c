@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "engine.h"
+#include "core.h"
 
 static size_t home(const struct kref_table *t, uint64_t ino)
 {

@@ -3,7 +3,7 @@
  * filesystem: syslog or stderr for the daemon, the caller's for the
  * tools).  The one-line error messages of err/errlen are base/err.c's.
  */
-#include "engine.h"
+#include "core.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -28,7 +28,7 @@
  * round.  Waits are on fs->order.cv[stripe] with the stripe lock, and
  * order_leave is called under it (data.c, above struct write_op).
  */
-#include "engine.h"
+#include "core.h"
 
 #include <errno.h>
 #include <time.h>

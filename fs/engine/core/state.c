@@ -1,6 +1,6 @@
 /*
  * state.c: the short questions about the filesystem's state that every
- * part of the engine asks (struct fs, engine.h), each answered once here
+ * part of the engine asks (struct fs, core.h), each answered once here
  * rather than in the module that happens to change the state: whether it
  * may be written, which disk holds a section, whether a disk is usable,
  * the inode stripe locks, where the daemon's home copy of the store is,
@@ -9,7 +9,7 @@
  * Locking: the atomics named beside each field of struct fs; fs->ino_lock
  * for the inode counter; fs->copies_lock for the home copy's directory.
  */
-#include "engine.h"
+#include "core.h"
 
 #include <errno.h>
 #include <stdio.h>

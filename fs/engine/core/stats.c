@@ -13,7 +13,7 @@
  * Locking: stats_lock and stats_cv only carry the stop request to the
  * writer thread; the counters need no lock.
  */
-#include "engine.h"
+#include "core.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -31,7 +31,7 @@
  * (data_drop_chunks) holding none: nothing else reaches that inode
  * (reclaim.c).
  */
-#include "engine.h"
+#include "data.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
  * records whose file is missing inside the size reported.  Takes no
  * inode's lock: nothing else runs yet.
  */
-#include "engine.h"
+#include "data.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
  * chunk_record_unsynced takes each inode's lock in turn.  chunk_sync_all
  * (unmount, remount read-only) takes no inode's lock.
  */
-#include "engine.h"
+#include "data.h"
 
 #include <errno.h>
 #include <fcntl.h>

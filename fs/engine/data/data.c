@@ -27,8 +27,7 @@
  * syncing the store.
  */
 #include "acl.h"
-#include "chunk_iter.h"
-#include "engine.h"
+#include "data.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,8 +13,7 @@
  * the size are never read (growing a file drops them), so keeping them
  * would only hold space that fsck reports.
  */
-#include "chunk_iter.h"
-#include "engine.h"
+#include "data.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -28,7 +28,7 @@
  * while holding one, except entering another section's gate (only one is
  * ever frozen, and its holders do not wait for the freezer).
  */
-#include "engine.h"
+#include "data.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -8,8 +8,7 @@
  * chunk's pread (iogate_begin_read, iogate_out/back), inside the chunk's
  * section gate.
  */
-#include "chunk_iter.h"
-#include "engine.h"
+#include "data.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  * lock with no chunk I/O under way (iogate_drain).
  */
 #include "acl.h"
-#include "engine.h"
+#include "data.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -23,8 +23,7 @@
  * chunks fail with EIO whatever the space).  Reads the section map with
  * section_disk_of (atomics): a move under way makes the figure approximate.
  */
-#include "chunk_iter.h"
-#include "engine.h"
+#include "data.h"
 
 #include <errno.h>
 #include <math.h>

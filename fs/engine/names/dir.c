@@ -12,7 +12,7 @@
  * this for every change, in one place.
  */
 #include "acl.h"
-#include "engine.h"
+#include "names.h"
 
 #include <dirent.h>
 #include <errno.h>

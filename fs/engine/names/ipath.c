@@ -7,7 +7,7 @@
  * is then named by a scan of its parent's entries.  Work proportional to
  * the directory entries: for rare reports, never on a hot path.
  */
-#include "engine.h"
+#include "names.h"
 
 #include <errno.h>
 #include <inttypes.h>

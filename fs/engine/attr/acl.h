@@ -11,7 +11,7 @@
 #ifndef LSMFS_ACL_H
 #define LSMFS_ACL_H
 
-#include "engine.h"
+#include "core.h"
 
 #define ACL_XATTR_ACCESS "system.posix_acl_access"
 #define ACL_XATTR_DEFAULT "system.posix_acl_default"

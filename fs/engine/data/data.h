@@ -1,0 +1,193 @@
+/*
+ * data.h: the engine's data path (fs/ARCHITECTURE.md): chunk files and
+ * their records, making them durable, the repair of files in flux, the
+ * layout of a file, reads and writes, setattr, fallocate, the section
+ * gates and free space.  Uses the core and the attributes.
+ */
+#ifndef LSMFS_ENGINE_DATA_H
+#define LSMFS_ENGINE_DATA_H
+
+#include "attr.h"
+#include "chunk_iter.h"
+
+/* data.c: change the size of a regular file (under its lock, drained):
+ * a truncate cuts or drops chunks, a growth leaves a hole; rec updated in
+ * memory. */
+int data_set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize);
+
+/* data.c, read.c, setattr.c */
+int fs_open_file(struct fs *fs, uint64_t ino, int flags);
+
+int fs_release(struct fs *fs, uint64_t ino);
+
+int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t off,
+	    size_t *got);
+
+/* kill: the kernel asks to clear setuid/setgid with this write, for
+ * this caller (NULL: it does not). */
+/* cached: the kernel's writeback of its page cache (fi->writepage), whose
+ * short writes would be taken as done, so a failure part way answers the
+ * error; other writes answer what reached the disk. */
+int fs_write(struct fs *fs, uint64_t ino, const char *buf, size_t size,
+	     off_t off, const struct fs_caller *kill, bool cached);
+
+int fs_write_bufv(struct fs *fs, uint64_t ino, struct fuse_bufvec *src,
+		  off_t off, const struct fs_caller *kill, bool cached);
+
+/* caller: used when to_set carries FUSE_SET_ATTR_KILL_SUID. */
+int fs_setattr(struct fs *fs, uint64_t ino, const struct stat *attr,
+	       int to_set, const struct fs_caller *caller, struct stat *out);
+
+/* falloc.c; caller: who asks (an unprivileged one loses setuid). */
+int fs_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
+		 off_t len, const struct fs_caller *caller);
+
+/* Make [off, end) of the file read as zeros (under its lock, drained). */
+int data_punch(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end);
+
+int fs_fsync(struct fs *fs, uint64_t ino, bool datasync);
+
+/* space.c (SCHEMA.md "Free space"): statfs, with f_bavail what the
+ * placement of chunks can take; and can the disks take the chunks of ino's
+ * [off, end), less the `have` bytes the file holds: 0 or -ENOSPC. */
+int fs_statfs(struct fs *fs, struct statvfs *out);
+
+int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_t have);
+
+/* Inline data of ino (NULL, 0 when none); malloc'd. */
+int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len);
+
+/* Move an inline file's bytes to chunk 0 and flag it chunked. */
+int data_to_chunked(struct fs *fs, struct fs_inode *in);
+
+/* Make [from, to) of a chunked file read as zeros; from is its size. */
+int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to);
+
+/* gate.c: every use of a chunk file is inside its section's gate (see
+ * there).  section_enter waits while the section is frozen; change: the
+ * thread will change chunk (ino, chunk) (write, truncate, create, remove).
+ * section_mark says where the thread's stack of gates stands, and
+ * section_release(fs, mark) leaves every gate entered since (0: all). */
+int gate_init(struct fs *fs);
+
+void gate_free(struct fs *fs);
+
+void section_enter(struct fs *fs, uint32_t section, uint64_t ino, uint64_t chunk, bool change);
+
+int section_mark(void);
+
+void section_release(struct fs *fs, int mark);
+
+uint32_t section_gen(struct fs *fs, uint32_t section);
+
+/* The mover (move.c), one section at a time: */
+void section_freeze(struct fs *fs, uint32_t section); /* returns once nobody is inside */
+void section_thaw(struct fs *fs);
+
+/* Frozen: the section is on disk from now on; cached fds on it go stale. */
+void section_switch(struct fs *fs, uint32_t section, uint32_t disk);
+
+/* Start and stop recording the changes to section's chunks. */
+void section_track(struct fs *fs, uint32_t section);
+
+void section_untrack(struct fs *fs);
+
+/* The chunks changed and no longer being changed since the last call
+ * (malloc'd, *n of them), taken out of the set; returns 1 when changes
+ * are still under way, 0 when not, or -ENOMEM.  *lost: a change went
+ * unrecorded (no memory): the set cannot be trusted. */
+int section_take_changes(struct fs *fs, struct gate_chunk **out, size_t *n, bool *lost);
+
+/* chunk.c, chunk_sync.c, chunk_recover.c: chunk files and records;
+ * under the inode's lock, but where they say otherwise. */
+enum chunk_access {
+	CHUNK_READ,   /* an existing chunk, opened read-only */
+	CHUNK_WRITE,  /* an existing chunk, opened read-write */
+	CHUNK_CREATE, /* read-write, made (record, then file) if missing */
+};
+/* Inside the section's gate: the fd of the sections directory of the disk
+ * that holds it. */
+int chunk_dirfd(struct fs *fs, uint32_t section);
+uint32_t chunk_disk(struct fs *fs, uint64_t ino, uint64_t chunk);
+struct inode_data *chunk_data_of(struct fs_inode *in);
+/* The fd of a chunk from the inode's cache, or opened; -ENOENT: a hole
+ * (no record, or a record without file).  *created (may be NULL) says
+ * whether CHUNK_CREATE made it.  Enters the chunk's section gate (gate.c)
+ * whatever it returns: the caller uses the fd, then calls
+ * section_release with a mark taken before. */
+int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_access access,
+	       struct chunk_fd **out, bool *created);
+/* Keep rec.blocks in step with what the chunk file holds now (its
+ * st_blocks, read by the caller outside the lock: _blocks). */
+void chunk_account(struct fs_inode *in, struct chunk_fd *c);
+void chunk_account_blocks(struct fs_inode *in, struct chunk_fd *c, uint64_t st_blocks);
+/* Remember that chunk was written since the last fsync. */
+int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk);
+/* Shared by chunk.c, chunk_sync.c and chunk_recover.c: append v to the
+ * growing array *a (-ENOMEM); the cached slot of chunk learns its durable
+ * length; a failed use of a chunk file logged with its disk and path. */
+int chunk_list_append(uint64_t **a, size_t *n, size_t *cap, uint64_t v);
+void chunk_set_durable(struct fs_inode *in, uint64_t chunk, uint64_t len);
+void chunk_log_error(struct fs *fs, uint32_t section, const char *rel, const char *what, int err);
+/* Put the inode's `G` mark into b, or at once (b NULL), unless there. */
+int chunk_mark_flux(struct fs *fs, struct fs_inode *in, struct store_batch *b);
+/* Remove the chunks [from, to) that exist (to UINT64_MAX: all); with
+ * new_size (not UINT64_MAX) the inode's size becomes that, durably, before
+ * any file goes (a truncation). */
+int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to, uint64_t new_size);
+/* Call fn for every chunk record of ino in [from, to), in order; stops
+ * at fn's first non-zero return, which it returns. */
+int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
+	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable), void *ctx);
+/* 1 when ino has a chunk record (whatever its flags say), 0 when it has
+ * none, or -errno: one store seek. */
+int chunk_any(struct fs *fs, uint64_t ino);
+/* 1 and the recorded durable length (0: unknown) when chunk has a record,
+ * 0 when it has none, or a negative errno.  *lost (may be NULL): the
+ * record says its bytes were lost with their disk (lost.c). */
+int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *durable, bool *lost);
+/* A truncation to len bytes into chunk: when its record says it was lost
+ * with its disk, the lost length is lowered to len (durably) and 1
+ * returned; 0 when it is not such a record. */
+int chunk_lost_cut(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t len);
+/* Before a chunk file is cut to len: lower its record's length, durably. */
+int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t len);
+/* fdatasync every chunk written since the last call (also those kept when
+ * in was last dropped from memory), with a bounded number of descriptors,
+ * record their lengths (store_write with wflags), then fsync the
+ * directories of new chunk files.  Under in's lock, with no I/O under way
+ * (iogate_drain). */
+int chunk_sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags);
+/* in is dropped from memory with chunks written since their lengths were
+ * last recorded: keep them (taken from in->data).  Under in's lock.
+ * Returns true when the kept set is past its bound: the caller then calls
+ * chunk_record_unsynced, holding no lock. */
+bool chunk_remember_unsynced(struct fs *fs, struct fs_inode *in);
+/* Chunk chunk of ino, whose length the store lacks, joins the kept set
+ * (the crash sweep); returns as chunk_remember_unsynced does. */
+bool chunk_keep_unsynced(struct fs *fs, uint64_t ino, uint64_t chunk);
+/* The chunks kept for ino go: its last name is gone (under its lock). */
+void chunk_forget_unsynced(struct fs *fs, uint64_t ino);
+/* fdatasync every kept chunk and record its length, inode by inode under
+ * its lock (wflags: store_write's, STORE_WRITE_RESERVE at unmount); the
+ * kept set is then empty.  Holding no lock. */
+int chunk_record_unsynced(struct fs *fs, unsigned wflags);
+
+/* At mount: repair the chunks of every inode a crash left marked. */
+int chunk_recover(struct fs *fs);
+/* A chunk file was made or removed in section: chunk_sync_all covers it. */
+void chunk_section_changed(struct fs *fs, uint32_t section);
+/* At unmount and remount read-only: syncfs of every disk, then an fsync of
+ * every section directory changed since the mount (a backing filesystem's
+ * syncfs may not reach them: FUSE passes none on).  Logs each failure;
+ * returns the first. */
+int chunk_sync_all(struct fs *fs);
+void data_close_fds(struct fs *fs, struct fs_inode *in);
+/* Close the fds and free the data state of an inode being dropped. */
+void data_free(struct fs *fs, struct fs_inode *in);
+/* Remove the chunk files of ino from from_chunk on, at most limit of
+ * them, their records into b; *resume: where to go on (UINT64_MAX: done). */
+int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk, uint64_t limit,
+		     struct store_batch *b, uint64_t *freed_blocks, uint64_t *resume);
+
+#endif
