@@ -29,7 +29,7 @@
  *            request buffer, max_write (1 MiB, fs/daemon/ops.c) + a page, and
  *            1 MiB of touched stack and malloc arena;
  *   bounce   O_DIRECT bounce buffers kept: BOUNCE_KEEP x BOUNCE_SIZE
- *            (8 x 1 MiB, fs/engine/engine.h);
+ *            (8 x 1 MiB, fs/engine/core/core.h);
  *   slack    32 MiB for what the options do not size: in-memory inodes
  *            (struct fs_inode and inode_data, under 1 KiB each, one per
  *            inode the kernel holds: a few thousand here), directory
