@@ -11,7 +11,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-const struct key_type key_types[] = {
+const struct key_type_info key_types[] = {
 	{KEY_META, "filesystem info", "M name", "the filesystem's own records: fs, next_ino, "
 	 "mounted, move, filter", KEY_ID_NONE, 0, 0, 0, SIZE_MAX},
 	{KEY_DISK, "disk record", "K be32(disk)", "a disk's UUID and its path when last mounted",
@@ -37,7 +37,7 @@ const struct key_type key_types[] = {
 };
 const size_t key_types_count = sizeof(key_types) / sizeof(key_types[0]);
 
-const struct key_type *key_type_find(int letter)
+const struct key_type_info *key_type_find(int letter)
 {
 	for (size_t i = 0; i < key_types_count; i++)
 		if (key_types[i].letter == letter)
@@ -52,7 +52,7 @@ static uint64_t get_be(const uint8_t *p, uint8_t len)
 
 int key_parse(const uint8_t *k, size_t kl, struct key_parts *kp)
 {
-	const struct key_type *t = kl ? key_type_find(k[0]) : NULL;
+	const struct key_type_info *t = kl ? key_type_find(k[0]) : NULL;
 	if (!t)
 		return -EUCLEAN;
 	size_t fixed = 1 + (size_t)t->id_len + t->sub_len;

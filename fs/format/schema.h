@@ -47,7 +47,7 @@
  * (tests/doc), so a type added here and not there fails a test.
  */
 enum key_id { KEY_ID_NONE, KEY_ID_INODE, KEY_ID_SECTION, KEY_ID_DISK };
-struct key_type {
+struct key_type_info {
 	char letter;        /* the first byte: KEY_* */
 	const char *name;   /* "inode record" */
 	const char *layout; /* its fields, as SCHEMA.md writes them */
@@ -57,14 +57,14 @@ struct key_type {
 	uint8_t sub_len;    /* 0 or 8 */
 	size_t tail_min, tail_max;
 };
-extern const struct key_type key_types[];
+extern const struct key_type_info key_types[];
 extern const size_t key_types_count;
 /* The type of that first byte, or NULL. */
-const struct key_type *key_type_find(int letter);
+const struct key_type_info *key_type_find(int letter);
 
 /* A key taken apart.  tail points into the key. */
 struct key_parts {
-	const struct key_type *type;
+	const struct key_type_info *type;
 	uint64_t id;         /* inode, section or disk; 0 for M */
 	uint64_t sub;        /* D: the name's hash; C: the chunk; else 0 */
 	const uint8_t *tail; /* D, X: the name; M: the record's name */

@@ -22,7 +22,7 @@ START_TEST(test_table)
 				   KEY_XATTR,  KEY_DATA, KEY_CHUNK,   KEY_ORPHAN, KEY_FLUX};
 	ck_assert_uint_eq(key_types_count, sizeof(all));
 	for (size_t i = 0; i < sizeof(all); i++) {
-		const struct key_type *t = key_type_find(all[i]);
+		const struct key_type_info *t = key_type_find(all[i]);
 		ck_assert_ptr_nonnull(t);
 		ck_assert_int_eq(t->letter, all[i]);
 		ck_assert_ptr_nonnull(t->name);

@@ -76,7 +76,7 @@ static int parse_prefix(struct insp *in, int argc, char **argv, uint8_t *out, si
 	if (argc == 0)
 		return 0;
 	const char *t = argv[0];
-	const struct key_type *type = strlen(t) == 1 ? key_type_find(t[0]) : NULL;
+	const struct key_type_info *type = strlen(t) == 1 ? key_type_find(t[0]) : NULL;
 	if (!type || argc > 2)
 		return -EINVAL;
 	out[(*len)++] = (uint8_t)t[0];
