@@ -38,30 +38,17 @@ struct given {
 	struct lsmfs_super sb;
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static int look_at_disk(const char *name, struct given *g, char *err,
 			size_t errlen)
 {
 	struct stat st;
 	if (stat(name, &st) != 0) {
 		int rc = -errno;
-		set_err(err, errlen, "%s: %s", name, strerror(-rc));
+		(void)fs_set_err(err, errlen, 0, "%s: %s", name, strerror(-rc));
 		return rc == -ENOTDIR ? -ENOENT : rc;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "%s: not a directory", name);
+		(void)fs_set_err(err, errlen, 0, "%s: not a directory", name);
 		return -ENOENT;
 	}
 	g->dev = st.st_dev;
@@ -69,7 +56,7 @@ static int look_at_disk(const char *name, struct given *g, char *err,
 	g->path = realpath(name, NULL);
 	if (!g->path) {
 		int rc = -errno;
-		set_err(err, errlen, "%s: %s", name, strerror(-rc));
+		(void)fs_set_err(err, errlen, 0, "%s: %s", name, strerror(-rc));
 		return rc;
 	}
 	return 0;
@@ -84,7 +71,7 @@ static int check_not_twice(const char *name, const struct given *g,
 	for (uint32_t j = 0; j < nseen; j++) {
 		if (strcmp(seen[j].path, g->path) == 0 ||
 		    (seen[j].dev == g->dev && seen[j].ino == g->ino)) {
-			set_err(err, errlen, "%s: given twice (same directory as %s)",
+			(void)fs_set_err(err, errlen, 0, "%s: given twice (same directory as %s)",
 				name, seen[j].path);
 			return -EEXIST;
 		}
@@ -106,7 +93,7 @@ static int check_agrees(const char *name, const struct lsmfs_super *a,
 	if (memcmp(a->fs_uuid, ref->fs_uuid, 16) != 0) {
 		lsmfs_uuid_format(a->fs_uuid, ua);
 		lsmfs_uuid_format(ref->fs_uuid, ub);
-		set_err(err, errlen, "%s: belongs to another filesystem (UUID %s, "
+		(void)fs_set_err(err, errlen, 0, "%s: belongs to another filesystem (UUID %s, "
 			"not %s as %s)", name, ua, ub, ref_name);
 		return -EXDEV;
 	}
@@ -122,7 +109,7 @@ static int check_agrees(const char *name, const struct lsmfs_super *a,
 	else if (a->generation < ref->generation) {
 		if (a->disk_index >= ref->disk_count ||
 		    memcmp(ref->disk_uuids[a->disk_index], a->disk_uuid, 16) != 0) {
-			set_err(err, errlen, "%s: no longer a disk of this filesystem (removed: the "
+			(void)fs_set_err(err, errlen, 0, "%s: no longer a disk of this filesystem (removed: the "
 				"disk list of generation %llu, on %s, does not have it; its own "
 				"superblock is of generation %llu)", name,
 				(unsigned long long)ref->generation, ref_name,
@@ -137,7 +124,7 @@ static int check_agrees(const char *name, const struct lsmfs_super *a,
 	else if (memcmp(a->disk_uuids, ref->disk_uuids, 16u * a->disk_count) != 0)
 		what = "list of disk UUIDs";
 	if (what) {
-		set_err(err, errlen, "%s: disagrees with %s on the %s "
+		(void)fs_set_err(err, errlen, 0, "%s: disagrees with %s on the %s "
 			"(same filesystem UUID, different filesystem)",
 			name, ref_name, what);
 		return -EXDEV;
@@ -160,7 +147,7 @@ static int check_copy(struct lsmfs_diskset *ds, uint32_t i, char *err, size_t er
 	int n;
 	if (c->disk != LSMFS_META_ON_DIR) {
 		if (!ds->paths[c->disk]) {
-			set_err(err, errlen, "copy %u of the metadata store: its disk %u is missing",
+			(void)fs_set_err(err, errlen, 0, "copy %u of the metadata store: its disk %u is missing",
 				i, c->disk);
 			path[0] = 0;
 			return -ENOENT;
@@ -173,13 +160,13 @@ static int check_copy(struct lsmfs_diskset *ds, uint32_t i, char *err, size_t er
 		n = (int)l;
 	}
 	if (n < 0 || (size_t)n >= cap) {
-		set_err(err, errlen, "copy %u of the metadata store: path too long", i);
+		(void)fs_set_err(err, errlen, 0, "copy %u of the metadata store: path too long", i);
 		path[0] = 0;
 		return -ENAMETOOLONG;
 	}
 	struct stat st;
 	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "%s: metadata store of filesystem %s is missing", path, want);
+		(void)fs_set_err(err, errlen, 0, "%s: metadata store of filesystem %s is missing", path, want);
 		return -ENOENT;
 	}
 	if (c->disk != LSMFS_META_ON_DIR)
@@ -189,7 +176,7 @@ static int check_copy(struct lsmfs_diskset *ds, uint32_t i, char *err, size_t er
 	FILE *f = fopen(mark, "re");
 	if (!f) {
 		int rc = -errno;
-		set_err(err, errlen, "%s: %s (metadata store of filesystem %s)",
+		(void)fs_set_err(err, errlen, 0, "%s: %s (metadata store of filesystem %s)",
 			mark, strerror(-rc), want);
 		return rc;
 	}
@@ -200,7 +187,7 @@ static int check_copy(struct lsmfs_diskset *ds, uint32_t i, char *err, size_t er
 	uint8_t uuid[16];
 	if (!got || lsmfs_uuid_parse(line, uuid) != 0 ||
 	    memcmp(uuid, sb->fs_uuid, 16) != 0) {
-		set_err(err, errlen, "%s: holds the metadata of another "
+		(void)fs_set_err(err, errlen, 0, "%s: holds the metadata of another "
 			"filesystem ('%s', not %s)", path, line, want);
 		return -EXDEV;
 	}
@@ -241,7 +228,7 @@ static int resolve_meta(struct lsmfs_diskset *ds, char *err, size_t errlen)
 							len ? " and " : "", i,
 							ds->meta_paths[i][0] ? ds->meta_paths[i]
 									     : "its disk is missing");
-		set_err(err, errlen, "the copies of the metadata store diverged: %s were each written "
+		(void)fs_set_err(err, errlen, 0, "the copies of the metadata store diverged: %s were each written "
 			"by a mount without the other (-o degraded,force_degraded); keep one with "
 			"fsck.lsmfs -y --use-copy N (what the others hold that it lacks is lost; -n "
 			"--use-copy N says what)", list);
@@ -260,7 +247,7 @@ static int resolve_meta(struct lsmfs_diskset *ds, char *err, size_t errlen)
 				snprintf(why + len, sizeof(why) - len, "%s of the metadata store %s stale",
 					 len ? "" : "no copy", len ? "marked" : "is there");
 		}
-		set_err(err, errlen, "%s%s", why,
+		(void)fs_set_err(err, errlen, 0, "%s%s", why,
 			sb->meta_count > 1 ? " (and no other copy of the store that is up to "
 					     "date is there)" : "");
 		return first ? first : -ENOENT;
@@ -368,18 +355,18 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 			struct stat st;
 			bool open_to_all = fstat(fd, &st) == 0 && (st.st_mode & 077);
 			if (*pid && !readers)
-				set_err(err, errlen, "%s: in use by process %s (lock %s)", disk, pid,
+				(void)fs_set_err(err, errlen, 0, "%s: in use by process %s (lock %s)", disk, pid,
 					path);
 			else if (open_to_all)
-				set_err(err, errlen, "%s: in use read-only (a read-only mount or "
+				(void)fs_set_err(err, errlen, 0, "%s: in use read-only (a read-only mount or "
 					"fsck.lsmfs -n; lock %s, an older version's, open to all: "
 					"fuser -v names its holders)", disk, path);
 			else
-				set_err(err, errlen, "%s: in use read-only (a read-only mount or "
+				(void)fs_set_err(err, errlen, 0, "%s: in use read-only (a read-only mount or "
 					"fsck.lsmfs -n; lock %s)", disk, path);
 			rc = -EBUSY;
 		} else {
-			set_err(err, errlen, "%s: %s", path, strerror(-rc));
+			(void)fs_set_err(err, errlen, 0, "%s: %s", path, strerror(-rc));
 		}
 		if (fd >= 0)
 			close(fd);
@@ -398,7 +385,7 @@ int diskset_lock_disk(struct lsmfs_diskset *ds, uint32_t i, const char *disk, un
 	if ((ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) &&
 	    errno != ENOSPC && errno != EDQUOT) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		(void)fs_set_err(err, errlen, 0, "%s: %s", path, strerror(-rc));
 		close(fd);
 		return rc;
 	}
@@ -444,7 +431,7 @@ static int place_damaged(struct lsmfs_diskset *ds, struct given *given, uint32_t
 	uint32_t missing, nmissing = unclaimed(ds, sb, &missing);
 	struct given *g = &given[damaged[0]];
 	if (ndamaged > 1 || nmissing != 1) {
-		set_err(err, errlen, "%s: superblock damaged, and %s", g->path,
+		(void)fs_set_err(err, errlen, 0, "%s: superblock damaged, and %s", g->path,
 			ndamaged > 1 ? "so is another disk's: cannot tell which disk is which"
 				     : "no disk of the filesystem is missing from the list for it to be");
 		return -EUCLEAN;
@@ -477,7 +464,7 @@ static int place_clash(struct lsmfs_diskset *ds, struct given *given, uint32_t r
 	const struct lsmfs_super *sb = &given[ref].sb;
 	uint32_t missing, nmissing = unclaimed(ds, sb, &missing);
 	if (ndamaged || nmissing != 1) {
-		set_err(err, errlen, "%s, and %s", twice,
+		(void)fs_set_err(err, errlen, 0, "%s, and %s", twice,
 			ndamaged ? "another disk's superblock is damaged: cannot tell which disk is which"
 				 : nmissing ? "more than one disk of the filesystem is missing from the list"
 					    : "no disk of the filesystem is missing from the list for it to be");
@@ -521,7 +508,7 @@ int diskset_open(const char *spec, unsigned flags,
 	int rc = 0;
 	if (!copy || !given || !ds) {
 		rc = -ENOMEM;
-		set_err(err, errlen, "out of memory");
+		(void)fs_set_err(err, errlen, 0, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < LSMFS_MAX_DISKS; i++)
@@ -535,13 +522,13 @@ int diskset_open(const char *spec, unsigned flags,
 			*colon = 0;
 		if (*name == 0) {
 			rc = -EINVAL;
-			set_err(err, errlen, "%s: empty disk name in the disk list",
+			(void)fs_set_err(err, errlen, 0, "%s: empty disk name in the disk list",
 				spec);
 			goto out;
 		}
 		if (ngiven == LSMFS_MAX_DISKS) {
 			rc = -EINVAL;
-			set_err(err, errlen, "more than %d disks given",
+			(void)fs_set_err(err, errlen, 0, "more than %d disks given",
 				LSMFS_MAX_DISKS);
 			goto out;
 		}
@@ -586,7 +573,7 @@ int diskset_open(const char *spec, unsigned flags,
 		if (g->sb.flags & SUPER_RETIRED) {
 			char fs[37];
 			lsmfs_uuid_format(g->sb.fs_uuid, fs);
-			set_err(err, errlen, "%s: removed from filesystem %s (its superblock is "
+			(void)fs_set_err(err, errlen, 0, "%s: removed from filesystem %s (its superblock is "
 				"marked retired): it holds none of its data", g->path, fs);
 			rc = -EXDEV;
 			goto out;
@@ -608,7 +595,7 @@ int diskset_open(const char *spec, unsigned flags,
 		uint32_t idx = g->sb.disk_index;
 		if (ds->paths[idx]) {
 			rc = -EEXIST;
-			set_err(err, errlen, "%s: disk %u of the filesystem given "
+			(void)fs_set_err(err, errlen, 0, "%s: disk %u of the filesystem given "
 				"twice (also %s)", g->path, idx, ds->paths[idx]);
 			if (!(flags & DISKSET_CLASH) || ds->clash)
 				goto out;
@@ -628,7 +615,7 @@ int diskset_open(const char *spec, unsigned flags,
 	}
 	if (ref == UINT32_MAX) {
 		rc = -EUCLEAN;
-		set_err(err, errlen, "%s (and no disk given has a whole superblock to rebuild it from)",
+		(void)fs_set_err(err, errlen, 0, "%s (and no disk given has a whole superblock to rebuild it from)",
 			first_err);
 		goto out;
 	}
@@ -658,7 +645,7 @@ int diskset_open(const char *spec, unsigned flags,
 			lsmfs_uuid_format(given[0].sb.disk_uuids[i], uuid);
 			lsmfs_uuid_format(given[0].sb.fs_uuid, fs);
 			rc = -ENODEV;
-			set_err(err, errlen, "disk %u of %u (UUID %s) of filesystem "
+			(void)fs_set_err(err, errlen, 0, "disk %u of %u (UUID %s) of filesystem "
 				"%s is missing from the list (to go on without it: lsmfs -o "
 				"degraded; to check what is there: fsck.lsmfs -n --degraded; "
 				"lsmfs-disk remove --lost drops a disk dead for good)",
@@ -688,7 +675,7 @@ int diskset_open(const char *spec, unsigned flags,
 				ds->meta_primary = i;
 		if (ds->meta_primary == UINT32_MAX) {
 			rc = -ENOENT;
-			set_err(err, errlen, "no copy of the metadata store is there to restore into");
+			(void)fs_set_err(err, errlen, 0, "no copy of the metadata store is there to restore into");
 		} else {
 			snprintf(ds->meta_dir, sizeof(ds->meta_dir), "%s",
 				 ds->meta_paths[ds->meta_primary]);
@@ -700,7 +687,7 @@ int diskset_open(const char *spec, unsigned flags,
 		snprintf(mark, sizeof(mark), "%s/" LSMFS_RESTORING, ds->meta_paths[i]);
 		if (!(ds->meta_absent & (1u << i)) && stat(mark, &st) == 0) {
 			rc = -EBUSY;
-			set_err(err, errlen, "%s: a restore of the metadata store (lsmfs-disk restore) was "
+			(void)fs_set_err(err, errlen, 0, "%s: a restore of the metadata store (lsmfs-disk restore) was "
 				"cut short: run it again", ds->meta_paths[i]);
 		}
 	}

@@ -26,19 +26,6 @@
 
 #define LOST_FOUND "lost+found"
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* The store reports corruption and refusals through options.log; keep the
  * last line so our caller can print the store's own reason. */
 struct log_sink {
@@ -55,30 +42,30 @@ static int check_params(const struct fs_format_params *p, char *err,
 			size_t errlen)
 {
 	if (p->ndisks == 0 || p->ndisks > LSMFS_MAX_DISKS) {
-		set_err(err, errlen, "disk count %u out of range 1..%d",
+		(void)fs_set_err(err, errlen, 0, "disk count %u out of range 1..%d",
 			p->ndisks, LSMFS_MAX_DISKS);
 		return -EINVAL;
 	}
 	if (p->sections == 0) {
-		set_err(err, errlen, "section count is 0");
+		(void)fs_set_err(err, errlen, 0, "section count is 0");
 		return -EINVAL;
 	}
 	if (store_filter_check(&p->filter)) {
-		set_err(err, errlen, "table filter out of range");
+		(void)fs_set_err(err, errlen, 0, "table filter out of range");
 		return -EINVAL;
 	}
 	if (p->chunk_size < 4096 || (p->chunk_size & (p->chunk_size - 1))) {
-		set_err(err, errlen, "chunk size %llu is not a power of two >= 4096",
+		(void)fs_set_err(err, errlen, 0, "chunk size %llu is not a power of two >= 4096",
 			(unsigned long long)p->chunk_size);
 		return -EINVAL;
 	}
 	if (p->inline_max >= p->chunk_size) {
-		set_err(err, errlen, "inline limit %u is not below the chunk size",
+		(void)fs_set_err(err, errlen, 0, "inline limit %u is not below the chunk size",
 			p->inline_max);
 		return -EINVAL;
 	}
 	if (p->label && strlen(p->label) > LSMFS_LABEL_MAX) {
-		set_err(err, errlen, "label longer than %d bytes", LSMFS_LABEL_MAX);
+		(void)fs_set_err(err, errlen, 0, "label longer than %d bytes", LSMFS_LABEL_MAX);
 		return -EINVAL;
 	}
 	return 0;
@@ -88,7 +75,7 @@ static int make_dir(const char *path, char *err, size_t errlen)
 {
 	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
 		int rc = -errno;
-		set_err(err, errlen, "%s: cannot create: %s", path, strerror(-rc));
+		(void)fs_set_err(err, errlen, 0, "%s: cannot create: %s", path, strerror(-rc));
 		return rc;
 	}
 	return 0;
@@ -98,7 +85,7 @@ static int sync_dir(const char *path, char *err, size_t errlen)
 {
 	int rc = lsmfs_fsync_dir(path);
 	if (rc)
-		set_err(err, errlen, "%s: fsync: %s", path, strerror(-rc));
+		(void)fs_set_err(err, errlen, 0, "%s: fsync: %s", path, strerror(-rc));
 	return rc;
 }
 
@@ -249,10 +236,10 @@ int fs_format(const char *store_dir, const struct fs_format_params *p,
 	rc = store_open(store_dir, &opt, &st);
 	if (rc) {
 		if (rc == -EEXIST)
-			set_err(err, errlen, "%s: a metadata store already exists "
+			(void)fs_set_err(err, errlen, 0, "%s: a metadata store already exists "
 				"there", store_dir);
 		else
-			set_err(err, errlen, "%s: cannot create the metadata store: "
+			(void)fs_set_err(err, errlen, 0, "%s: cannot create the metadata store: "
 				"%s", store_dir, sink.msg[0] ? sink.msg
 							     : strerror(-rc));
 		return rc;
@@ -267,12 +254,12 @@ int fs_format(const char *store_dir, const struct fs_format_params *p,
 	b = store_batch_new();
 	if (!b) {
 		rc = -ENOMEM;
-		set_err(err, errlen, "out of memory");
+		(void)fs_set_err(err, errlen, 0, "out of memory");
 		goto out;
 	}
 	rc = fill_batch(b, p);
 	if (rc) {
-		set_err(err, errlen, "%s: cannot build the initial batch: %s",
+		(void)fs_set_err(err, errlen, 0, "%s: cannot build the initial batch: %s",
 			store_dir, strerror(-rc));
 		goto out;
 	}
@@ -280,7 +267,7 @@ int fs_format(const char *store_dir, const struct fs_format_params *p,
 	if (rc) {
 		char msg[512];
 		store_errmsg(st, msg, sizeof(msg));
-		set_err(err, errlen, "%s: write: %s", store_dir,
+		(void)fs_set_err(err, errlen, 0, "%s: write: %s", store_dir,
 			msg[0] ? msg : strerror(-rc));
 	}
 out:
@@ -288,7 +275,7 @@ out:
 	int crc = store_close(st);
 	if (rc == 0 && crc) {
 		rc = crc;
-		set_err(err, errlen, "%s: close: %s", store_dir,
+		(void)fs_set_err(err, errlen, 0, "%s: close: %s", store_dir,
 			sink.msg[0] ? sink.msg : strerror(-rc));
 	}
 	return rc;

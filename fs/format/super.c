@@ -48,19 +48,6 @@
 #define OFF_COPIES 108     /* version 3 on: the store's copies */
 #define COPY_HEAD 6        /* le32 disk, le16 path length */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Bytes the copy list takes in a version 3 superblock; 0 when a copy is
  * out of range. */
 static size_t copies_len(const struct lsmfs_super *sb)
@@ -137,12 +124,12 @@ static int decode_copies(const uint8_t *buf, size_t total, struct lsmfs_super *s
 {
 	size_t off = OFF_COPIES, limit = total - SUPER_CSUM_LEN;
 	if (off + 4 > limit) {
-		set_err(err, errlen, "offset %d: superblock truncated in the copy list", OFF_COPIES);
+		(void)fs_set_err(err, errlen, 0, "offset %d: superblock truncated in the copy list", OFF_COPIES);
 		return -EUCLEAN;
 	}
 	sb->meta_count = get_le32(buf + off);
 	if (sb->meta_count == 0 || sb->meta_count > LSMFS_MAX_META_COPIES) {
-		set_err(err, errlen, "offset %d: store copy count %u out of range 1..%d", OFF_COPIES,
+		(void)fs_set_err(err, errlen, 0, "offset %d: store copy count %u out of range 1..%d", OFF_COPIES,
 			sb->meta_count, LSMFS_MAX_META_COPIES);
 		return -EUCLEAN;
 	}
@@ -150,7 +137,7 @@ static int decode_copies(const uint8_t *buf, size_t total, struct lsmfs_super *s
 	for (uint32_t i = 0; i < sb->meta_count; i++) {
 		struct lsmfs_meta_copy *c = &sb->meta[i];
 		if (off + COPY_HEAD > limit) {
-			set_err(err, errlen, "offset %zu: superblock truncated in store copy %u", off, i);
+			(void)fs_set_err(err, errlen, 0, "offset %zu: superblock truncated in store copy %u", off, i);
 			return -EUCLEAN;
 		}
 		c->disk = get_le32(buf + off);
@@ -158,7 +145,7 @@ static int decode_copies(const uint8_t *buf, size_t total, struct lsmfs_super *s
 		if (ml >= LSMFS_META_PATH_MAX || off + COPY_HEAD + ml > limit ||
 		    (c->disk == LSMFS_META_ON_DIR) != (ml > 0) ||
 		    !meta_path_ok(buf + off + COPY_HEAD, ml)) {
-			set_err(err, errlen, "offset %zu: store copy %u: bad directory (length %zu)",
+			(void)fs_set_err(err, errlen, 0, "offset %zu: store copy %u: bad directory (length %zu)",
 				off + 4, i, ml);
 			return -EUCLEAN;
 		}
@@ -178,37 +165,37 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 	 * where the checksum is, and only a verified block has fields worth
 	 * range-checking. */
 	if (len < 8 || memcmp(buf, SUPER_MAGIC, 8) != 0) {
-		set_err(err, errlen, "offset 0: bad magic (not an lsmfs superblock)");
+		(void)fs_set_err(err, errlen, 0, "offset 0: bad magic (not an lsmfs superblock)");
 		return -EUCLEAN;
 	}
 	if (len < SUPER_FIXED_V1 + SUPER_CSUM_LEN) {
-		set_err(err, errlen, "offset %zu: superblock truncated (%zu bytes)",
+		(void)fs_set_err(err, errlen, 0, "offset %zu: superblock truncated (%zu bytes)",
 			len, len);
 		return -EUCLEAN;
 	}
 	uint32_t version = get_le32(buf + OFF_VERSION);
 	if (version < 1 || version > LSMFS_SUPER_VERSION) {
-		set_err(err, errlen, "offset %d: unsupported format version %u",
+		(void)fs_set_err(err, errlen, 0, "offset %d: unsupported format version %u",
 			OFF_VERSION, version);
 		return -EUCLEAN;
 	}
 	size_t fixed = version == 1 ? SUPER_FIXED_V1 : version == 2 ? SUPER_FIXED : OFF_COPIES + 4;
 	size_t off_mlen = fixed - 2;
 	if (len < fixed + SUPER_CSUM_LEN) {
-		set_err(err, errlen, "offset %zu: superblock truncated (%zu bytes)",
+		(void)fs_set_err(err, errlen, 0, "offset %zu: superblock truncated (%zu bytes)",
 			len, len);
 		return -EUCLEAN;
 	}
 	uint32_t total = get_le32(buf + OFF_LENGTH);
 	if (total != len) {
-		set_err(err, errlen, "offset %d: length %u disagrees with the "
+		(void)fs_set_err(err, errlen, 0, "offset %d: length %u disagrees with the "
 			"file size %zu", OFF_LENGTH, total, len);
 		return -EUCLEAN;
 	}
 	uint64_t stored = get_le64(buf + total - SUPER_CSUM_LEN);
 	uint64_t actual = XXH3_64bits(buf, total - SUPER_CSUM_LEN);
 	if (stored != actual) {
-		set_err(err, errlen, "offset %u: checksum mismatch (stored %016llx, "
+		(void)fs_set_err(err, errlen, 0, "offset %u: checksum mismatch (stored %016llx, "
 			"computed %016llx)", total - SUPER_CSUM_LEN,
 			(unsigned long long)stored, (unsigned long long)actual);
 		return -EUCLEAN;
@@ -231,27 +218,27 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 	}
 
 	if (sb->disk_count == 0 || sb->disk_count > LSMFS_MAX_DISKS) {
-		set_err(err, errlen, "offset %d: disk count %u out of range 1..%d",
+		(void)fs_set_err(err, errlen, 0, "offset %d: disk count %u out of range 1..%d",
 			OFF_COUNT, sb->disk_count, LSMFS_MAX_DISKS);
 		return -EUCLEAN;
 	}
 	if (sb->disk_index >= sb->disk_count) {
-		set_err(err, errlen, "offset %d: disk index %u not below the disk "
+		(void)fs_set_err(err, errlen, 0, "offset %d: disk index %u not below the disk "
 			"count %u", OFF_INDEX, sb->disk_index, sb->disk_count);
 		return -EUCLEAN;
 	}
 	if (sb->sections == 0 || sb->sections > LSMFS_MAX_SECTIONS) {
-		set_err(err, errlen, "offset %d: section count %u is not in 1..%u", OFF_SECTIONS,
+		(void)fs_set_err(err, errlen, 0, "offset %d: section count %u is not in 1..%u", OFF_SECTIONS,
 			sb->sections, LSMFS_MAX_SECTIONS);
 		return -EUCLEAN;
 	}
 	if (sb->chunk_size < 4096 || (sb->chunk_size & (sb->chunk_size - 1))) {
-		set_err(err, errlen, "offset %d: chunk size %llu is not a power of "
+		(void)fs_set_err(err, errlen, 0, "offset %d: chunk size %llu is not a power of "
 			"two >= 4096", OFF_CHUNK, (unsigned long long)sb->chunk_size);
 		return -EUCLEAN;
 	}
 	if (sb->flags & ~(uint32_t)SUPER_RETIRED) {
-		set_err(err, errlen, "offset %d: unknown flags %#x", OFF_FLAGS, sb->flags);
+		(void)fs_set_err(err, errlen, 0, "offset %d: unknown flags %#x", OFF_FLAGS, sb->flags);
 		return -EUCLEAN;
 	}
 	size_t list; /* where the disk list starts */
@@ -268,12 +255,12 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 		size_t mlen = (size_t)buf[off_mlen] | (size_t)buf[off_mlen + 1] << 8;
 		if (mlen >= LSMFS_META_PATH_MAX ||
 		    fixed + mlen + 16u * sb->disk_count + SUPER_CSUM_LEN != total) {
-			set_err(err, errlen, "offset %zu: metadata path length %zu does not "
+			(void)fs_set_err(err, errlen, 0, "offset %zu: metadata path length %zu does not "
 				"fit the superblock length %u", off_mlen, mlen, total);
 			return -EUCLEAN;
 		}
 		if (!meta_path_ok(buf + fixed, mlen)) {
-			set_err(err, errlen, "offset %zu: metadata path is not an absolute "
+			(void)fs_set_err(err, errlen, 0, "offset %zu: metadata path is not an absolute "
 				"path", fixed);
 			return -EUCLEAN;
 		}
@@ -284,7 +271,7 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 		list = fixed + mlen;
 	}
 	if (list + 16u * sb->disk_count + SUPER_CSUM_LEN != total) {
-		set_err(err, errlen, "offset %zu: the disk list (%u disks) does not fit the "
+		(void)fs_set_err(err, errlen, 0, "offset %zu: the disk list (%u disks) does not fit the "
 			"superblock length %u", list, sb->disk_count, total);
 		return -EUCLEAN;
 	}
@@ -293,14 +280,14 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 		const struct lsmfs_meta_copy *c = &sb->meta[i];
 		if ((c->disk == LSMFS_META_ON_DIR) != (c->dir[0] != 0)) {
 			/* Version 2: a store disk of 0xffffffff with no path. */
-			set_err(err, errlen, "offset %d: the store's copy %u is on disk %u, past the "
+			(void)fs_set_err(err, errlen, 0, "offset %d: the store's copy %u is on disk %u, past the "
 				"disk count", version >= 3 ? OFF_COPIES : OFF_META_DISK, i, c->disk);
 			return -EUCLEAN;
 		}
 		if (c->disk == LSMFS_META_ON_DIR)
 			continue;
 		if (c->disk >= sb->disk_count || super_slot_empty(sb, c->disk)) {
-			set_err(err, errlen, "offset %d: the store's copy %u is on disk %u, %s",
+			(void)fs_set_err(err, errlen, 0, "offset %d: the store's copy %u is on disk %u, %s",
 				version >= 3 ? OFF_COPIES : OFF_META_DISK, i, c->disk,
 				c->disk >= sb->disk_count ? "past the disk count"
 							  : "an empty slot in the disk list");
@@ -308,13 +295,13 @@ int super_decode(const uint8_t *buf, size_t len, struct lsmfs_super *sb,
 		}
 		for (uint32_t j = 0; j < i; j++)
 			if (sb->meta[j].disk == c->disk) {
-				set_err(err, errlen, "offset %d: store copies %u and %u are both on "
+				(void)fs_set_err(err, errlen, 0, "offset %d: store copies %u and %u are both on "
 					"disk %u", OFF_COPIES, j, i, c->disk);
 				return -EUCLEAN;
 			}
 	}
 	if (super_slot_empty(sb, sb->disk_index)) {
-		set_err(err, errlen, "offset %zu: this disk's slot (%u) in the disk list is empty",
+		(void)fs_set_err(err, errlen, 0, "offset %zu: this disk's slot (%u) in the disk list is empty",
 			list + 16u * sb->disk_index, sb->disk_index);
 		return -EUCLEAN;
 	}
@@ -349,16 +336,16 @@ int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 		/* An empty directory is most often the mount point of a disk
 		 * that did not mount: say so, not only what it lacks. */
 		if (rc == -ENOENT && lsmfs_dir_empty(disk) == 0)
-			set_err(err, errlen, "%s: an empty directory, not an lsmfs disk: is the "
+			(void)fs_set_err(err, errlen, 0, "%s: an empty directory, not an lsmfs disk: is the "
 				"disk that belongs there not mounted?", disk);
 		else if (rc == -ENOENT)
-			set_err(err, errlen, "%s: not an lsmfs disk (no superblock)",
+			(void)fs_set_err(err, errlen, 0, "%s: not an lsmfs disk (no superblock)",
 				disk);
 		else if (rc == -EACCES) /* SCHEMA.md "Backing disks": root's alone */
-			set_err(err, errlen, "%s: %s (only root, the disks' owner, may read "
+			(void)fs_set_err(err, errlen, 0, "%s: %s (only root, the disks' owner, may read "
 				"them)", path, strerror(-rc));
 		else
-			set_err(err, errlen, "%s: %s", path, strerror(-rc));
+			(void)fs_set_err(err, errlen, 0, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
 	/* One byte more than the largest superblock tells "too long" apart
@@ -368,18 +355,18 @@ int super_read(const char *disk, struct lsmfs_super *sb, char *err,
 	int rc = read_all(fd, buf, sizeof(buf), &len);
 	close(fd);
 	if (rc) {
-		set_err(err, errlen, "%s: %s", path, strerror(-rc));
+		(void)fs_set_err(err, errlen, 0, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
 	if (len > LSMFS_SUPER_MAX) {
-		set_err(err, errlen, "%s: offset %d: superblock longer than %d bytes",
+		(void)fs_set_err(err, errlen, 0, "%s: offset %d: superblock longer than %d bytes",
 			path, LSMFS_SUPER_MAX, LSMFS_SUPER_MAX);
 		return -EUCLEAN;
 	}
 	char why[256];
 	rc = super_decode(buf, len, sb, why, sizeof(why));
 	if (rc)
-		set_err(err, errlen, "%s: %s", path, why);
+		(void)fs_set_err(err, errlen, 0, "%s: %s", path, why);
 	return rc;
 }
 
@@ -406,7 +393,7 @@ int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 	size_t len;
 	int rc = super_encode(sb, buf, sizeof(buf), &len);
 	if (rc) {
-		set_err(err, errlen, "%s: cannot encode the superblock: %s", disk,
+		(void)fs_set_err(err, errlen, 0, "%s: cannot encode the superblock: %s", disk,
 			strerror(-rc));
 		return rc;
 	}
@@ -420,14 +407,14 @@ int super_write(const char *disk, const struct lsmfs_super *sb, char *err,
 		made_dir = true;
 	} else if (errno != EEXIST) {
 		rc = -errno;
-		set_err(err, errlen, "%s: cannot create: %s", dir, strerror(-rc));
+		(void)fs_set_err(err, errlen, 0, "%s: cannot create: %s", dir, strerror(-rc));
 		return rc;
 	}
 
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", tmp, strerror(-rc));
+		(void)fs_set_err(err, errlen, 0, "%s: %s", tmp, strerror(-rc));
 		return rc;
 	}
 	size_t done = 0;
@@ -447,13 +434,13 @@ out:
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
 	if (rc) {
-		set_err(err, errlen, "%s: %s", tmp, strerror(-rc));
+		(void)fs_set_err(err, errlen, 0, "%s: %s", tmp, strerror(-rc));
 		(void)unlink(tmp); /* best effort: a stale temp file is harmless */
 		return rc;
 	}
 	if (rename(tmp, path) < 0) {
 		rc = -errno;
-		set_err(err, errlen, "%s: rename: %s", path, strerror(-rc));
+		(void)fs_set_err(err, errlen, 0, "%s: rename: %s", path, strerror(-rc));
 		(void)unlink(tmp); /* best effort, as above */
 		return rc;
 	}
@@ -463,7 +450,7 @@ out:
 	if (rc == 0 && made_dir)
 		rc = lsmfs_fsync_dir(disk);
 	if (rc)
-		set_err(err, errlen, "%s: fsync: %s", made_dir ? disk : dir,
+		(void)fs_set_err(err, errlen, 0, "%s: fsync: %s", made_dir ? disk : dir,
 			strerror(-rc));
 	return rc;
 }
