@@ -25,9 +25,12 @@
 #     apart, and with both disks back the mount and fsck name the two
 #     copies that diverged; fsck --use-copy 0 says what copy 1 holds, and
 #     with -y keeps copy 0 (its files, not copy 1's);
-#   - copy 1's commit log cut to half after a SIGKILL: fsck -n calls copy 1
-#     behind (LSMFS-0109), -y rewrites it, and copy 1 alone then serves
-#     every file.
+#   - copy 1's commit log cut to half after a SIGKILL (what a power cut
+#     may leave): fsck -n clean, naming the crash's tail; the next mount
+#     brings it over, and copy 1 alone then serves every file;
+#   - copy 1 put back from an old image after a clean unmount: fsck -n
+#     calls it behind (LSMFS-0109), -y rewrites it, and copy 1 alone then
+#     serves every file.
 NAME=test_copies
 # shellcheck source=tests/lib/lib.sh
 source "$(dirname "$0")/../lib/lib.sh"
@@ -274,7 +277,11 @@ mount_fg "$T/daemon.log" "$VL" || fail "mount v after --use-copy 0"
 	fail "copy 0 kept: not its files: $(ls "$M" | tr '\n' ' ')"
 umount_wait "$VL"
 
-# ---- a copy whose commit log lost its second half ----
+# ---- a copy whose commit log lost its second half in a crash ----
+# The writes were never synced: a power cut may drop them from one disk
+# and not the other, so this is what a crash leaves, not damage.  fsck -n
+# says so and stays clean (the mounted mark tells it a crash happened);
+# the next mount takes the longer log into both copies.
 R=$T/r
 mkdir -p "$R/d0" "$R/d1"
 "$MKFS" -q --sections 8 "$R/d0" "$R/d1" || fail "mkfs r"
@@ -289,8 +296,30 @@ for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 log=$(ls -S "$R/d1/.lsmfs/meta/"*.log | head -1)
 truncate -s $(($(stat -c %s "$log") / 2)) "$log"
 out=$("$FSCK" -n "$RL" 2>&1); rc=$?
+[[ $rc == 0 ]] && grep -q "copy 1 of the metadata store holds writes up to .*: a crash's unsynced tail" <<<"$out" ||
+	fail "copy 1's log cut to half by a crash: fsck -n exit $rc: $(grep -E 'LSMFS|problem|copy' <<<"$out")"
+mount_fg "$T/daemon.log" "$RL" || fail "mount r after the crash"
+check_sums "copy 1's log cut short by a crash"
+umount_wait "$RL" || fail "unmount r"
+fsck_clean "$RL" "copy 1's crash tail brought over"
+mount_fg "$T/daemon.log" -o degraded,ro "$R/d1" || fail "mount r with copy 1 alone"
+check_sums "copy 1 alone, after the mount brought its tail"
+umount_wait "$R/d1"
+
+# ---- a copy behind after a clean unmount ----
+# Every copy has every write after a clean unmount, so a copy holding
+# older writes (an old image of its disk put back) is damage: fsck -n calls
+# copy 1 behind (LSMFS-0109), -y rewrites it, and copy 1 alone then serves
+# every file.
+cp -a "$R/d1/.lsmfs/meta" "$T/meta1.old"
+mount_fg "$T/daemon.log" "$RL" || fail "mount r for more files"
+for i in $(seq 201 260); do echo "file $i" > "$M/f$i"; done
+sums > "$T/sums"
+umount_wait "$RL" || fail "unmount r after more files"
+rm -rf "$R/d1/.lsmfs/meta" && cp -a "$T/meta1.old" "$R/d1/.lsmfs/meta"
+out=$("$FSCK" -n "$RL" 2>&1); rc=$?
 [[ $rc == 4 ]] && grep -q "LSMFS-0109 copy 1 .* is behind copy 0" <<<"$out" ||
-	fail "copy 1's log cut to half: fsck -n exit $rc, not said behind: $(grep -E 'LSMFS|problem' <<<"$out")"
+	fail "copy 1 put back old: fsck -n exit $rc, not said behind: $(grep -E 'LSMFS|problem' <<<"$out")"
 out=$("$FSCK" -y "$RL" 2>&1); rc=$?
 [[ $rc == 1 ]] || fail "copy 1 behind: fsck -y exit $rc: $(grep -E 'LSMFS|problem|fsck' <<<"$out")"
 fsck_clean "$RL" "copy 1 rewritten"

@@ -115,15 +115,24 @@ int fsck_copy_open(const char *dir, struct store **st, uint64_t *seq)
 	return 0;
 }
 
-/* The last write copy dir holds, into *seq.  0, or the open's error. */
-static int copy_sequence(const char *dir, uint64_t *seq)
+/* The last write copy dir holds, into *seq, and whether it holds the
+ * mounted mark (a crash, or mounted read-write now), into *mounted.  0,
+ * or the open's error. */
+static int copy_sequence(const char *dir, uint64_t *seq, bool *mounted)
 {
 	struct store *st;
 	int rc = fsck_copy_open(dir, &st, seq);
 	if (rc)
 		return rc;
+	uint8_t k[64];
+	size_t kl = key_meta(k, META_MOUNTED);
+	void *v = NULL;
+	size_t vl;
+	int g = store_get(st, NULL, k, kl, &v, &vl);
+	free(v);
+	*mounted = g == 0;
 	(void)store_close(st); /* read-only: nothing of it to lose */
-	return 0;
+	return g == 0 || g == -ENOENT ? 0 : g;
 }
 
 /* A store kept in several copies (fs/SCHEMA.md "Store copies"): each is
@@ -146,6 +155,7 @@ static int check_copies(struct fsck *f, bool *done)
 	struct lines lines[LSMFS_MAX_META_COPIES];
 	memset(lines, 0, sizeof(lines));
 	uint64_t seq[LSMFS_MAX_META_COPIES] = {0};
+	bool mounted[LSMFS_MAX_META_COPIES] = {false};
 	uint32_t ref = UINT32_MAX;
 	for (uint32_t c = 0; c < ds->sb.meta_count; c++) {
 		if (ds->meta_absent & (1u << c))
@@ -154,7 +164,7 @@ static int check_copies(struct fsck *f, bool *done)
 		if (stale)
 			continue; /* behind by design (a crash cut its filling short): not judged */
 		int rc = store_verify(ds->meta_paths[c], &so, store_line, &lines[c]);
-		whole[c] = rc == 0 && copy_sequence(ds->meta_paths[c], &seq[c]) == 0;
+		whole[c] = rc == 0 && copy_sequence(ds->meta_paths[c], &seq[c], &mounted[c]) == 0;
 		/* The reference: the newest whole copy, the primary among equals. */
 		if (whole[c] && (ref == UINT32_MAX || seq[c] > seq[ref] ||
 				 (seq[c] == seq[ref] && c == ds->meta_primary)))
@@ -196,6 +206,18 @@ static int check_copies(struct fsck *f, bool *done)
 					ds->meta_absent &= ~(1u << c);
 					fsck_repaired(f, 0);
 				}
+				continue;
+			}
+			/* Behind a copy that holds the mounted mark: the daemon
+			 * died (or runs) between the copies' appends of writes
+			 * never acknowledged, and the next open takes the longer
+			 * log (store/db_copies.c), as a journal still to replay.
+			 * After a clean unmount every copy has every write. */
+			if (whole[c] && seq[c] < seq[ref] && mounted[ref]) {
+				printf("fsck.lsmfs: copy %u of the metadata store holds writes up to %" PRIu64
+				       ", copy %u up to %" PRIu64 ": a crash's unsynced tail, which the "
+				       "next mount brings to every copy\n",
+				       c, seq[c], ref, seq[ref]);
 				continue;
 			}
 			enum fsck_code code = (ds->sb.meta[c].flags & LSMFS_META_STALE) ? PR_STORE_COPY_STALE
