@@ -183,14 +183,11 @@ void chunk_value_encode_lost(uint64_t len, uint8_t out[CHUNK_LOST_LEN])
 
 int chunk_value_decode(const uint8_t *p, size_t len, uint64_t *durable)
 {
-	if (len == 0) {
-		*durable = 0;
-		return 0;
-	}
-	if ((len != CHUNK_VAL_LEN && len != CHUNK_LOST_LEN) ||
-	    (len == CHUNK_LOST_LEN && p[8] != CHUNK_LOST))
-		return -EUCLEAN;
-	*durable = get_le64(p);
+	struct chunk_value cv;
+	int rc = chunk_value_parse(p, len, &cv);
+	if (rc)
+		return rc;
+	*durable = cv.durable;
 	return 0;
 }
 

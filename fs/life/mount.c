@@ -154,6 +154,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	if (!fs)
 		return -ENOMEM;
 	fs->inode_ops = &engine_inode_ops;
+	sums_init_mount(fs);
 	fs->ds = ds;
 	fs->opt = *opt;
 	if (!fs->opt.inode_cache)
@@ -267,6 +268,9 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	}
 	if ((rc = diskwatch_start(fs)))
 		fs_logf(fs, "cannot start the thread that watches the disks: %s", strerror(-rc));
+	if ((rc = namer_start(fs)))
+		fs_logf(fs, "cannot start the thread that names files in the log (they are named "
+			"by inode number): %s", strerror(-rc));
 	/* Orphans a crash left go in the background, as later unlinks do. */
 	if (!opt->read_only && (rc = reclaim_start(fs)))
 		fs_logf(fs, "cannot start the reclaim thread (%s): unlinked files are deleted in the foreground",
@@ -306,6 +310,7 @@ int fs_close(struct fs *fs)
 	control_stop(fs); /* a move under way rolls back first */
 	rdonly_stop(fs);
 	diskwatch_stop(fs);
+	namer_stop(fs); /* what it holds is logged first */
 	reclaim_stop(fs); /* drains the queue: no orphan outlives a clean unmount */
 	if (fs->st && !fs->opt.read_only) {
 		/* Chunk data and the chunk files' directory entries (new ones,

@@ -100,7 +100,7 @@ check_all() { # WHEN: every command against the tree (mounted) or what it was
 	done
 	# keys: one I per inode, one C per chunk, the fs info
 	[[ $(insp "$D" keys I | grep -c '^I ') == "$inodes" ]] || fail "$when: keys I does not list $inodes inodes"
-	[[ $(insp "$D" keys C "$ino_big" | grep -c "^C $ino_big [0-9]* -> chunk record: section [0-9]* on disk [01]\(, length [0-9]*\)\?$") == 5 ]] ||
+	[[ $(insp "$D" keys C "$ino_big" | grep -c "^C $ino_big [0-9]* -> chunk record: section [0-9]* on disk [01]\(, length [0-9]*\(, [0-9]* checksums of 4096 bytes\(, in write\)\?\|, in write, no checksums\)\?\)\?$") == 5 ]] ||
 		fail "$when: keys C $ino_big: not 5 chunk records"
 	insp "$D" keys M | grep -q "^M fs -> .*uuid $uuid" || fail "$when: keys M: no fs info"
 	# G (chunks in flux) is a key type like the others, though none is left

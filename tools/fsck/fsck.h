@@ -109,6 +109,7 @@ struct fsck {
 	uint64_t *chunks_per_disk;
 	uint64_t lost_chunks, lost_files; /* records marked lost with their disk (pass 5) */
 	uint64_t scrub_bytes, scrub_files, scrub_ns;
+	uint64_t scrub_summed, scrub_bad; /* files with checksums; blocks failing them */
 	uint8_t *scrub_buf;
 	volatile sig_atomic_t *cancel;
 };

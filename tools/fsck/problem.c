@@ -193,6 +193,10 @@ static const struct problem table[] = {
 	 "rewrite M fs with the superblocks' count"},
 	{PR_SUPER_WRITE_FAILED, "disk %d (%D): writing its superblock failed: %s", PR_SEV_ERROR,
 	 PR_AFTER, NULL},
+	/* One copy: nothing to repair it from (the daemon reads it as EIO). */
+	{PR_CHUNK_CHECKSUM,
+	 "inode %i (%p) chunk %c: %f: the block of %N bytes at offset %n does not match its "
+	 "checksum (silent damage: reads of it fail with EIO)", PR_SEV_ERROR, 0, NULL},
 };
 
 #define NPROBLEMS (sizeof(table) / sizeof(table[0]))

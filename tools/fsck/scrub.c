@@ -10,10 +10,14 @@
  * offset.  Clean cached pages are dropped first (posix_fadvise), so that
  * the reads reach the disk, and again after, so that a scrub does not
  * evict what the machine had cached.  A read error cannot be repaired
- * here: the problem (LSMFS-050F) is reported and left.  Without per-block
- * checksums a scrub finds what the disks report, not silent bit rot.
+ * here: the problem (LSMFS-050F) is reported and left.  Each block whose
+ * record holds its sum (fs/SCHEMA.md "Chunk checksums") is verified, so
+ * that silent damage is found too (LSMFS-0514); a record marked in write
+ * (a crash the mount has not recovered from yet) is not trusted.
  */
 #include "fsck.h"
+
+#include "coding.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +47,40 @@ static void read_error(struct fsck *f, const struct fsck_chunk *c, const char *f
 					  .path = fsck_path_of(f, c->ino, path, sizeof(path))});
 }
 
+/* The sums of chunk c that can be trusted, into *cv (pointing into *val,
+ * which the caller frees); false when there are none. */
+static bool chunk_sums(struct fsck *f, const struct fsck_chunk *c, void **val,
+		       struct chunk_value *cv)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_chunk(k, c->ino, c->chunk), vl;
+	*val = NULL;
+	if (store_get(f->st, NULL, k, kl, val, &vl) != 0)
+		return false;
+	return chunk_value_parse(*val, vl, cv) == 0 && (cv->flags & CHUNK_SUMS) &&
+	       !(cv->flags & CHUNK_INWRITE) && cv->shift == sums_block_shift(f->info.chunk_size);
+}
+
+/* The blocks of [off, off + n) read into buf, n short only at the file's
+ * end, against their sums. */
+static void verify(struct fsck *f, const struct fsck_chunk *c, const char *file,
+		   const struct chunk_value *cv, const uint8_t *buf, uint64_t off, uint64_t n)
+{
+	uint64_t bs = (uint64_t)1 << cv->shift;
+	for (uint64_t b = off; b < off + n; b += bs) {
+		uint32_t i = (uint32_t)(b >> cv->shift), want = chunk_value_sum(cv, i);
+		uint64_t have = off + n - b < bs ? off + n - b : bs;
+		if (!want || sums_block(buf + (b - off), (size_t)have, (size_t)bs, c->ino, c->chunk) == want)
+			continue;
+		f->scrub_bad++;
+		char path[4096];
+		problem_fix(f, PR_CHUNK_CHECKSUM,
+			    &(struct problem_ctx){.ino = c->ino, .chunk = c->chunk, .file = file,
+						  .num = b, .num2 = bs,
+						  .path = fsck_path_of(f, c->ino, path, sizeof(path))});
+	}
+}
+
 void fsck_scrub_chunk(struct fsck *f, const struct fsck_chunk *c, const char *file)
 {
 	if (!f->scrub_buf && !(f->scrub_buf = malloc(SCRUB_READ))) {
@@ -68,6 +106,9 @@ void fsck_scrub_chunk(struct fsck *f, const struct fsck_chunk *c, const char *fi
 	uint64_t size = (uint64_t)st.st_size < f->info.chunk_size ? (uint64_t)st.st_size
 								   : f->info.chunk_size;
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	void *val;
+	struct chunk_value cv;
+	bool summed = chunk_sums(f, c, &val, &cv);
 	uint64_t off = 0;
 	while (off < size && !fsck_cancelled(f)) {
 		size_t want = size - off < SCRUB_READ ? (size_t)(size - off) : SCRUB_READ;
@@ -82,21 +123,26 @@ void fsck_scrub_chunk(struct fsck *f, const struct fsck_chunk *c, const char *fi
 		}
 		if (n == 0)
 			break; /* cut shorter meanwhile: pass 5's business */
+		if (summed)
+			verify(f, c, file, &cv, f->scrub_buf, off, (uint64_t)n);
 		off += (uint64_t)n;
 		f->scrub_bytes += (uint64_t)n;
 	}
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	close(fd);
+	free(val);
 	f->scrub_files++;
+	f->scrub_summed += summed;
 	f->scrub_ns += now_ns() - t0;
 }
 
 void fsck_scrub_report(struct fsck *f)
 {
 	double s = (double)f->scrub_ns / 1e9;
-	printf("Scrub: read %" PRIu64 " bytes of %" PRIu64 " chunk files in %.1f s (%.1f MiB/s)\n",
+	printf("Scrub: read %" PRIu64 " bytes of %" PRIu64 " chunk files in %.1f s (%.1f MiB/s); "
+	       "%" PRIu64 " of them with checksums, %" PRIu64 " blocks failed them\n",
 	       f->scrub_bytes, f->scrub_files, s,
-	       s > 0 ? (double)f->scrub_bytes / 1048576.0 / s : 0.0);
+	       s > 0 ? (double)f->scrub_bytes / 1048576.0 / s : 0.0, f->scrub_summed, f->scrub_bad);
 	free(f->scrub_buf);
 	f->scrub_buf = NULL;
 }

@@ -182,14 +182,22 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 		/* The value: the length a sync made durable, nothing (not
 		 * known), or that length lost with its disk (SCHEMA.md
 		 * "Chunk lengths", "A disk lost"). */
-		uint64_t len = 0;
-		char lb[64] = "";
-		if (chunk_value_decode(v, vl, &len) != 0)
+		char lb[160] = "";
+		struct chunk_value cv;
+		if (chunk_value_parse(v, vl, &cv) != 0)
 			snprintf(lb, sizeof(lb), " (value does not decode, %zu bytes)", vl);
-		else if (chunk_value_lost(v, vl))
-			snprintf(lb, sizeof(lb), ", lost with its disk (%" PRIu64 " bytes)", len);
+		else if (cv.flags & CHUNK_LOST)
+			snprintf(lb, sizeof(lb), ", lost with its disk (%" PRIu64 " bytes)", cv.durable);
+		else if (cv.flags & CHUNK_SUMS)
+			/* and its checksums (SCHEMA.md "Chunk checksums") */
+			snprintf(lb, sizeof(lb), ", length %" PRIu64 ", %u checksums of %u bytes%s",
+				 cv.durable, cv.nsums, 1u << cv.shift,
+				 (cv.flags & CHUNK_INWRITE) ? ", in write" : "");
+		else if (cv.flags & CHUNK_INWRITE)
+			snprintf(lb, sizeof(lb), ", length %" PRIu64 ", in write, no checksums",
+				 cv.durable);
 		else if (vl)
-			snprintf(lb, sizeof(lb), ", length %" PRIu64, len);
+			snprintf(lb, sizeof(lb), ", length %" PRIu64, cv.durable);
 		snprintf(out, cap, "C %" PRIu64 " %" PRIu64 " -> chunk record%s%s", id, chunk, b, lb);
 		return;
 	}

@@ -1,7 +1,7 @@
 /*
  * background.h: the engine's threads (fs/ARCHITECTURE.md): the reclaim of
  * unlinked inodes, the sweep of chunk files a crash left, the disk
- * watcher.  Uses every part below it.
+ * watcher, the namer of files in log lines.  Uses every part below it.
  */
 #ifndef LSMFS_ENGINE_BACKGROUND_H
 #define LSMFS_ENGINE_BACKGROUND_H
@@ -25,6 +25,11 @@ void reclaim_wait_idle(struct fs *fs);
 /* Let a sweep under way end, drain the queue, stop the thread (no-op
  * when not started). */
 void reclaim_stop(struct fs *fs);
+
+/* namer.c: the thread that logs fs_log_named's messages with the file's
+ * path (start: at mount; stop: at unmount, after logging what is queued). */
+int namer_start(struct fs *fs);
+void namer_stop(struct fs *fs);
 
 /* sweep.c: the chunk files a crash left without record. */
 /* At a read-write mount: note a crash (`M mounted` found), or store it. */

@@ -132,15 +132,24 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 		int mark = section_mark();
 		section_enter(fs, section, ino, chunk, true);
 		uint64_t durable = 0;
+		bool lost = false;
+		void *val = NULL;
+		size_t vl = 0;
 		/* A section that moved away meanwhile was swept on its way
 		 * (its chunks were copied, then all removed here). */
 		int has = section_disk_of(fs, section) != d ? 1
-			  : chunk_record_get(fs, ino, chunk, &durable, NULL);
+			  : chunk_record_fetch(fs, ino, chunk, &val, &vl, &durable, &lost);
+		struct chunk_value cv = {0};
+		bool inwrite = val && chunk_value_parse(val, vl, &cv) == 0 &&
+			       (cv.flags & CHUNK_INWRITE) && cv.gen != fs->mount_gen;
+		free(val);
 		int e = 0;
 		bool full = false;
-		if (has == 1 && section_disk_of(fs, section) == d && durable == 0) {
+		if (has == 1 && section_disk_of(fs, section) == d && (durable == 0 || inwrite)) {
 			/* Written before the crash and never synced: its
-			 * length is recorded at the next sync (chunk.c). */
+			 * length is recorded at the next sync (chunk.c).
+			 * Or changed since its sums were: they are
+			 * recomputed then (sums.c). */
 			full = chunk_keep_unsynced(fs, ino, chunk);
 		}
 		if (has < 0) {
@@ -216,6 +225,12 @@ void sweep_run(struct fs *fs)
 		fs_logf(fs, "after a crash: %" PRIu64 " chunk file%s without record could not be "
 			"removed (logged above; fsck.lsmfs reports them)", n.failed,
 			n.failed == 1 ? "" : "s");
+	/* The lengths and sums of the chunks the crash left in flux, now:
+	 * until then their blocks are not verified. */
+	int r = rc == 0 && fs_writable(fs) ? chunk_record_unsynced(fs, 0) : 0;
+	if (r)
+		fs_logf(fs, "after a crash: recording the lengths and checksums of the chunks it "
+			"left in flux: %s (the next sync tries again)", strerror(-r));
 	if (rc == 0)
 		fs->sweep.done = true;
 	else

@@ -60,6 +60,7 @@
 #define DIRECT_ALIGN 4096u
 #define BOUNCE_SIZE (1u << 20)
 #define CHUNK_FDS 4         /* cached chunk fds per open inode */
+#define FS_NAMED_QUEUE 32   /* messages waiting for their file's path (log.c) */
 #define INO_RESERVE 1024    /* inode numbers reserved per store write */
 /* A mount that took its copies of the store for the newest (force_degraded)
  * moves next_ino on by (1 + its copy) << INO_BRANCH_SHIFT (SCHEMA.md). */
@@ -83,6 +84,7 @@ struct chunk_fd {
 	uint64_t stamp;         /* LRU */
 	uint32_t pins;          /* I/O on it outside the inode's lock (iogate.c):
 				   not closed, evicted or reopened while > 0 */
+	struct chunk_sums *sums; /* its blocks' checksums (data/sums.c); NULL: none yet */
 };
 
 /* The chunks an inode wrote whose lengths are not yet recorded, kept when
@@ -394,6 +396,22 @@ struct fs {
 		bool ran, done;
 	} sweep;
 
+	/* log.c, background/namer.c: messages that name a file by its path,
+	 * which only a scan of the directory entries finds: queued here,
+	 * logged by the namer thread (lock guards the rest). */
+	struct {
+		pthread_mutex_t lock;
+		pthread_cond_t cv;
+		struct fs_named_msg { uint64_t ino; char *msg; } q[FS_NAMED_QUEUE];
+		unsigned n;
+		bool running, stopping, initialized;
+		pthread_t thread;
+	} namer;
+
+	/* data/sums.c: this mount's mark in the chunk records it writes
+	 * (SCHEMA.md "Chunk checksums"), random, never 0. */
+	uint32_t mount_gen;
+
 	/* Reports from the store and the daemon go to log(ctx, line). */
 	void (*log)(void *ctx, const char *msg);
 	void *log_ctx;
@@ -463,6 +481,11 @@ int fs_each_ino_key(struct fs *fs, uint8_t type, int (*fn)(struct fs *fs, uint64
 		    void *ctx);
 void fs_logf(struct fs *fs, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* A message about inode ino, logged as "PATH: message" once the namer
+ * thread found its path (background/namer.c), soon and in order; at once
+ * as "inode N: message" when no thread runs or the queue is full. */
+void fs_log_named(struct fs *fs, uint64_t ino, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* clock.c: the time inode times are stamped with, from the kernel's clock
  * for files (clock_open at mount, after the disks; never fails: without
@@ -494,6 +517,9 @@ struct inode_ops {
 
 /* inode.c */
 struct fs_inode *inode_get(struct fs *fs, uint64_t ino, int *err);
+/* ino in memory, or NULL; no reference taken: valid while the caller
+ * holds ino's stripe lock (an inode leaves memory under it). */
+struct fs_inode *inode_peek(struct fs *fs, uint64_t ino);
 struct fs_inode *inode_ref(struct fs *fs, struct fs_inode *in);
 void inode_put(struct fs *fs, struct fs_inode *in);
 pthread_mutex_t *inode_lock_of(struct fs *fs, uint64_t ino);

@@ -71,6 +71,14 @@ static void itab_remove(struct fs *fs, struct fs_inode *in)
 	}
 }
 
+struct fs_inode *inode_peek(struct fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->itab_lock);
+	struct fs_inode *in = itab_find(fs, ino);
+	pthread_mutex_unlock(&fs->itab_lock);
+	return in;
+}
+
 int inode_load_rec(struct fs *fs, uint64_t ino, struct inode_rec *rec)
 {
 	uint8_t k[KEY_MAX];

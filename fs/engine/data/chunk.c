@@ -97,6 +97,7 @@ int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk)
 	return push_u64(&d->dirty, &d->ndirty, &d->capdirty, chunk);
 }
 
+/* The slot's chunk goes (its sums with it). */
 static void slot_close(struct chunk_fd *c)
 {
 	if (c->fd >= 0)
@@ -105,6 +106,16 @@ static void slot_close(struct chunk_fd *c)
 		close(c->dfd);
 	c->fd = -1;
 	c->dfd = -1;
+	sums_detach(c);
+}
+
+/* The slot is let go while its chunk stays: its changed sums go into the
+ * record first (sums.c). */
+static void slot_retire(struct fs *fs, uint64_t ino, struct chunk_fd *c)
+{
+	if (c->fd >= 0)
+		(void)sums_retire(fs, ino, c); /* logged */
+	slot_close(c);
 }
 
 void data_close_fds(struct fs *fs, struct fs_inode *in)
@@ -113,7 +124,7 @@ void data_close_fds(struct fs *fs, struct fs_inode *in)
 		return;
 	iogate_drain(fs, in); /* none under way when nothing holds in */
 	for (int i = 0; i < CHUNK_FDS; i++)
-		slot_close(&in->data->fds[i]);
+		slot_retire(fs, in->ino, &in->data->fds[i]);
 }
 
 void data_free(struct fs *fs, struct fs_inode *in)
@@ -167,6 +178,26 @@ void chunk_log_error(struct fs *fs, uint32_t section, const char *rel, const cha
 		LSMFS_DIR, LSMFS_SECTIONS_DIR, rel, strerror(err));
 }
 
+int chunk_record_fetch(struct fs *fs, uint64_t ino, uint64_t chunk, void **val, size_t *vl,
+		       uint64_t *durable, bool *lost)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_chunk(k, ino, chunk);
+	*val = NULL;
+	*vl = 0;
+	int rc = store_get(fs->st, NULL, k, kl, val, vl);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	*durable = 0;
+	if (chunk_value_decode(*val, *vl, durable))
+		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": damaged record (%zu bytes); "
+			"its length is not checked", ino, chunk, *vl);
+	*lost = chunk_value_lost(*val, *vl);
+	return 1;
+}
+
 int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *durable, bool *lost)
 {
 	uint8_t k[KEY_MAX];
@@ -218,14 +249,17 @@ int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t
 			return 0;
 		c->durable = durable;
 	}
-	uint8_t k[KEY_MAX], v[CHUNK_VAL_LEN];
+	uint8_t k[KEY_MAX], v[CHUNK_SUMS_HDR];
 	size_t kl = key_chunk(k, ino, c->chunk);
-	chunk_value_encode(len, v);
+	/* The file is about to change: marked so (sums.c). */
+	size_t vl = chunk_value_put(len, CHUNK_INWRITE, fs->mount_gen, 0, NULL, 0, v);
 	/* Durable before the file shrinks: a crash between must not leave a
 	 * record longer than the file, which reads as lost data. */
-	int rc = store_put(fs->st, k, kl, v, sizeof(v), STORE_WRITE_SYNC);
-	if (!rc)
+	int rc = store_put(fs->st, k, kl, v, vl, STORE_WRITE_SYNC);
+	if (!rc) {
 		c->durable = len;
+		sums_inwrite_set(c);
+	}
 	return rc;
 }
 
@@ -241,7 +275,10 @@ static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint
 		return -ENOMEM;
 	bool marking = !in->in_flux;
 	in->fresh = false; /* before the record can exist */
-	store_batch_put(b, ck, ckl, "", 0);
+	/* Marked in write from the start: a crash that keeps the record
+	 * has the file's sums computed (sums.c). */
+	uint8_t cv[CHUNK_SUMS_HDR];
+	store_batch_put(b, ck, ckl, cv, chunk_value_put(0, CHUNK_INWRITE, fs->mount_gen, 0, NULL, 0, cv));
 	int rc = chunk_mark_flux(fs, in, b);
 	if (!rc)
 		rc = store_write(fs->st, b, 0);
@@ -278,6 +315,49 @@ static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint
 	struct inode_data *d = in->data;
 	if (push_u64(&d->new_sections, &d->nnew, &d->capnew, section))
 		fs_logf(fs, "out of memory tracking new chunk files; fsync may miss a directory");
+	return fd;
+}
+
+/* The fd of chunk's file, opened (or made: create_chunk) for access. */
+static int open_file(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_t section,
+		     const char *rel, enum chunk_access access, int exists, uint64_t durable,
+		     bool lost, bool *created)
+{
+	bool write = access != CHUNK_READ;
+	int flags = (write ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+	int fd;
+	if (exists) {
+		fd = openat(chunk_dirfd(fs, section), rel, flags);
+		if (fd < 0 && errno == ENOENT && access == CHUNK_CREATE && durable == 0)
+			fd = openat(chunk_dirfd(fs, section), rel, flags | O_CREAT, 0600);
+		if (fd < 0) {
+			int e = errno;
+			if (e == ENOENT && durable == 0)
+				return -ENOENT; /* record without file, nothing synced: a hole */
+			if (e == ENOENT && lost) {
+				fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 " was lost with its disk "
+					"(lsmfs-disk remove --lost): EIO until the file is truncated "
+					"below it or removed", in->ino, chunk);
+				return -EIO;
+			}
+			if (e == ENOENT) {
+				/* fsync made bytes durable there: they are lost */
+				chunk_log_error(fs, section, rel, "missing chunk file (its record says it held "
+						"data): ", e);
+				return -EIO;
+			}
+			chunk_log_error(fs, section, rel, "opening ", e);
+			return -e;
+		}
+	} else if (access != CHUNK_CREATE) {
+		return -ENOENT;
+	} else {
+		fd = create_chunk(fs, in, chunk, section, rel, flags);
+		if (fd < 0)
+			return fd;
+		if (created)
+			*created = true;
+	}
 	return fd;
 }
 
@@ -334,44 +414,23 @@ again:
 	section_chunk_name(in->ino, chunk, section, rel, sizeof(rel));
 	uint64_t durable = 0;
 	bool lost = false;
-	int exists = chunk_record_get(fs, in->ino, chunk, &durable, &lost);
+	void *val = NULL;
+	size_t vl = 0;
+	int exists = chunk_record_fetch(fs, in->ino, chunk, &val, &vl, &durable, &lost);
 	if (exists < 0)
 		return exists;
-	int flags = (write ? O_RDWR : O_RDONLY) | O_CLOEXEC;
-	int fd;
-	if (exists) {
-		fd = openat(chunk_dirfd(fs, section), rel, flags);
-		if (fd < 0 && errno == ENOENT && access == CHUNK_CREATE && durable == 0)
-			fd = openat(chunk_dirfd(fs, section), rel, flags | O_CREAT, 0600);
-		if (fd < 0) {
-			int e = errno;
-			if (e == ENOENT && durable == 0)
-				return -ENOENT; /* record without file, nothing synced: a hole */
-			if (e == ENOENT && lost) {
-				fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 " was lost with its disk "
-					"(lsmfs-disk remove --lost): EIO until the file is truncated "
-					"below it or removed", in->ino, chunk);
-				return -EIO;
-			}
-			if (e == ENOENT) {
-				/* fsync made bytes durable there: they are lost */
-				chunk_log_error(fs, section, rel, "missing chunk file (its record says it held "
-						"data): ", e);
-				return -EIO;
-			}
-			chunk_log_error(fs, section, rel, "opening ", e);
-			return -e;
-		}
-	} else if (access != CHUNK_CREATE) {
-		return -ENOENT;
-	} else {
-		fd = create_chunk(fs, in, chunk, section, rel, flags);
-		if (fd < 0)
-			return fd;
-		if (created)
-			*created = true;
+	int fd = open_file(fs, in, chunk, section, rel, access, exists, durable, lost, created);
+	if (fd < 0) {
+		free(val);
+		return fd;
 	}
-	slot_close(victim);
+	/* The same chunk reopened (moved, or for writing) keeps its sums. */
+	struct chunk_sums *keep = NULL;
+	if (victim->fd >= 0 && victim->chunk == chunk) {
+		keep = victim->sums;
+		victim->sums = NULL;
+	}
+	slot_retire(fs, in->ino, victim);
 	struct stat st;
 	victim->fd = fd;
 	victim->chunk = chunk;
@@ -382,9 +441,17 @@ again:
 	victim->blocks = known ? (uint64_t)st.st_blocks : 0;
 	victim->next_off = known ? (uint64_t)st.st_size : 0; /* appends are sequential */
 	victim->stamp = ++d->stamp;
+	victim->sums = keep;
+	int rc = keep ? 0 : sums_attach(fs, in->ino, victim, val, vl, !exists);
+	free(val);
+	if (rc) {
+		slot_close(victim);
+		return rc;
+	}
 	*out = victim;
 	return 0;
 }
+
 
 void chunk_account_blocks(struct fs_inode *in, struct chunk_fd *c, uint64_t now)
 {

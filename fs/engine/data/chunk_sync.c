@@ -50,8 +50,12 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 {
 	int rc = 0;
 	struct store_batch *lens = store_batch_new();
-	if (!lens)
+	uint8_t *val = malloc(CHUNK_VALUE_MAX(fs->info.chunk_size));
+	if (!lens || !val) {
+		store_batch_free(lens);
+		free(val);
 		return -ENOMEM;
+	}
 	/* Windows of SYNC_WINDOW files: writeback of a window starts first,
 	 * so that the blocks of its files are allocated in one journal
 	 * transaction; the fdatasyncs then mostly wait.  However many chunks
@@ -99,11 +103,17 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 			} else if (!rc && fstat(fds[i], &st) == 0) {
 				/* What is durable now: its length goes into the
 				 * record, so that a chunk file found shorter
-				 * later is known to have lost data. */
-				uint8_t k[KEY_MAX], v[CHUNK_VAL_LEN];
-				chunk_value_encode((uint64_t)st.st_size, v);
-				store_batch_put(lens, k, key_chunk(k, ino, chunk), v, sizeof(v));
-				if (in)
+				 * later is known to have lost data, with its
+				 * blocks' sums (sums.c). */
+				uint8_t k[KEY_MAX];
+				size_t vl;
+				rc = sums_final(fs, ino, chunk, in, fds[i], (uint64_t)st.st_size, val, &vl);
+				if (rc)
+					fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": reading it back "
+						"for its checksums: %s", ino, chunk, strerror(-rc));
+				else
+					rc = store_batch_put(lens, k, key_chunk(k, ino, chunk), val, vl);
+				if (!rc && in)
 					chunk_set_durable(in, chunk, (uint64_t)st.st_size);
 			}
 			close(fds[i]);
@@ -134,7 +144,11 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 	/* The lengths reach the store before the caller syncs its log. */
 	if (!rc && store_batch_count(lens))
 		rc = store_write(fs->st, lens, wflags);
+	/* The slots' sums are the records' now, without the mark. */
+	for (size_t i = 0; !rc && in && i < ndirty; i++)
+		sums_recorded(in, dirty[i]);
 	store_batch_free(lens);
+	free(val);
 	return rc;
 }
 
@@ -288,8 +302,10 @@ int chunk_record_unsynced(struct fs *fs, unsigned wflags)
 		pthread_mutex_lock(lock);
 		struct unsynced_inode u;
 		if (take_unsynced(fs, inos[i], &u)) {
-			int r = sync_inode_chunks(fs, u.ino, NULL, u.dirty, u.ndirty, u.new_sections,
-						  u.nnew, wflags);
+			/* Back in memory since, maybe: its slots' sums are
+			 * the ones that count. */
+			int r = sync_inode_chunks(fs, u.ino, inode_peek(fs, u.ino), u.dirty, u.ndirty,
+						  u.new_sections, u.nnew, wflags);
 			unsynced_free(&u);
 			if (r && !rc)
 				rc = r;

@@ -87,7 +87,17 @@ int data_to_chunked(struct fs *fs, struct fs_inode *in)
 		int mark = section_mark();
 		rc = chunk_open(fs, in, 0, CHUNK_CREATE, &c, NULL);
 		if (!rc)
+			rc = sums_write_begin(fs, in->ino, c, 0, len);
+		if (!rc) {
+			/* At most the inline limit, below the chunk size. */
+			uint32_t nb = sums_blocks_of(c, 0, len);
+			uint32_t *sums = malloc((nb ? nb : 1) * sizeof(*sums));
 			rc = full_pwrite(c->fd, buf, len, 0);
+			if (sums)
+				sums_compute(in->ino, c, rc ? NULL : buf, 0, len, sums);
+			sums_write_end(c, 0, len, sums);
+			free(sums);
+		}
 		if (!rc) {
 			stats_write(fs, chunk_disk(fs, in->ino, 0), c, 0, len);
 			chunk_account(in, c);
@@ -133,6 +143,8 @@ int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to
 			struct stat st;
 			if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > from % cs) {
 				rc = chunk_record_lower(fs, c, in->ino, from % cs);
+				if (!rc)
+					rc = sums_change(fs, in->ino, c, from % cs, cs, true);
 				if (!rc && ftruncate(c->fd, (off_t)(from % cs)) != 0)
 					rc = -errno;
 				if (!rc) {
@@ -371,6 +383,8 @@ int data_set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 				struct stat st;
 				if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > nsize % cs) {
 					rc = chunk_record_lower(fs, c, in->ino, nsize % cs);
+					if (!rc)
+						rc = sums_change(fs, in->ino, c, nsize % cs, cs, true);
 					if (!rc && ftruncate(c->fd, (off_t)(nsize % cs)) != 0)
 						rc = -errno;
 					if (!rc) {
@@ -620,6 +634,9 @@ static int put_piece(struct write_op *w, const struct chunk_iter *it, struct chu
 	return 0;
 }
 
+/* The sums of a piece's blocks (up to 1 MiB of 4 KiB blocks) on the stack. */
+#define SUMS_STACK 264
+
 /*
  * One piece, inside 5: its chunk opened (made) under the lock, its bytes
  * written with the lock let go, then counted under the lock again.
@@ -644,11 +661,25 @@ static int write_piece(struct write_op *w, const struct chunk_iter *it, bool *ma
 	/* On its way: the next write of a sequential stream may go. */
 	order_leave(fs, w->slot, w->ino);
 	w->slot = -1;
-	uint64_t blocks;
+	uint64_t blocks = UINT64_MAX;
+	/* The blocks' sums: not known while the write is under way, then
+	 * those it covered whole from its buffer (sums.c). */
+	if ((rc = sums_write_begin(fs, in->ino, c, it->within, it->n))) {
+		section_release(fs, mark);
+		return rc;
+	}
+	uint32_t nb = sums_blocks_of(c, it->within, it->n), stack[SUMS_STACK];
+	uint32_t *sums = nb <= SUMS_STACK ? stack : malloc(nb * sizeof(*sums));
 	iogate_out(fs, in, c);
 	rc = put_piece(w, it, c, dfd, &blocks);
 	section_release(fs, mark); /* the innermost lock (gate.c) */
+	if (sums)
+		sums_compute(in->ino, c, rc || !w->buf ? NULL : w->buf + (it->pos - w->off),
+			     it->within, it->n, sums);
 	iogate_back(fs, in, c);
+	sums_write_end(c, it->within, it->n, sums);
+	if (sums != stack)
+		free(sums);
 	if (rc)
 		return rc;
 	stats_write(fs, disk, c, it->within, it->n);

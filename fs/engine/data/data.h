@@ -22,6 +22,9 @@ int fs_release(struct fs *fs, uint64_t ino);
 
 int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t off,
 	    size_t *got);
+/* read.c: up to n bytes at off of fd into buf: *got, fewer only at the
+ * end of the file.  0 or -errno. */
+int data_pread_full(int fd, char *buf, size_t n, off_t off, size_t *got);
 
 /* kill: the kernel asks to clear setuid/setgid with this write, for
  * this caller (NULL: it does not). */
@@ -146,6 +149,10 @@ int chunk_any(struct fs *fs, uint64_t ino);
  * 0 when it has none, or a negative errno.  *lost (may be NULL): the
  * record says its bytes were lost with their disk (lost.c). */
 int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *durable, bool *lost);
+/* chunk_record_get's, with the record's value (malloc'd into *val, *vl;
+ * NULL when there is none). */
+int chunk_record_fetch(struct fs *fs, uint64_t ino, uint64_t chunk, void **val, size_t *vl,
+		       uint64_t *durable, bool *lost);
 /* A truncation to len bytes into chunk: when its record says it was lost
  * with its disk, the lost length is lowered to len (durably) and 1
  * returned; 0 when it is not such a record. */
@@ -172,6 +179,41 @@ void chunk_forget_unsynced(struct fs *fs, uint64_t ino);
  * its lock (wflags: store_write's, STORE_WRITE_RESERVE at unmount); the
  * kept set is then empty.  Holding no lock. */
 int chunk_record_unsynced(struct fs *fs, unsigned wflags);
+
+/* sums.c: the checksums of chunk blocks (SCHEMA.md "Chunk checksums"),
+ * kept with each chunk slot.  sums_init_mount: this mount's number.
+ * sums_attach: a slot opened on the chunk, its record's value (val, vl;
+ * NULL: none) or created new; sums_detach forgets them, sums_retire first
+ * writes changed ones into the record (the slot is let go).  Before any
+ * change of a chunk file: sums_mark_inwrite (durable), done by
+ * sums_write_begin (a write of [off, off + n); sums_compute from its
+ * buffer, with the lock let go, into out[sums_blocks_of]; sums_write_end
+ * after it) and sums_change (a truncation, a hole punched or zeros
+ * written: [from, to) reads as zeros when zero).  sums_verify: n bytes at
+ * the block-aligned off were read into buf, got of them before the file's
+ * end; -EIO (logged) on a mismatch.  sums_final: the record value, in out
+ * (CHUNK_VALUE_MAX), of a chunk synced at size bytes, its blocks not known
+ * read back from fd; sums_recorded once it is written. */
+void sums_init_mount(struct fs *fs);
+int sums_attach(struct fs *fs, uint64_t ino, struct chunk_fd *c, const void *val, size_t vl,
+		bool created);
+void sums_detach(struct chunk_fd *c);
+int sums_retire(struct fs *fs, uint64_t ino, struct chunk_fd *c);
+int sums_mark_inwrite(struct fs *fs, uint64_t ino, struct chunk_fd *c);
+void sums_inwrite_set(struct chunk_fd *c);
+int sums_write_begin(struct fs *fs, uint64_t ino, struct chunk_fd *c, uint64_t off, uint64_t n);
+uint32_t sums_blocks_of(const struct chunk_fd *c, uint64_t off, uint64_t n);
+void sums_compute(uint64_t ino, const struct chunk_fd *c, const char *buf, uint64_t off,
+		  uint64_t n, uint32_t *out);
+void sums_write_end(struct chunk_fd *c, uint64_t off, uint64_t n, const uint32_t *computed);
+int sums_change(struct fs *fs, uint64_t ino, struct chunk_fd *c, uint64_t from, uint64_t to,
+		bool zero);
+uint64_t sums_block_size(const struct chunk_fd *c);
+int sums_verify(struct fs *fs, uint64_t ino, const struct chunk_fd *c, const char *buf,
+		uint64_t off, uint64_t n, uint64_t got);
+int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in, int fd,
+	       uint64_t size, uint8_t *out, size_t *outlen);
+void sums_recorded(struct fs_inode *in, uint64_t chunk);
 
 /* At mount: repair the chunks of every inode a crash left marked. */
 int chunk_recover(struct fs *fs);

@@ -53,6 +53,8 @@ static int punch_chunk(void *ctx, uint64_t chunk, uint64_t durable)
 	struct chunk_fd *c;
 	int mark = section_mark();
 	int rc = chunk_open(p->fs, p->in, chunk, CHUNK_WRITE, &c, NULL);
+	if (rc == 0)
+		rc = sums_change(p->fs, p->in->ino, c, lo, hi, true);
 	if (rc == 0 && fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
 				 (off_t)(hi - lo)) != 0)
 		rc = -errno;

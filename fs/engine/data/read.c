@@ -19,9 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Read up to n bytes at off of fd into buf: *got, fewer only at the end
- * of the file.  0 or -errno. */
-static int full_pread(int fd, char *buf, size_t n, off_t off, size_t *got)
+int data_pread_full(int fd, char *buf, size_t n, off_t off, size_t *got)
 {
 	size_t r = 0;
 	int rc = 0;
@@ -75,6 +73,47 @@ static int chunk_came_short(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_
 }
 
 /*
+ * The piece's bytes of chunk c into to (*got of them before the file's
+ * end), each block they touch verified against its sum (sums.c): a read
+ * that starts or ends inside a block reads the whole of it into a bounce
+ * buffer.  A mismatch: -EIO and *got SIZE_MAX.
+ */
+static int read_verified(struct fs *fs, uint64_t ino, const struct chunk_fd *c, char *to,
+			 const struct chunk_iter *it, size_t *got)
+{
+	uint64_t bs = sums_block_size(c);
+	uint64_t lo = it->within / bs * bs;
+	uint64_t hi = (it->within + it->n + bs - 1) / bs * bs;
+	if (hi > it->cs)
+		hi = it->cs;
+	char *buf = to;
+	if (lo != it->within || hi != it->within + it->n) {
+		buf = malloc((size_t)(hi - lo));
+		if (!buf)
+			return -ENOMEM;
+	}
+	size_t all = 0;
+	int rc = data_pread_full(c->fd, buf, (size_t)(hi - lo), (off_t)lo, &all);
+	/* A file shorter than its durable length is said as such by the
+	 * caller (chunk_came_short), before any block is checked. */
+	bool cut = lo + all < hi && lo + all < c->durable;
+	if (!rc && !cut && sums_verify(fs, ino, c, buf, lo, hi - lo, all)) {
+		rc = -EIO;
+		*got = SIZE_MAX;
+	} else {
+		uint64_t skip = it->within - lo;
+		*got = all > skip ? (size_t)(all - skip) : 0;
+		if (*got > it->n)
+			*got = (size_t)it->n;
+		if (buf != to && *got)
+			memcpy(to, buf + skip, *got);
+	}
+	if (buf != to)
+		free(buf);
+	return rc;
+}
+
+/*
  * One piece of a chunked file into to: its chunk's bytes, read with the
  * lock let go inside the section's gate (as write_piece writes), and zeros
  * where the chunk has none (a hole, or past its end).
@@ -87,10 +126,12 @@ static int read_piece(struct fs *fs, struct fs_inode *in, char *to, const struct
 	int rc = chunk_open(fs, in, it->chunk, CHUNK_READ, &c, NULL);
 	if (rc == 0) {
 		iogate_out(fs, in, c);
-		rc = full_pread(c->fd, to, (size_t)it->n, (off_t)it->within, &got);
+		rc = read_verified(fs, in->ino, c, to, it, &got);
 		section_release(fs, mark); /* the innermost lock (gate.c) */
 		iogate_back(fs, in, c);
-		if (rc)
+		if (rc == -EIO && got == SIZE_MAX)
+			got = 0; /* a checksum mismatch: said by sums.c */
+		else if (rc)
 			fs_logf(fs, "inode %llu: reading chunk %llu: %s", (unsigned long long)in->ino,
 				(unsigned long long)it->chunk, strerror(-rc));
 		else if (got < it->n && it->within + got < c->durable)

@@ -1,0 +1,105 @@
+/*
+ * sums.c: the checksums of chunk data (SCHEMA.md "Chunk checksums") and the
+ * chunk record's value that carries them: one 32-bit sum per block of a
+ * chunk file, the block 4 KiB (larger only for chunks past 4 MiB, so that
+ * a chunk has at most SUMS_MAX_BLOCKS of them, up to 64 KiB), the sum the
+ * XXH3-64 of the block's bytes (those past the file's end counted as
+ * zeros) seeded by the chunk's identity, folded to 32 bits, never 0 (0
+ * stands for "not known").
+ */
+#include "schema.h"
+
+#include <errno.h>
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+#include "coding.h"
+
+unsigned sums_block_shift(uint64_t chunk_size)
+{
+	unsigned shift = SUMS_MIN_SHIFT;
+	while (shift < SUMS_MAX_SHIFT && (chunk_size >> shift) > SUMS_MAX_BLOCKS)
+		shift++;
+	return shift;
+}
+
+/* A chunk's blocks hash differently from another chunk's: a chunk file
+ * put in another's place (a misdirected copy) does not verify. */
+static uint64_t seed_of(uint64_t ino, uint64_t chunk)
+{
+	return ino * 0x9E3779B97F4A7C15ull ^ (chunk + 0x632BE59BD9B4E019ull);
+}
+
+static uint32_t fold(uint64_t h)
+{
+	uint32_t s = (uint32_t)(h ^ (h >> 32));
+	return s ? s : 1;
+}
+
+static const uint8_t zeros[1u << SUMS_MAX_SHIFT];
+
+uint32_t sums_block(const void *p, size_t len, size_t bsize, uint64_t ino, uint64_t chunk)
+{
+	uint64_t seed = seed_of(ino, chunk);
+	if (len >= bsize)
+		return fold(XXH3_64bits_withSeed(p, bsize, seed));
+	/* libxxhash 0.8.1 (Debian 12) reads the seed the state last had to
+	 * decide whether to make its secret again: a state on the stack must
+	 * start with seed 0 (XXH3_INITSTATE), or it keeps another's secret. */
+	XXH3_state_t st;
+	XXH3_INITSTATE(&st);
+	XXH3_64bits_reset_withSeed(&st, seed);
+	if (len)
+		XXH3_64bits_update(&st, p, len);
+	XXH3_64bits_update(&st, zeros, bsize - len);
+	return fold(XXH3_64bits_digest(&st));
+}
+
+int chunk_value_parse(const uint8_t *p, size_t len, struct chunk_value *cv)
+{
+	memset(cv, 0, sizeof(*cv));
+	if (len == 0)
+		return 0;
+	if (len < CHUNK_VAL_LEN)
+		return -EUCLEAN;
+	cv->durable = get_le64(p);
+	if (len == CHUNK_VAL_LEN)
+		return 0;
+	cv->flags = p[8];
+	if (cv->flags & ~(CHUNK_LOST | CHUNK_SUMS | CHUNK_INWRITE))
+		return -EUCLEAN;
+	if (cv->flags & CHUNK_LOST)
+		return len == CHUNK_LOST_LEN && cv->flags == CHUNK_LOST ? 0 : -EUCLEAN;
+	if (len < CHUNK_SUMS_HDR)
+		return -EUCLEAN;
+	cv->gen = get_le32(p + 9);
+	cv->shift = p[13];
+	if (!(cv->flags & CHUNK_SUMS))
+		return len == CHUNK_SUMS_HDR && cv->shift == 0 ? 0 : -EUCLEAN;
+	if (cv->shift < SUMS_MIN_SHIFT || cv->shift > SUMS_MAX_SHIFT ||
+	    (len - CHUNK_SUMS_HDR) % 4 != 0)
+		return -EUCLEAN;
+	cv->nsums = (uint32_t)((len - CHUNK_SUMS_HDR) / 4);
+	cv->sums = p + CHUNK_SUMS_HDR;
+	return 0;
+}
+
+size_t chunk_value_put(uint64_t durable, uint8_t flags, uint32_t gen, unsigned shift,
+		       const uint32_t *sums, uint32_t nsums, uint8_t *out)
+{
+	put_le64(out, durable);
+	out[8] = flags;
+	put_le32(out + 9, gen);
+	out[13] = (flags & CHUNK_SUMS) ? (uint8_t)shift : 0;
+	if (!(flags & CHUNK_SUMS))
+		return CHUNK_SUMS_HDR;
+	for (uint32_t i = 0; i < nsums; i++)
+		put_le32(out + CHUNK_SUMS_HDR + 4 * (size_t)i, sums[i]);
+	return CHUNK_SUMS_HDR + 4 * (size_t)nsums;
+}
+
+uint32_t chunk_value_sum(const struct chunk_value *cv, uint32_t i)
+{
+	return i < cv->nsums ? get_le32(cv->sums + 4 * (size_t)i) : 0;
+}
