@@ -647,6 +647,8 @@ static int write_piece(struct write_op *w, const struct chunk_iter *it, bool *ma
 	uint64_t blocks;
 	iogate_out(fs, in, c);
 	rc = put_piece(w, it, c, dfd, &blocks);
+	if (rc)
+		devstats_count_error(fs, disk, DEVSTAT_WRITE, rc);
 	section_release(fs, mark); /* the innermost lock (gate.c) */
 	iogate_back(fs, in, c);
 	if (rc)

@@ -66,6 +66,7 @@ static int chunk_came_short(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_
 	uint32_t section = chunk_section(ino, chunk, fs->info.sections);
 	char rel[96];
 	section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+	devstats_count_error(fs, section_disk_of(fs, section), DEVSTAT_READ, EIO);
 	fs_logf(fs, "inode %llu: chunk file %s/%s/%s/%s holds %llu bytes, its record "
 		"says %llu: data lost (run fsck.lsmfs)", (unsigned long long)ino,
 		fs->ds->paths[section_disk_of(fs, section)], LSMFS_DIR,
@@ -88,6 +89,8 @@ static int read_piece(struct fs *fs, struct fs_inode *in, char *to, const struct
 	if (rc == 0) {
 		iogate_out(fs, in, c);
 		rc = full_pread(c->fd, to, (size_t)it->n, (off_t)it->within, &got);
+		if (rc)
+			devstats_count_error(fs, chunk_disk(fs, in->ino, it->chunk), DEVSTAT_READ, rc);
 		section_release(fs, mark); /* the innermost lock (gate.c) */
 		iogate_back(fs, in, c);
 		if (rc)
