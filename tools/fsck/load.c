@@ -387,7 +387,7 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		return 0; /* checked in pass 5 with point reads */
 	case KEY_DEVSTATS: {
 		uint64_t count[DEVSTAT_KINDS];
-		if (devstats_rec_decode(v, vl, count))
+		if (kp.id >= LSMFS_MAX_DISKS || devstats_rec_decode(v, vl, count))
 			break;
 		return 0; /* a slot no disk holds: pass 5 */
 	}

@@ -138,8 +138,14 @@ int devstats_load(struct fs *fs)
 			continue; /* fsck.lsmfs reports it (LSMFS-020F) */
 		uint32_t d = (uint32_t)kp.id;
 		if (devstats_rec_decode(v, vl, c) != 0) {
+			/* Said, and (read-write) rewritten by the next store:
+			 * counts from 0 are worth more than a record nothing
+			 * can read, which fsck.lsmfs reports (LSMFS-020F). */
 			fs_logf(fs, "disk %" PRIu32 ": its error counters (key E, %zu bytes) do not "
-				"decode: counting from 0 (fsck.lsmfs reports the record)", d, vl);
+				"decode: counting from 0%s", d, vl,
+				fs->opt.read_only ? "" : " (the record is rewritten)");
+			if (d < LSMFS_MAX_DISKS && member(fs, d))
+				atomic_store_explicit(&fs->devstats[d].dirty, true, memory_order_release);
 			continue;
 		}
 		if (!member(fs, d)) {
