@@ -65,23 +65,30 @@ static void section_bytes(struct fs *fs, uint64_t *bytes)
 	}
 }
 
+/* The path disk d had when last mounted (its `K` record), or "". */
+static void last_path(struct fs *fs, uint32_t d, char path[DISK_REC_MAX])
+{
+	uint8_t k[KEY_MAX];
+	void *v = NULL;
+	size_t vl = 0;
+	path[0] = 0;
+	if (store_get(fs->st, NULL, k, key_disk(k, d), &v, &vl) == 0 && vl > 16 &&
+	    vl - 16 < DISK_REC_MAX && !memchr((char *)v + 16, 0, vl - 16)) {
+		memcpy(path, (char *)v + 16, vl - 16);
+		path[vl - 16] = 0;
+	}
+	free(v);
+}
+
 /* status: a disk missing from a degraded mount, by the path it had when
- * last mounted (its `K` record). */
+ * last mounted. */
 static void missing_disk(struct fs *fs, uint32_t d, bool first, struct json_out *o)
 {
 	uint64_t nsec = 0;
 	for (uint32_t s = 0; s < fs->info.sections; s++)
 		nsec += section_disk_of(fs, s) == d;
-	uint8_t k[KEY_MAX];
-	void *v = NULL;
-	size_t vl = 0;
-	char path[DISK_REC_MAX] = "";
-	if (store_get(fs->st, NULL, k, key_disk(k, d), &v, &vl) == 0 && vl > 16 &&
-	    vl - 16 < sizeof(path) && !memchr((char *)v + 16, 0, vl - 16)) {
-		memcpy(path, (char *)v + 16, vl - 16);
-		path[vl - 16] = 0;
-	}
-	free(v);
+	char path[DISK_REC_MAX];
+	last_path(fs, d, path);
 	char u[37];
 	lsmfs_uuid_format(fs->ds->sb.disk_uuids[d], u);
 	json_put(o, "%s{\"index\":%" PRIu32 ",\"uuid\":\"%s\",\"path\":", first ? "" : ",", d, u);
@@ -204,10 +211,10 @@ static int devstats(struct fs *fs, bool reset, int (*out)(void *, const char *),
 		devstats_get(fs, d, c, reset);
 		json_put(&o, "%s{\"index\":%" PRIu32 ",\"path\":", first ? "" : ",", d);
 		first = false;
+		char last[DISK_REC_MAX];
 		if (gone)
-			json_put(&o, "null");
-		else
-			json_put_str(&o, path);
+			last_path(fs, d, last);
+		json_put_str(&o, gone ? last : path);
 		json_put(&o, ",\"missing\":%s,\"errors\":{", gone ? "true" : "false");
 		for (int i = 0; i < DEVSTAT_KINDS; i++)
 			json_put(&o, "%s\"%s\":%" PRIu64, i ? "," : "", devstat_names[i], c[i]);
