@@ -137,24 +137,17 @@ int devstats_load(struct fs *fs)
 		if (key_parse(k, kl, &kp) != 0 || kp.id >= LSMFS_MAX_DISKS)
 			continue; /* fsck.lsmfs reports it (LSMFS-020F) */
 		uint32_t d = (uint32_t)kp.id;
-		if (devstats_rec_decode(v, vl, c) != 0) {
-			/* Said, and (read-write) rewritten by the next store:
-			 * counts from 0 are worth more than a record nothing
-			 * can read, which fsck.lsmfs reports (LSMFS-020F). */
-			fs_logf(fs, "disk %" PRIu32 ": its error counters (key E, %zu bytes) do not "
-				"decode: counting from 0%s", d, vl,
-				fs->opt.read_only ? "" : " (the record is rewritten)");
-			if (d < LSMFS_MAX_DISKS && member(fs, d))
-				atomic_store_explicit(&fs->devstats[d].dirty, true, memory_order_release);
-			continue;
-		}
+		bool whole = devstats_rec_decode(v, vl, c) == 0;
 		if (!member(fs, d)) {
 			/* A detach a crash cut short between the superblocks
 			 * and the store (the `K` record goes the same way,
 			 * members_reconcile). */
-			describe(c, text, sizeof(text));
 			if (fs->opt.read_only)
 				continue;
+			if (whole)
+				describe(c, text, sizeof(text));
+			else
+				snprintf(text, sizeof(text), "%zu bytes that do not decode", vl);
 			fs_logf(fs, "disk %" PRIu32 ": no disk holds this slot: its error counters "
 				"(%s) deleted", d, text);
 			if (!gone && !(gone = store_batch_new())) {
@@ -162,6 +155,16 @@ int devstats_load(struct fs *fs)
 				break;
 			}
 			rc = store_batch_delete(gone, k, kl);
+			continue;
+		}
+		if (!whole) {
+			/* Said, and (read-write) rewritten by the next store:
+			 * counts from 0 are worth more than a record nothing
+			 * can read, which fsck.lsmfs reports (LSMFS-020F). */
+			fs_logf(fs, "disk %" PRIu32 ": its error counters (key E, %zu bytes) do not "
+				"decode: counting from 0%s", d, vl,
+				fs->opt.read_only ? "" : " (the record is rewritten)");
+			atomic_store_explicit(&fs->devstats[d].dirty, true, memory_order_release);
 			continue;
 		}
 		for (int i = 0; i < DEVSTAT_KINDS; i++)
