@@ -322,11 +322,11 @@ int fs_close(struct fs *fs)
 		 * loses nothing. */
 		bool synced = chunk_sync_all(fs) == 0;
 		rc = fs_persist_all(fs);
-		/* Every chunk file's removal or record durable now: no crash
-		 * is left to sweep after (sweep.c). */
 		/* Counts since the statistics thread last stored them: a
 		 * few bytes, with the reserve as the inode records. */
 		(void)devstats_store(fs, STORE_WRITE_RESERVE); /* a failure is logged; they are lost */
+		/* Every chunk file's removal or record durable now: no crash
+		 * is left to sweep after (sweep.c). */
 		int rs = synced && !rc ? sweep_finish(fs) : 0;
 		if (rs)
 			fs_logf(fs, "unmount: %s: cannot mark the filesystem unmounted (%s): the next "

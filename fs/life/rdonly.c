@@ -12,8 +12,8 @@
  * durable that the filesystem holds, as ext4 does at a read-only remount:
  * pending reclaims finish, every inode record and the disks' error
  * counters are stored, the store is flushed and each backing filesystem
- * synced; then the lock files say
- * DISKSET_READ_ONLY, which is what the remounting process waits for.
+ * synced; then the lock files say DISKSET_READ_ONLY, which is what the
+ * remounting process waits for.
  * While read-only the daemon refuses writes of its own too (EROFS).
  *
  * The signal handler only writes a byte to a pipe; the work happens here,
