@@ -9,7 +9,10 @@
  *   status             one line of JSON: the disks, the section map, the
  *                      bytes each section holds and the move under way;
  *   move <s> <disk>    move section s to disk (move.c), answering
- *                      `progress <json>` lines as it goes.
+ *                      `progress <json>` lines as it goes;
+ *   devstats [reset]   one line of JSON: each disk's error counters
+ *                      (devstats.c), reset as they are read on request;
+ *   and the others SCHEMA.md lists.
  *
  * The socket is made mode 0600 by the daemon (root, normally), and every
  * connection is checked with SO_PEERCRED: a caller that is not root (uid 0)
@@ -62,29 +65,38 @@ static void section_bytes(struct fs *fs, uint64_t *bytes)
 	}
 }
 
+/* The path disk d had when last mounted (its `K` record), or "". */
+static void last_path(struct fs *fs, uint32_t d, char path[DISK_REC_MAX])
+{
+	uint8_t k[KEY_MAX];
+	void *v = NULL;
+	size_t vl = 0;
+	path[0] = 0;
+	if (store_get(fs->st, NULL, k, key_disk(k, d), &v, &vl) == 0 && vl > 16 &&
+	    vl - 16 < DISK_REC_MAX && !memchr((char *)v + 16, 0, vl - 16)) {
+		memcpy(path, (char *)v + 16, vl - 16);
+		path[vl - 16] = 0;
+	}
+	free(v);
+}
+
 /* status: a disk missing from a degraded mount, by the path it had when
- * last mounted (its `K` record). */
+ * last mounted. */
 static void missing_disk(struct fs *fs, uint32_t d, bool first, struct json_out *o)
 {
 	uint64_t nsec = 0;
 	for (uint32_t s = 0; s < fs->info.sections; s++)
 		nsec += section_disk_of(fs, s) == d;
-	uint8_t k[KEY_MAX];
-	void *v = NULL;
-	size_t vl = 0;
-	char path[DISK_REC_MAX] = "";
-	if (store_get(fs->st, NULL, k, key_disk(k, d), &v, &vl) == 0 && vl > 16 &&
-	    vl - 16 < sizeof(path) && !memchr((char *)v + 16, 0, vl - 16)) {
-		memcpy(path, (char *)v + 16, vl - 16);
-		path[vl - 16] = 0;
-	}
-	free(v);
+	char path[DISK_REC_MAX];
+	last_path(fs, d, path);
 	char u[37];
 	lsmfs_uuid_format(fs->ds->sb.disk_uuids[d], u);
 	json_put(o, "%s{\"index\":%" PRIu32 ",\"uuid\":\"%s\",\"path\":", first ? "" : ",", d, u);
 	json_put_str(o, path);
 	json_put(o, ",\"capacity\":0,\"used\":0,\"available\":0,\"device\":0,\"sections\":%" PRIu64
-		 ",\"bytes\":0,\"usable\":false,\"missing\":true}", nsec);
+		 ",\"bytes\":0,\"usable\":false,\"missing\":true,", nsec);
+	devstats_json(fs, d, o);
+	json_put(o, "}");
 }
 
 static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
@@ -142,8 +154,10 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 		json_put_str(&o, path);
 		json_put(&o, ",\"capacity\":%" PRIu64 ",\"used\":%" PRIu64 ",\"available\":%" PRIu64
 			   ",\"device\":%" PRIu64 ",\"sections\":%" PRIu64 ",\"bytes\":%" PRIu64
-			   ",\"usable\":%s}",
+			   ",\"usable\":%s,",
 			cap, used, avail, dev, nsec, held, disk_usable(fs, d) ? "true" : "false");
+		devstats_json(fs, d, &o);
+		json_put(&o, "}");
 		first = false;
 	}
 	json_put(&o, "],\"section_disk\":[");
@@ -172,6 +186,55 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 	free(bytes);
 	int rc = o.err ? o.err : out(ctx, o.buf);
 	free(o.buf);
+	return rc;
+}
+
+/* devstats [reset]: every member's error counters, one line of JSON; with
+ * reset they are zeroed as they are read and stored, synced, before `ok`
+ * (SCHEMA.md "Error counters"). */
+static int devstats(struct fs *fs, bool reset, int (*out)(void *, const char *), void *ctx,
+		    char *err, size_t errlen)
+{
+	if (reset && !fs_writable(fs))
+		return fs_set_err(err, errlen, -EROFS, "the filesystem is read-only: the error "
+				  "counters cannot be reset");
+	struct json_out o = {0};
+	json_put(&o, "{\"version\":1,\"reset\":%s,\"disks\":[", reset ? "true" : "false");
+	bool first = true;
+	uint64_t missing = __atomic_load_n(&fs->ds->missing, __ATOMIC_ACQUIRE);
+	for (uint32_t d = 0; d < fs->ds->ndisks && d < LSMFS_MAX_DISKS; d++) {
+		const char *path = __atomic_load_n(&fs->ds->paths[d], __ATOMIC_ACQUIRE);
+		bool gone = missing >> d & 1;
+		if (!gone && (!path || !diskset_present(fs->ds, d)))
+			continue;
+		uint64_t c[DEVSTAT_KINDS];
+		devstats_get(fs, d, c, reset);
+		json_put(&o, "%s{\"index\":%" PRIu32 ",\"path\":", first ? "" : ",", d);
+		first = false;
+		char last[DISK_REC_MAX];
+		if (gone)
+			last_path(fs, d, last);
+		json_put_str(&o, gone ? last : path);
+		json_put(&o, ",\"missing\":%s,\"errors\":{", gone ? "true" : "false");
+		for (int i = 0; i < DEVSTAT_KINDS; i++)
+			json_put(&o, "%s\"%s\":%" PRIu64, i ? "," : "", devstat_names[i], c[i]);
+		json_put(&o, "}}");
+	}
+	json_put(&o, "]}");
+	/* The counters as they were, even when the store fails below: they
+	 * are zero in memory now. */
+	int rc = o.err;
+	if (!rc)
+		(void)out(ctx, o.buf); /* an asker gone: the reset stands */
+	free(o.buf);
+	if (!rc && reset) {
+		rc = devstats_store(fs, STORE_WRITE_SYNC);
+		if (rc)
+			fs_set_err(err, errlen, rc, "the counters were reset, but storing them failed: "
+				   "%s (tried again every 2 seconds while mounted)", strerror(-rc));
+		else if (fs->se)
+			fs_logf(fs, "the disks' error counters were reset (lsmfs-disk stats -z)");
+	}
 	return rc;
 }
 
@@ -286,6 +349,8 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 	char tail;
 	if (!strcmp(req, "status")) {
 		rc = status(fs, out, ctx);
+	} else if (!strcmp(req, "devstats") || !strcmp(req, "devstats reset")) {
+		rc = devstats(fs, req[8] != '\0', out, ctx, err, sizeof(err));
 	} else if (sscanf(req, "move %lu %lu%c", &s, &d, &tail) == 2 ||
 		   sscanf(req, "evacuate %lu %lu%c", &s, &d, &tail) == 2) {
 		if (s >= fs->info.sections || !diskset_present(fs->ds, d)) {

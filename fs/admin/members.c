@@ -9,7 +9,9 @@
  * generation; the first of those writes is the commit point, so a crash
  * leaves either the old disk set or the new one, some superblocks merely
  * behind (rewritten at the next read-write open: members_reconcile).  The
- * store's `K` records and the disk count in `M fs` follow the superblocks.
+ * store's `K` records and the disk count in `M fs` follow the superblocks;
+ * a disk's `E` record (its error counters, devstats.c) goes with its `K`
+ * record, and one left in a slot a disk takes goes too.
  *
  * One change at a time, and none while a section moves: fs->move_lock.
  * The per-disk state of a disk added while mounted (its sections fd, its
@@ -351,6 +353,8 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 	rc = b ? disk_record(b, ds, k) : -ENOMEM;
 	if (!rc)
 		rc = info_record(b, &fi);
+	if (!rc) /* counters a disk that had the slot may have left */
+		rc = devstats_drop(fs, k, b);
 	if (!rc)
 		rc = store_write(fs->st, b, STORE_WRITE_SYNC);
 	store_batch_free(b);
@@ -603,11 +607,13 @@ int members_detach_locked(struct fs *fs, uint32_t d, char *err, size_t errlen)
 	int r = b ? store_batch_delete(b, k, key_disk(k, d)) : -ENOMEM;
 	if (!r)
 		r = info_record(b, &fs->info);
+	if (!r) /* its error counters go with it */
+		r = devstats_drop(fs, d, b);
 	if (!r)
 		r = store_write(fs->st, b, STORE_WRITE_SYNC);
 	store_batch_free(b);
 	if (r)
-		fs_logf(fs, "disk %u detached; its record in the metadata store goes at the next "
+		fs_logf(fs, "disk %u detached; its records in the metadata store go at the next "
 			"mount (%s)", d, strerror(-r));
 	/* 3. The disk itself: emptied, its superblock retired, let go. */
 	if (!gone)

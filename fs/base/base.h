@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <stdint.h>
 
 /* The reason into err (when given), formatted; returns rc. */
@@ -33,6 +34,9 @@ int lsmfs_uuid_generate(uint8_t uuid[16]);
 /* files.c: remove the files of a flat directory, then the directory
  * (0 when it is gone, or was). */
 int fs_remove_flat(const char *dir);
+/* files.c: up to n bytes at off of fd into buf: *got, fewer only at the
+ * end of the file (EINTR retried).  0 or -errno (*got: what came before). */
+int lsmfs_pread_full(int fd, void *buf, size_t n, off_t off, size_t *got);
 
 /* jsonout.c: JSON text in a growing buffer (buf malloc'd, the caller's
  * to free); the first error stays in err. */

@@ -83,3 +83,23 @@ int fs_remove_flat(const char *dir)
 		rc = -errno;
 	return rc;
 }
+
+int lsmfs_pread_full(int fd, void *buf, size_t n, off_t off, size_t *got)
+{
+	size_t r = 0;
+	int rc = 0;
+	while (r < n) {
+		ssize_t k = pread(fd, (char *)buf + r, n - r, off + (off_t)r);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			rc = -errno;
+			break;
+		}
+		if (k == 0)
+			break;
+		r += (size_t)k;
+	}
+	*got = r;
+	return rc;
+}

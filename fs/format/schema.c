@@ -1,7 +1,7 @@
 /*
  * schema.c: the key types (their table, key_parse) and the key and record
  * codecs of fs/SCHEMA.md ("Keys of the metadata store", "Inode record",
- * "Filesystem info").
+ * "Filesystem info", "Error counters").
  */
 #include "schema.h"
 #include "format.h"
@@ -16,6 +16,8 @@ const struct key_type_info key_types[] = {
 	 "mounted, move, filter", KEY_ID_NONE, 0, 0, 0, SIZE_MAX},
 	{KEY_DISK, "disk record", "K be32(disk)", "a disk's UUID and its path when last mounted",
 	 KEY_ID_DISK, 4, 0, 0, 0},
+	{KEY_DEVSTATS, "error counters", "E be32(disk)",
+	 "a disk's error counters: read, write, checksum, repaired", KEY_ID_DISK, 4, 0, 0, 0},
 	{KEY_SECTION, "section map entry", "P be32(section)", "the disk that holds a section",
 	 KEY_ID_SECTION, 4, 0, 0, 0},
 	{KEY_INODE, "inode record", "I be64(ino)", "an inode's attributes", KEY_ID_INODE, 8, 0, 0,
@@ -78,6 +80,13 @@ size_t key_disk(uint8_t *out, uint32_t index)
 {
 	out[0] = KEY_DISK;
 	put_be32(out + 1, index);
+	return 5;
+}
+
+size_t key_devstats(uint8_t *out, uint32_t disk)
+{
+	out[0] = KEY_DEVSTATS;
+	put_be32(out + 1, disk);
 	return 5;
 }
 
@@ -173,6 +182,29 @@ size_t disk_rec_encode(const uint8_t uuid[16], const char *path, uint8_t out[DIS
 	memcpy(out, uuid, 16);
 	memcpy(out + 16, path, plen);
 	return 16 + plen;
+}
+
+const char *const devstat_names[DEVSTAT_KINDS] = {
+	[DEVSTAT_READ] = "read_io_errs",
+	[DEVSTAT_WRITE] = "write_io_errs",
+	[DEVSTAT_CHECKSUM] = "checksum_errs",
+	[DEVSTAT_REPAIRED] = "repaired_errs",
+};
+
+void devstats_rec_encode(const uint64_t count[DEVSTAT_KINDS], uint8_t out[DEVSTATS_REC_LEN])
+{
+	for (int i = 0; i < DEVSTAT_KINDS; i++)
+		put_le64(out + 8 * i, count[i]);
+}
+
+int devstats_rec_decode(const uint8_t *p, size_t len, uint64_t count[DEVSTAT_KINDS])
+{
+	/* Newer versions may only append counters (ignored here). */
+	if (len < DEVSTATS_REC_LEN)
+		return -EUCLEAN;
+	for (int i = 0; i < DEVSTAT_KINDS; i++)
+		count[i] = get_le64(p + 8 * i);
+	return 0;
 }
 
 void chunk_value_encode_lost(uint64_t len, uint8_t out[CHUNK_LOST_LEN])

@@ -18,6 +18,7 @@
 /* Key types (first byte). */
 #define KEY_META 'M'
 #define KEY_DISK 'K'
+#define KEY_DEVSTATS 'E'
 #define KEY_SECTION 'P'
 #define KEY_INODE 'I'
 #define KEY_DIRENT 'D'
@@ -76,6 +77,7 @@ int key_parse(const uint8_t *k, size_t kl, struct key_parts *kp);
 /* Keys: each writes into out (KEY_MAX bytes) and returns the key length. */
 size_t key_meta(uint8_t *out, const char *name);
 size_t key_disk(uint8_t *out, uint32_t index);
+size_t key_devstats(uint8_t *out, uint32_t disk);
 size_t key_section(uint8_t *out, uint32_t section);
 size_t key_inode(uint8_t *out, uint64_t ino);
 /* Full dirent key; name is nlen bytes (1..255). */
@@ -169,6 +171,24 @@ bool chunk_value_lost(const uint8_t *p, size_t len);
  * longer than a Linux path may be (PATH_MAX, 4096). */
 #define DISK_REC_MAX (16 + 4096)
 size_t disk_rec_encode(const uint8_t uuid[16], const char *path, uint8_t out[DISK_REC_MAX]);
+
+/* Error counters of a disk (`E`, SCHEMA.md "Error counters"), as `btrfs
+ * device stats` keeps them: one le64 per kind, in this order.  A longer
+ * value is a newer version's (counters appended): its first ones read.
+ * devstat_names: each kind's name, as `lsmfs-disk stats` prints it and
+ * the JSON of the status and the statistics carries it. */
+enum devstat {
+	DEVSTAT_READ,     /* a read of a chunk file failed (the medium, or the file) */
+	DEVSTAT_WRITE,    /* a write, fsync, creation or removal of one failed */
+	DEVSTAT_CHECKSUM, /* bytes read did not match their checksum */
+	DEVSTAT_REPAIRED, /* a bad copy rewritten from a good one */
+	DEVSTAT_KINDS
+};
+#define DEVSTATS_REC_LEN (8 * DEVSTAT_KINDS)
+extern const char *const devstat_names[DEVSTAT_KINDS];
+void devstats_rec_encode(const uint64_t count[DEVSTAT_KINDS], uint8_t out[DEVSTATS_REC_LEN]);
+/* 0 and count[], or -EUCLEAN (shorter than DEVSTATS_REC_LEN). */
+int devstats_rec_decode(const uint8_t *p, size_t len, uint64_t count[DEVSTAT_KINDS]);
 
 /* Filesystem info (`M` `fs`). */
 struct fs_info {

@@ -106,7 +106,8 @@ static int open_disks(struct fs *fs, char *err, size_t errlen)
 	fs->sections_fd = malloc(LSMFS_MAX_DISKS * sizeof(int));
 	fs->no_direct = calloc(LSMFS_MAX_DISKS, 1);
 	fs->disk_lost = calloc(LSMFS_MAX_DISKS, 1);
-	if (!fs->sections_fd || !fs->no_direct || !fs->disk_lost || stats_init(fs))
+	if (!fs->sections_fd || !fs->no_direct || !fs->disk_lost || stats_init(fs) ||
+	    devstats_init(fs))
 		return -ENOMEM;
 	if (!fs->opt.direct)
 		memset(fs->no_direct, 1, LSMFS_MAX_DISKS);
@@ -246,6 +247,13 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 			 ds->meta_dir, strerror(-rc));
 		goto fail;
 	}
+	/* The disks' error counters, for the disks the set now has, before
+	 * the repairs below may count. */
+	if ((rc = devstats_load(fs))) {
+		snprintf(err, errlen, "%s: loading the disks' error counters: %s", ds->meta_dir,
+			 strerror(-rc));
+		goto fail;
+	}
 	/* A section move a crash cut short: finished or rolled back before
 	 * anything else looks at chunk files. */
 	if (!opt->read_only && (rc = move_recover(fs, UINT32_MAX))) {
@@ -319,6 +327,9 @@ int fs_close(struct fs *fs)
 		 * loses nothing. */
 		bool synced = chunk_sync_all(fs) == 0;
 		rc = fs_persist_all(fs);
+		/* Counts since the statistics thread last stored them: a
+		 * few bytes, with the reserve as the inode records. */
+		(void)devstats_store(fs, STORE_WRITE_RESERVE); /* a failure is logged; they are lost */
 		/* Every chunk file's removal or record durable now: no crash
 		 * is left to sweep after (sweep.c). */
 		int rs = synced && !rc ? sweep_finish(fs) : 0;
@@ -377,6 +388,7 @@ int fs_close(struct fs *fs)
 	}
 	free(fs->unsynced);
 	stats_free(fs);
+	devstats_free(fs);
 	order_free(fs);
 	gate_free(fs);
 	free(fs->section_disk);

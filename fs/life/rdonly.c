@@ -10,9 +10,10 @@
  * the disks' lock files), and this thread then reads the superblock's
  * state from /proc/self/mountinfo.  Going read-only, it makes everything
  * durable that the filesystem holds, as ext4 does at a read-only remount:
- * pending reclaims finish, every inode record is stored, the store is
- * flushed and each backing filesystem synced; then the lock files say
- * DISKSET_READ_ONLY, which is what the remounting process waits for.
+ * pending reclaims finish, every inode record and the disks' error
+ * counters are stored, the store is flushed and each backing filesystem
+ * synced; then the lock files say DISKSET_READ_ONLY, which is what the
+ * remounting process waits for.
  * While read-only the daemon refuses writes of its own too (EROFS).
  *
  * The signal handler only writes a byte to a pipe; the work happens here,
@@ -70,6 +71,9 @@ static int settle(struct fs *fs)
 {
 	reclaim_wait_idle(fs);
 	int rc = fs_persist_all(fs);
+	int r4 = devstats_store(fs, 0);
+	if (!rc)
+		rc = r4;
 	int r2 = store_flush(fs->st);
 	if (!rc)
 		rc = r2;

@@ -31,12 +31,15 @@
  *   stall-write .lsmfs/sections/5/17.0
  *                              write() of this file blocks for as long as
  *                              the rule is there, then writes as usual
+ *   write .lsmfs/sections/5/17.0
+ *                              write() and fsync() of this file fail with
+ *                              EIO (a disk that no longer takes writes)
  *
  * RULEFILE may be missing (no rules) and may change while mounted: it is
  * stat()ed at each read and opendir and read again when its inode, size,
  * mtime or ctime changed.  Replacing it with rename() is the cleanest.
- * Writes always pass through (held up only by stall-write); only reads
- * fail.
+ * Writes pass through (held up only by stall-write), but for the files
+ * of write rules.
  *
  * Every read reaches the daemon (direct_io, no attribute or entry cache),
  * so a rule applies from the next read on.  O_DIRECT is dropped when the
@@ -184,12 +187,12 @@ static bool under(const char *rel, const char *dir, size_t n)
 }
 
 /* What is done to rel, for rules_fail. */
-enum doing { READ, OPENDIR, READDIR, STALL, STALL_WRITE };
+enum doing { READ, OPENDIR, READDIR, STALL, STALL_WRITE, WRITE };
 
 /* Whether doing that to rel (relative to SOURCE) fails. */
 static bool rules_fail(const char *rel, enum doing what)
 {
-	bool dir = what != READ;
+	bool dir = what != READ && what != WRITE;
 	bool bad = false;
 
 	pthread_mutex_lock(&rules.lock);
@@ -202,7 +205,9 @@ static bool rules_fail(const char *rel, enum doing what)
 			bad = what == STALL && !strcmp(rel, r + 6);
 		else if (!strncmp(r, "stall-write ", 12))
 			bad = what == STALL_WRITE && !strcmp(rel, r + 12);
-		else if (what == STALL || what == STALL_WRITE)
+		else if (!strncmp(r, "write ", 6))
+			bad = what == WRITE && !strcmp(rel, r + 6);
+		else if (what == STALL || what == STALL_WRITE || what == WRITE)
 			bad = false;
 		else if (n >= 2 && !strcmp(r + n - 2, "/+"))
 			bad = what == READDIR && strlen(rel) == n - 2 &&
@@ -419,6 +424,8 @@ static int eio_write(const char *path, const char *buf, size_t size,
 {
 	while (path && rules_fail(rel(path), STALL_WRITE))
 		usleep(20000);
+	if (path && rules_fail(rel(path), WRITE))
+		return -EIO;
 	ssize_t n = pwrite(fi->fh, buf, size, off);
 
 	return n < 0 ? -errno : (int)n;
@@ -437,6 +444,8 @@ static int eio_release(const char *path, struct fuse_file_info *fi)
 
 static int eio_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
+	if (path && rules_fail(rel(path), WRITE))
+		return -EIO;
 	return err(datasync ? fdatasync(fi->fh) : fsync(fi->fh));
 }
 

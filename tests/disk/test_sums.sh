@@ -9,7 +9,7 @@
 #     block at a time), every other block reads as the plain copy, a whole
 #     read of a damaged file fails, the log names the chunk file, the disk
 #     and the offset; undamaged files read whole; fsck --scrub reports
-#     each damaged block (LSMFS-0514) and no other;
+#     each damaged block (LSMFS-0515) and no other;
 #   - the daemon killed while files are overwritten and cut without fsync:
 #     the next mount reports no checksum mismatch, reads every file, and
 #     after its unmount every record has its sums and fsck is clean.
@@ -124,9 +124,13 @@ for key in "${!bad[@]}"; do
 	[[ $n == 1 ]] || fail "$name block $blk: logged $n times, not once"
 done
 
+# Each damaged block counted once against its disk (lsmfs-disk stats).
+n=$("$DISK" "$L" stats 2>&1 | awk '/\.checksum_errs/ { n += $2 } END { print n + 0 }')
+[[ $n == "${#bad[@]}" ]] || fail "checksum_errs add up to $n, not ${#bad[@]}: $("$DISK" "$L" stats 2>&1)"
+
 # fsck --scrub finds each damaged block, and nothing else.
 out=$("$FSCK" -n --scrub "$L" 2>&1); rc=$?
-n=$(grep -c "LSMFS-0514" <<<"$out")
+n=$(grep -c "LSMFS-0515" <<<"$out")
 [[ $rc == 4 && $n == "${#bad[@]}" ]] ||
 	fail "fsck -n --scrub: exit $rc, $n blocks said damaged, not ${#bad[@]}: $(grep -E 'LSMFS|Scrub' <<<"$out" | head -5)"
 grep -q "blocks failed them" <<<"$out" || fail "fsck --scrub: no summary: $(tail -2 <<<"$out")"

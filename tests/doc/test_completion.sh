@@ -201,7 +201,7 @@ only 'lsmfs-inspect disk0 super ' # no argument
 only 'lsmfs-inspect --backup o' out
 
 # lsmfs-disk DISK[:DISK...]|MOUNTPOINT COMMAND [ARGS] [OPTIONS]
-only 'lsmfs-disk /mnt/lsmfs ' status list rebalance move add remove copy \
+only 'lsmfs-disk /mnt/lsmfs ' status list stats rebalance move add remove copy \
     backup restore
 only 'lsmfs-disk disk0:disk1 re' rebalance remove restore
 has 'lsmfs-disk ' /mnt/lsmfs '/mnt/with space' disk0 disk1 # lsmfs mounts too
@@ -221,8 +221,11 @@ only 'lsmfs-disk disk0:disk1 restore o' out
 only 'lsmfs-disk /mnt/lsmfs move 3 ' # a section, a disk index
 only 'lsmfs-disk /mnt/lsmfs remove --' --dry-run --evacuate --lost
 only 'lsmfs-disk /mnt/lsmfs status --' --json
+only 'lsmfs-disk /mnt/lsmfs stats -' -z --reset -c --check --json
+only 'lsmfs-disk /mnt/lsmfs st' status stats
 only 'lsmfs-disk /mnt/lsmfs add --' --force --weight --no-balance
-has 'lsmfs-disk --' --json --dry-run --weight --force --no-balance --evacuate --lost
+has 'lsmfs-disk --' --json --dry-run --weight --force --no-balance --evacuate --lost --reset \
+    --check
 only 'lsmfs-disk /mnt/lsmfs remove --lost mi' missing
 only 'lsmfs-disk /mnt/lsmfs remove mi' # `missing` only with --lost
 only 'lsmfs-disk /mnt/lsmfs remove --lost d' data disk0 disk1

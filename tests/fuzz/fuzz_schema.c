@@ -1,6 +1,7 @@
 /*
  * fuzz_schema: every decoder of the metadata store's keys and values
- * (fs/format/schema.c: inode_rec_decode, dirent_val_decode, fs_info_decode;
+ * (fs/format/schema.c: inode_rec_decode, dirent_val_decode, fs_info_decode,
+ * devstats_rec_decode;
  * fs/SCHEMA.md "Keys of the metadata store") and the tools' describers of
  * any key and value (tools/inspect/describe.c insp_describe and
  * insp_key_words, the lines of `lsmfs-inspect keys`), which must print
@@ -51,6 +52,17 @@ static void values(const uint8_t *v, size_t vl)
 		fuzz_check(fs_info_decode(a, al, &fi2) == 0, "re-encoded fs info");
 		size_t bl = fs_info_encode(&fi2, b);
 		fuzz_check(al == bl && !memcmp(a, b, al), "fs info changed by re-encoding");
+	}
+
+	uint64_t c[DEVSTAT_KINDS], c2[DEVSTAT_KINDS];
+	rc = devstats_rec_decode(v, vl, c);
+	fuzz_check(rc == 0 || rc == -EUCLEAN, "devstats_rec_decode: %d", rc);
+	if (rc == 0) {
+		uint8_t a[DEVSTATS_REC_LEN];
+		devstats_rec_encode(c, a);
+		fuzz_check(!memcmp(a, v, sizeof(a)), "error counters changed by re-encoding");
+		fuzz_check(devstats_rec_decode(a, sizeof(a), c2) == 0 && !memcmp(c, c2, sizeof(c)),
+			   "re-encoded error counters");
 	}
 }
 

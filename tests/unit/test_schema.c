@@ -1,6 +1,6 @@
 /*
- * test_schema: fs/format/schema.c's key table and key_parse, and section.c's `P`
- * value codec (suite "schema").
+ * test_schema: fs/format/schema.c's key table and key_parse, the `E` value
+ * codec, and section.c's `P` value codec (suite "schema").
  *
  * The table names every KEY_* once; each encoder's key parses back to its
  * type and fields; a key one byte short or long of its type's layout, or
@@ -18,8 +18,9 @@
 
 START_TEST(test_table)
 {
-	static const char all[] = {KEY_META,   KEY_DISK, KEY_SECTION, KEY_INODE,  KEY_DIRENT,
-				   KEY_XATTR,  KEY_DATA, KEY_CHUNK,   KEY_ORPHAN, KEY_FLUX};
+	static const char all[] = {KEY_META,  KEY_DISK,  KEY_DEVSTATS, KEY_SECTION,
+				   KEY_INODE, KEY_DIRENT, KEY_XATTR,   KEY_DATA,
+				   KEY_CHUNK, KEY_ORPHAN, KEY_FLUX};
 	ck_assert_uint_eq(key_types_count, sizeof(all));
 	for (size_t i = 0; i < sizeof(all); i++) {
 		const struct key_type_info *t = key_type_find(all[i]);
@@ -68,6 +69,7 @@ START_TEST(test_parse_encoders)
 	parses(k, key_meta(k, META_NEXT_INO), KEY_META, 0, 0, META_NEXT_INO);
 	parses(k, key_meta(k, ""), KEY_META, 0, 0, "");
 	parses(k, key_disk(k, 7), KEY_DISK, 7, 0, "");
+	parses(k, key_devstats(k, 63), KEY_DEVSTATS, 63, 0, "");
 	parses(k, key_section(k, 0xfffffffeu), KEY_SECTION, 0xfffffffeu, 0, "");
 	parses(k, key_inode(k, big), KEY_INODE, big, 0, "");
 	parses(k, key_dirent(k, 1, "lost+found", 10), KEY_DIRENT, 1,
@@ -102,6 +104,39 @@ START_TEST(test_parse_rejects)
 	/* K and P: be32 and nothing after. */
 	ck_assert_int_eq(key_parse(k, key_disk(k, 1) + 1, &kp), -EUCLEAN);
 	ck_assert_int_eq(key_parse(k, key_section(k, 1) - 1, &kp), -EUCLEAN);
+	ck_assert_int_eq(key_parse(k, key_devstats(k, 1) + 1, &kp), -EUCLEAN);
+}
+END_TEST
+
+/* The `E` value: le64 per kind, in enum order (SCHEMA.md "Error
+ * counters"); shorter is damaged, longer a newer version's, its first
+ * counters read. */
+START_TEST(test_devstats_value)
+{
+	const uint64_t c[DEVSTAT_KINDS] = {1, 0x0102030405060708ull, 0, UINT64_MAX};
+	uint8_t v[DEVSTATS_REC_LEN + 8];
+	uint64_t got[DEVSTAT_KINDS];
+	ck_assert_uint_eq(DEVSTATS_REC_LEN, 32);
+	devstats_rec_encode(c, v);
+	/* The bytes, as SCHEMA.md lays them out. */
+	ck_assert_uint_eq(v[0], 1);
+	ck_assert_uint_eq(v[8], 8);
+	ck_assert_uint_eq(v[15], 1);
+	ck_assert_uint_eq(v[31], 0xff);
+	ck_assert_int_eq(devstats_rec_decode(v, DEVSTATS_REC_LEN, got), 0);
+	ck_assert(!memcmp(got, c, sizeof(c)));
+	memset(v + DEVSTATS_REC_LEN, 0x5a, 8);
+	memset(got, 0, sizeof(got));
+	ck_assert_int_eq(devstats_rec_decode(v, DEVSTATS_REC_LEN + 8, got), 0);
+	ck_assert(!memcmp(got, c, sizeof(c)));
+	ck_assert_int_eq(devstats_rec_decode(v, DEVSTATS_REC_LEN - 1, got), -EUCLEAN);
+	ck_assert_int_eq(devstats_rec_decode(v, 0, got), -EUCLEAN);
+	/* Every kind has a name, each its own. */
+	for (int i = 0; i < DEVSTAT_KINDS; i++) {
+		ck_assert_ptr_nonnull(devstat_names[i]);
+		for (int j = 0; j < i; j++)
+			ck_assert_str_ne(devstat_names[i], devstat_names[j]);
+	}
 }
 END_TEST
 
@@ -132,6 +167,7 @@ static Suite *schema_suite(void)
 	tcase_add_test(tc, test_parse_encoders);
 	tcase_add_test(tc, test_parse_rejects);
 	tcase_add_test(tc, test_section_value);
+	tcase_add_test(tc, test_devstats_value);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,8 +1,8 @@
 /*
  * disk.h: lsmfs-disk's parts: the session (session.c: a mounted daemon's
  * control socket, or the filesystem opened here), the status it reads
- * (status.c) and the rebalance plan (plan.c).  main.c holds the command
- * line.
+ * (status.c), the rebalance plan (plan.c) and the disks' error counters
+ * (stats.c).  main.c holds the command line.
  */
 #ifndef LSMFS_DISK_TOOL_H
 #define LSMFS_DISK_TOOL_H
@@ -20,6 +20,7 @@
 #define EXIT_STOPPED 1   /* stopped with work left; run again to resume */
 #define EXIT_FAILED 8    /* operational error */
 #define EXIT_USAGE 16
+#define EXIT_NONZERO 64  /* stats --check: a counter is not 0 (as btrfs device stats -c) */
 
 struct session {
 	int sock;                   /* online: connected to the daemon; -1 offline */
@@ -52,6 +53,7 @@ struct disk_info {
 	uint64_t capacity, used, available, device, sections, bytes;
 	bool usable;
 	bool missing;               /* not there (a degraded mount); path: its last */
+	uint64_t errors[DEVSTAT_KINDS]; /* its error counters (0 from a daemon without) */
 };
 struct status {
 	char fs_uuid[37];
@@ -77,9 +79,18 @@ struct status {
 	} copy[LSMFS_MAX_META_COPIES];
 };
 int status_read(struct session *s, struct status *st, char *err, size_t errlen);
+/* "errors":{...} of a disk (SCHEMA.md "Error counters") into count: 0
+ * (zeros when obj is NULL), or -EINVAL. */
+struct jv;
+int status_errors(const struct jv *obj, uint64_t count[DEVSTAT_KINDS]);
 void status_free(struct status *st);
 /* The index in st->disk of disk index d; -1 when none. */
 int status_disk(const struct status *st, uint32_t d);
+
+/* `stats`: every disk's error counters, as btrfs device stats prints them
+ * (--json: the daemon's line); reset: zeroed as they are read; check: exit
+ * EXIT_NONZERO when one was not 0.  An exit code. */
+int cmd_stats(struct session *s, bool reset, bool check, bool json);
 
 struct move {
 	uint32_t section, from, to;

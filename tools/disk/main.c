@@ -3,6 +3,7 @@
  * `btrfs device` and `btrfs balance` are for btrfs.
  *
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT status|list [--json]
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT stats [-z|--reset] [-c|--check] [--json]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT rebalance [--dry-run] [--weight INDEX=W ...]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT move SECTION DISK-INDEX
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT add NEWDISK [-f] [--weight W] [--no-balance]
@@ -48,7 +49,11 @@ static void usage(FILE *f)
 		"\n"
 		"Commands:\n"
 		"  status, list       every disk: index, UUID, path, capacity, used, sections\n"
-		"                     and bytes held; a section move under way\n"
+		"                     and bytes held, its error counters when not all 0; a\n"
+		"                     section move under way\n"
+		"  stats              every disk's error counters, kept across mounts (as\n"
+		"                     btrfs device stats): read_io_errs, write_io_errs,\n"
+		"                     checksum_errs, repaired_errs\n"
 		"  rebalance          move sections so that every disk holds bytes (and\n"
 		"                     sections) in proportion to its weight\n"
 		"  move SECTION DISK  move one section to the disk of that index\n"
@@ -69,7 +74,10 @@ static void usage(FILE *f)
 		"                     (\"lost: PATH ...\") and read as EIO there\n"
 		"\n"
 		"Options:\n"
-		"      --json         status: one JSON object, as the daemon reports it\n"
+		"      --json         status, stats: one JSON object, as the daemon reports it\n"
+		"  -z, --reset        stats: print the counters, then zero them (each as it\n"
+		"                     is read: no error counted between is lost)\n"
+		"  -c, --check        stats: exit 64 when a counter (before -z) is not 0\n"
 		"  -n, --dry-run      rebalance, remove: print the plan (moves, bytes, an\n"
 		"                     estimate of the time), change nothing\n"
 		"      --weight I=W   rebalance: disk I weighs W (default: its capacity in\n"
@@ -97,7 +105,7 @@ static void usage(FILE *f)
 		"command again to go on.\n"
 		"\n"
 		"Exit status: 0 done, 1 stopped with work left (run again to resume),\n"
-		"8 operational error, 16 usage error.\n");
+		"8 operational error, 16 usage error, 64 (stats --check) a counter is not 0.\n");
 }
 
 static int cmd_status(struct session *s, bool json)
@@ -129,6 +137,25 @@ static int cmd_status(struct session *s, bool json)
 		       d->missing ? " MISSING (its chunks fail with EIO; " PROG " remove --lost drops it)"
 		       : d->usable ? "" : " (replaced or gone: unusable)");
 	}
+	/* The error counters only where they are not all 0: four columns of
+	 * zeros would push the paths off an 80-column terminal, and a line
+	 * of its own makes a failing disk stand out (stats lists them all). */
+	bool errors = false;
+	for (uint32_t i = 0; i < st.ndisks; i++) {
+		const struct disk_info *d = &st.disk[i];
+		bool any = false;
+		for (int k = 0; k < DEVSTAT_KINDS; k++)
+			any |= d->errors[k] != 0;
+		if (!any)
+			continue;
+		errors = true;
+		printf("disk %u errors:", d->index);
+		for (int k = 0; k < DEVSTAT_KINDS; k++)
+			printf("%s %s %" PRIu64, k ? "," : "", devstat_names[k], d->errors[k]);
+		printf("\n");
+	}
+	printf("error counters: %s\n", errors ? "not all 0 (above; " PROG " stats -z resets them)"
+						: "all 0");
 	bool copy_down = false;
 	for (uint32_t c = 0; c < st.ncopies; c++)
 		copy_down |= strcmp(st.copy[c].state, "in-sync") != 0;
@@ -931,15 +958,17 @@ int main(int argc, char **argv)
 		{"no-balance", no_argument, NULL, OPT_NO_BALANCE},
 		{"evacuate", no_argument, NULL, OPT_EVACUATE},
 		{"lost", no_argument, NULL, OPT_LOST},
+		{"reset", no_argument, NULL, 'z'},
+		{"check", no_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	bool json = false, dry = false, force = false, no_balance = false, evacuate = false;
-	bool lost = false;
+	bool lost = false, reset = false, check = false;
 	char *weights[LSMFS_MAX_DISKS];
 	int nw = 0, c;
-	while ((c = getopt_long(argc, argv, "+nfhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+nfzchV", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_JSON:
 			json = true;
@@ -958,6 +987,12 @@ int main(int argc, char **argv)
 			break;
 		case OPT_LOST:
 			lost = true;
+			break;
+		case 'z':
+			reset = true;
+			break;
+		case 'c':
+			check = true;
 			break;
 		case OPT_WEIGHT:
 			if (nw == LSMFS_MAX_DISKS) {
@@ -993,6 +1028,10 @@ int main(int argc, char **argv)
 			evacuate = true;
 		} else if (!strcmp(argv[i], "--lost")) {
 			lost = true;
+		} else if (!strcmp(argv[i], "--reset") || !strcmp(argv[i], "-z")) {
+			reset = true;
+		} else if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "-c")) {
+			check = true;
 		} else if (!strcmp(argv[i], "--weight") && i + 1 < argc && nw < LSMFS_MAX_DISKS) {
 			weights[nw++] = argv[++i];
 		} else if (!strncmp(argv[i], "--weight=", 9) && nw < LSMFS_MAX_DISKS) {
@@ -1017,12 +1056,14 @@ int main(int argc, char **argv)
 	bool is_add = !strcmp(cmd, "add"), is_remove = !strcmp(cmd, "remove");
 	bool is_copy = !strcmp(cmd, "copy");
 	bool is_backup = !strcmp(cmd, "backup"), is_restore = !strcmp(cmd, "restore");
+	bool is_stats = !strcmp(cmd, "stats");
 	bool known = is_status || is_rebal || is_move || is_add || is_remove || is_copy ||
-		     is_backup || is_restore;
+		     is_backup || is_restore || is_stats;
 	int want = is_copy ? (npos >= 4 ? npos : 4) : is_move ? 4
 		   : is_add || is_remove || is_backup || is_restore ? 3 : 2;
 	double add_weight = -1;
-	bool bad = !known || npos != want || (json && !is_status) ||
+	bool bad = !known || npos != want || (json && !is_status && !is_stats) ||
+		   ((reset || check) && !is_stats) ||
 		   (dry && !is_rebal && !is_remove) || (nw && !is_rebal && !is_add) ||
 		   ((force || no_balance) && !is_add) || (evacuate && !is_remove) ||
 		   (lost && (!is_remove || evacuate || dry)) ||
@@ -1042,11 +1083,15 @@ int main(int argc, char **argv)
 	if (is_restore)
 		return cmd_restore(pos[0], pos[2]);
 	struct session s;
-	int rc = session_open(&s, pos[0], !is_status && !dry, is_status || lost);
+	/* stats without -z only reads, as status (a disk missing is fine). */
+	bool reads = is_status || (is_stats && !reset);
+	int rc = session_open(&s, pos[0], !reads && !dry, reads || lost);
 	if (rc)
 		return rc;
 	if (is_status)
 		rc = cmd_status(&s, json);
+	else if (is_stats)
+		rc = cmd_stats(&s, reset, check, json);
 	else if (is_rebal)
 		rc = cmd_rebalance(&s, dry, weights, nw);
 	else if (is_add)

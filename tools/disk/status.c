@@ -59,9 +59,26 @@ static int read_disks(const struct jv *arr, struct status *st)
 		const struct jv *m = jv_get(d, "missing");
 		di->missing = m && m->type == JV_BOOL && m->b;
 		di->index = (uint32_t)idx;
+		if (status_errors(jv_get(d, "errors"), di->errors))
+			return -EINVAL;
 		if (!(di->path = strdup(path)))
 			return -ENOMEM;
 		st->ndisks++;
+	}
+	return 0;
+}
+
+int status_errors(const struct jv *obj, uint64_t count[DEVSTAT_KINDS])
+{
+	memset(count, 0, DEVSTAT_KINDS * sizeof(*count));
+	if (!obj)
+		return 0; /* a daemon from before the counters */
+	if (obj->type != JV_OBJECT)
+		return -EINVAL;
+	for (int i = 0; i < DEVSTAT_KINDS; i++) {
+		const struct jv *v = jv_get(obj, devstat_names[i]);
+		if (v && jv_u64(v, &count[i]))
+			return -EINVAL;
 	}
 	return 0;
 }

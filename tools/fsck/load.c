@@ -301,6 +301,9 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap)
 	case KEY_DISK:
 		snprintf(out, cap, "a disk record");
 		return;
+	case KEY_DEVSTATS:
+		snprintf(out, cap, "a disk's error counters");
+		return;
 	case KEY_META:
 		snprintf(out, cap, "filesystem info '%.*s'", (int)(kl - 1), (const char *)k + 1);
 		return;
@@ -382,6 +385,12 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		return 0;
 	case KEY_DISK:
 		return 0; /* checked in pass 5 with point reads */
+	case KEY_DEVSTATS: {
+		uint64_t count[DEVSTAT_KINDS];
+		if (kp.id >= LSMFS_MAX_DISKS || devstats_rec_decode(v, vl, count))
+			break;
+		return 0; /* a slot no disk holds: pass 5 */
+	}
 	}
 bad:
 	hexkey(k, kl, hx, sizeof(hx));

@@ -354,7 +354,7 @@ void fsck_pass5_data(struct fsck *f)
 			fsck_repaired(f, fsck_put_section(f, s, home));
 	}
 	/* Disk records against the superblocks: one for each disk, none for
-	 * a removed disk's slot. */
+	 * a removed disk's slot; nor error counters for one. */
 	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++) {
 		uint8_t k[KEY_MAX];
 		size_t kl = key_disk(k, d);
@@ -368,6 +368,12 @@ void fsck_pass5_data(struct fsck *f)
 				free(v);
 				if (problem_fix(f, PR_DISK_RECORD_GONE,
 						&(struct problem_ctx){.num = d}))
+					fsck_repaired(f, store_delete(f->st, k, kl, STORE_WRITE_SYNC));
+			}
+			kl = key_devstats(k, d);
+			if (store_get(f->st, NULL, k, kl, &v, &vl) == 0) {
+				free(v);
+				if (problem_fix(f, PR_DEVSTATS_GONE, &(struct problem_ctx){.num = d}))
 					fsck_repaired(f, store_delete(f->st, k, kl, STORE_WRITE_SYNC));
 			}
 			continue;

@@ -193,6 +193,11 @@ static const struct problem table[] = {
 	 "rewrite M fs with the superblocks' count"},
 	{PR_SUPER_WRITE_FAILED, "disk %d (%D): writing its superblock failed: %s", PR_SEV_ERROR,
 	 PR_AFTER, NULL},
+	/* Deleted with the disk record when a disk is detached; a crash
+	 * between leaves it, and the next read-write mount deletes it too. */
+	{PR_DEVSTATS_GONE, "disk %n: the store has error counters (key E) for a slot no disk "
+	 "holds (a disk removed); remove them", PR_SEV_MINOR, PR_PREEN,
+	 "delete the error counters record"},
 	/* One copy: nothing to repair it from (the daemon reads it as EIO). */
 	{PR_CHUNK_CHECKSUM,
 	 "inode %i (%p) chunk %c: %f: the block of %N bytes at offset %n does not match its "

@@ -81,7 +81,8 @@ enum fsck_code {
 	PR_SUPER_STALE = 0x0511,
 	PR_DISK_COUNT = 0x0512,
 	PR_SUPER_WRITE_FAILED = 0x0513,  /* a repair failure (PR_AFTER) */
-	PR_CHUNK_CHECKSUM = 0x0514,      /* pass 5 with --scrub */
+	PR_DEVSTATS_GONE = 0x0514,       /* pass 5: error counters of no disk */
+	PR_CHUNK_CHECKSUM = 0x0515,      /* pass 5 with --scrub */
 };
 
 enum problem_severity {

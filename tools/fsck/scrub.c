@@ -12,7 +12,7 @@
  * evict what the machine had cached.  A read error cannot be repaired
  * here: the problem (LSMFS-050F) is reported and left.  Each block whose
  * record holds its sum (fs/SCHEMA.md "Chunk checksums") is verified, so
- * that silent damage is found too (LSMFS-0514); a record marked in write
+ * that silent damage is found too (LSMFS-0515); a record marked in write
  * (a crash the mount has not recovered from yet) is not trusted.
  */
 #include "fsck.h"

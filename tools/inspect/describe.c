@@ -226,6 +226,18 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 			snprintf(out, cap, "K %u -> %zu bytes (does not decode)", (uint32_t)id, vl);
 		}
 		return;
+	case KEY_DEVSTATS: {
+		uint64_t c[DEVSTAT_KINDS];
+		if (devstats_rec_decode(v, vl, c) == 0) {
+			size_t o = (size_t)snprintf(out, cap, "E %u -> error counters:", (uint32_t)id);
+			for (int i = 0; i < DEVSTAT_KINDS && o < cap; i++)
+				o += (size_t)snprintf(out + o, cap - o, " %s %" PRIu64, devstat_names[i],
+						      c[i]);
+		} else {
+			snprintf(out, cap, "E %u -> %zu bytes (does not decode)", (uint32_t)id, vl);
+		}
+		return;
+	}
 	case KEY_META:
 		describe_meta(k, kl, v, vl, out, cap);
 		return;

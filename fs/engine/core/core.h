@@ -1,9 +1,10 @@
 /*
  * core.h: the engine's core (fs/ARCHITECTURE.md): struct fs and every type
  * it holds, the inode table and records, the I/O gate and write order of
- * an inode, the state questions (state.c), the log, the clock and the
- * statistics.  The engine's other parts build on it; it uses none of
- * them (fs->inode_ops is how the inode table reaches them).
+ * an inode, the state questions (state.c), the log, the clock, the
+ * statistics and the disks' error counters (devstats.c).  The engine's
+ * other parts build on it; it uses none of them (fs->inode_ops is how the
+ * inode table reaches them).
  *
  * Locking, outermost first:
  *   fs->ns_lock     every change to the namespace (dirents, nlink, rename,
@@ -16,6 +17,9 @@
  *                   for each chunk's I/O (iogate.c);
  *   fs->itab_lock   the in-memory inode table and reference counts only;
  *                   held briefly, never across I/O.
+ * Apart from these: fs->devstats_lock (devstats.c), held by the writers of
+ * the disks' error counters across their store write, taken under none of
+ * the above and by no request.
  * The store has its own locks; store calls are made under the above.
  *
  * Reference counting: an in-memory inode lives while the kernel holds
@@ -249,6 +253,13 @@ struct fs_disk_stats {
 	atomic_uint_least64_t bytes, writes, fsyncs, sequential;
 };
 
+/* A disk's error counters (devstats.c; SCHEMA.md "Error counters"), by
+ * enum devstat (schema.h). */
+struct devstats_disk {
+	atomic_uint_least64_t count[DEVSTAT_KINDS];
+	atomic_bool dirty;      /* moved since its `E` record was last stored */
+};
+
 /* move.c: how far a section move is. */
 struct move_progress {
 	uint32_t section, from, to;
@@ -338,6 +349,14 @@ struct fs {
 	bool stats_written;        /* stats_sum holds what the file shows */
 	bool stats_write_failed;   /* said once in the log; not again */
 	uint64_t stats_sum;        /* every counter added up, as last written */
+
+	/* devstats.c: by disk index (LSMFS_MAX_DISKS), atomics; devstats_lock
+	 * serialises the writers of the `E` records (never taken to count)
+	 * and guards devstats_write_failed. */
+	struct devstats_disk *devstats;
+	atomic_uint_least64_t devstats_moves; /* counts, resets, drops: the statistics' sum */
+	pthread_mutex_t devstats_lock;
+	bool devstats_write_failed; /* said once in the log; again after a success */
 
 	/* chunk.c: the chunks of inodes dropped from memory that were
 	 * written since their lengths were last recorded ("Chunk lengths"). */
@@ -470,6 +489,37 @@ void stats_stop(struct fs *fs);
 /* "copies":[...],"degraded":bool, for status and the statistics. */
 void stats_copies_json(struct fs *fs, struct json_out *o);
 void stats_write_final(struct fs *fs);
+
+/*
+ * devstats.c: each disk's error counters, kept across mounts (SCHEMA.md
+ * "Error counters").  count and count_error: from any thread, under any
+ * lock (atomics only).  count_error counts err (either sign) when it is
+ * an error of the medium or the file, not ENOSPC and its kin, and only
+ * for a disk that is there and usable.  get: the counters, zeroed as
+ * they are read when reset (each by an exchange: none lost).  json:
+ * "errors":{"read_io_errs":N,...}.  moves: grows at every change.
+ *
+ * init (-ENOMEM) at open, before load; load after the disk set is
+ * settled (members_reconcile): the `E` records of the members, those of
+ * slots no disk holds deleted (logged; a read-only open leaves them).
+ * store: the records of the disks whose counters moved, in one write
+ * with wflags (0 or a negative errno; on failure they stay to store, and
+ * the first failure is logged); nothing on a read-only open or once the
+ * store's disk is lost.  drop: disk's counters zeroed, and its record's
+ * deletion put into b (NULL: none), for a disk detached or a slot taken
+ * by a new disk, under devstats_lock so that no store of older counters
+ * comes after.
+ */
+int devstats_init(struct fs *fs);
+void devstats_free(struct fs *fs);
+int devstats_load(struct fs *fs);
+void devstats_count(struct fs *fs, uint32_t disk, enum devstat kind);
+void devstats_count_error(struct fs *fs, uint32_t disk, enum devstat kind, int err);
+void devstats_get(struct fs *fs, uint32_t disk, uint64_t count[DEVSTAT_KINDS], bool reset);
+uint64_t devstats_moves(struct fs *fs);
+void devstats_json(struct fs *fs, uint32_t disk, struct json_out *o);
+int devstats_store(struct fs *fs, unsigned wflags);
+int devstats_drop(struct fs *fs, uint32_t disk, struct store_batch *b);
 
 /* state.c */
 int fs_alloc_ino(struct fs *fs, uint64_t *ino);

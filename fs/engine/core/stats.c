@@ -8,7 +8,8 @@
  * Read as JSON through the root's `user.lsmfs.stats` xattr (xattr.c), and
  * from <store>/stats.json, which a writer thread refreshes every
  * FS_STATS_INTERVAL_S seconds while a counter moves and once more at
- * unmount, for lsmfs-inspect and anyone without the mount.
+ * unmount, for lsmfs-inspect and anyone without the mount.  The same
+ * thread stores the disks' error counters when they moved (devstats.c).
  *
  * Locking: stats_lock and stats_cv only carry the stop request to the
  * writer thread; the counters need no lock.
@@ -105,11 +106,13 @@ static int build_json(struct fs *fs, bool mounted, char **json, size_t *len)
 		json_put_str(&o, path);
 		json_put(&o,
 		    ",\"bytes\":%" PRIu64 ",\"writes\":%" PRIu64 ",\"fsyncs\":%" PRIu64
-		    ",\"sequential_writes\":%" PRIu64 "}",
+		    ",\"sequential_writes\":%" PRIu64 ",",
 		    atomic_load_explicit(&s->bytes, memory_order_relaxed),
 		    atomic_load_explicit(&s->writes, memory_order_relaxed),
 		    atomic_load_explicit(&s->fsyncs, memory_order_relaxed),
 		    atomic_load_explicit(&s->sequential, memory_order_relaxed));
+		devstats_json(fs, d, &o);
+		json_put(&o, "}");
 	}
 	struct store_stats ss;
 	store_get_stats(fs->st, &ss);
@@ -145,10 +148,12 @@ int stats_json(struct fs *fs, char **json, size_t *len)
 }
 
 /* Every counter the file shows, added up: they only grow, so the sum
- * moves exactly when one of them does. */
+ * moves exactly when one of them does (the error counters, which a reset
+ * takes down, by devstats_moves, which grows at every change). */
 static uint64_t counters_sum(struct fs *fs)
 {
-	uint64_t sum = atomic_load_explicit(&fs->app_bytes, memory_order_relaxed);
+	uint64_t sum = atomic_load_explicit(&fs->app_bytes, memory_order_relaxed) +
+		       devstats_moves(fs);
 	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++) {
 		const struct fs_disk_stats *s = &fs->dstats[d];
 		sum += atomic_load_explicit(&s->bytes, memory_order_relaxed) +
@@ -235,6 +240,11 @@ static void *writer_main(void *arg)
 	pthread_mutex_lock(&fs->stats_lock);
 	while (!fs->stats_stopping) {
 		pthread_mutex_unlock(&fs->stats_lock);
+		/* The disks' error counters that moved, to the store (not while
+		 * remounted read-only: the remount stored them, and unmount or
+		 * the next read-write remount stores what came since). */
+		if (fs_writable(fs))
+			(void)devstats_store(fs, 0); /* a failure is logged, and tried again */
 		refresh(fs, true);
 		pthread_mutex_lock(&fs->stats_lock);
 		/* A timed wait, not a sleep: stats_stop wakes us at once. */

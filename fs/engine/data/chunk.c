@@ -169,10 +169,11 @@ int chunk_mark_flux(struct fs *fs, struct fs_inode *in, struct store_batch *b)
 	return rc;
 }
 
-void chunk_log_error(struct fs *fs, uint32_t section, const char *rel, const char *what,
-		     int err)
+void chunk_log_error(struct fs *fs, uint32_t section, enum devstat kind, const char *rel,
+		     const char *what, int err)
 {
 	uint32_t disk = section_disk_of(fs, section);
+	devstats_count_error(fs, disk, kind, err);
 	const char *path = __atomic_load_n(&fs->ds->paths[disk], __ATOMIC_ACQUIRE);
 	fs_logf(fs, "disk %u: %s%s/%s/%s/%s: %s", disk, what, path ? path : "(missing disk)",
 		LSMFS_DIR, LSMFS_SECTIONS_DIR, rel, strerror(err));
@@ -297,13 +298,13 @@ static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint
 		 * is made durable at once (rare): no fsync of the chunks in it
 		 * covers its own name. */
 		if (mkdirat(dirfd, sdir, 0700) == 0 && fsync(dirfd) != 0)
-			chunk_log_error(fs, section, "", "syncing the new section directory in ",
-					errno);
+			chunk_log_error(fs, section, DEVSTAT_WRITE, "",
+					"syncing the new section directory in ", errno);
 		fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
 	}
 	if (fd < 0) {
 		int e = errno;
-		chunk_log_error(fs, section, rel, "creating ", e);
+		chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "creating ", e);
 		/* No file, so no record: a record without file inside the
 		 * size would read as a hole that fsck reports as lost. */
 		if (store_delete(fs->st, ck, ckl, 0))
@@ -342,11 +343,12 @@ static int open_file(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_
 			}
 			if (e == ENOENT) {
 				/* fsync made bytes durable there: they are lost */
-				chunk_log_error(fs, section, rel, "missing chunk file (its record says it held "
-						"data): ", e);
+				chunk_log_error(fs, section, DEVSTAT_READ, rel, "missing chunk file (its "
+						"record says it held data): ", e);
 				return -EIO;
 			}
-			chunk_log_error(fs, section, rel, "opening ", e);
+			chunk_log_error(fs, section, write ? DEVSTAT_WRITE : DEVSTAT_READ, rel,
+					"opening ", e);
 			return -e;
 		}
 	} else if (access != CHUNK_CREATE) {
@@ -523,7 +525,7 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 			*freed += (uint64_t)st.st_blocks;
 		if (unlinkat(dirfd, rel, 0) != 0 && errno != ENOENT) {
 			rc = -errno;
-			chunk_log_error(fs, section, rel, "removing ", errno);
+			chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "removing ", errno);
 			section_release(fs, mark);
 			break;
 		}

@@ -35,7 +35,7 @@ static int recover_chunk(void *ctx, uint64_t chunk, uint64_t durable)
 	size_t kl = key_chunk(k, r->ino, chunk);
 	if (chunk >= r->keep) {
 		if (unlinkat(chunk_dirfd(fs, section), rel, 0) != 0 && errno != ENOENT) {
-			chunk_log_error(fs, section, rel, "removing ", errno);
+			chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "removing ", errno);
 			return -errno;
 		}
 		chunk_section_changed(fs, section);
@@ -46,14 +46,14 @@ static int recover_chunk(void *ctx, uint64_t chunk, uint64_t durable)
 	if (fstatat(chunk_dirfd(fs, section), rel, &st, 0) == 0)
 		return 0;
 	if (errno != ENOENT) {
-		chunk_log_error(fs, section, rel, "", errno);
+		chunk_log_error(fs, section, DEVSTAT_READ, rel, "", errno);
 		return -errno;
 	}
 	if (durable) {
 		/* fsync had made bytes durable there: real damage, for
 		 * fsck to report by path, never repaired in silence. */
-		chunk_log_error(fs, section, rel, "missing chunk file whose record says it held data "
-				"(run fsck.lsmfs): ", ENOENT);
+		chunk_log_error(fs, section, DEVSTAT_READ, rel, "missing chunk file whose record "
+				"says it held data (run fsck.lsmfs): ", ENOENT);
 		return 0;
 	}
 	r->missing++;

@@ -87,6 +87,7 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 			if (fds[i] == -ENOENT) /* dropped since it was written */
 				continue;
 			if (fds[i] < 0) {
+				devstats_count_error(fs, chunk_disk(fs, ino, chunk), DEVSTAT_WRITE, fds[i]);
 				fs_logf(fs, "inode %" PRIu64 ": opening chunk %" PRIu64 " for fsync: %s",
 					ino, chunk, strerror(-fds[i]));
 				if (!rc)
@@ -98,6 +99,7 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 			struct stat st;
 			if (!rc && fdatasync(fds[i]) != 0) {
 				rc = -errno;
+				devstats_count_error(fs, chunk_disk(fs, ino, chunk), DEVSTAT_WRITE, rc);
 				fs_logf(fs, "inode %" PRIu64 ": fsync of chunk %" PRIu64 ": %s", ino,
 					chunk, strerror(errno));
 			} else if (!rc && fstat(fds[i], &st) == 0) {
@@ -138,6 +140,8 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 			continue; /* moved away, its new directory synced by the move */
 		if (fd < 0 || fsync(fd) != 0)
 			rc = -errno;
+		if (rc)
+			devstats_count_error(fs, disk, DEVSTAT_WRITE, rc);
 		if (fd >= 0)
 			close(fd);
 	}
@@ -365,6 +369,7 @@ static int sync_sections(struct fs *fs)
 			continue;
 		if (fd < 0 || fsync(fd) != 0) {
 			int e = errno;
+			devstats_count_error(fs, disk, DEVSTAT_WRITE, e);
 			fs_logf(fs, "disk %u: fsync of %s%s/%s/%s: %s", disk, fs->ds->paths[disk],
 				LSMFS_DIR, LSMFS_SECTIONS_DIR, sdir, strerror(e));
 			rc = -e;

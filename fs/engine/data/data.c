@@ -672,6 +672,8 @@ static int write_piece(struct write_op *w, const struct chunk_iter *it, bool *ma
 	uint32_t *sums = nb <= SUMS_STACK ? stack : malloc(nb * sizeof(*sums));
 	iogate_out(fs, in, c);
 	rc = put_piece(w, it, c, dfd, &blocks);
+	if (rc)
+		devstats_count_error(fs, disk, DEVSTAT_WRITE, rc);
 	section_release(fs, mark); /* the innermost lock (gate.c) */
 	if (sums)
 		sums_compute(in->ino, c, rc || !w->buf ? NULL : w->buf + (it->pos - w->off),

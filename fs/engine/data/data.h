@@ -22,9 +22,6 @@ int fs_release(struct fs *fs, uint64_t ino);
 
 int fs_read(struct fs *fs, uint64_t ino, char *buf, size_t size, off_t off,
 	    size_t *got);
-/* read.c: up to n bytes at off of fd into buf: *got, fewer only at the
- * end of the file.  0 or -errno. */
-int data_pread_full(int fd, char *buf, size_t n, off_t off, size_t *got);
 
 /* kill: the kernel asks to clear setuid/setgid with this write, for
  * this caller (NULL: it does not). */
@@ -128,10 +125,12 @@ void chunk_account_blocks(struct fs_inode *in, struct chunk_fd *c, uint64_t st_b
 int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk);
 /* Shared by chunk.c, chunk_sync.c and chunk_recover.c: append v to the
  * growing array *a (-ENOMEM); the cached slot of chunk learns its durable
- * length; a failed use of a chunk file logged with its disk and path. */
+ * length; a failed use of a chunk file logged with its disk and path, and
+ * counted against the disk as kind (devstats.c). */
 int chunk_list_append(uint64_t **a, size_t *n, size_t *cap, uint64_t v);
 void chunk_set_durable(struct fs_inode *in, uint64_t chunk, uint64_t len);
-void chunk_log_error(struct fs *fs, uint32_t section, const char *rel, const char *what, int err);
+void chunk_log_error(struct fs *fs, uint32_t section, enum devstat kind, const char *rel,
+		     const char *what, int err);
 /* Put the inode's `G` mark into b, or at once (b NULL), unless there. */
 int chunk_mark_flux(struct fs *fs, struct fs_inode *in, struct store_batch *b);
 /* Remove the chunks [from, to) that exist (to UINT64_MAX: all); with

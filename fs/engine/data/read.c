@@ -19,26 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int data_pread_full(int fd, char *buf, size_t n, off_t off, size_t *got)
-{
-	size_t r = 0;
-	int rc = 0;
-	while (r < n) {
-		ssize_t k = pread(fd, buf + r, n - r, off + (off_t)r);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			rc = -errno;
-			break;
-		}
-		if (k == 0)
-			break;
-		r += (size_t)k;
-	}
-	*got = r;
-	return rc;
-}
-
 /* [off, off + size) of an inline file, inside its size, into buf. */
 static int read_inline(struct fs *fs, uint64_t ino, char *buf, size_t size, uint64_t off)
 {
@@ -64,6 +44,7 @@ static int chunk_came_short(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_
 	uint32_t section = chunk_section(ino, chunk, fs->info.sections);
 	char rel[96];
 	section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+	devstats_count_error(fs, section_disk_of(fs, section), DEVSTAT_READ, EIO);
 	fs_logf(fs, "inode %llu: chunk file %s/%s/%s/%s holds %llu bytes, its record "
 		"says %llu: data lost (run fsck.lsmfs)", (unsigned long long)ino,
 		fs->ds->paths[section_disk_of(fs, section)], LSMFS_DIR,
@@ -93,7 +74,7 @@ static int read_verified(struct fs *fs, uint64_t ino, const struct chunk_fd *c, 
 			return -ENOMEM;
 	}
 	size_t all = 0;
-	int rc = data_pread_full(c->fd, buf, (size_t)(hi - lo), (off_t)lo, &all);
+	int rc = lsmfs_pread_full(c->fd, buf, (size_t)(hi - lo), (off_t)lo, &all);
 	/* A file shorter than its durable length is said as such by the
 	 * caller (chunk_came_short), before any block is checked. */
 	bool cut = lo + all < hi && lo + all < c->durable;
@@ -129,15 +110,17 @@ static int read_piece(struct fs *fs, struct fs_inode *in, char *to, const struct
 		rc = read_verified(fs, in->ino, c, to, it, &got);
 		section_release(fs, mark); /* the innermost lock (gate.c) */
 		iogate_back(fs, in, c);
-		if (rc == -EIO && got == SIZE_MAX)
-			got = 0; /* a checksum mismatch: said by sums.c */
-		else if (rc)
+		if (rc == -EIO && got == SIZE_MAX) {
+			got = 0; /* a checksum mismatch: said and counted by sums.c */
+		} else if (rc) {
+			devstats_count_error(fs, chunk_disk(fs, in->ino, it->chunk), DEVSTAT_READ, rc);
 			fs_logf(fs, "inode %llu: reading chunk %llu: %s", (unsigned long long)in->ino,
 				(unsigned long long)it->chunk, strerror(-rc));
-		else if (got < it->n && it->within + got < c->durable)
+		} else if (got < it->n && it->within + got < c->durable) {
 			/* fsync had made these bytes durable: the chunk
 			 * file lost them (truncated behind our back). */
 			rc = chunk_came_short(fs, in->ino, it->chunk, it->within + got, c->durable);
+		}
 	} else if (rc == -ENOENT) {
 		rc = 0; /* a hole */
 	}

@@ -335,10 +335,12 @@ static bool said_before(uint64_t ino, uint64_t chunk, uint32_t block)
 static void verify_failed(struct fs *fs, uint64_t ino, const struct chunk_fd *c, uint32_t block,
 			  unsigned shift)
 {
-	if (said_before(ino, c->chunk, block))
-		return;
 	uint32_t section = chunk_section(ino, c->chunk, fs->info.sections);
 	uint32_t disk = section_disk_of(fs, section);
+	if (said_before(ino, c->chunk, block))
+		return;
+	/* Counted once per block, as it is said (btrfs counts per read). */
+	devstats_count(fs, disk, DEVSTAT_CHECKSUM);
 	char rel[96];
 	section_chunk_name(ino, c->chunk, section, rel, sizeof(rel));
 	uint64_t within = (uint64_t)block << shift;
@@ -429,7 +431,7 @@ int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in,
 			break;
 		}
 		size_t want = (size_t)(j - i) << shift, got = 0;
-		rc = data_pread_full(fd, buf, want, (off_t)((uint64_t)i << shift), &got);
+		rc = lsmfs_pread_full(fd, buf, want, (off_t)((uint64_t)i << shift), &got);
 		for (uint32_t b = i; !rc && b < j; b++) {
 			size_t at = (size_t)(b - i) << shift;
 			size_t have = got > at ? got - at : 0;
