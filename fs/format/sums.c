@@ -13,6 +13,12 @@
 #include <string.h>
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
+#ifdef LSMFS_XXH_DISPATCH
+#include <xxh_x86dispatch.h>
+#define block_hash XXH3_64bits_withSeed_dispatch /* AVX2 where there is */
+#else
+#define block_hash XXH3_64bits_withSeed
+#endif
 
 #include "coding.h"
 
@@ -43,7 +49,7 @@ uint32_t sums_block(const void *p, size_t len, size_t bsize, uint64_t ino, uint6
 {
 	uint64_t seed = seed_of(ino, chunk);
 	if (len >= bsize)
-		return fold(XXH3_64bits_withSeed(p, bsize, seed));
+		return fold(block_hash(p, bsize, seed));
 	/* libxxhash 0.8.1 (Debian 12) reads the seed the state last had to
 	 * decide whether to make its secret again: a state on the stack must
 	 * start with seed 0 (XXH3_INITSTATE), or it keeps another's secret. */
