@@ -107,6 +107,8 @@ struct inode_data {
 	size_t ndirty, capdirty;
 	uint64_t *new_sections; /* sections whose dirs got a new chunk file */
 	size_t nnew, capnew;
+	uint64_t *marked;       /* chunks an fsync left marked in write (data/sums.c) */
+	size_t nmarked, capmarked;
 };
 
 /* Writes in flight, by inode and offset, so that writes to one file reach

@@ -330,7 +330,7 @@ int fs_persist_all(struct fs *fs)
 	for (size_t i = 0; i < fs->itab_size; i++)
 		for (struct fs_inode *in = fs->itab[i]; in; in = in->hnext)
 			if (in->dirty || in->in_flux ||
-			    (in->data && (in->data->ndirty || in->data->nnew))) {
+			    (in->data && (in->data->ndirty || in->data->nnew || in->data->nmarked))) {
 				in->refs++;
 				dirty[n++] = in;
 			}

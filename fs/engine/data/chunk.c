@@ -123,6 +123,10 @@ void data_close_fds(struct fs *fs, struct fs_inode *in)
 	if (!in->data)
 		return;
 	iogate_drain(fs, in); /* none under way when nothing holds in */
+	int rc = sums_unmark(fs, in);
+	if (rc)
+		fs_logf(fs, "inode %" PRIu64 ": clearing the in-write marks its last fsync left: %s "
+			"(its chunks' checksums are recomputed after a crash)", in->ino, strerror(-rc));
 	for (int i = 0; i < CHUNK_FDS; i++)
 		slot_retire(fs, in->ino, &in->data->fds[i]);
 }
@@ -134,6 +138,7 @@ void data_free(struct fs *fs, struct fs_inode *in)
 	data_close_fds(fs, in);
 	free(in->data->dirty);
 	free(in->data->new_sections);
+	free(in->data->marked);
 	free(in->data);
 	in->data = NULL;
 }

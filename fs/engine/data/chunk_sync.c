@@ -46,8 +46,9 @@ static void sync_all_disks(struct fs *fs)
  */
 static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 			     const uint64_t *dirty, size_t ndirty, const uint64_t *new_sections,
-			     size_t nnew, unsigned wflags)
+			     size_t nnew, unsigned wflags, bool keep_mark)
 {
+	keep_mark = keep_mark && in && in->data;
 	int rc = 0;
 	struct store_batch *lens = store_batch_new();
 	uint8_t *val = malloc(CHUNK_VALUE_MAX(fs->info.chunk_size));
@@ -109,7 +110,8 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 				 * blocks' sums (sums.c). */
 				uint8_t k[KEY_MAX];
 				size_t vl;
-				rc = sums_final(fs, ino, chunk, in, fds[i], (uint64_t)st.st_size, val, &vl);
+				rc = sums_final(fs, ino, chunk, in, fds[i], (uint64_t)st.st_size,
+						keep_mark, val, &vl);
 				if (rc)
 					fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": reading it back "
 						"for its checksums: %s", ino, chunk, strerror(-rc));
@@ -148,9 +150,14 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 	/* The lengths reach the store before the caller syncs its log. */
 	if (!rc && store_batch_count(lens))
 		rc = store_write(fs->st, lens, wflags);
-	/* The slots' sums are the records' now, without the mark. */
-	for (size_t i = 0; !rc && in && i < ndirty; i++)
-		sums_recorded(in, dirty[i]);
+	/* The slots' sums are the records' now, with the mark or without. */
+	for (size_t i = 0; !rc && in && i < ndirty; i++) {
+		sums_recorded(in, dirty[i], keep_mark);
+		struct inode_data *d = in->data;
+		if (keep_mark && (rc = chunk_list_append(&d->marked, &d->nmarked, &d->capmarked,
+							 dirty[i])))
+			break; /* ENOMEM: the fsync fails, the mark stays (safe) */
+	}
 	store_batch_free(lens);
 	free(val);
 	return rc;
@@ -238,7 +245,8 @@ bool chunk_remember_unsynced(struct fs *fs, struct fs_inode *in)
 	 * the caller holds. */
 	fs_logf(fs, "inode %" PRIu64 ": out of memory keeping the chunks written since its last "
 		"fsync: syncing them now", in->ino);
-	if (sync_inode_chunks(fs, in->ino, in, d->dirty, d->ndirty, d->new_sections, d->nnew, 0))
+	if (sync_inode_chunks(fs, in->ino, in, d->dirty, d->ndirty, d->new_sections, d->nnew, 0,
+			      false))
 		fs_logf(fs, "inode %" PRIu64 ": syncing its chunks failed; their lengths stay "
 			"unrecorded", in->ino);
 	d->ndirty = d->nnew = 0;
@@ -309,7 +317,7 @@ int chunk_record_unsynced(struct fs *fs, unsigned wflags)
 			/* Back in memory since, maybe: its slots' sums are
 			 * the ones that count. */
 			int r = sync_inode_chunks(fs, u.ino, inode_peek(fs, u.ino), u.dirty, u.ndirty,
-						  u.new_sections, u.nnew, wflags);
+						  u.new_sections, u.nnew, wflags, false);
 			unsynced_free(&u);
 			if (r && !rc)
 				rc = r;
@@ -320,12 +328,26 @@ int chunk_record_unsynced(struct fs *fs, unsigned wflags)
 	return rc;
 }
 
+static int sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags, bool keep_mark);
+
 int chunk_sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags)
+{
+	int rc = sync_dirty(fs, in, wflags, false);
+	return rc ? rc : sums_unmark(fs, in);
+}
+
+int chunk_fsync(struct fs *fs, struct fs_inode *in)
+{
+	return sync_dirty(fs, in, 0, true);
+}
+
+static int sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags, bool keep_mark)
 {
 	/* What it wrote before it was last dropped from memory first. */
 	struct unsynced_inode u;
 	if (__atomic_load_n(&fs->nunsynced, __ATOMIC_RELAXED) && take_unsynced(fs, in->ino, &u)) {
-		int rc = sync_inode_chunks(fs, in->ino, in, u.dirty, u.ndirty, u.new_sections, u.nnew, wflags);
+		int rc = sync_inode_chunks(fs, in->ino, in, u.dirty, u.ndirty, u.new_sections, u.nnew,
+					   wflags, keep_mark);
 		if (rc) {
 			/* Kept for the next fsync or the unmount. */
 			bool full;
@@ -338,7 +360,8 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags)
 	struct inode_data *d = in->data;
 	if (!d)
 		return 0;
-	int rc = sync_inode_chunks(fs, in->ino, in, d->dirty, d->ndirty, d->new_sections, d->nnew, wflags);
+	int rc = sync_inode_chunks(fs, in->ino, in, d->dirty, d->ndirty, d->new_sections, d->nnew,
+				   wflags, keep_mark);
 	if (!rc) {
 		d->ndirty = 0;
 		d->nnew = 0;

@@ -792,7 +792,7 @@ int fs_fsync(struct fs *fs, uint64_t ino, bool datasync)
 	/* A write under way may be making a chunk longer: the length fsync
 	 * records as durable must be one fdatasync covered. */
 	iogate_drain(fs, in);
-	rc = chunk_sync_dirty(fs, in, 0);
+	rc = chunk_fsync(fs, in);
 	if (!rc) {
 		(void)datasync; /* the record carries the size: always written */
 		rc = inode_persist(fs, in, true);

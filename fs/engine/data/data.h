@@ -164,6 +164,8 @@ int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t
  * directories of new chunk files.  Under in's lock, with no I/O under way
  * (iogate_drain). */
 int chunk_sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags);
+/* chunk_sync_dirty for fsync: the chunks keep their in-write marks (sums.c). */
+int chunk_fsync(struct fs *fs, struct fs_inode *in);
 /* in is dropped from memory with chunks written since their lengths were
  * last recorded: keep them (taken from in->data).  Under in's lock.
  * Returns true when the kept set is past its bound: the caller then calls
@@ -211,8 +213,15 @@ uint64_t sums_block_size(const struct chunk_fd *c);
 int sums_verify(struct fs *fs, uint64_t ino, const struct chunk_fd *c, const char *buf,
 		uint64_t off, uint64_t n, uint64_t got);
 int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in, int fd,
-	       uint64_t size, uint8_t *out, size_t *outlen);
-void sums_recorded(struct fs_inode *in, uint64_t chunk);
+	       uint64_t size, bool keep_mark, uint8_t *out, size_t *outlen);
+void sums_recorded(struct fs_inode *in, uint64_t chunk, bool keep_mark);
+/* An fsync keeps the in-write mark of the chunks it records (keep_mark),
+ * so that the next write of a file written and synced in turn (a
+ * database) needs no synced store write first; in->data->marked lists
+ * them.  sums_unmark records them without the mark (no sync: their files
+ * were synced and have not changed), but those written since: at the
+ * file's last close, when it leaves memory, at unmount. */
+int sums_unmark(struct fs *fs, struct fs_inode *in);
 
 /* At mount: repair the chunks of every inode a crash left marked. */
 int chunk_recover(struct fs *fs);

@@ -384,7 +384,7 @@ uint64_t sums_block_size(const struct chunk_fd *c)
 #define READBACK (1u << 20)
 
 int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in, int fd,
-	       uint64_t size, uint8_t *out, size_t *outlen)
+	       uint64_t size, bool keep_mark, uint8_t *out, size_t *outlen)
 {
 	unsigned shift = sums_block_shift(fs->info.chunk_size);
 	uint64_t bs = (uint64_t)1 << shift;
@@ -441,18 +441,65 @@ int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in,
 	}
 	free(buf);
 	if (!rc)
-		*outlen = chunk_value_put(size, CHUNK_SUMS, fs->mount_gen, shift, sum, nb, out);
+		*outlen = chunk_value_put(size, CHUNK_SUMS | (keep_mark ? CHUNK_INWRITE : 0),
+					  fs->mount_gen, shift, sum, nb, out);
 	free(sum);
 	return rc;
 }
 
-void sums_recorded(struct fs_inode *in, uint64_t chunk)
+void sums_recorded(struct fs_inode *in, uint64_t chunk, bool keep_mark)
 {
 	for (int i = 0; in && in->data && i < CHUNK_FDS; i++) {
 		struct chunk_fd *c = &in->data->fds[i];
 		if (c->fd >= 0 && c->chunk == chunk && c->sums) {
-			c->sums->inwrite = false;
+			c->sums->inwrite = c->sums->record_sums = keep_mark;
 			c->sums->dirty = false;
 		}
 	}
+}
+
+/* Is chunk on the list? */
+static bool listed(const uint64_t *a, size_t n, uint64_t chunk)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i] == chunk)
+			return true;
+	return false;
+}
+
+int sums_unmark(struct fs *fs, struct fs_inode *in)
+{
+	struct inode_data *d = in->data;
+	if (!d || !d->nmarked)
+		return 0;
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	int rc = 0;
+	for (size_t i = 0; i < d->nmarked && !rc; i++) {
+		uint64_t chunk = d->marked[i];
+		if (listed(d->dirty, d->ndirty, chunk))
+			continue; /* written since: its next sync records it */
+		void *val;
+		struct chunk_value cv;
+		rc = record_fetch(fs, in->ino, chunk, &val, &cv);
+		if (rc > 0 && (cv.flags & CHUNK_SUMS) && (cv.flags & CHUNK_INWRITE) &&
+		    cv.gen == fs->mount_gen) {
+			/* The same sums, the file unchanged since its sync:
+			 * without the mark. */
+			size_t vl = CHUNK_SUMS_HDR + 4 * (size_t)cv.nsums;
+			((uint8_t *)val)[8] &= (uint8_t)~CHUNK_INWRITE;
+			uint8_t k[KEY_MAX];
+			rc = store_batch_put(b, k, key_chunk(k, in->ino, chunk), val, vl);
+			sums_recorded(in, chunk, false);
+		}
+		free(val);
+		rc = rc < 0 ? rc : 0;
+	}
+	if (!rc && store_batch_count(b))
+		rc = store_write(fs->st, b, 0);
+	store_batch_free(b);
+	if (!rc)
+		d->nmarked = 0;
+	return rc;
 }
