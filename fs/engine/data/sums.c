@@ -383,6 +383,15 @@ uint64_t sums_block_size(const struct chunk_fd *c)
 
 #define READBACK (1u << 20)
 
+/* The sums of chunk's slot in in's cache, or NULL. */
+static struct chunk_sums *slot_sums(struct fs_inode *in, uint64_t chunk)
+{
+	for (int i = 0; in && in->data && i < CHUNK_FDS; i++)
+		if (in->data->fds[i].fd >= 0 && in->data->fds[i].chunk == chunk)
+			return in->data->fds[i].sums;
+	return NULL;
+}
+
 int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in, int fd,
 	       uint64_t size, bool keep_mark, uint8_t *out, size_t *outlen)
 {
@@ -395,10 +404,7 @@ int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in,
 	uint32_t *sum = calloc(n ? n : 1, sizeof(*sum));
 	if (!sum)
 		return -ENOMEM;
-	const struct chunk_sums *s = NULL;
-	for (int i = 0; in && in->data && i < CHUNK_FDS && !s; i++)
-		if (in->data->fds[i].fd >= 0 && in->data->fds[i].chunk == chunk)
-			s = in->data->fds[i].sums;
+	struct chunk_sums *s = slot_sums(in, chunk);
 	if (s) {
 		memcpy(sum, s->sum, n * sizeof(*sum));
 	} else {
@@ -440,22 +446,31 @@ int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in,
 		i = j - 1;
 	}
 	free(buf);
-	if (!rc)
+	if (!rc && keep_mark && s) {
+		/* An fsync of a chunk still open: the mark stays, and the
+		 * sums stay in the slot (written when it is let go, or when
+		 * the mark goes): a few bytes per fsync, not the chunk's
+		 * every sum. */
+		memcpy(s->sum, sum, nb * sizeof(*sum));
+		*outlen = chunk_value_put(size, CHUNK_INWRITE, fs->mount_gen, 0, NULL, 0, out);
+	} else if (!rc) {
 		*outlen = chunk_value_put(size, CHUNK_SUMS | (keep_mark ? CHUNK_INWRITE : 0),
 					  fs->mount_gen, shift, sum, nb, out);
+	}
 	free(sum);
 	return rc;
 }
 
 void sums_recorded(struct fs_inode *in, uint64_t chunk, bool keep_mark)
 {
-	for (int i = 0; in && in->data && i < CHUNK_FDS; i++) {
-		struct chunk_fd *c = &in->data->fds[i];
-		if (c->fd >= 0 && c->chunk == chunk && c->sums) {
-			c->sums->inwrite = c->sums->record_sums = keep_mark;
-			c->sums->dirty = false;
-		}
-	}
+	struct chunk_sums *s = slot_sums(in, chunk);
+	if (!s)
+		return;
+	/* Kept: the record has the mark and no sums (sums_final), the slot
+	 * the sums, to be written when it goes. */
+	s->inwrite = keep_mark;
+	s->record_sums = false;
+	s->dirty = keep_mark;
 }
 
 /* Is chunk on the list? */
@@ -483,15 +498,32 @@ int sums_unmark(struct fs *fs, struct fs_inode *in)
 		void *val;
 		struct chunk_value cv;
 		rc = record_fetch(fs, in->ino, chunk, &val, &cv);
-		if (rc > 0 && (cv.flags & CHUNK_SUMS) && (cv.flags & CHUNK_INWRITE) &&
-		    cv.gen == fs->mount_gen) {
-			/* The same sums, the file unchanged since its sync:
-			 * without the mark. */
+		struct chunk_sums *s = slot_sums(in, chunk);
+		uint8_t k[KEY_MAX];
+		size_t kl = key_chunk(k, in->ino, chunk);
+		if (rc > 0 && s && (cv.flags & CHUNK_INWRITE) && cv.gen == fs->mount_gen &&
+		    !(cv.flags & CHUNK_LOST)) {
+			/* The file unchanged since its sync: the slot's sums
+			 * are its blocks', up to the synced length. */
+			uint64_t bs = (uint64_t)1 << s->shift;
+			uint32_t nb = (uint32_t)((cv.durable + bs - 1) >> s->shift);
+			uint8_t *v = malloc(CHUNK_VALUE_MAX(fs->info.chunk_size));
+			if (!v)
+				rc = -ENOMEM;
+			else
+				rc = store_batch_put(b, k, kl, v,
+						     chunk_value_put(cv.durable, CHUNK_SUMS, fs->mount_gen,
+								     s->shift, s->sum, nb < s->n ? nb : s->n, v));
+			free(v);
+			if (!rc)
+				sums_recorded(in, chunk, false);
+		} else if (rc > 0 && (cv.flags & CHUNK_SUMS) && (cv.flags & CHUNK_INWRITE) &&
+			   cv.gen == fs->mount_gen) {
+			/* Let go of since: its slot wrote the sums into the
+			 * record; they stay, without the mark. */
 			size_t vl = CHUNK_SUMS_HDR + 4 * (size_t)cv.nsums;
 			((uint8_t *)val)[8] &= (uint8_t)~CHUNK_INWRITE;
-			uint8_t k[KEY_MAX];
-			rc = store_batch_put(b, k, key_chunk(k, in->ino, chunk), val, vl);
-			sums_recorded(in, chunk, false);
+			rc = store_batch_put(b, k, kl, val, vl);
 		}
 		free(val);
 		rc = rc < 0 ? rc : 0;
