@@ -43,6 +43,9 @@ void session_close(struct session *s);
  * last.  0, or the request's negative errno with its message in err. */
 int session_ask(struct session *s, const char *req, void (*line)(void *ctx, const char *text),
 		void *ctx, char *err, size_t errlen);
+/* A line callback for session_ask: the first line of the answer, strdup'd
+ * into *(char **)ctx (which starts NULL; the caller frees it). */
+void session_first_line(void *ctx, const char *text);
 
 
 

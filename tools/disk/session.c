@@ -304,3 +304,10 @@ int session_ask(struct session *s, const char *req, void (*line)(void *ctx, cons
 	(void)fs_control(s->fs, req, take_line, &a);
 	return verdict(&a, err, errlen);
 }
+
+void session_first_line(void *ctx, const char *text)
+{
+	char **first = ctx;
+	if (!*first)
+		*first = strdup(text);
+}

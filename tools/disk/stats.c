@@ -16,17 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct grab {
-	char *json;
-};
-
-static void grab_line(void *ctx, const char *text)
-{
-	struct grab *g = ctx;
-	if (!g->json)
-		g->json = strdup(text);
-}
-
 /* s on stdout, control bytes as \xNN (a path keeps to its line). */
 static void put_path(const char *s, size_t n)
 {
@@ -92,18 +81,18 @@ static void print_rows(const struct row *rows, size_t n)
 
 int cmd_stats(struct session *s, bool reset, bool check, bool json)
 {
-	struct grab g = {0};
+	char *answer = NULL;
 	char err[1200];
-	int rc = session_ask(s, reset ? "devstats reset" : "devstats", grab_line, &g, err,
+	int rc = session_ask(s, reset ? "devstats reset" : "devstats", session_first_line, &answer, err,
 			     sizeof(err));
 	/* Shown even when the reset could not be stored: the counters are
 	 * zero in the daemon's memory now, and these are the only record. */
 	struct row rows[LSMFS_MAX_DISKS];
 	size_t n = 0;
-	bool bad = g.json && parse(g.json, rows, &n) != 0, nonzero = false;
-	if (g.json && !bad) {
+	bool bad = answer && parse(answer, rows, &n) != 0, nonzero = false;
+	if (answer && !bad) {
 		if (json)
-			printf("%s\n", g.json);
+			printf("%s\n", answer);
 		else
 			print_rows(rows, n);
 		for (size_t d = 0; d < n; d++)
@@ -112,12 +101,12 @@ int cmd_stats(struct session *s, bool reset, bool check, bool json)
 	}
 	for (size_t d = 0; d < n; d++)
 		free(rows[d].path);
-	free(g.json);
+	free(answer);
 	if (rc) {
 		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
 		return EXIT_FAILED;
 	}
-	if (!g.json || bad) {
+	if (!answer || bad) {
 		fprintf(stderr, PROG ": %s: the error counters are not what this " PROG
 			" understands\n", s->where);
 		return EXIT_FAILED;

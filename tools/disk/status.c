@@ -11,17 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct grab {
-	char *json;
-};
-
-static void grab_line(void *ctx, const char *text)
-{
-	struct grab *g = ctx;
-	if (!g->json)
-		g->json = strdup(text);
-}
-
 static int u64_of(const struct jv *obj, const char *key, uint64_t *out)
 {
 	return jv_u64(jv_get(obj, key), out);
@@ -105,20 +94,20 @@ int status_disk(const struct status *st, uint32_t d)
 int status_read(struct session *s, struct status *st, char *err, size_t errlen)
 {
 	memset(st, 0, sizeof(*st));
-	struct grab g = {0};
-	int rc = session_ask(s, "status", grab_line, &g, err, errlen);
+	char *json = NULL;
+	int rc = session_ask(s, "status", session_first_line, &json, err, errlen);
 	if (rc) {
-		free(g.json);
+		free(json);
 		return rc;
 	}
-	if (!g.json) {
+	if (!json) {
 		snprintf(err, errlen, "the status came without its text");
 		return -EIO;
 	}
-	st->json = g.json;
+	st->json = json;
 	struct jv *j;
 	char perr[256];
-	if ((rc = jv_parse(g.json, strlen(g.json), &j, perr, sizeof(perr)))) {
+	if ((rc = jv_parse(json, strlen(json), &j, perr, sizeof(perr)))) {
 		snprintf(err, errlen, "the status does not parse: %s", perr);
 		return -EIO;
 	}

@@ -206,23 +206,14 @@ int chunk_record_fetch(struct fs *fs, uint64_t ino, uint64_t chunk, void **val, 
 
 int chunk_record_get(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t *durable, bool *lost)
 {
-	uint8_t k[KEY_MAX];
-	size_t kl = key_chunk(k, ino, chunk);
 	void *v;
 	size_t vl;
-	int rc = store_get(fs->st, NULL, k, kl, &v, &vl);
-	if (rc == -ENOENT)
-		return 0;
-	if (rc)
-		return rc;
-	*durable = 0;
-	if (chunk_value_decode(v, vl, durable))
-		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": damaged record (%zu bytes); "
-			"its length is not checked", ino, chunk, vl);
-	if (lost)
-		*lost = chunk_value_lost(v, vl);
+	bool l = false;
+	int rc = chunk_record_fetch(fs, ino, chunk, &v, &vl, durable, &l);
 	free(v);
-	return 1;
+	if (rc == 1 && lost)
+		*lost = l;
+	return rc;
 }
 
 int chunk_lost_cut(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t len)
