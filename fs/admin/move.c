@@ -314,13 +314,16 @@ static int switch_map(struct mover *mv, bool *tried)
 	struct store_batch *b = store_batch_new();
 	if (!b)
 		return -ENOMEM;
-	uint8_t k[KEY_MAX], v[SECTION_VAL_LEN > CHUNK_VAL_LEN ? SECTION_VAL_LEN : CHUNK_VAL_LEN];
+	uint8_t k[KEY_MAX], v[CHUNK_PLACED_HDR];
 	section_value_encode(mv->m.to, v);
 	int rc = store_batch_put(b, k, key_section(k, mv->m.section), v, SECTION_VAL_LEN);
 	for (size_t i = 0; i < mv->nlost && !rc;) {
 		struct move_lost *l = &mv->lost[i];
 		uint64_t durable = 0;
-		int r = chunk_record_get(fs, l->ino, l->chunk, &durable, NULL);
+		bool lost;
+		void *old;
+		size_t oldlen;
+		int r = chunk_record_fetch(fs, l->ino, l->chunk, &old, &oldlen, &durable, &lost);
 		if (r <= 0) {
 			if ((rc = r))
 				break;
@@ -329,8 +332,9 @@ static int switch_map(struct mover *mv, bool *tried)
 		}
 		if (durable > l->bytes)
 			l->bytes = durable;
-		chunk_value_encode(l->bytes, v);
-		rc = store_batch_put(b, k, key_chunk(k, l->ino, l->chunk), v, CHUNK_VAL_LEN);
+		size_t vl = chunk_value_relength(old, oldlen, l->bytes, v);
+		free(old);
+		rc = store_batch_put(b, k, key_chunk(k, l->ino, l->chunk), v, vl);
 		i++;
 	}
 	if (!rc) {

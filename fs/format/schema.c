@@ -169,11 +169,6 @@ size_t key_orphan(uint8_t *out, uint64_t ino)
 	return key_ino(out, KEY_ORPHAN, ino);
 }
 
-void chunk_value_encode(uint64_t durable, uint8_t out[CHUNK_VAL_LEN])
-{
-	put_le64(out, durable);
-}
-
 size_t disk_rec_encode(const uint8_t uuid[16], const char *path, uint8_t out[DISK_REC_MAX])
 {
 	size_t plen = strlen(path);

@@ -121,50 +121,66 @@ void dirent_val_encode(uint64_t ino, uint8_t type, uint8_t out[DIRENT_VAL_LEN]);
 int dirent_val_decode(const uint8_t *p, size_t len, uint64_t *ino,
 		      uint8_t *type);
 
-/* Chunk record value (SCHEMA.md, "Chunk lengths" and "Chunk checksums"):
- * empty (length not known) or le64, the bytes of the chunk file made
- * durable; or CHUNK_LOST_LEN bytes, le64 length then u8 flags CHUNK_LOST:
- * bytes lost with their disk (`lsmfs-disk remove --lost`, SCHEMA.md "A
- * disk lost"); or le64 length, u8 flags (CHUNK_SUMS, CHUNK_INWRITE), le32
- * the mount that wrote it, u8 block shift (0 without sums), then with
- * CHUNK_SUMS one le32 sum per block. */
+/* Chunk record value (SCHEMA.md, "Chunk lengths", "Chunk checksums" and
+ * "Placement"): empty (length not known) or le64, the bytes of the chunk
+ * file made durable; or CHUNK_LOST_LEN bytes, le64 length then u8 flags
+ * CHUNK_LOST: bytes lost with their disk (`lsmfs-disk remove --lost`,
+ * SCHEMA.md "A disk lost"); or le64 length, u8 flags (CHUNK_SUMS,
+ * CHUNK_INWRITE, CHUNK_PLACED), le32 the mount that wrote it, u8 block
+ * shift (0 without sums), with CHUNK_PLACED le32 the section that holds
+ * the file, then with CHUNK_SUMS one le32 sum per block.  A value without
+ * CHUNK_PLACED has its file in chunk_section's section. */
 #define CHUNK_VAL_LEN 8
 #define CHUNK_LOST_LEN 9
 #define CHUNK_LOST 1u
 #define CHUNK_SUMS 2u     /* the value carries the blocks' sums */
 #define CHUNK_INWRITE 4u  /* the file may have changed since those sums (a crash: recomputed) */
+#define CHUNK_PLACED 8u   /* the value names the chunk's section */
 #define CHUNK_SUMS_HDR 14
+#define CHUNK_PLACED_HDR 18
+#define CHUNK_HASHED UINT32_MAX /* a section not named: chunk_section's */
 /* sums.c: blocks of 2^shift bytes, 4 KiB up to 64 KiB, at most
  * SUMS_MAX_BLOCKS per chunk where the chunk size allows. */
 #define SUMS_MIN_SHIFT 12
 #define SUMS_MAX_SHIFT 16
 #define SUMS_MAX_BLOCKS 1024
 #define CHUNK_VALUE_MAX(chunk_size) \
-	(CHUNK_SUMS_HDR + 4 * (size_t)((chunk_size) >> sums_block_shift(chunk_size)))
+	(CHUNK_PLACED_HDR + 4 * (size_t)((chunk_size) >> sums_block_shift(chunk_size)))
 unsigned sums_block_shift(uint64_t chunk_size);
 /* The sum of one block of bsize bytes of chunk (ino, chunk): p holds the
  * first len of them, the rest are zeros.  Never 0. */
 uint32_t sums_block(const void *p, size_t len, size_t bsize, uint64_t ino, uint64_t chunk);
 struct chunk_value {
 	uint64_t durable;
-	uint8_t flags;          /* CHUNK_LOST, CHUNK_SUMS, CHUNK_INWRITE */
+	uint8_t flags;          /* CHUNK_LOST, CHUNK_SUMS, CHUNK_INWRITE, CHUNK_PLACED */
 	uint32_t gen;           /* with SUMS or INWRITE: the mount that wrote it */
 	uint8_t shift;          /* with SUMS: the block shift */
+	uint32_t section;       /* with PLACED: the chunk's section; else CHUNK_HASHED */
 	uint32_t nsums;
 	const uint8_t *sums;    /* into the value: le32 x nsums (0: not known) */
 };
 /* 0 and *cv (pointing into p), or -EUCLEAN. */
 int chunk_value_parse(const uint8_t *p, size_t len, struct chunk_value *cv);
 uint32_t chunk_value_sum(const struct chunk_value *cv, uint32_t i);
-/* Into out (CHUNK_VALUE_MAX bytes); its length. */
-size_t chunk_value_put(uint64_t durable, uint8_t flags, uint32_t gen, unsigned shift,
-		       const uint32_t *sums, uint32_t nsums, uint8_t *out);
-void chunk_value_encode(uint64_t durable, uint8_t out[CHUNK_VAL_LEN]);
+/* Into out (CHUNK_VALUE_MAX bytes); its length.  section: CHUNK_HASHED
+ * writes no CHUNK_PLACED (the older form). */
+size_t chunk_value_put(uint64_t durable, uint8_t flags, uint32_t gen, uint32_t section,
+		       unsigned shift, const uint32_t *sums, uint32_t nsums, uint8_t *out);
+/* A value of durable length len and nothing else, naming the section the
+ * value old (oldlen bytes; anything, even damaged) names: into out
+ * (CHUNK_PLACED_HDR bytes), its length. */
+size_t chunk_value_relength(const uint8_t *old, size_t oldlen, uint64_t len, uint8_t *out);
 void chunk_value_encode_lost(uint64_t len, uint8_t out[CHUNK_LOST_LEN]);
 /* 0 and *durable (0 when unknown), or -EUCLEAN. */
 int chunk_value_decode(const uint8_t *p, size_t len, uint64_t *durable);
 /* A whole value that says its bytes were lost with their disk. */
 bool chunk_value_lost(const uint8_t *p, size_t len);
+/* The section that holds chunk (ino, chunk) of a filesystem of `sections`
+ * sections, by its record's value (p, len; NULL: no record): the one it
+ * names, else chunk_section's.  -EUCLEAN: a value that names one past the
+ * count (or cannot be read; *section is then chunk_section's). */
+int chunk_value_section(const uint8_t *p, size_t len, uint64_t ino, uint64_t chunk,
+			uint32_t sections, uint32_t *section);
 
 /* Disk record value (`K`): the disk's 16-byte UUID, then its path (no
  * NUL).  Into out (DISK_REC_MAX bytes); the length, or 0 when the path is

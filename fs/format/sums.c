@@ -65,6 +65,7 @@ uint32_t sums_block(const void *p, size_t len, size_t bsize, uint64_t ino, uint6
 int chunk_value_parse(const uint8_t *p, size_t len, struct chunk_value *cv)
 {
 	memset(cv, 0, sizeof(*cv));
+	cv->section = CHUNK_HASHED;
 	if (len == 0)
 		return 0;
 	if (len < CHUNK_VAL_LEN)
@@ -73,36 +74,76 @@ int chunk_value_parse(const uint8_t *p, size_t len, struct chunk_value *cv)
 	if (len == CHUNK_VAL_LEN)
 		return 0;
 	cv->flags = p[8];
-	if (cv->flags & ~(CHUNK_LOST | CHUNK_SUMS | CHUNK_INWRITE))
+	if (cv->flags & ~(CHUNK_LOST | CHUNK_SUMS | CHUNK_INWRITE | CHUNK_PLACED))
 		return -EUCLEAN;
 	if (cv->flags & CHUNK_LOST)
 		return len == CHUNK_LOST_LEN && cv->flags == CHUNK_LOST ? 0 : -EUCLEAN;
-	if (len < CHUNK_SUMS_HDR)
+	size_t hdr = cv->flags & CHUNK_PLACED ? CHUNK_PLACED_HDR : CHUNK_SUMS_HDR;
+	if (len < hdr)
 		return -EUCLEAN;
 	cv->gen = get_le32(p + 9);
 	cv->shift = p[13];
+	if (cv->flags & CHUNK_PLACED) {
+		cv->section = get_le32(p + CHUNK_SUMS_HDR);
+		if (cv->section == CHUNK_HASHED)
+			return -EUCLEAN;
+	}
 	if (!(cv->flags & CHUNK_SUMS))
-		return len == CHUNK_SUMS_HDR && cv->shift == 0 ? 0 : -EUCLEAN;
-	if (cv->shift < SUMS_MIN_SHIFT || cv->shift > SUMS_MAX_SHIFT ||
-	    (len - CHUNK_SUMS_HDR) % 4 != 0)
+		return len == hdr && cv->shift == 0 ? 0 : -EUCLEAN;
+	if (cv->shift < SUMS_MIN_SHIFT || cv->shift > SUMS_MAX_SHIFT || (len - hdr) % 4 != 0)
 		return -EUCLEAN;
-	cv->nsums = (uint32_t)((len - CHUNK_SUMS_HDR) / 4);
-	cv->sums = p + CHUNK_SUMS_HDR;
+	cv->nsums = (uint32_t)((len - hdr) / 4);
+	cv->sums = p + hdr;
 	return 0;
 }
 
-size_t chunk_value_put(uint64_t durable, uint8_t flags, uint32_t gen, unsigned shift,
-		       const uint32_t *sums, uint32_t nsums, uint8_t *out)
+size_t chunk_value_put(uint64_t durable, uint8_t flags, uint32_t gen, uint32_t section,
+		       unsigned shift, const uint32_t *sums, uint32_t nsums, uint8_t *out)
 {
+	flags &= (uint8_t)~CHUNK_PLACED;
+	if (section != CHUNK_HASHED)
+		flags |= CHUNK_PLACED;
 	put_le64(out, durable);
 	out[8] = flags;
 	put_le32(out + 9, gen);
 	out[13] = (flags & CHUNK_SUMS) ? (uint8_t)shift : 0;
+	size_t hdr = CHUNK_SUMS_HDR;
+	if (flags & CHUNK_PLACED) {
+		put_le32(out + hdr, section);
+		hdr = CHUNK_PLACED_HDR;
+	}
 	if (!(flags & CHUNK_SUMS))
-		return CHUNK_SUMS_HDR;
+		return hdr;
 	for (uint32_t i = 0; i < nsums; i++)
-		put_le32(out + CHUNK_SUMS_HDR + 4 * (size_t)i, sums[i]);
-	return CHUNK_SUMS_HDR + 4 * (size_t)nsums;
+		put_le32(out + hdr + 4 * (size_t)i, sums[i]);
+	return hdr + 4 * (size_t)nsums;
+}
+
+size_t chunk_value_relength(const uint8_t *old, size_t oldlen, uint64_t len, uint8_t *out)
+{
+	struct chunk_value cv;
+	if (chunk_value_parse(old, oldlen, &cv) || cv.section == CHUNK_HASHED) {
+		put_le64(out, len);
+		return CHUNK_VAL_LEN;
+	}
+	return chunk_value_put(len, 0, 0, cv.section, 0, NULL, 0, out);
+}
+
+int chunk_value_section(const uint8_t *p, size_t len, uint64_t ino, uint64_t chunk,
+			uint32_t sections, uint32_t *section)
+{
+	struct chunk_value cv;
+	*section = chunk_section(ino, chunk, sections);
+	if (!p)
+		return 0;
+	if (chunk_value_parse(p, len, &cv))
+		return -EUCLEAN;
+	if (cv.section == CHUNK_HASHED)
+		return 0;
+	if (cv.section >= sections)
+		return -EUCLEAN;
+	*section = cv.section;
+	return 0;
 }
 
 uint32_t chunk_value_sum(const struct chunk_value *cv, uint32_t i)

@@ -34,10 +34,17 @@ int fsck_del_key(struct fsck *f, const uint8_t *k, size_t kl)
 
 int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t len)
 {
-	uint8_t k[KEY_MAX], v[CHUNK_VAL_LEN];
+	uint8_t k[KEY_MAX], v[CHUNK_PLACED_HDR];
 	size_t kl = key_chunk(k, ino, chunk);
-	chunk_value_encode(len, v);
-	return store_put(f->st, k, kl, v, sizeof(v), STORE_WRITE_SYNC);
+	void *old = NULL;
+	size_t oldlen = 0;
+	int rc = store_get(f->st, NULL, k, kl, &old, &oldlen);
+	if (rc && rc != -ENOENT)
+		return rc;
+	/* The section the record names stays: the file is there. */
+	size_t vl = chunk_value_relength(old, oldlen, len, v);
+	free(old);
+	return store_put(f->st, k, kl, v, vl, STORE_WRITE_SYNC);
 }
 
 int fsck_put_entry(struct fsck *f, uint64_t parent, const char *name, uint64_t ino,

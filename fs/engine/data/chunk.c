@@ -249,7 +249,7 @@ int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t
 	uint8_t k[KEY_MAX], v[CHUNK_SUMS_HDR];
 	size_t kl = key_chunk(k, ino, c->chunk);
 	/* The file is about to change: marked so (sums.c). */
-	size_t vl = chunk_value_put(len, CHUNK_INWRITE, fs->mount_gen, 0, NULL, 0, v);
+	size_t vl = chunk_value_put(len, CHUNK_INWRITE, fs->mount_gen, CHUNK_HASHED, 0, NULL, 0, v);
 	/* Durable before the file shrinks: a crash between must not leave a
 	 * record longer than the file, which reads as lost data. */
 	int rc = store_put(fs->st, k, kl, v, vl, STORE_WRITE_SYNC);
@@ -275,7 +275,7 @@ static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint
 	/* Marked in write from the start: a crash that keeps the record
 	 * has the file's sums computed (sums.c). */
 	uint8_t cv[CHUNK_SUMS_HDR];
-	store_batch_put(b, ck, ckl, cv, chunk_value_put(0, CHUNK_INWRITE, fs->mount_gen, 0, NULL, 0, cv));
+	store_batch_put(b, ck, ckl, cv, chunk_value_put(0, CHUNK_INWRITE, fs->mount_gen, CHUNK_HASHED, 0, NULL, 0, cv));
 	int rc = chunk_mark_flux(fs, in, b);
 	if (!rc)
 		rc = store_write(fs->st, b, 0);

@@ -164,7 +164,7 @@ static int record_put(struct fs *fs, uint64_t ino, struct chunk_fd *c, uint8_t f
 	uint8_t *v = malloc(CHUNK_VALUE_MAX(fs->info.chunk_size));
 	if (!v)
 		return -ENOMEM;
-	size_t vl = chunk_value_put(durable, flags, fs->mount_gen, s->shift, s->sum, s->n, v);
+	size_t vl = chunk_value_put(durable, flags, fs->mount_gen, CHUNK_HASHED, s->shift, s->sum, s->n, v);
 	uint8_t k[KEY_MAX];
 	rc = store_put(fs->st, k, key_chunk(k, ino, c->chunk), v, vl, wflags);
 	free(v);
@@ -452,10 +452,10 @@ int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in,
 		 * the mark goes): a few bytes per fsync, not the chunk's
 		 * every sum. */
 		memcpy(s->sum, sum, nb * sizeof(*sum));
-		*outlen = chunk_value_put(size, CHUNK_INWRITE, fs->mount_gen, 0, NULL, 0, out);
+		*outlen = chunk_value_put(size, CHUNK_INWRITE, fs->mount_gen, CHUNK_HASHED, 0, NULL, 0, out);
 	} else if (!rc) {
 		*outlen = chunk_value_put(size, CHUNK_SUMS | (keep_mark ? CHUNK_INWRITE : 0),
-					  fs->mount_gen, shift, sum, nb, out);
+					  fs->mount_gen, CHUNK_HASHED, shift, sum, nb, out);
 	}
 	free(sum);
 	return rc;
@@ -512,7 +512,7 @@ int sums_unmark(struct fs *fs, struct fs_inode *in)
 				rc = -ENOMEM;
 			else
 				rc = store_batch_put(b, k, kl, v,
-						     chunk_value_put(cv.durable, CHUNK_SUMS, fs->mount_gen,
+						     chunk_value_put(cv.durable, CHUNK_SUMS, fs->mount_gen, CHUNK_HASHED,
 								     s->shift, s->sum, nb < s->n ? nb : s->n, v));
 			free(v);
 			if (!rc)
