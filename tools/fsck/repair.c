@@ -47,6 +47,44 @@ int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t le
 	return store_put(f->st, k, kl, v, vl, STORE_WRITE_SYNC);
 }
 
+/* Value cv (of a record oldlen bytes long, naming a section) again
+ * without its section, under key k. */
+static int put_unplaced(struct fsck *f, const uint8_t *k, size_t kl, const struct chunk_value *cv,
+			size_t oldlen)
+{
+	uint8_t *v = malloc(oldlen); /* 4 bytes to spare: the section goes */
+	uint32_t *sums = malloc((cv->nsums ? cv->nsums : 1) * sizeof(*sums));
+	int rc = v && sums ? 0 : -ENOMEM;
+	for (uint32_t i = 0; !rc && i < cv->nsums; i++)
+		sums[i] = chunk_value_sum(cv, i);
+	if (!rc)
+		rc = store_put(f->st, k, kl, v,
+			       chunk_value_put(cv->durable, cv->flags, cv->gen, CHUNK_HASHED, cv->shift,
+					       sums, cv->nsums, v),
+			       STORE_WRITE_SYNC);
+	free(sums);
+	free(v);
+	return rc;
+}
+
+int fsck_put_chunk_hashed(struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_chunk(k, ino, chunk);
+	void *old;
+	size_t oldlen;
+	int rc = store_get(f->st, NULL, k, kl, &old, &oldlen);
+	if (rc)
+		return rc;
+	struct chunk_value cv;
+	if (chunk_value_parse(old, oldlen, &cv))
+		rc = -EUCLEAN; /* not what pass 5 saw: left for the next run */
+	else if (cv.section != CHUNK_HASHED) /* else it names none already */
+		rc = put_unplaced(f, k, kl, &cv, oldlen);
+	free(old);
+	return rc;
+}
+
 int fsck_put_entry(struct fsck *f, uint64_t parent, const char *name, uint64_t ino,
 		   uint8_t type)
 {
@@ -194,7 +232,8 @@ int fsck_clear_inode(struct fsck *f, struct fsck_inode *in)
 		if (f->chunks[i].ino != ino)
 			continue;
 		char file[LSMFS_META_PATH_MAX + 160];
-		if (fsck_chunk_file(f, ino, f->chunks[i].chunk, file, sizeof(file)) == 0 &&
+		if (fsck_chunk_file(f, ino, f->chunks[i].chunk, f->chunks[i].section, file,
+				    sizeof(file)) == 0 &&
 		    unlink(file) && errno != ENOENT)
 			return -errno;
 	}
@@ -290,17 +329,20 @@ int fsck_inline_to_chunks(struct fsck *f, struct fsck_inode *in)
 		rc = -ENOMEM;
 	/* The chunk files first, durably; then one batch switches the file
 	 * over.  A crash between leaves ownerless chunk files, whose inode
-	 * is inline: fsck moves them to /lost+found; the inline data stays. */
+	 * is inline: fsck moves them to /lost+found; the inline data stays.
+	 * Each goes to chunk_section's section, which its record (empty)
+	 * then means. */
 	for (uint64_t c = 0; rc == 0 && c * cs < vl; c++) {
 		char file[LSMFS_META_PATH_MAX + 160];
 		size_t n = vl - c * cs < cs ? (size_t)(vl - c * cs) : (size_t)cs;
-		rc = fsck_chunk_file(f, in->ino, c, file, sizeof(file));
+		uint32_t s = chunk_section(in->ino, c, f->info.sections);
+		rc = fsck_chunk_file(f, in->ino, c, s, file, sizeof(file));
 		if (rc == 0)
 			rc = write_chunk_file(file, (const uint8_t *)v + c * cs, n);
 		if (rc == 0)
 			rc = store_batch_put(b, k, key_chunk(k, in->ino, c), "", 0);
 		if (rc == 0)
-			rc = fsck_model_add_chunk(f, in->ino, c);
+			rc = fsck_model_add_chunk(f, in->ino, c, s);
 		if (rc == 0)
 			in->nchunks++;
 	}
