@@ -541,10 +541,18 @@ echo "test_fsck: --scrub reads every chunk file ($want bytes) and names an unrea
 # verifies its sums there.  Then: the file put in another section is
 # misplaced (0506) and -y puts it back; the record gone, -y gives it back
 # a record naming the section the file is in (0507), not moving it; a
-# record naming section 5000 of 1024 is 0516: -y names none when the file
-# is in the hash's section (length and sums kept), else removes the record
+# record naming section 5000 of 1024 is 0516: -y names the hash's section
+# when the file is there (length and sums kept), else removes the record
 # and the walk gives the file found elsewhere one naming its section.
 le32() { printf '%08x' "$1" | sed 's/\(..\)\(..\)\(..\)\(..\)/\4\3\2\1/'; }
+named() { # VALUE SECTION: chunk record VALUE (SCHEMA.md "Chunk checksums") naming SECTION
+	local v=$1 f=$((0x${1:16:2}))
+	if ((f & 8)); then
+		echo "${v:0:28}$(le32 "$2")${v:36}"
+	else
+		echo "${v:0:16}$(printf %02x $((f | 8)))${v:18:10}$(le32 "$2")${v:28}"
+	fi
+}
 put_both() { "$EDIT" d1/$META put "$1" "$2" && "$EDIT" d2/$META put "$1" "$2"; }
 del_both() { "$EDIT" d1/$META del "$1" && "$EDIT" d2/$META del "$1"; }
 P=$T/pl
@@ -554,13 +562,13 @@ HF=$(cd "$T/p" && chunk_file "$I_BIG" 1) # where the hash puts it
 HS=$(basename "$(dirname "$HF")") HD=${HF:1:1} # its section; disk 1 or 2 (d1, d2)
 PD=$((3 - HD)) PS=$((HS % 2 == 0 ? 1 : 2)) # the other disk, and a section it holds
 PF=d$PD/.lsmfs/sections/$PS/$I_BIG.1
-PLACED=${V1:0:16}0a${V1:18:10}$(le32 "$PS")${V1:28}
+PLACED=$(named "$V1" "$PS")
 placed_fs() { # a copy of the populated filesystem in $P with chunk 1 placed in $PS
 	rm -rf "$P"; cp -a "$T/p" "$P"
 	(cd "$P" && put_both "$K1" "$PLACED" && mkdir -p "${PF%/*}" && mv "$HF" "$PF")
 }
-if [[ ${V1:16:2} != 02 ]]; then
-	fail "placed: chunk 1 of a/b/big has record $V1, want one with sums and no section"
+if (((0x${V1:16:2} & 2) == 0)); then
+	fail "placed: chunk 1 of a/b/big has record $V1, want one with sums"
 elif placed_fs; then
 	out=$("$FSCK" -n --scrub "$P/d1:$P/d2" 2>&1); rc=$?
 	[[ $rc == 0 ]] && grep -q "^Scrub: read $want bytes of $nfiles chunk files .*; $nfiles of them with checksums, 0 blocks failed them" <<<"$out" ||
@@ -587,18 +595,19 @@ elif placed_fs; then
 	[[ $rc == 0 ]] || fail "placed, given back its record: fsck -n exit $rc: $out"
 	# a section past the count, the file where the hash puts it
 	placed_fs
-	(cd "$P" && put_both "$K1" "${V1:0:16}0a${V1:18:10}$(le32 5000)${V1:28}" && mv "$PF" "$HF") || fail "placed: 5000"
+	(cd "$P" && put_both "$K1" "$(named "$V1" 5000)" && mv "$PF" "$HF") || fail "placed: 5000"
 	out=$("$FSCK" -n "$P/d1:$P/d2" 2>&1); rc=$?
-	[[ $rc == 4 ]] && grep -q "^LSMFS-0516 inode $I_BIG (/a/b/big) chunk 1: its record names section 5000, past the 1024 sections; its file $P/$HF is in section $HS, the hash's: name none\." <<<"$out" &&
+	[[ $rc == 4 ]] && grep -q "^LSMFS-0516 inode $I_BIG (/a/b/big) chunk 1: its record names section 5000, past the 1024 sections; its file $P/$HF is in section $HS, the hash's: name that one\." <<<"$out" &&
 		[[ $(grep -c LSMFS- <<<"$out") == 1 ]] || fail "a section past the count, the file at the hash's: fsck -n exit $rc, want 0516 alone: $out"
 	out=$("$FSCK" -y "$P/d1:$P/d2" 2>&1); rc=$?
 	got=$("$EDIT" "$P/d1/$META" get "$K1")
-	[[ $rc == 1 && $got == "$V1" ]] || fail "a section past the count, the file at the hash's: fsck -y exit $rc, record $got, want $V1: $out"
+	[[ $rc == 1 && $got == "$(named "$V1" "$HS")" ]] ||
+		fail "a section past the count, the file at the hash's: fsck -y exit $rc, record $got, want $(named "$V1" "$HS"): $out"
 	out=$("$FSCK" -n --scrub "$P/d1:$P/d2" 2>&1); rc=$?
-	[[ $rc == 0 ]] && grep -q ", 0 blocks failed them" <<<"$out" || fail "a section past the count, named none: fsck -n --scrub exit $rc: $out"
+	[[ $rc == 0 ]] && grep -q ", 0 blocks failed them" <<<"$out" || fail "a section past the count, the hash's named: fsck -n --scrub exit $rc: $out"
 	# a section past the count, the file in another section
 	placed_fs
-	(cd "$P" && put_both "$K1" "${V1:0:16}0a${V1:18:10}$(le32 5000)${V1:28}") || fail "placed: 5000"
+	(cd "$P" && put_both "$K1" "$(named "$V1" 5000)") || fail "placed: 5000"
 	out=$("$FSCK" -n "$P/d1:$P/d2" 2>&1); rc=$?
 	[[ $rc == 4 ]] && grep -q "^LSMFS-0516 inode $I_BIG (/a/b/big) chunk 1: .*; no file in section $HS, the hash's: remove the record\." <<<"$out" &&
 		[[ $(grep -c LSMFS- <<<"$out") == 1 ]] || fail "a section past the count, the file elsewhere: fsck -n exit $rc, want 0516 alone: $out"
@@ -614,6 +623,58 @@ else
 	fail "placed: making the copy"
 fi
 rm -rf "$P"
+
+# ---- chunks placed by a degraded mount ----
+# Three disks, the third missing at the mount (-o degraded): the daemon
+# puts the chunks that hash to its sections in sections of the other two,
+# their records naming them (fs/SCHEMA.md "Placement").  With all three
+# disks: fsck -n is clean and --scrub verifies every file where its record
+# says (by the hash alone, a third of the chunks would be misplaced, the
+# third disk having none); lsmfs-inspect shows each chunk's file where it
+# is; a chunk file moved by hand to a section of the third disk is
+# misplaced (0506), -y puts it back, and the files read back whole.
+Q=$T/dg
+rm -rf "$Q"; mkdir -p "$Q/d1" "$Q/d2" "$Q/d3"
+if "$MKFS" -q --chunk-size 65536 "$Q/d1" "$Q/d2" "$Q/d3" && "$LSMFS" -o degraded "$Q/d1:$Q/d2" "$M" 2>/dev/null; then
+	for i in 1 2 3; do head -c $((300000 + 77777 * i)) /dev/urandom > "$M/f$i"; done
+	manifest "$M" > "$T/dg.manifest"
+	umount_gone "$Q"
+	QS=$Q/d1:$Q/d2:$Q/d3
+	nq=$(find "$Q"/d?/.lsmfs/sections -type f | wc -l)
+	[[ $nq -ge 18 && -z $(find "$Q/d3/.lsmfs/sections" -type f) ]] ||
+		fail "degraded placement: $nq chunk files, $(find "$Q/d3/.lsmfs/sections" -type f | wc -l) on the missing disk"
+	out=$("$FSCK" -n --scrub "$QS" 2>&1); rc=$?
+	[[ $rc == 0 ]] && grep -q "^Scrub: read .* of $nq chunk files .*; $nq of them with checksums, 0 blocks failed them" <<<"$out" ||
+		fail "degraded placement: fsck -n --scrub with all three disks: exit $rc, want 0: $out"
+	shown=$(for i in 1 2 3; do
+		"$INSPECT" "$QS" stat "/f$i" | sed -nE 's/^  chunk [0-9]+: section ([0-9]+), disk ([0-9]+): (.*) ([0-9]+) bytes$/\1 \2 \3 \4/p'
+	done)
+	while read -r sec dsk path len; do
+		[[ $path == "$Q/d$((dsk + 1))/.lsmfs/sections/$sec/"* && $(stat -c %s "$path" 2>/dev/null) == "$len" ]] ||
+			fail "degraded placement: lsmfs-inspect shows a chunk in section $sec, disk $dsk at $path ($len bytes), which is not there"
+	done <<<"$shown"
+	[[ $(awk '{print $3}' <<<"$shown" | sort) == "$(find "$Q"/d?/.lsmfs/sections -type f | sort)" ]] ||
+		fail "degraded placement: lsmfs-inspect does not show every chunk file: $shown"
+	read -r sec dsk path len < <(head -1 <<<"$shown")
+	mkdir -p "$Q/d3/.lsmfs/sections/2" && mv "$path" "$Q/d3/.lsmfs/sections/2/"
+	out=$("$FSCK" -n "$QS" 2>&1); rc=$?
+	[[ $rc == 4 ]] && grep -q "^LSMFS-0506 disk 2: $Q/d3/.lsmfs/sections/2/${path##*/} belongs in section $sec on disk $dsk\." <<<"$out" ||
+		fail "degraded placement: a chunk file moved to section 2: fsck -n exit $rc, want 4 and 0506: $out"
+	out=$("$FSCK" -y "$QS" 2>&1); rc=$?
+	[[ $rc == 1 && -f $path ]] || fail "degraded placement: fsck -y exit $rc, want 1 and $path back: $out"
+	out=$("$FSCK" -n "$QS" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "degraded placement: after -y, fsck -n exit $rc: $out"
+	if "$LSMFS" "$QS" "$M"; then
+		manifest "$M" | cmp -s - "$T/dg.manifest" || fail "degraded placement: the files differ after the repair"
+		umount_gone "$Q"
+	else
+		fail "degraded placement: mount of the three disks"
+	fi
+	echo "test_fsck: chunks placed by a degraded mount ($nq files, none on the missing disk): clean, scrubbed, shown where they are, misplaced and put back"
+else
+	fail "degraded placement: mkfs or the degraded mount"
+fi
+rm -rf "$Q"
 
 # ---- a disk missing: --degraded checks what is there ----
 rm -rf "$T/g"; cp -a "$T/p" "$T/g"

@@ -371,8 +371,9 @@ static uint32_t section_home(struct fsck *f, uint32_t s)
 /* Chunk records naming a section past the count (LSMFS-0516): no such
  * section, so no file can be where they say.  Before the walk of the
  * disks, whose findings depend on what the records say.  A file in the
- * section the chunk hashes to (where a record naming none would put it)
- * is the chunk's: the record names none again, its length and sums kept.
+ * section the chunk hashes to (where a record naming none would put it,
+ * and the daemon's placement first puts it) is the chunk's: the record
+ * names that section, its length and sums kept.
  * Without one, the record goes, as e2fsck clears a block number past the
  * filesystem's end rather than guess which block was meant: a section
  * number that is damage cannot be trusted to say which of the others
@@ -391,7 +392,7 @@ static void check_named_sections(struct fsck *f)
 		bool home = fsck_chunk_file(f, c->ino, c->chunk, c->section, file, sizeof(file)) == 0 &&
 			    stat(file, &st) == 0;
 		if (home)
-			snprintf(why, sizeof(why), "its file %s is in section %u, the hash's: name none",
+			snprintf(why, sizeof(why), "its file %s is in section %u, the hash's: name that one",
 				 file, c->section);
 		else
 			snprintf(why, sizeof(why), "no file in section %u, the hash's: remove the record",
@@ -404,7 +405,7 @@ static void check_named_sections(struct fsck *f)
 			continue;
 		int rc;
 		if (home) {
-			rc = fsck_put_chunk_hashed(f, c->ino, c->chunk);
+			rc = fsck_put_chunk_section(f, c->ino, c->chunk, c->section);
 			if (rc == 0)
 				c->bad_section = CHUNK_HASHED;
 		} else {

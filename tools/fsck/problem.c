@@ -209,9 +209,9 @@ static const struct problem table[] = {
 	{PR_CHUNK_BAD_SECTION,
 	 "inode %i (%p) chunk %c: its record names section %n, past the %N sections; %s",
 	 PR_SEV_ERROR, PR_LATCH,
-	 "name no section when the file is in the one the hash gives, else remove the record (the "
-	 "walk of the disks then gives a file found elsewhere a record naming its section; with "
-	 "none, the bytes read as a hole)"},
+	 "name the section the hash gives when the file is there (length and sums kept), else remove "
+	 "the record (the walk of the disks then gives a file found elsewhere a record naming its "
+	 "section; with none, the bytes read as a hole)"},
 };
 
 #define NPROBLEMS (sizeof(table) / sizeof(table[0]))

@@ -47,27 +47,26 @@ int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t le
 	return store_put(f->st, k, kl, v, vl, STORE_WRITE_SYNC);
 }
 
-/* Value cv (of a record oldlen bytes long, naming a section) again
- * without its section, under key k. */
-static int put_unplaced(struct fsck *f, const uint8_t *k, size_t kl, const struct chunk_value *cv,
-			size_t oldlen)
+/* Value cv again naming section, under key k. */
+static int put_placed(struct fsck *f, const uint8_t *k, size_t kl, const struct chunk_value *cv,
+		      uint32_t section)
 {
-	uint8_t *v = malloc(oldlen); /* 4 bytes to spare: the section goes */
+	uint8_t *v = malloc(CHUNK_PLACED_HDR + 4 * (size_t)cv->nsums);
 	uint32_t *sums = malloc((cv->nsums ? cv->nsums : 1) * sizeof(*sums));
 	int rc = v && sums ? 0 : -ENOMEM;
 	for (uint32_t i = 0; !rc && i < cv->nsums; i++)
 		sums[i] = chunk_value_sum(cv, i);
 	if (!rc)
 		rc = store_put(f->st, k, kl, v,
-			       chunk_value_put(cv->durable, cv->flags, cv->gen, CHUNK_HASHED, cv->shift,
-					       sums, cv->nsums, v),
+			       chunk_value_put(cv->durable, cv->flags, cv->gen, section, cv->shift, sums,
+					       cv->nsums, v),
 			       STORE_WRITE_SYNC);
 	free(sums);
 	free(v);
 	return rc;
 }
 
-int fsck_put_chunk_hashed(struct fsck *f, uint64_t ino, uint64_t chunk)
+int fsck_put_chunk_section(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section)
 {
 	uint8_t k[KEY_MAX];
 	size_t kl = key_chunk(k, ino, chunk);
@@ -77,10 +76,10 @@ int fsck_put_chunk_hashed(struct fsck *f, uint64_t ino, uint64_t chunk)
 	if (rc)
 		return rc;
 	struct chunk_value cv;
-	if (chunk_value_parse(old, oldlen, &cv))
+	if (chunk_value_parse(old, oldlen, &cv) || (cv.flags & CHUNK_LOST))
 		rc = -EUCLEAN; /* not what pass 5 saw: left for the next run */
-	else if (cv.section != CHUNK_HASHED) /* else it names none already */
-		rc = put_unplaced(f, k, kl, &cv, oldlen);
+	else
+		rc = put_placed(f, k, kl, &cv, section);
 	free(old);
 	return rc;
 }
