@@ -234,6 +234,32 @@ START_TEST(test_chunk_value)
 	 * not written. */
 	round_trip(CHUNK_PLACED | CHUNK_SUMS, CHUNK_HASHED, 13, 1);
 
+	/* Two copies, the second stale: given after the section, and kept
+	 * (with the section) when the length is rewritten. */
+	{
+		const uint32_t sums[2] = {7, 9};
+		const struct chunk_place pl = {.section = 6, .copies = 2, .stale = 2};
+		uint8_t w[CHUNK_COPIES_HDR + 8], r[CHUNK_COPIES_HDR];
+		struct chunk_value cv;
+		size_t wl = chunk_value_put_place(123, CHUNK_SUMS, 4, &pl, 12, sums, 2, w);
+		ck_assert_uint_eq(wl, CHUNK_COPIES_HDR + 8);
+		ck_assert_uint_eq(w[CHUNK_PLACED_HDR], 2);
+		ck_assert_uint_eq(w[CHUNK_PLACED_HDR + 1], 2);
+		ck_assert_int_eq(chunk_value_parse(w, wl, &cv), 0);
+		ck_assert_uint_eq(cv.section, 6);
+		ck_assert_uint_eq(cv.copies, 2);
+		ck_assert_uint_eq(cv.stale, 2);
+		ck_assert_uint_eq(chunk_value_sum(&cv, 1), 9);
+		size_t rl = chunk_value_relength(w, wl, 55, r);
+		ck_assert_uint_eq(rl, CHUNK_COPIES_HDR);
+		ck_assert_int_eq(chunk_value_parse(r, rl, &cv), 0);
+		ck_assert_uint_eq(cv.durable, 55);
+		ck_assert_uint_eq(cv.section, 6);
+		ck_assert_uint_eq(cv.copies, 2);
+		ck_assert_uint_eq(cv.stale, 2);
+		ck_assert_uint_eq(cv.nsums, 0);
+	}
+
 	/* The older forms: empty, a length, lost; none names a section. */
 	struct chunk_value cv;
 	uint8_t v[CHUNK_PLACED_HDR + 8], r[CHUNK_PLACED_HDR];
@@ -255,7 +281,7 @@ START_TEST(test_chunk_value)
 	 * section that is CHUNK_HASHED, a header cut short.  A length
 	 * rewritten from one names no section. */
 	size_t vl = chunk_value_put(10, 0, 1, 3, 0, NULL, 0, v);
-	v[8] |= 16;
+	v[8] |= 0x80;
 	ck_assert_int_eq(chunk_value_parse(v, vl, &cv), -EUCLEAN);
 	ck_assert_uint_eq(chunk_value_relength(v, vl, 5, r), CHUNK_VAL_LEN);
 	vl = chunk_value_put(10, 0, 1, 3, 0, NULL, 0, v);

@@ -164,8 +164,8 @@ int fsck_put_next_ino(struct fsck *f, uint64_t next);
 /* Rewrite chunk (ino, chunk)'s record with durable length len (the
  * section it names kept). */
 int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t len);
-/* Rewrite chunk (ino, chunk)'s record naming section, its length, flags
- * and sums as they were. */
+/* Rewrite chunk (ino, chunk)'s record naming section, its length, flags,
+ * copies and sums as they were. */
 int fsck_put_chunk_section(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section);
 
 /* scrub.c: read chunk c's file whole (file: in c->section, the one its

@@ -34,7 +34,7 @@ int fsck_del_key(struct fsck *f, const uint8_t *k, size_t kl)
 
 int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t len)
 {
-	uint8_t k[KEY_MAX], v[CHUNK_PLACED_HDR];
+	uint8_t k[KEY_MAX], v[CHUNK_COPIES_HDR];
 	size_t kl = key_chunk(k, ino, chunk);
 	void *old = NULL;
 	size_t oldlen = 0;
@@ -47,19 +47,21 @@ int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t le
 	return store_put(f->st, k, kl, v, vl, STORE_WRITE_SYNC);
 }
 
-/* Value cv again naming section, under key k. */
+/* Value cv again naming section (its copies and stale mask kept), under
+ * key k. */
 static int put_placed(struct fsck *f, const uint8_t *k, size_t kl, const struct chunk_value *cv,
 		      uint32_t section)
 {
-	uint8_t *v = malloc(CHUNK_PLACED_HDR + 4 * (size_t)cv->nsums);
+	struct chunk_place place = {.section = section, .copies = cv->copies, .stale = cv->stale};
+	uint8_t *v = malloc(CHUNK_COPIES_HDR + 4 * (size_t)cv->nsums);
 	uint32_t *sums = malloc((cv->nsums ? cv->nsums : 1) * sizeof(*sums));
 	int rc = v && sums ? 0 : -ENOMEM;
 	for (uint32_t i = 0; !rc && i < cv->nsums; i++)
 		sums[i] = chunk_value_sum(cv, i);
 	if (!rc)
 		rc = store_put(f->st, k, kl, v,
-			       chunk_value_put(cv->durable, cv->flags, cv->gen, section, cv->shift, sums,
-					       cv->nsums, v),
+			       chunk_value_put_place(cv->durable, cv->flags, cv->gen, &place, cv->shift,
+						     sums, cv->nsums, v),
 			       STORE_WRITE_SYNC);
 	free(sums);
 	free(v);
