@@ -101,7 +101,7 @@ check_all() { # WHEN: every command against the tree (mounted) or what it was
 	done
 	# keys: one I per inode, one C per chunk, the fs info
 	[[ $(insp "$D" keys I | grep -c '^I ') == "$inodes" ]] || fail "$when: keys I does not list $inodes inodes"
-	[[ $(insp "$D" keys C "$ino_big" | grep -c "^C $ino_big [0-9]* -> chunk record: section [0-9]* on disk [01]\(, length [0-9]*\(, [0-9]* checksums of 4096 bytes\(, in write\)\?\|, in write, no checksums\)\?\)\?$") == 5 ]] ||
+	[[ $(insp "$D" keys C "$ino_big" | grep -c "^C $ino_big [0-9]* -> chunk record: section [0-9]*\( (named)\)\? on disk [01]\(, length [0-9]*\(, [0-9]* checksums of 4096 bytes\(, in write\)\?\|, in write, no checksums\)\?\)\?$") == 5 ]] ||
 		fail "$when: keys C $ino_big: not 5 chunk records"
 	insp "$D" keys M | grep -q "^M fs -> .*uuid $uuid" || fail "$when: keys M: no fs info"
 	# G (chunks in flux) is a key type like the others, though none is left
@@ -187,6 +187,14 @@ echo "test_inspect: lifetime user bytes: mkfs $user_mkfs, mounted $user_mounted,
 # name section 5000, past the 1024, which is said to be damage.
 be64() { printf '%016x' "$1"; }
 le32() { printf '%08x' "$1" | sed 's/\(..\)\(..\)\(..\)\(..\)/\4\3\2\1/'; }
+named() { # VALUE SECTION: chunk record VALUE (SCHEMA.md "Chunk checksums") naming SECTION
+	local v=$1 f=$((0x${1:16:2}))
+	if ((f & 8)); then
+		echo "${v:0:28}$(le32 "$2")${v:36}"
+	else
+		echo "${v:0:16}$(printf %02x $((f | 8)))${v:18:10}$(le32 "$2")${v:28}"
+	fi
+}
 put_both() { "$EDIT" "$T/d1/.lsmfs/meta" put "$1" "$2" && "$EDIT" "$T/d2/.lsmfs/meta" put "$1" "$2"; }
 if [[ -x $EDIT ]]; then
 	k=43$(be64 "$ino_big")$(be64 1)
@@ -194,9 +202,8 @@ if [[ -x $EDIT ]]; then
 	read -r hs hd hf < <(insp "$D" stat /a/b/big |
 		sed -nE 's/^  chunk 1: section ([0-9]+), disk ([0-9]+): (.*) [0-9]+ bytes$/\1 \2 \3/p')
 	ps=$(insp --json "$D" sections | json_get "[m['section'] for m in d['map'] if m['disk'] == 1 - $hd][0]")
-	[[ ${v:16:2} == 02 && -f $hf ]] || fail "placed: chunk 1 of /a/b/big: record $v (want sums, no section), file '$hf'"
-	# Flags | CHUNK_PLACED, the section after the 14-byte header.
-	placed=${v:0:16}0a${v:18:10}$(le32 "$ps")${v:28}
+	(((0x${v:16:2} & 2) != 0)) && [[ -f $hf ]] || fail "placed: chunk 1 of /a/b/big: record $v (want sums), file '$hf'"
+	placed=$(named "$v" "$ps")
 	put_both "$k" "$placed" || fail "placed: store_edit put C"
 	pf=$T/d$((2 - hd))/.lsmfs/sections/$ps/$ino_big.1
 	mkdir -p "${pf%/*}" && mv "$hf" "$pf"
@@ -214,7 +221,7 @@ if [[ -x $EDIT ]]; then
 	out=$("$FSCK" -n "$D" 2>&1) || fail "placed: fsck.lsmfs -n: exit $?: $out"
 	[[ $before == "$(hash_disks)" ]] || fail "placed: lsmfs-inspect or fsck.lsmfs -n changed the disks"
 	# A section past the 1024: said, the hash's section looked at.
-	put_both "$k" "${v:0:16}0a${v:18:10}$(le32 5000)${v:28}" || fail "placed: store_edit put C 5000"
+	put_both "$k" "$(named "$v" 5000)" || fail "placed: store_edit put C 5000"
 	before=$(hash_disks)
 	out=$(insp "$D" stat /a/b/big)
 	grep -qx "  chunk 1: section $hs (its record names section 5000, past the 1024; by the hash), disk $hd: $hf missing (a hole)" <<<"$out" ||
