@@ -44,10 +44,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int chunk_dirfd(struct fs *fs, uint32_t section)
-{
-	return fs->sections_fd[section_disk_of(fs, section)];
-}
 
 /* Where a record's value puts the chunk, a damaged one logged (and taken
  * for one copy in chunk_section's). */
@@ -208,15 +204,6 @@ int chunk_mark_flux(struct fs *fs, struct fs_inode *in, struct store_batch *b)
 	return rc;
 }
 
-void chunk_log_error(struct fs *fs, uint32_t section, enum devstat kind, const char *rel,
-		     const char *what, int err)
-{
-	uint32_t disk = section_disk_of(fs, section);
-	devstats_count_error(fs, disk, kind, err);
-	const char *path = __atomic_load_n(&fs->ds->paths[disk], __ATOMIC_ACQUIRE);
-	fs_logf(fs, "disk %u: %s%s/%s/%s/%s: %s", disk, what, path ? path : "(missing disk)",
-		LSMFS_DIR, LSMFS_SECTIONS_DIR, rel, strerror(err));
-}
 
 int chunk_record_fetch(struct fs *fs, uint64_t ino, uint64_t chunk, void **val, size_t *vl,
 		       uint64_t *durable, bool *lost)

@@ -20,6 +20,9 @@
  *
  * Reads go to the first live copy, and to the next when it fails or its
  * blocks fail their sums (read.c), which rewrites the bad one from it.
+ *
+ * Also here, below chunk.c and sums.c, which use them: the directory a
+ * chunk file of a section is in, and the log of a failed use of one.
  */
 #include "data.h"
 
@@ -29,6 +32,21 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+int chunk_dirfd(struct fs *fs, uint32_t section)
+{
+	return fs->sections_fd[section_disk_of(fs, section)];
+}
+
+void chunk_log_error(struct fs *fs, uint32_t section, enum devstat kind, const char *rel,
+		     const char *what, int err)
+{
+	uint32_t disk = section_disk_of(fs, section);
+	devstats_count_error(fs, disk, kind, err);
+	const char *path = __atomic_load_n(&fs->ds->paths[disk], __ATOMIC_ACQUIRE);
+	fs_logf(fs, "disk %u: %s%s/%s/%s/%s: %s", disk, what, path ? path : "(missing disk)",
+		LSMFS_DIR, LSMFS_SECTIONS_DIR, rel, strerror(err));
+}
 
 bool copies_live(const struct chunk_fd *c, unsigned i)
 {
