@@ -55,7 +55,8 @@ static void usage(FILE *f)
 		"                     btrfs device stats): read_io_errs, write_io_errs,\n"
 		"                     checksum_errs, repaired_errs\n"
 		"  rebalance          move sections so that every disk holds bytes (and\n"
-		"                     sections) in proportion to its weight\n"
+		"                     sections) in proportion to its weight, none onto a\n"
+		"                     disk without the room for it\n"
 		"  move SECTION DISK  move one section to the disk of that index\n"
 		"  add NEWDISK        make the directory NEWDISK a disk of the filesystem,\n"
 		"                     then rebalance onto it\n"
@@ -397,13 +398,26 @@ static int plan_and_move(struct session *s, const struct status *st, const doubl
 			return EXIT_FAILED;
 		}
 	int rc = even ? plan_rebalance(st, weight, &pl) : plan_drain(st, weight, drain, &pl);
-	if (rc) {
-		fprintf(stderr, PROG ": %s\n",
-			rc == -ENOSPC ? "no disk may take sections (every weight is 0)"
-				      : strerror(-rc));
+	if (rc == -ENOSPC) {
+		bool weighed = false;
+		for (uint32_t i = 0; i < st->ndisks; i++)
+			weighed |= weight[st->disk[i].index] > 0;
+		if (!weighed)
+			fprintf(stderr, PROG ": no disk may take sections (every weight is 0)\n");
+		else if (even)
+			fprintf(stderr, PROG ": the disks of weight 0 hold a section that no other "
+				"disk has the room for: nothing moved\n");
+		else
+			fprintf(stderr, PROG ": disk %u holds a section that no other disk has the "
+				"room for: nothing moved\n", drain);
 		return EXIT_FAILED;
 	}
-	/* Room: a disk must be able to take what the plan gives it. */
+	if (rc) {
+		fprintf(stderr, PROG ": %s\n", strerror(-rc));
+		return EXIT_FAILED;
+	}
+	/* Room: a disk must be able to take what the plan gives it (the
+	 * planner sees to it; this is the last word before anything moves). */
 	uint64_t in[LSMFS_MAX_DISKS] = {0}, out[LSMFS_MAX_DISKS] = {0};
 	for (size_t i = 0; i < pl.n; i++) {
 		in[pl.moves[i].to] += pl.moves[i].bytes;
