@@ -81,8 +81,10 @@ static void usage(FILE *f)
 		"  -c, --check        stats: exit 64 when a counter (before -z) is not 0\n"
 		"  -n, --dry-run      rebalance, remove: print the plan (moves, bytes, an\n"
 		"                     estimate of the time), change nothing\n"
-		"      --weight I=W   rebalance: disk I weighs W (default: its capacity in\n"
-		"                     GiB; 0: move everything off it); may be repeated\n"
+		"      --weight I=W   rebalance: disk I weighs W (default: the room lsmfs can\n"
+		"                     have on it, in GiB: its free space plus what lsmfs\n"
+		"                     holds there; 0: move everything off it); may be\n"
+		"                     repeated\n"
 		"      --weight W     add: the new disk weighs W in the rebalance after it\n"
 		"  -f, --force        add: take NEWDISK even when it is not empty\n"
 		"      --no-balance   add: only add the disk, move nothing\n"
@@ -367,8 +369,13 @@ static int parse_weights(char **list, int n, double *weight, bool *given)
 	return 0;
 }
 
-/* By default a disk weighs its capacity in GiB (--weight speaks the same
- * unit); disks that are directories of one filesystem share it. */
+/* By default a disk weighs the room lsmfs can have on its backing
+ * filesystem, in GiB (--weight speaks the same unit): its free space plus
+ * the bytes the sections of the disks on it hold, which is its capacity
+ * less other files, the copies of the metadata store and the blocks kept
+ * for root; disks that are directories of one filesystem share it.  A
+ * disk full of other files so weighs little, and a move between
+ * filesystems leaves the weights as they were. */
 static void default_weights(const struct status *st, double *weight, const bool *given)
 {
 	for (uint32_t i = 0; i < st->ndisks; i++) {
@@ -376,10 +383,15 @@ static void default_weights(const struct status *st, double *weight, const bool 
 		if (given[d->index])
 			continue;
 		unsigned sharing = 0;
+		uint64_t held = 0;
 		for (uint32_t j = 0; j < st->ndisks; j++)
-			sharing += st->disk[j].device == d->device;
-		weight[d->index] =
-			d->usable ? (double)d->capacity / (1u << 30) / (sharing ? sharing : 1) : 0;
+			if (!st->disk[j].missing && st->disk[j].device == d->device) {
+				sharing++;
+				held += st->disk[j].bytes;
+			}
+		weight[d->index] = d->usable && sharing ? ((double)d->available + (double)held) /
+								  (1u << 30) / sharing
+							: 0;
 	}
 }
 
@@ -453,7 +465,7 @@ static int plan_and_move(struct session *s, const struct status *st, const doubl
 			char now[32], after[32];
 			size_format(d->bytes, now, sizeof(now));
 			size_format(d->bytes + in[d->index] - out[d->index], after, sizeof(after));
-			printf("disk %u: %s now, %s after (weight %.1f)\n", d->index, now, after,
+			printf("disk %u: %s now, %s after (weight %.2f)\n", d->index, now, after,
 			       weight[d->index]);
 		}
 		plan_free(&pl);
@@ -494,7 +506,8 @@ static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 }
 
 /* `add NEWDISK`: the daemon (or fs_control offline) makes it a disk;
- * then a rebalance onto it, the new disk weighing w (< 0: its capacity). */
+ * then a rebalance onto it, the new disk weighing w (< 0: its room, as
+ * default_weights). */
 static int cmd_add(struct session *s, const char *disk, bool force, double w, bool balance)
 {
 	char *path = realpath(disk, NULL);
