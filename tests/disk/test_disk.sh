@@ -17,7 +17,10 @@
 #   - refusals: a non-root caller online, bad usage (16), an offline move
 #     (and fsck -y) while the disks are mounted read-only;
 #   - what a move says: the disk it came from, "1 file"; a daemon killed
-#     mid-move said as such; a missing copy of the store named by its path.
+#     mid-move said as such; a missing copy of the store named by its path;
+#   - a disk full of other files: the default weights are the room lsmfs
+#     can have on each disk, and no plan puts more on a disk than it has
+#     free: rebalance succeeds, fsck clean.
 NAME=test_disk
 # shellcheck source=tests/lib/lib.sh
 source "$(dirname "$0")/../lib/lib.sh"
@@ -186,6 +189,86 @@ grep -q "^  copy 1: disk 1, $E1/.lsmfs/meta: missing$" <<<"$out" ||
 	fail "status of a missing copy: $(grep "copy 1" <<<"$out")"
 umount_wait "$E0"
 "$LSMFS" "$E0:$E1" "$M" && umount_wait "$E0:$E1" || fail "mount of both disks again"
+
+# ---- a disk full of other files: rebalance by the room there ----
+# Two 300 MiB tmpfs, A and B.  lsmfs's 60 MiB all go to B (rebalance
+# --weight 0=0, as a user making room on A would), then 280 MiB of other
+# files fill A (a plain file beside .lsmfs): about 18 MiB left there.
+# Weighed by capacity, A was due half of lsmfs's bytes, more than it had
+# free, and every rebalance was refused ("would take ... but has ...
+# free"): never balanced.  Weighed by the room lsmfs can have on each
+# disk (free space plus what lsmfs holds there), A is due a little; asked
+# with --weight for half, it gets what fits, a chunk kept free; never more
+# than it has free; asked to take everything, refused before anything
+# moves.  The file reads back as its plain copy, fsck clean.
+FA=$T/fa FB=$T/fb
+mkdir -p "$FA" "$FB"
+cleanup_more() { for d in "$FA" "$FB"; do umount "$d" 2>/dev/null || umount -l "$d" 2>/dev/null; done; }
+# The bytes the moves of a plan (lsmfs-disk's "move section S from disk F
+# to disk T (SIZE)" lines) copy onto disk D.
+planned_onto() { # D OUTPUT
+	awk -v d="$1" '$1 == "move" && $9 == d {
+		u = $11; sub(/\)/, "", u)
+		m = u == "B" ? 1 : u == "KiB" ? 1024 : u == "MiB" ? 1048576 : u == "GiB" ? 1073741824 : -1
+		if (m < 0) { print "unit?" u; exit }
+		s += substr($10, 2) * m
+	} END { printf "%d\n", s }' <<<"$2"
+}
+free_on() { df -B1 --output=avail "$1" | tail -n1 | tr -d ' '; }
+if mount -t tmpfs -o size=300m tmpfs "$FA" 2>/dev/null &&
+	mount -t tmpfs -o size=300m tmpfs "$FB" 2>/dev/null; then
+	"$MKFS" -q "$FA" "$FB" && "$LSMFS" "$FA:$FB" "$M" || fail "mount over the two tmpfs"
+	head -c 60M /dev/urandom > "$T/plain"
+	cp "$T/plain" "$M/data" || fail "60 MiB into the two tmpfs"
+	out=$("$DISK" "$M" rebalance --weight 0=0 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "tmpfs: everything onto B: exit $rc: $out"
+	[[ $(held "$FA") == 0 ]] || fail "tmpfs: A still holds $(held "$FA") bytes"
+	head -c 280M /dev/zero > "$FA/other" || fail "280 MiB of other files on A"
+	room=$(free_on "$FA")
+	out=$("$DISK" "$M" rebalance --dry-run 2>&1); rc=$?
+	onto=$(planned_onto 0 "$out")
+	say "disk A with 280 MiB of other files, $room bytes free: the plan puts $onto on it"
+	[[ $rc == 0 ]] || fail "tmpfs: dry run: exit $rc: $out"
+	((onto <= room)) || fail "tmpfs: dry run: $onto bytes onto A, which has $room free: $out"
+	# Weighed 1:1, as by capacity: A is due 30 MiB, gets what fits, a
+	# chunk (4 MiB) kept free: no more than its room, less than two
+	# chunks short of it.
+	out=$("$DISK" "$M" rebalance --dry-run --weight 0=1 --weight 1=1 2>&1); rc=$?
+	onto=$(planned_onto 0 "$out")
+	say "the same, weighed 1:1: the plan puts $onto on it"
+	[[ $rc == 0 ]] || fail "tmpfs: dry run 1:1: exit $rc: $out"
+	((onto <= room - 4194304 && onto >= room - 3 * 4194304)) ||
+		fail "tmpfs: dry run 1:1: $onto bytes onto A, which has $room free: $out"
+	# Everything off B: it does not fit on A, refused up front.
+	hb=$(held "$FB")
+	out=$("$DISK" "$M" rebalance --weight 1=0 2>&1); rc=$?
+	[[ $rc == 8 ]] && grep -q "no other disk has the room for: nothing moved" <<<"$out" ||
+		fail "tmpfs: everything onto the full disk: exit $rc: $out"
+	[[ $(held "$FB") == "$hb" && $(held "$FA") == 0 ]] || fail "tmpfs: the refused plan moved some"
+	out=$("$DISK" "$M" rebalance --weight 0=1 --weight 1=1 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "tmpfs: rebalance 1:1: exit $rc: $out"
+	# By default A is due lsmfs's bytes in proportion to its room (free
+	# space plus what lsmfs holds there) to B's: within a chunk of it.
+	ra=$(($(free_on "$FA") + $(held "$FA"))) rb=$(($(free_on "$FB") + $(held "$FB")))
+	due=$(((62914560 * ra) / (ra + rb)))
+	out=$("$DISK" "$M" rebalance 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "tmpfs: rebalance: exit $rc: $out"
+	ha=$(held "$FA")
+	((ha <= due + 4194304 && ha + 4194304 >= due)) ||
+		fail "tmpfs: rebalance: A holds $ha bytes, due $due by its room ($ra bytes to B's $rb)"
+	out=$("$DISK" "$M" rebalance 2>&1)
+	grep -q "nothing to move" <<<"$out" || fail "tmpfs: second rebalance still moves: $out"
+	say "after the rebalances: A holds $(held "$FA") bytes, $(free_on "$FA") free; B $(held "$FB")"
+	cmp "$T/plain" "$M/data" || fail "tmpfs: the file differs from its plain copy"
+	umount_wait "$FA:$FB" || fail "tmpfs: unmount"
+	fsck_clean "$FA:$FB" "tmpfs rebalance"
+	"$LSMFS" "$FA:$FB" "$M" && cmp "$T/plain" "$M/data" || fail "tmpfs: the file after a mount"
+	umount_wait "$FA:$FB"
+	cleanup_more
+	rm -f "$T/plain"
+else
+	say "no tmpfs mount here: the rebalance beside other files is not tried"
+fi
 
 # ---- SIGKILL at random points ----
 # kill_daemon: a rebalance running online; the daemon dies at a random

@@ -107,11 +107,16 @@ struct plan {
 /* Moves that even the bytes per disk in proportion to weight (by disk
  * index; 0: takes nothing), the sections bringing most balance per byte
  * first, then the section counts; only disks with a weight take sections,
- * and every section on a disk of weight 0 moves. */
+ * and every section on a disk of weight 0 moves.  No move goes to a disk
+ * whose backing filesystem lacks the room for it: the bytes the plan
+ * copies onto a filesystem stay within its `available` less a chunk
+ * (plan.c, "Room").
+ * 0; -ENOSPC when no disk has a weight, or a section that must move fits
+ * on none; -ENOMEM.  On error *p is empty. */
 int plan_rebalance(const struct status *st, const double *weight, struct plan *p);
 /* Only step 1 of plan_rebalance, for disk alone (of weight 0): every
- * section off it, each to the disk then furthest below its share
- * (remove). */
+ * section off it, each to the disk then furthest below its share among
+ * those with room for it (remove).  Returns as plan_rebalance. */
 int plan_drain(const struct status *st, const double *weight, uint32_t disk, struct plan *p);
 void plan_free(struct plan *p);
 

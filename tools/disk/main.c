@@ -55,7 +55,8 @@ static void usage(FILE *f)
 		"                     btrfs device stats): read_io_errs, write_io_errs,\n"
 		"                     checksum_errs, repaired_errs\n"
 		"  rebalance          move sections so that every disk holds bytes (and\n"
-		"                     sections) in proportion to its weight\n"
+		"                     sections) in proportion to its weight, none onto a\n"
+		"                     disk without the room for it\n"
 		"  move SECTION DISK  move one section to the disk of that index\n"
 		"  add NEWDISK        make the directory NEWDISK a disk of the filesystem,\n"
 		"                     then rebalance onto it\n"
@@ -80,8 +81,10 @@ static void usage(FILE *f)
 		"  -c, --check        stats: exit 64 when a counter (before -z) is not 0\n"
 		"  -n, --dry-run      rebalance, remove: print the plan (moves, bytes, an\n"
 		"                     estimate of the time), change nothing\n"
-		"      --weight I=W   rebalance: disk I weighs W (default: its capacity in\n"
-		"                     GiB; 0: move everything off it); may be repeated\n"
+		"      --weight I=W   rebalance: disk I weighs W (default: the room lsmfs can\n"
+		"                     have on it, in GiB: its free space plus what lsmfs\n"
+		"                     holds there; 0: move everything off it); may be\n"
+		"                     repeated\n"
 		"      --weight W     add: the new disk weighs W in the rebalance after it\n"
 		"  -f, --force        add: take NEWDISK even when it is not empty\n"
 		"      --no-balance   add: only add the disk, move nothing\n"
@@ -366,8 +369,13 @@ static int parse_weights(char **list, int n, double *weight, bool *given)
 	return 0;
 }
 
-/* By default a disk weighs its capacity in GiB (--weight speaks the same
- * unit); disks that are directories of one filesystem share it. */
+/* By default a disk weighs the room lsmfs can have on its backing
+ * filesystem, in GiB (--weight speaks the same unit): its free space plus
+ * the bytes the sections of the disks on it hold, which is its capacity
+ * less other files, the copies of the metadata store and the blocks kept
+ * for root; disks that are directories of one filesystem share it.  A
+ * disk full of other files so weighs little, and a move between
+ * filesystems leaves the weights as they were. */
 static void default_weights(const struct status *st, double *weight, const bool *given)
 {
 	for (uint32_t i = 0; i < st->ndisks; i++) {
@@ -375,10 +383,15 @@ static void default_weights(const struct status *st, double *weight, const bool 
 		if (given[d->index])
 			continue;
 		unsigned sharing = 0;
+		uint64_t held = 0;
 		for (uint32_t j = 0; j < st->ndisks; j++)
-			sharing += st->disk[j].device == d->device;
-		weight[d->index] =
-			d->usable ? (double)d->capacity / (1u << 30) / (sharing ? sharing : 1) : 0;
+			if (!st->disk[j].missing && st->disk[j].device == d->device) {
+				sharing++;
+				held += st->disk[j].bytes;
+			}
+		weight[d->index] = d->usable && sharing ? ((double)d->available + (double)held) /
+								  (1u << 30) / sharing
+							: 0;
 	}
 }
 
@@ -397,13 +410,26 @@ static int plan_and_move(struct session *s, const struct status *st, const doubl
 			return EXIT_FAILED;
 		}
 	int rc = even ? plan_rebalance(st, weight, &pl) : plan_drain(st, weight, drain, &pl);
-	if (rc) {
-		fprintf(stderr, PROG ": %s\n",
-			rc == -ENOSPC ? "no disk may take sections (every weight is 0)"
-				      : strerror(-rc));
+	if (rc == -ENOSPC) {
+		bool weighed = false;
+		for (uint32_t i = 0; i < st->ndisks; i++)
+			weighed |= weight[st->disk[i].index] > 0;
+		if (!weighed)
+			fprintf(stderr, PROG ": no disk may take sections (every weight is 0)\n");
+		else if (even)
+			fprintf(stderr, PROG ": the disks of weight 0 hold a section that no other "
+				"disk has the room for: nothing moved\n");
+		else
+			fprintf(stderr, PROG ": disk %u holds a section that no other disk has the "
+				"room for: nothing moved\n", drain);
 		return EXIT_FAILED;
 	}
-	/* Room: a disk must be able to take what the plan gives it. */
+	if (rc) {
+		fprintf(stderr, PROG ": %s\n", strerror(-rc));
+		return EXIT_FAILED;
+	}
+	/* Room: a disk must be able to take what the plan gives it (the
+	 * planner sees to it; this is the last word before anything moves). */
 	uint64_t in[LSMFS_MAX_DISKS] = {0}, out[LSMFS_MAX_DISKS] = {0};
 	for (size_t i = 0; i < pl.n; i++) {
 		in[pl.moves[i].to] += pl.moves[i].bytes;
@@ -439,7 +465,7 @@ static int plan_and_move(struct session *s, const struct status *st, const doubl
 			char now[32], after[32];
 			size_format(d->bytes, now, sizeof(now));
 			size_format(d->bytes + in[d->index] - out[d->index], after, sizeof(after));
-			printf("disk %u: %s now, %s after (weight %.1f)\n", d->index, now, after,
+			printf("disk %u: %s now, %s after (weight %.2f)\n", d->index, now, after,
 			       weight[d->index]);
 		}
 		plan_free(&pl);
@@ -480,7 +506,8 @@ static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 }
 
 /* `add NEWDISK`: the daemon (or fs_control offline) makes it a disk;
- * then a rebalance onto it, the new disk weighing w (< 0: its capacity). */
+ * then a rebalance onto it, the new disk weighing w (< 0: its room, as
+ * default_weights). */
 static int cmd_add(struct session *s, const char *disk, bool force, double w, bool balance)
 {
 	char *path = realpath(disk, NULL);

@@ -6,14 +6,35 @@
  * share N x w_d / W of the N sections (the sections decide where new data
  * goes: on a young filesystem most are empty).  The plan:
  *   1. every section on a disk of weight 0 goes (remove): the biggest
- *      first, each to the disk furthest below its byte share;
+ *      first, each to the disk furthest below its byte share among those
+ *      with room for it (-ENOSPC when none has);
  *   2. the move that cuts most, per byte moved, the distance from even,
  *      sum over disks of |held - share| + (B/N) x |sections - share|,
  *      again and again until no move cuts it by more than a quarter of
- *      an average section.  A section moved twice is one move (none if
- *      it comes back).  What is left is under about one section's bytes
- *      per disk, or no single move could help; a plan made again right
- *      after is empty.
+ *      an average section; a disk without room for a section is not
+ *      offered it.  A section moved twice is one move (none if it comes
+ *      back).  What is left is under about one section's bytes per disk,
+ *      or no single move could help, or the disks below their shares
+ *      have no room left; a plan made again right after is empty (but
+ *      for moves that room held back and the moves made room for).
+ *
+ * Room: disks that are directories of one backing filesystem (one
+ * `device`) share its free space.  A move copies the whole section before
+ * it removes the old copy, so it needs the section's bytes free on the
+ * filesystem it goes to.  The plan holds each filesystem to its free space
+ * now, less a chunk kept free (as placement keeps it: a filesystem with
+ * less takes no new chunk, and a copy of the metadata store there needs
+ * room to write), less every byte the plan copies onto it.  It credits a
+ * filesystem nothing for what the plan moves off it, though the moves run
+ * one at a time and a move's removal frees room for the moves after it:
+ *   - a section planned twice is one move, in the place of its first, so
+ *     the order in which the plan was made is not the order in which its
+ *     bytes come and go;
+ *   - online, the daemon's writes take free space while the moves run;
+ *   - plan_and_move checks the same rule (without the chunk) before
+ *     anything moves, with nothing to know the order by.
+ * The cost: a filesystem too full to take a section before it gave one
+ * only gives in this run; the room that freed is there for the next.
  */
 #include "disk.h"
 
@@ -30,6 +51,11 @@ struct state {
 	double count[LSMFS_MAX_DISKS], count_share[LSMFS_MAX_DISKS];
 	const double *weight;
 	uint32_t only;     /* drain only this disk's sections; UINT32_MAX: every weight-0 disk's */
+	/* By disk index: the disk whose backing filesystem it is on (the
+	 * first disk of st on that device), and by that disk: the bytes the
+	 * plan may still copy onto that filesystem. */
+	uint32_t group[LSMFS_MAX_DISKS];
+	uint64_t room[LSMFS_MAX_DISKS];
 	struct plan *p;
 	size_t cap;
 };
@@ -39,9 +65,15 @@ struct state {
 static int add_move(struct state *s, uint32_t sec, uint32_t to)
 {
 	struct plan *p = s->p;
-	uint32_t from = s->at[sec];
+	uint32_t from = s->at[sec], home = s->st->section_disk[sec];
 	uint64_t bytes = s->st->section_bytes[sec];
 	double b = (double)bytes;
+	/* Its copy planned onto `from` is not made now; one onto `to` is
+	 * (none back home, where it is). */
+	if (from != home)
+		s->room[s->group[from]] += bytes;
+	if (to != home)
+		s->room[s->group[to]] -= bytes;
 	s->held[from] -= b;
 	s->held[to] += b;
 	s->count[from]--;
@@ -79,14 +111,31 @@ static bool takes(const struct state *s, uint32_t d)
 	return d < LSMFS_MAX_DISKS && s->weight[d] > 0 && status_disk(s->st, d) >= 0;
 }
 
-/* The disk furthest below its byte share (counts break ties). */
-static uint32_t neediest(const struct state *s)
+/* Whether section sec, where the plan has it now, may go to disk `to`:
+ * back where it is costs nothing; elsewhere its bytes must fit in the room
+ * to's filesystem has left in the plan (with the copy the plan gave that
+ * filesystem already, when the section moves on from a disk on it). */
+static bool fits(const struct state *s, uint32_t sec, uint32_t to)
+{
+	uint32_t home = s->st->section_disk[sec], at = s->at[sec];
+	uint64_t bytes = s->st->section_bytes[sec];
+	if (to == home)
+		return true;
+	uint64_t room = s->room[s->group[to]];
+	if (at != home && s->group[at] == s->group[to])
+		room += bytes;
+	return bytes <= room;
+}
+
+/* The disk furthest below its byte share (counts break ties) that has
+ * room for section sec; UINT32_MAX when none has. */
+static uint32_t neediest(const struct state *s, uint32_t sec)
 {
 	uint32_t best = UINT32_MAX;
 	double gap = -INFINITY;
 	for (uint32_t i = 0; i < s->st->ndisks; i++) {
 		uint32_t d = s->st->disk[i].index;
-		if (!takes(s, d))
+		if (!takes(s, d) || d == s->at[sec] || !fits(s, sec, d))
 			continue;
 		double g = s->share[d] - s->held[d] + (s->count_share[d] - s->count[d]) * 1e-9;
 		if (g > gap) {
@@ -109,9 +158,11 @@ static int drain_unweighted(struct state *s)
 				pick = sec;
 		if (pick == UINT32_MAX)
 			return 0;
-		uint32_t to = neediest(s);
+		/* The biggest first, each where it fits: a disk too full for
+		 * one section may still take a smaller one. */
+		uint32_t to = neediest(s, pick);
 		if (to == UINT32_MAX)
-			return -ENOSPC; /* nowhere to go: the caller said so before */
+			return -ENOSPC; /* it must go, and no disk may take it */
 		int rc = add_move(s, pick, to);
 		if (rc)
 			return rc;
@@ -149,7 +200,7 @@ static int balance(struct state *s)
 				continue; /* only from a disk this move helps */
 			for (uint32_t i = 0; i < st->ndisks; i++) {
 				uint32_t u = st->disk[i].index;
-				if (u == o || !takes(s, u))
+				if (u == o || !takes(s, u) || !fits(s, sec, u))
 					continue;
 				double gain = before_o - after_o +
 					      cost_of(s->held[u], s->share[u], s->count[u], s->count_share[u], unit) -
@@ -184,6 +235,21 @@ static int plan(const struct status *st, const double *weight, bool even, uint32
 		free(s.at);
 		free(s.moved);
 		return -ENOMEM;
+	}
+	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
+		s.group[d] = d;
+	for (uint32_t i = 0; i < st->ndisks; i++) {
+		const struct disk_info *di = &st->disk[i];
+		uint32_t j = 0;
+		while (st->disk[j].device != di->device)
+			j++;
+		uint32_t g = st->disk[j].index;
+		s.group[di->index] = g;
+		/* The disks on one filesystem read its free space one after
+		 * the other: the least they saw, less a chunk kept free. */
+		uint64_t room = di->available > st->chunk_size ? di->available - st->chunk_size : 0;
+		if (j == i || room < s.room[g])
+			s.room[g] = room;
 	}
 	double total = 0, wsum = 0;
 	for (uint32_t sec = 0; sec < st->sections; sec++) {
