@@ -144,12 +144,15 @@ static int mark_all(struct dropper *dr)
 		return rc;
 	dr->nchunk = 0;
 	for (store_iter_seek_first(it); !rc && store_iter_valid(it); store_iter_next(it)) {
-		size_t kl;
+		size_t kl, vl;
 		const uint8_t *k = store_iter_key(it, &kl);
+		const uint8_t *v = store_iter_value(it, &vl);
 		if (kl != 17)
 			continue; /* fsck's to report */
 		uint64_t ino = get_be64(k + 1), chunk = get_be64(k + 9);
-		uint32_t s = chunk_section(ino, chunk, fs->info.sections);
+		uint32_t s; /* where its file is (SCHEMA.md "Placement") */
+		if (chunk_value_section(v, vl, ino, chunk, fs->info.sections, &s))
+			continue; /* damaged: fsck's to report */
 		if (dr->target ? dr->target[s] == UINT32_MAX : file_there(fs, ino, chunk, s))
 			continue;
 		if (ino != dr->ino) {

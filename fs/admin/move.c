@@ -89,8 +89,9 @@ static int wipe_copy(struct fs *fs, uint32_t d, uint32_t s)
 		uint64_t ino, chunk;
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (!section_chunk_parse(de->d_name, &ino, &chunk) ||
-		    chunk_section(ino, chunk, fs->info.sections) != s) {
+		/* Any chunk's file: chunks are placed in any section
+		 * (SCHEMA.md "Placement"), and the copy took every one. */
+		if (!section_chunk_parse(de->d_name, &ino, &chunk)) {
 			left++;
 			continue;
 		}
@@ -207,9 +208,11 @@ static int list_source(struct mover *mv, struct listing *l)
 	struct dirent *de;
 	while (!rc && (de = next_entry(dir, &rc))) {
 		uint64_t ino, chunk;
-		if (!section_chunk_parse(de->d_name, &ino, &chunk) ||
-		    chunk_section(ino, chunk, mv->fs->info.sections) != mv->m.section)
-			continue; /* not ours to move: left for fsck with the directory */
+		/* Every chunk's file goes with the section (chunks are placed
+		 * in any section: SCHEMA.md "Placement"); one its record puts
+		 * elsewhere goes too, for fsck to report where it lands. */
+		if (!section_chunk_parse(de->d_name, &ino, &chunk))
+			continue; /* not a chunk file: left for fsck with the directory */
 		struct stat st;
 		if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 			if (errno == ENOENT)
@@ -241,13 +244,16 @@ static int list_records(struct mover *mv, struct listing *l)
 	if (rc)
 		return rc;
 	for (store_iter_seek_first(it); store_iter_valid(it) && !rc; store_iter_next(it)) {
-		size_t kl;
+		size_t kl, vl;
 		const uint8_t *k = store_iter_key(it, &kl);
+		const uint8_t *v = store_iter_value(it, &vl);
 		if (kl != 17)
 			continue; /* damage: fsck.lsmfs reports it */
 		uint64_t ino = get_be64(k + 1), chunk = get_be64(k + 9);
-		if (chunk_section(ino, chunk, mv->fs->info.sections) != mv->m.section)
-			continue;
+		uint32_t where;
+		if (chunk_value_section(v, vl, ino, chunk, mv->fs->info.sections, &where) ||
+		    where != mv->m.section)
+			continue; /* damaged (fsck's) or elsewhere */
 		char rel[96];
 		section_chunk_name(ino, chunk, mv->m.section, rel, sizeof(rel));
 		rc = listing_add(l, strchr(rel, '/') + 1, 0);

@@ -119,33 +119,6 @@ size_t chunk_value_put(uint64_t durable, uint8_t flags, uint32_t gen, uint32_t s
 	return hdr + 4 * (size_t)nsums;
 }
 
-size_t chunk_value_relength(const uint8_t *old, size_t oldlen, uint64_t len, uint8_t *out)
-{
-	struct chunk_value cv;
-	if (chunk_value_parse(old, oldlen, &cv) || cv.section == CHUNK_HASHED) {
-		put_le64(out, len);
-		return CHUNK_VAL_LEN;
-	}
-	return chunk_value_put(len, 0, 0, cv.section, 0, NULL, 0, out);
-}
-
-int chunk_value_section(const uint8_t *p, size_t len, uint64_t ino, uint64_t chunk,
-			uint32_t sections, uint32_t *section)
-{
-	struct chunk_value cv;
-	*section = chunk_section(ino, chunk, sections);
-	if (!p)
-		return 0;
-	if (chunk_value_parse(p, len, &cv))
-		return -EUCLEAN;
-	if (cv.section == CHUNK_HASHED)
-		return 0;
-	if (cv.section >= sections)
-		return -EUCLEAN;
-	*section = cv.section;
-	return 0;
-}
-
 uint32_t chunk_value_sum(const struct chunk_value *cv, uint32_t i)
 {
 	return i < cv->nsums ? get_le32(cv->sums + 4 * (size_t)i) : 0;

@@ -114,13 +114,34 @@ mkdir -p "$T/small1" "$T/small2"
 	"$MKFS" -q --chunk-size 65536 --meta "$T/fameta" "$T/small1/d" "$T/small2/d" || fail "mkfs --meta"
 	SPEC=$T/small1/d:$T/small2/d
 	mnt && {
+		# chunks go where there is room: 32M fits a 2M and a 64M disk
+		out=$(fallocate -l 32M "$M/big" 2>&1) || fail "fallocate 32M over a 2M and a 64M disk: $out"
+		[[ $(stat -c %s "$M/big") == 33554432 ]] || fail "fallocate 32M: size $(stat -c %s "$M/big")"
+		rm -f "$M/big"
 		u1=$(df --output=used "$T/small1" | tail -1) u2=$(df --output=used "$T/small2" | tail -1)
-		out=$(fallocate -l 32M "$M/big" 2>&1); rc=$?
-		[[ $rc == 1 && $out == *"No space left"* ]] || fail "fallocate 32M over a 2M disk: exit $rc: $out"
-		[[ $(stat -c %s "$M/big") == 0 ]] || fail "failed fallocate changed the size"
+		# two of 40M at once: one at least runs out part way (or is
+		# refused before any work) and must give back all it took
+		fallocate -l 40M "$M/f1" 2>"$T/fa1" & p1=$!
+		fallocate -l 40M "$M/f2" 2>"$T/fa2"; r2=$?
+		wait $p1; r1=$?
+		[[ $r1 != 0 || $r2 != 0 ]] || fail "two fallocates of 40M both fit 66M of disks"
+		for i in 1 2; do
+			r=r$i
+			if [[ ${!r} != 0 ]]; then
+				grep -q "No space left" "$T/fa$i" || fail "fallocate $i: $(cat "$T/fa$i")"
+				[[ $(stat -c %s "$M/f$i") == 0 && $(stat -c %b "$M/f$i") == 0 ]] ||
+					fail "failed fallocate $i left size $(stat -c %s "$M/f$i"), blocks $(stat -c %b "$M/f$i")"
+				rm -f "$M/f$i"
+			else
+				rm -f "$M/f$i"
+			fi
+		done
 		v1=$(df --output=used "$T/small1" | tail -1) v2=$(df --output=used "$T/small2" | tail -1)
 		[[ $((v1 - u1)) -le 64 && $((v2 - u2)) -le 64 ]] ||
 			fail "failed fallocate kept space: +$((v1 - u1)) KiB and +$((v2 - u2)) KiB"
+		out=$(fallocate -l 80M "$M/big" 2>&1); rc=$?
+		[[ $rc == 1 && $out == *"No space left"* ]] || fail "fallocate 80M over 66M of disks: exit $rc: $out"
+		[[ $(stat -c %s "$M/big") == 0 ]] || fail "a refused fallocate changed the size"
 		# a data disk that fills: the write fails, nothing past the size
 		python3 - "$M/fill" <<'PY'
 import errno, os, sys
@@ -392,7 +413,8 @@ fresh evict --chunk-size 65536 && mnt && {
 }
 
 # ---- fallocate of what df says is free, less 512 KiB (xfstests generic/103) ----
-# Chunks go to disks by hash: df's figure must be one a file can take.
+# Chunks go where there is room: df's figure is the disks' free space in
+# whole chunks, and a file can take it.
 mkdir -p "$T/small3" "$T/small4"
 [[ -z ${HOSTILE_ONLY:-} || $HOSTILE_ONLY == dfalloc ]] && mount -t tmpfs -o size=64m tmpfs "$T/small3" && mount -t tmpfs -o size=64m tmpfs "$T/small4" && {
 	rm -rf "$T/small3/d" "$T/small4/d"; mkdir "$T/small3/d" "$T/small4/d"
@@ -401,7 +423,7 @@ mkdir -p "$T/small3" "$T/small4"
 	mnt && {
 		avail=$(df -B1 --output=avail "$M" | tail -1)
 		raw=$(($(df -B1 --output=avail "$T/small3" | tail -1) + $(df -B1 --output=avail "$T/small4" | tail -1)))
-		[[ $avail -ge $((raw / 2)) ]] || fail "df says $avail bytes free of the disks' $raw"
+		[[ $avail -ge $((raw - 2 * 1048576)) ]] || fail "df says $avail bytes free of the disks' $raw (more than a chunk per disk less)"
 		out=$(fallocate -l $((avail - 524288)) "$M/spc" 2>&1) ||
 			fail "fallocate of df's $avail free bytes less 512 KiB: $out (disks: $(df -B1 --output=avail "$T/small3" "$T/small4" | tail -2 | tr '\n' ' '))"
 		note "df: $avail of the disks' $raw bytes free; fallocate of it less 512 KiB: ${out:-ok}"

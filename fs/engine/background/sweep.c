@@ -13,11 +13,13 @@
  *
  * The key `M` `mounted` says that the filesystem is mounted read-write, or
  * was when it crashed.  A read-write mount that finds it sweeps in the
- * background (in the reclaim thread, before the orphans): every chunk file
- * that lies where section_chunk_name() puts it and has no record is removed, the
- * check and the removal under the inode's stripe lock, which every chunk
- * creation holds, so that a file being created now is never taken.  Files
- * anywhere else are left for fsck.  A clean unmount deletes the key after
+ * background (in the reclaim thread, before the orphans): every file of a
+ * section directory named as section_chunk_name() names chunk files, whose
+ * chunk has no record, is removed (a chunk may be placed in any section:
+ * SCHEMA.md "Placement"), the check and the removal under the inode's
+ * stripe lock, which every chunk creation holds, so that a file being
+ * created now is never taken.  A file whose chunk's record names another
+ * section, and files of other names, are left for fsck.  A clean unmount deletes the key after
  * the disks are synced, when the sweep finished or none was needed.  An
  * unmount waits for a sweep under way to end (it drains the reclaim
  * thread, as it does the orphans); a remount read-only stops it half way
@@ -118,9 +120,8 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 			break;
 		}
 		uint64_t ino, chunk;
-		if (!section_chunk_parse(de->d_name, &ino, &chunk) ||
-		    chunk_section(ino, chunk, fs->info.sections) != section)
-			continue; /* not a chunk file of this section: fsck's */
+		if (!section_chunk_parse(de->d_name, &ino, &chunk))
+			continue; /* not a chunk file's name: fsck's */
 		struct stat st;
 		if (de->d_type != DT_REG &&
 		    (de->d_type != DT_UNKNOWN ||
@@ -142,7 +143,12 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 		struct chunk_value cv = {0};
 		bool inwrite = val && chunk_value_parse(val, vl, &cv) == 0 &&
 			       (cv.flags & CHUNK_INWRITE) && cv.gen != fs->mount_gen;
+		uint32_t where = section;
+		if (val && chunk_value_section(val, vl, ino, chunk, fs->info.sections, &where))
+			where = UINT32_MAX; /* damaged: fsck's */
 		free(val);
+		if (has == 1 && where != section)
+			has = 2; /* its record puts the chunk elsewhere: not its file, fsck's */
 		int e = 0;
 		bool full = false;
 		if (has == 1 && section_disk_of(fs, section) == d && (durable == 0 || inwrite)) {

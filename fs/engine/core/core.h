@@ -78,6 +78,7 @@
 
 struct chunk_fd {
 	uint64_t chunk;
+	uint32_t section;       /* where its file is (its record says: SCHEMA.md "Placement") */
 	uint32_t gen;           /* its section's generation when opened (gate.c) */
 	int fd;                 /* -1: slot empty */
 	int dfd;                /* O_DIRECT fd for aligned writes; -1: not open */

@@ -3,9 +3,11 @@
  * in flux").
  *
  * Chunk c of inode i is the file <sections>/<s>/<i>.<c> on the disk that
- * section s = chunk_section(i, c) maps to, and it exists only while the
- * record `C` i c does: the record is written before the file is created
- * and deleted after the file is removed.  Every place that names a chunk
+ * section s maps to, and it exists only while the record `C` i c does: the
+ * record is written before the file is created and deleted after the file
+ * is removed.  The record names s (SCHEMA.md "Placement"; one of the
+ * older kind, chunk_section's), chosen when the chunk is made
+ * (space_place), and never changes after.  Every place that names a chunk
  * file goes through section_chunk_name() (section.c).
  *
  * Chunks in flux: between a chunk record's creation and the next store
@@ -47,9 +49,35 @@ int chunk_dirfd(struct fs *fs, uint32_t section)
 	return fs->sections_fd[section_disk_of(fs, section)];
 }
 
-uint32_t chunk_disk(struct fs *fs, uint64_t ino, uint64_t chunk)
+/* The section a record's value names, a damaged one logged (and taken
+ * for chunk_section's). */
+static uint32_t value_section(struct fs *fs, uint64_t ino, uint64_t chunk, const void *val,
+			      size_t vl)
 {
-	return section_disk_of(fs, chunk_section(ino, chunk, fs->info.sections));
+	uint32_t section;
+	if (chunk_value_section(val, vl, ino, chunk, fs->info.sections, &section))
+		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": damaged record (%zu bytes); "
+			"its file is looked for in section %" PRIu32 " (run fsck.lsmfs)", ino, chunk,
+			vl, section);
+	return section;
+}
+
+int chunk_where(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t *section)
+{
+	void *val;
+	size_t vl;
+	uint8_t k[KEY_MAX];
+	size_t kl = key_chunk(k, ino, chunk);
+	int rc = store_get(fs->st, NULL, k, kl, &val, &vl);
+	if (rc == -ENOENT) {
+		*section = chunk_section(ino, chunk, fs->info.sections);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	*section = value_section(fs, ino, chunk, val, vl);
+	free(val);
+	return 1;
 }
 
 struct inode_data *chunk_data_of(struct fs_inode *in)
@@ -246,10 +274,10 @@ int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t
 			return 0;
 		c->durable = durable;
 	}
-	uint8_t k[KEY_MAX], v[CHUNK_SUMS_HDR];
+	uint8_t k[KEY_MAX], v[CHUNK_PLACED_HDR];
 	size_t kl = key_chunk(k, ino, c->chunk);
 	/* The file is about to change: marked so (sums.c). */
-	size_t vl = chunk_value_put(len, CHUNK_INWRITE, fs->mount_gen, CHUNK_HASHED, 0, NULL, 0, v);
+	size_t vl = chunk_value_put(len, CHUNK_INWRITE, fs->mount_gen, c->section, 0, NULL, 0, v);
 	/* Durable before the file shrinks: a crash between must not leave a
 	 * record longer than the file, which reads as lost data. */
 	int rc = store_put(fs->st, k, kl, v, vl, STORE_WRITE_SYNC);
@@ -274,8 +302,8 @@ static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint
 	in->fresh = false; /* before the record can exist */
 	/* Marked in write from the start: a crash that keeps the record
 	 * has the file's sums computed (sums.c). */
-	uint8_t cv[CHUNK_SUMS_HDR];
-	store_batch_put(b, ck, ckl, cv, chunk_value_put(0, CHUNK_INWRITE, fs->mount_gen, CHUNK_HASHED, 0, NULL, 0, cv));
+	uint8_t cv[CHUNK_PLACED_HDR];
+	store_batch_put(b, ck, ckl, cv, chunk_value_put(0, CHUNK_INWRITE, fs->mount_gen, section, 0, NULL, 0, cv));
 	int rc = chunk_mark_flux(fs, in, b);
 	if (!rc)
 		rc = store_write(fs->st, b, 0);
@@ -370,53 +398,78 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 	bool write = access != CHUNK_READ;
 	if (write && !fs_writable(fs))
 		return -EROFS;
-	uint32_t section = chunk_section(in->ino, chunk, fs->info.sections);
 	int mark = section_mark();
-again:
+again:;
+	/* Where the file is: its cached slot's section, else its record's;
+	 * a new chunk's is chosen by free space (space_place).  A record
+	 * never changes its section, so it is read outside the gate. */
+	struct chunk_fd *cached = NULL;
+	for (int i = 0; i < CHUNK_FDS && !cached; i++)
+		if (d->fds[i].fd >= 0 && d->fds[i].chunk == chunk)
+			cached = &d->fds[i];
+	uint64_t durable = 0;
+	bool lost = false;
+	void *val = NULL;
+	size_t vl = 0;
+	int exists = 1;
+	uint32_t section;
+	if (cached) {
+		section = cached->section;
+	} else {
+		exists = chunk_record_fetch(fs, in->ino, chunk, &val, &vl, &durable, &lost);
+		if (exists < 0)
+			return exists;
+		if (exists)
+			section = value_section(fs, in->ino, chunk, val, vl);
+		else if (access != CHUNK_CREATE)
+			section = chunk_section(in->ino, chunk, fs->info.sections); /* a hole */
+		else if ((exists = space_place(fs, in->ino, chunk, &section)) < 0)
+			return exists; /* no usable disk has room: -ENOSPC */
+	}
 	section_enter(fs, section, in->ino, chunk, write);
 	if (!disk_usable(fs, section_disk_of(fs, section))) {
 		/* Missing (a degraded mount) or found replaced (diskwatch.c):
-		 * nothing goes there.  A chunk without record is a hole all
-		 * the same (the record comes before the file). */
-		uint64_t durable;
-		int has = access == CHUNK_CREATE ? 1 : chunk_record_get(fs, in->ino, chunk, &durable, NULL);
-		return has == 0 ? -ENOENT : has < 0 ? has : -EIO;
+		 * nothing goes there (a new chunk is placed elsewhere). */
+		free(val);
+		return exists || access == CHUNK_CREATE ? -EIO : -ENOENT;
 	}
 	uint32_t gen = section_gen(fs, section);
 	struct chunk_fd *victim = NULL;
-	for (int i = 0; i < CHUNK_FDS; i++) {
-		struct chunk_fd *c = &d->fds[i];
-		if (c->fd >= 0 && c->chunk == chunk) {
-			if (c->gen != gen || (write && !c->writable)) {
-				/* moved since it was opened (the old copy is
-				 * gone or going), or opened read-only */
-				victim = c; /* reopen it for writing, in its slot */
-				break;
-			}
-			c->stamp = ++d->stamp;
-			*out = c;
+	if (cached) {
+		if (cached->gen == gen && (!write || cached->writable)) {
+			cached->stamp = ++d->stamp;
+			*out = cached;
 			return 0;
 		}
-		if (!c->pins && (!victim || c->fd < 0 ||
-				 (victim->fd >= 0 && c->stamp < victim->stamp)))
-			victim = c;
+		/* moved since it was opened (the old copy is gone or going),
+		 * or opened read-only: reopened in its slot */
+		victim = cached;
+		if (victim->pins) {
+			section_release(fs, mark);
+			iogate_wait(fs, in);
+			goto again;
+		}
+		exists = chunk_record_fetch(fs, in->ino, chunk, &val, &vl, &durable, &lost);
+		if (exists < 0)
+			return exists;
+	} else {
+		for (int i = 0; i < CHUNK_FDS; i++) {
+			struct chunk_fd *c = &d->fds[i];
+			if (!c->pins && (!victim || c->fd < 0 ||
+					 (victim->fd >= 0 && c->stamp < victim->stamp)))
+				victim = c;
+		}
 	}
-	if (!victim || victim->pins) {
-		/* Its slot, or every slot, is in I/O outside the lock
-		 * (iogate.c): wait for one, outside the section's gate. */
+	if (!victim) {
+		/* Every slot is in I/O outside the lock (iogate.c): wait for
+		 * one, outside the section's gate. */
+		free(val);
 		section_release(fs, mark);
 		iogate_wait(fs, in);
 		goto again;
 	}
 	char rel[96];
 	section_chunk_name(in->ino, chunk, section, rel, sizeof(rel));
-	uint64_t durable = 0;
-	bool lost = false;
-	void *val = NULL;
-	size_t vl = 0;
-	int exists = chunk_record_fetch(fs, in->ino, chunk, &val, &vl, &durable, &lost);
-	if (exists < 0)
-		return exists;
 	int fd = open_file(fs, in, chunk, section, rel, access, exists, durable, lost, created);
 	if (fd < 0) {
 		free(val);
@@ -432,6 +485,7 @@ again:
 	struct stat st;
 	victim->fd = fd;
 	victim->chunk = chunk;
+	victim->section = section;
 	victim->gen = gen;
 	victim->writable = write;
 	victim->durable = durable;
@@ -504,7 +558,9 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 			*resume = chunk;
 			break;
 		}
-		uint32_t section = chunk_section(ino, chunk, fs->info.sections);
+		size_t vl;
+		const uint8_t *v = store_iter_value(it, &vl);
+		uint32_t section = value_section(fs, ino, chunk, v, vl);
 		char rel[96];
 		section_chunk_name(ino, chunk, section, rel, sizeof(rel));
 		forget_fd(in, chunk);
@@ -561,12 +617,17 @@ static int drop_prepare(struct fs *fs, struct fs_inode *in, uint64_t from, uint6
 	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
 		size_t kl, vl;
 		const uint8_t *k = store_iter_key(it, &kl);
-		store_iter_value(it, &vl);
+		const uint8_t *v = store_iter_value(it, &vl);
 		if (kl != 17)
 			continue;
 		found++;
-		if (vl)
-			store_batch_put(b, k, kl, "", 0);
+		/* Length 0, the section kept (the older kind: empty). */
+		uint8_t nv[CHUNK_PLACED_HDR];
+		size_t nvl = chunk_value_relength(v, vl, 0, nv);
+		if (nvl == CHUNK_VAL_LEN)
+			nvl = 0;
+		if (vl != nvl || memcmp(v, nv, nvl))
+			store_batch_put(b, k, kl, nv, nvl);
 	}
 	rc = store_iter_status(it);
 	store_iter_free(it);
@@ -618,7 +679,7 @@ int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk, uint64_t 
 }
 
 int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
-	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable), void *ctx)
+	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable, uint32_t section), void *ctx)
 {
 	struct store_iter *it;
 	int rc = range_iter(fs, ino, from, to, &it);
@@ -630,9 +691,11 @@ int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 		size_t vl;
 		const uint8_t *v = store_iter_value(it, &vl);
 		uint64_t durable = 0;
-		if (kl == 17)
-			rc = fn(ctx, get_be64(k + 9),
-				chunk_value_decode(v, vl, &durable) ? 0 : durable);
+		if (kl != 17)
+			continue;
+		uint64_t chunk = get_be64(k + 9);
+		uint32_t section = value_section(fs, ino, chunk, v, vl);
+		rc = fn(ctx, chunk, chunk_value_decode(v, vl, &durable) ? 0 : durable, section);
 	}
 	if (!rc)
 		rc = store_iter_status(it);
@@ -640,10 +703,11 @@ int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 	return rc;
 }
 
-static int found_one(void *ctx, uint64_t chunk, uint64_t durable)
+static int found_one(void *ctx, uint64_t chunk, uint64_t durable, uint32_t section)
 {
 	(void)chunk;
 	(void)durable;
+	(void)section;
 	*(bool *)ctx = true;
 	return 1; /* one is enough */
 }

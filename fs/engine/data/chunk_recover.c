@@ -24,11 +24,10 @@ struct recover {
 	uint64_t dropped, missing;
 };
 
-static int recover_chunk(void *ctx, uint64_t chunk, uint64_t durable)
+static int recover_chunk(void *ctx, uint64_t chunk, uint64_t durable, uint32_t section)
 {
 	struct recover *r = ctx;
 	struct fs *fs = r->fs;
-	uint32_t section = chunk_section(r->ino, chunk, fs->info.sections);
 	char rel[96];
 	section_chunk_name(r->ino, chunk, section, rel, sizeof(rel));
 	uint8_t k[KEY_MAX];

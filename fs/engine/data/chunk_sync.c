@@ -38,6 +38,19 @@ static void sync_all_disks(struct fs *fs)
 /* At most this many chunk files are open at once for one fsync. */
 #define SYNC_WINDOW 64
 
+/* The section of chunk's file: its open slot's, else its record's.  0 when
+ * it has no record (dropped since it was written). */
+static int sync_where(struct fs *fs, uint64_t ino, struct fs_inode *in, uint64_t chunk,
+		      uint32_t *section)
+{
+	for (int i = 0; in && in->data && i < CHUNK_FDS; i++)
+		if (in->data->fds[i].fd >= 0 && in->data->fds[i].chunk == chunk) {
+			*section = in->data->fds[i].section;
+			return 1;
+		}
+	return chunk_where(fs, ino, chunk, section);
+}
+
 /*
  * fdatasync the chunks of ino in dirty[] (repeats allowed), record the
  * length each now has durably, then fsync the section directories in
@@ -64,9 +77,15 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 	for (size_t base = 0; base < ndirty && !rc; base += SYNC_WINDOW) {
 		size_t n = ndirty - base < SYNC_WINDOW ? ndirty - base : SYNC_WINDOW;
 		int fds[SYNC_WINDOW];
+		uint32_t sections[SYNC_WINDOW];
 		for (size_t i = 0; i < n; i++) {
 			uint64_t chunk = dirty[base + i];
-			uint32_t section = chunk_section(ino, chunk, fs->info.sections);
+			int has = sync_where(fs, ino, in, chunk, &sections[i]);
+			if (has <= 0) {
+				fds[i] = has ? has : -ENOENT;
+				continue;
+			}
+			uint32_t section = sections[i];
 			char rel[96];
 			section_chunk_name(ino, chunk, section, rel, sizeof(rel));
 			/* The gate only while the name resolves: a move that
@@ -87,8 +106,9 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 			uint64_t chunk = dirty[base + i];
 			if (fds[i] == -ENOENT) /* dropped since it was written */
 				continue;
+			uint32_t disk = section_disk_of(fs, sections[i]);
 			if (fds[i] < 0) {
-				devstats_count_error(fs, chunk_disk(fs, ino, chunk), DEVSTAT_WRITE, fds[i]);
+				devstats_count_error(fs, disk, DEVSTAT_WRITE, fds[i]);
 				fs_logf(fs, "inode %" PRIu64 ": opening chunk %" PRIu64 " for fsync: %s",
 					ino, chunk, strerror(-fds[i]));
 				if (!rc)
@@ -96,11 +116,11 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 				continue;
 			}
 			if (!rc)
-				stats_fsync(fs, chunk_disk(fs, ino, chunk));
+				stats_fsync(fs, disk);
 			struct stat st;
 			if (!rc && fdatasync(fds[i]) != 0) {
 				rc = -errno;
-				devstats_count_error(fs, chunk_disk(fs, ino, chunk), DEVSTAT_WRITE, rc);
+				devstats_count_error(fs, disk, DEVSTAT_WRITE, rc);
 				fs_logf(fs, "inode %" PRIu64 ": fsync of chunk %" PRIu64 ": %s", ino,
 					chunk, strerror(errno));
 			} else if (!rc && fstat(fds[i], &st) == 0) {
@@ -110,8 +130,8 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 				 * blocks' sums (sums.c). */
 				uint8_t k[KEY_MAX];
 				size_t vl;
-				rc = sums_final(fs, ino, chunk, in, fds[i], (uint64_t)st.st_size,
-						keep_mark, val, &vl);
+				rc = sums_final(fs, ino, chunk, sections[i], in, fds[i],
+						(uint64_t)st.st_size, keep_mark, val, &vl);
 				if (rc)
 					fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": reading it back "
 						"for its checksums: %s", ino, chunk, strerror(-rc));

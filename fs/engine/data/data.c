@@ -99,7 +99,7 @@ int data_to_chunked(struct fs *fs, struct fs_inode *in)
 			free(sums);
 		}
 		if (!rc) {
-			stats_write(fs, chunk_disk(fs, in->ino, 0), c, 0, len);
+			stats_write(fs, section_disk_of(fs, c->section), c, 0, len);
 			chunk_account(in, c);
 			rc = chunk_mark_dirty(in, 0);
 		}
@@ -247,7 +247,7 @@ static int direct_fd(struct fs *fs, struct fs_inode *in, struct chunk_fd *c)
 {
 	if (c->dfd >= 0)
 		return c->dfd;
-	uint32_t section = chunk_section(in->ino, c->chunk, fs->info.sections);
+	uint32_t section = c->section;
 	uint32_t disk = section_disk_of(fs, section); /* inside its gate (chunk_open) */
 	if (__atomic_load_n(&fs->no_direct[disk], __ATOMIC_RELAXED))
 		return -1;
@@ -657,7 +657,7 @@ static int write_piece(struct write_op *w, const struct chunk_iter *it, bool *ma
 	*made_past |= created && it->chunk * it->cs >= in->rec.size;
 	int dfd = it->within % DIRECT_ALIGN == 0 && it->n % DIRECT_ALIGN == 0 ? direct_fd(fs, in, c)
 									       : -1;
-	uint32_t disk = chunk_disk(fs, in->ino, it->chunk); /* inside its gate */
+	uint32_t disk = section_disk_of(fs, c->section); /* inside its gate */
 	/* On its way: the next write of a sequential stream may go. */
 	order_leave(fs, w->slot, w->ino);
 	w->slot = -1;

@@ -54,6 +54,10 @@ int fs_statfs(struct fs *fs, struct statvfs *out);
 
 int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_t have);
 
+/* The section for new chunk (ino, chunk) (SCHEMA.md "Placement"): 0 and
+ * *section, or -ENOSPC when no usable disk has room for a chunk. */
+int space_place(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t *section);
+
 /* Inline data of ino (NULL, 0 when none); malloc'd. */
 int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len);
 
@@ -108,7 +112,9 @@ enum chunk_access {
 /* Inside the section's gate: the fd of the sections directory of the disk
  * that holds it. */
 int chunk_dirfd(struct fs *fs, uint32_t section);
-uint32_t chunk_disk(struct fs *fs, uint64_t ino, uint64_t chunk);
+/* 1 and the section that holds chunk's file (its record's: SCHEMA.md
+ * "Placement"), 0 and chunk_section's when it has no record, or -errno. */
+int chunk_where(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t *section);
 struct inode_data *chunk_data_of(struct fs_inode *in);
 /* The fd of a chunk from the inode's cache, or opened; -ENOENT: a hole
  * (no record, or a record without file).  *created (may be NULL) says
@@ -140,7 +146,7 @@ int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to, u
 /* Call fn for every chunk record of ino in [from, to), in order; stops
  * at fn's first non-zero return, which it returns. */
 int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
-	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable), void *ctx);
+	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable, uint32_t section), void *ctx);
 /* 1 when ino has a chunk record (whatever its flags say), 0 when it has
  * none, or -errno: one store seek. */
 int chunk_any(struct fs *fs, uint64_t ino);
@@ -212,8 +218,9 @@ int sums_change(struct fs *fs, uint64_t ino, struct chunk_fd *c, uint64_t from, 
 uint64_t sums_block_size(const struct chunk_fd *c);
 int sums_verify(struct fs *fs, uint64_t ino, const struct chunk_fd *c, const char *buf,
 		uint64_t off, uint64_t n, uint64_t got);
-int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in, int fd,
-	       uint64_t size, bool keep_mark, uint8_t *out, size_t *outlen);
+int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t section,
+	       struct fs_inode *in, int fd, uint64_t size, bool keep_mark, uint8_t *out,
+	       size_t *outlen);
 void sums_recorded(struct fs_inode *in, uint64_t chunk, bool keep_mark);
 /* An fsync keeps the in-write mark of the chunks it records (keep_mark),
  * so that the next write of a file written and synced in turn (a

@@ -30,9 +30,10 @@ struct punch {
 	size_t nwhole, capwhole;
 };
 
-static int punch_chunk(void *ctx, uint64_t chunk, uint64_t durable)
+static int punch_chunk(void *ctx, uint64_t chunk, uint64_t durable, uint32_t section)
 {
 	(void)durable;
+	(void)section; /* opened by chunk_open */
 	struct punch *p = ctx;
 	uint64_t cs = p->fs->info.chunk_size;
 	uint64_t start = chunk * cs;

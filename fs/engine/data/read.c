@@ -38,10 +38,9 @@ static int read_inline(struct fs *fs, uint64_t ino, char *buf, size_t size, uint
 }
 
 /* A chunk file shorter than what fsync made durable of it: said, -EIO. */
-static int chunk_came_short(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t has,
-			    uint64_t durable)
+static int chunk_came_short(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t section,
+			    uint64_t has, uint64_t durable)
 {
-	uint32_t section = chunk_section(ino, chunk, fs->info.sections);
 	char rel[96];
 	section_chunk_name(ino, chunk, section, rel, sizeof(rel));
 	devstats_count_error(fs, section_disk_of(fs, section), DEVSTAT_READ, EIO);
@@ -106,6 +105,7 @@ static int read_piece(struct fs *fs, struct fs_inode *in, char *to, const struct
 	int mark = section_mark();
 	int rc = chunk_open(fs, in, it->chunk, CHUNK_READ, &c, NULL);
 	if (rc == 0) {
+		uint32_t section = c->section;
 		iogate_out(fs, in, c);
 		rc = read_verified(fs, in->ino, c, to, it, &got);
 		section_release(fs, mark); /* the innermost lock (gate.c) */
@@ -113,13 +113,14 @@ static int read_piece(struct fs *fs, struct fs_inode *in, char *to, const struct
 		if (rc == -EIO && got == SIZE_MAX) {
 			got = 0; /* a checksum mismatch: said and counted by sums.c */
 		} else if (rc) {
-			devstats_count_error(fs, chunk_disk(fs, in->ino, it->chunk), DEVSTAT_READ, rc);
+			devstats_count_error(fs, section_disk_of(fs, section), DEVSTAT_READ, rc);
 			fs_logf(fs, "inode %llu: reading chunk %llu: %s", (unsigned long long)in->ino,
 				(unsigned long long)it->chunk, strerror(-rc));
 		} else if (got < it->n && it->within + got < c->durable) {
 			/* fsync had made these bytes durable: the chunk
 			 * file lost them (truncated behind our back). */
-			rc = chunk_came_short(fs, in->ino, it->chunk, it->within + got, c->durable);
+			rc = chunk_came_short(fs, in->ino, it->chunk, section, it->within + got,
+					      c->durable);
 		}
 	} else if (rc == -ENOENT) {
 		rc = 0; /* a hole */

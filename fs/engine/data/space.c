@@ -1,38 +1,37 @@
 /*
- * space.c: free space as the placement of chunks sees it (SCHEMA.md, "Free
- * space"): what statfs reports and what fallocate checks before any work.
+ * space.c: where a new chunk goes, and free space as that placement sees it
+ * (SCHEMA.md, "Placement" and "Free space"): the section of a new chunk,
+ * what statfs reports, what fallocate checks before any work.
  *
- * A chunk's disk is fixed by a hash (SCHEMA.md, "Sharding"), not chosen by
- * free space: once one disk is full, every chunk hashed to it fails with
- * ENOSPC however much room the others have.  So the room for data is not
- * the sum of the disks' free space.  Disks are taken in groups, one per
- * backing filesystem (disks that are directories of one filesystem share
- * its space), each with the share of the sections it holds:
+ * A new chunk goes to its hash section (SCHEMA.md, "Sharding") when that
+ * section's disk is usable and has room for a whole chunk; else to a
+ * section of the usable disk with the most room, so that one full or
+ * missing disk stops no write while another has room.  Its record names
+ * the section it got, for good (chunk.c).  So the room for data is the
+ * sum of the free space of the disks that hold sections, each backing
+ * filesystem counted once (disks that are directories of one filesystem
+ * share its space):
  *
- *   - statfs's f_bavail is the most a new file (or files) can take before
- *     one group fills, with a margin for the spread of a hash: n chunks put
- *     a number of them on a group holding share p of the sections that
- *     varies by sqrt(n p (1 - p)); f_bavail is the largest n with
- *     n p + 3 sqrt(n p (1 - p)) chunks fitting each group's free space
- *     (all of it for a single disk).  f_blocks and f_bfree are the disks'
- *     own, so that df's "used" is what the disks hold.
- *   - fallocate knows its chunks: each group must have room for the bytes
- *     of the range that hash to it (less what the file holds already).
+ *   - statfs's f_bavail is that sum, each group's rounded down to whole
+ *     chunks (what new chunks can take); f_blocks and f_bfree are the
+ *     disks' own, so that df's "used" is what the disks hold.
+ *   - fallocate must fit the range (less what the file holds already).
  *
- * Disks not present hold no room; sections on them are not counted (their
- * chunks fail with EIO whatever the space).  Reads the section map with
- * section_disk_of (atomics): a move under way makes the figure approximate.
+ * Disks that are missing or found replaced hold no room.  A disk with
+ * less than a chunk free takes no new chunk: the chunks it has may still
+ * grow into what is left, and a write that finds it full fails with
+ * ENOSPC (so writes succeed until the pool is full within about a chunk
+ * per disk).  The section map is read with section_disk_of (atomics): a
+ * move under way makes the figures approximate.  Free space is asked of
+ * the disks (fstatvfs) at each placement: one call per chunk made, none
+ * per write.
  */
 #include "data.h"
 
 #include <errno.h>
-#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-
-/* The spread a statfs figure leaves room for, in standard deviations. */
-#define SPACE_SIGMAS 3.0
 
 struct space_group {
 	dev_t dev;
@@ -43,7 +42,7 @@ struct space_group {
 struct space {
 	struct space_group g[LSMFS_MAX_DISKS];
 	uint32_t n;
-	uint32_t group_of[LSMFS_MAX_DISKS]; /* disk -> group, UINT32_MAX: not present */
+	uint32_t group_of[LSMFS_MAX_DISKS]; /* disk -> group, UINT32_MAX: not usable */
 };
 
 static int space_read(struct fs *fs, struct space *sp)
@@ -52,7 +51,7 @@ static int space_read(struct fs *fs, struct space *sp)
 	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
 		sp->group_of[d] = UINT32_MAX;
 	for (uint32_t d = 0; d < fs->ds->ndisks && d < LSMFS_MAX_DISKS; d++) {
-		if (!diskset_present(fs->ds, d))
+		if (!disk_usable(fs, d))
 			continue;
 		struct stat st;
 		if (fstat(fs->sections_fd[d], &st) != 0)
@@ -80,15 +79,16 @@ static int space_read(struct fs *fs, struct space *sp)
 	return 0;
 }
 
-/* The most chunks n with n p + SIGMAS sqrt(n p (1 - p)) <= f: a quadratic
- * in sqrt(n). */
-static double chunks_that_fit(double f, double p)
+/* What new chunks can take: the whole chunks the free space of each group
+ * holding sections has room for (a disk takes a new chunk only with room
+ * for all of it: space_place). */
+static uint64_t space_for_data(const struct space *sp, uint64_t chunk_size)
 {
-	if (p >= 1.0)
-		return f;
-	double s = SPACE_SIGMAS * sqrt(p * (1.0 - p));
-	double x = (-s + sqrt(s * s + 4.0 * p * f)) / (2.0 * p);
-	return x * x;
+	uint64_t avail = 0;
+	for (uint32_t i = 0; i < sp->n; i++)
+		if (sp->g[i].sections)
+			avail += sp->g[i].bavail / chunk_size * chunk_size;
+	return avail;
 }
 
 int fs_statfs(struct fs *fs, struct statvfs *out)
@@ -99,29 +99,16 @@ int fs_statfs(struct fs *fs, struct statvfs *out)
 	int rc = space_read(fs, &sp);
 	if (rc)
 		return rc;
-	uint64_t blocks = 0, bfree = 0, bavail = 0;
-	double cs = (double)fs->info.chunk_size, fit = -1.0;
+	uint64_t blocks = 0, bfree = 0;
 	for (uint32_t i = 0; i < sp.n; i++) {
 		blocks += sp.g[i].blocks;
 		bfree += sp.g[i].bfree;
-		bavail += sp.g[i].bavail;
-		if (!sp.g[i].sections)
-			continue; /* no chunk goes there */
-		double n = chunks_that_fit((double)sp.g[i].bavail / cs,
-					   (double)sp.g[i].sections / fs->info.sections);
-		if (fit < 0 || n < fit)
-			fit = n;
 	}
-	/* Placement can only lower the figure; with no group holding a
-	 * section (every disk missing) there is no room for data. */
-	double placed = fit < 0 ? 0.0 : fit * cs;
-	if (placed < (double)bavail)
-		bavail = (uint64_t)placed;
 	out->f_bsize = bs;
 	out->f_frsize = bs;
 	out->f_blocks = blocks / bs;
 	out->f_bfree = bfree / bs;
-	out->f_bavail = bavail / bs;
+	out->f_bavail = space_for_data(&sp, fs->info.chunk_size) / bs;
 	pthread_mutex_lock(&fs->ino_lock);
 	uint64_t used = fs->next_ino;
 	pthread_mutex_unlock(&fs->ino_lock);
@@ -136,26 +123,64 @@ int fs_statfs(struct fs *fs, struct statvfs *out)
 
 int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_t have)
 {
+	(void)ino; /* its chunks go wherever there is room */
 	struct space sp;
 	int rc = space_read(fs, &sp);
 	if (rc)
 		return rc;
-	uint64_t need[LSMFS_MAX_DISKS] = {0}, avail = 0;
-	for (uint32_t i = 0; i < sp.n; i++)
-		avail += sp.g[i].bavail;
-	/* More than all the disks hold: no need to look at each chunk (and
-	 * the loop below is as long as the allocation's own). */
-	if (end - off > avail + have)
-		return -ENOSPC;
-	struct chunk_iter it;
-	for (chunk_iter_init(&it, fs->info.chunk_size, off, end); chunk_iter_valid(&it);
-	     chunk_iter_next(&it)) {
-		uint32_t d = section_disk_of(fs, chunk_section(ino, it.chunk, fs->info.sections));
-		if (d < LSMFS_MAX_DISKS && sp.group_of[d] != UINT32_MAX)
-			need[sp.group_of[d]] += it.n;
+	return end - off > space_for_data(&sp, fs->info.chunk_size) + have ? -ENOSPC : 0;
+}
+
+/* Bytes free on disk d for chunk files (0 when it cannot be asked). */
+static uint64_t disk_room(struct fs *fs, uint32_t d)
+{
+	struct statvfs sv;
+	if (fstatvfs(fs->sections_fd[d], &sv) != 0)
+		return 0;
+	return (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+int space_place(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t *section)
+{
+	uint32_t n = fs->info.sections;
+	uint32_t h = chunk_section(ino, chunk, n);
+	uint64_t need = fs->info.chunk_size;
+	uint32_t hd = section_disk_of(fs, h);
+	if (hd < fs->ds->ndisks && disk_usable(fs, hd) && disk_room(fs, hd) >= need) {
+		*section = h; /* the common case: one fstatvfs */
+		return 0;
 	}
-	for (uint32_t i = 0; i < sp.n; i++)
-		if (need[i] > sp.g[i].bavail + have)
-			return -ENOSPC;
-	return 0;
+	/* Else the usable disk with the most room that holds a section, and
+	 * its first section after the hash one, so that such chunks spread
+	 * over its sections as the hash spreads them.  The walk of the map
+	 * stops once every disk with room has been met: a few steps, at most
+	 * one pass (a disk that holds no section, just added or emptied, is
+	 * passed over). */
+	uint64_t room[LSMFS_MAX_DISKS] = {0}, want = 0;
+	uint32_t first[LSMFS_MAX_DISKS];
+	for (uint32_t d = 0; d < fs->ds->ndisks && d < LSMFS_MAX_DISKS; d++) {
+		if (d == hd || !disk_usable(fs, d))
+			continue;
+		room[d] = disk_room(fs, d);
+		if (room[d] >= need)
+			want |= 1ull << d;
+	}
+	uint64_t met = 0;
+	for (uint32_t i = 1; (met & want) != want && i <= n; i++) {
+		uint32_t s = (uint32_t)(((uint64_t)h + i) % n);
+		uint32_t d = section_disk_of(fs, s);
+		if (d < LSMFS_MAX_DISKS && (want & ~met & (1ull << d))) {
+			first[d] = s;
+			met |= 1ull << d;
+		}
+	}
+	uint32_t best = UINT32_MAX;
+	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
+		if ((met & want & (1ull << d)) && (best == UINT32_MAX || room[d] > room[best]))
+			best = d;
+	if (best != UINT32_MAX) {
+		*section = first[best];
+		return 0;
+	}
+	return -ENOSPC;
 }

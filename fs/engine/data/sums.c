@@ -75,8 +75,10 @@ static int record_fetch(struct fs *fs, uint64_t ino, uint64_t chunk, void **val,
 		return 0;
 	if (rc)
 		return rc;
-	if (chunk_value_parse(*val, vl, cv))
+	if (chunk_value_parse(*val, vl, cv)) {
 		memset(cv, 0, sizeof(*cv)); /* damaged: nothing trusted (fsck reports it) */
+		cv->section = CHUNK_HASHED;
+	}
 	return 1;
 }
 
@@ -164,7 +166,7 @@ static int record_put(struct fs *fs, uint64_t ino, struct chunk_fd *c, uint8_t f
 	uint8_t *v = malloc(CHUNK_VALUE_MAX(fs->info.chunk_size));
 	if (!v)
 		return -ENOMEM;
-	size_t vl = chunk_value_put(durable, flags, fs->mount_gen, CHUNK_HASHED, s->shift, s->sum, s->n, v);
+	size_t vl = chunk_value_put(durable, flags, fs->mount_gen, c->section, s->shift, s->sum, s->n, v);
 	uint8_t k[KEY_MAX];
 	rc = store_put(fs->st, k, key_chunk(k, ino, c->chunk), v, vl, wflags);
 	free(v);
@@ -335,7 +337,7 @@ static bool said_before(uint64_t ino, uint64_t chunk, uint32_t block)
 static void verify_failed(struct fs *fs, uint64_t ino, const struct chunk_fd *c, uint32_t block,
 			  unsigned shift)
 {
-	uint32_t section = chunk_section(ino, c->chunk, fs->info.sections);
+	uint32_t section = c->section;
 	uint32_t disk = section_disk_of(fs, section);
 	if (said_before(ino, c->chunk, block))
 		return;
@@ -392,8 +394,9 @@ static struct chunk_sums *slot_sums(struct fs_inode *in, uint64_t chunk)
 	return NULL;
 }
 
-int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in, int fd,
-	       uint64_t size, bool keep_mark, uint8_t *out, size_t *outlen)
+int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t section,
+	       struct fs_inode *in, int fd, uint64_t size, bool keep_mark, uint8_t *out,
+	       size_t *outlen)
 {
 	unsigned shift = sums_block_shift(fs->info.chunk_size);
 	uint64_t bs = (uint64_t)1 << shift;
@@ -452,10 +455,10 @@ int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, struct fs_inode *in,
 		 * the mark goes): a few bytes per fsync, not the chunk's
 		 * every sum. */
 		memcpy(s->sum, sum, nb * sizeof(*sum));
-		*outlen = chunk_value_put(size, CHUNK_INWRITE, fs->mount_gen, CHUNK_HASHED, 0, NULL, 0, out);
+		*outlen = chunk_value_put(size, CHUNK_INWRITE, fs->mount_gen, section, 0, NULL, 0, out);
 	} else if (!rc) {
 		*outlen = chunk_value_put(size, CHUNK_SUMS | (keep_mark ? CHUNK_INWRITE : 0),
-					  fs->mount_gen, CHUNK_HASHED, shift, sum, nb, out);
+					  fs->mount_gen, section, shift, sum, nb, out);
 	}
 	free(sum);
 	return rc;
@@ -512,7 +515,7 @@ int sums_unmark(struct fs *fs, struct fs_inode *in)
 				rc = -ENOMEM;
 			else
 				rc = store_batch_put(b, k, kl, v,
-						     chunk_value_put(cv.durable, CHUNK_SUMS, fs->mount_gen, CHUNK_HASHED,
+						     chunk_value_put(cv.durable, CHUNK_SUMS, fs->mount_gen, cv.section,
 								     s->shift, s->sum, nb < s->n ? nb : s->n, v));
 			free(v);
 			if (!rc)
@@ -521,7 +524,8 @@ int sums_unmark(struct fs *fs, struct fs_inode *in)
 			   cv.gen == fs->mount_gen) {
 			/* Let go of since: its slot wrote the sums into the
 			 * record; they stay, without the mark. */
-			size_t vl = CHUNK_SUMS_HDR + 4 * (size_t)cv.nsums;
+			size_t vl = (cv.flags & CHUNK_PLACED ? CHUNK_PLACED_HDR : CHUNK_SUMS_HDR) +
+				    4 * (size_t)cv.nsums;
 			((uint8_t *)val)[8] &= (uint8_t)~CHUNK_INWRITE;
 			rc = store_batch_put(b, k, kl, val, vl);
 		}
