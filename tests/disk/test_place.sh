@@ -71,7 +71,7 @@ for i in $(seq 200); do # 1600 MiB, more than the pool holds
 done
 written=$((n * 8 * MiB))
 left0=$(avail "$T/small") left1=$(avail "$T/large")
-say "unequal disks: $n files of 8 MiB ($(mib $written) MiB) before ENOSPC; then $(mib "$left0") and $(mib "$left1") MiB left on the disks"
+say "unequal disks: $n files of 8 MiB ($(mib $written) MiB) before ENOSPC; then $((left0 / 1024)) and $((left1 / 1024)) KiB left on the disks"
 [[ $err == *"No space left on device"* ]] || fail "unequal disks: the writes ended with '$err', not ENOSPC"
 # What the pool held and what was written differ by at most: the file that
 # failed (8 MiB, not counted), less than a chunk on each disk that cannot
