@@ -18,6 +18,17 @@ int fs_listxattr(struct fs *fs, uint64_t ino, char **list, size_t *len,
 		 const struct fs_caller *caller);
 int fs_removexattr(struct fs *fs, uint64_t ino, const char *name,
 		   const struct fs_caller *caller);
+/* policy.c: where a file's chunks go (SCHEMA.md "Placement"), the
+ * attribute POLICY_XATTR.  policy_check: 0, or -EINVAL for a value of it
+ * that is none of the names.  policy_inherit: a new inode ino (record r)
+ * made in dir gets dir's, into b.  policy_placement: in's (under its lock). */
+#define POLICY_XATTR "user.lsmfs.placement"
+enum placement { PLACE_SPREAD, PLACE_TOGETHER };
+int policy_check(const char *name, const void *val, size_t len);
+int policy_inherit(struct fs *fs, struct fs_inode *dir, uint64_t ino, struct inode_rec *r,
+		   struct store_batch *b);
+int policy_placement(struct fs *fs, const struct fs_inode *in, enum placement *out);
+
 /* Under the inode lock: remove security.capability, as a write or an
  * owner change must (the record is left to the caller). */
 int xattr_drop_capability(struct fs *fs, struct fs_inode *in);

@@ -10,7 +10,8 @@
  * ENODATA on get and EPERM on set and remove for them (the VFS refuses
  * the latter two first; we do not rely on it).  A new name is refused
  * with ENOSPC when the name list would pass 64 KiB, the most listxattr
- * can return.  The root's user.lsmfs.stats is virtual and root's only.
+ * can return.  The root's user.lsmfs.stats is virtual and root's only;
+ * user.lsmfs.placement takes only the values policy.c knows.
  * Locking: a change holds the inode's stripe lock.
  */
 #include "acl.h"
@@ -195,6 +196,8 @@ int fs_setxattr(struct fs *fs, uint64_t ino, const char *name, const void *val, 
 		return rc;
 	if (len > XATTR_SIZE_MAX_BYTES)
 		return -E2BIG;
+	if ((rc = policy_check(name, val ? val : "", len)))
+		return rc;
 	return change(fs, ino, name, nlen, val ? val : "", len, flags, caller);
 }
 

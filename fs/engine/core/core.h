@@ -204,6 +204,7 @@ struct fs_inode {
 	bool loaded;            /* rec is valid */
 	bool gone;              /* reclaimed: nothing more may be written */
 	bool in_flux;           /* its `G` mark is in the store (chunk.c) */
+	bool spilled;           /* a `together` file's chunk went elsewhere: said (space.c) */
 	bool fresh;             /* made by this mount and never given a chunk
 				   record (create_chunk clears it): it has
 				   none, so its unlink need not look */

@@ -423,7 +423,7 @@ again:;
 			section = value_section(fs, in->ino, chunk, val, vl);
 		else if (access != CHUNK_CREATE)
 			section = chunk_section(in->ino, chunk, fs->info.sections); /* a hole */
-		else if ((exists = space_place(fs, in->ino, chunk, &section)) < 0)
+		else if ((exists = space_place(fs, in, chunk, &section)) < 0)
 			return exists; /* no usable disk has room: -ENOSPC */
 	}
 	section_enter(fs, section, in->ino, chunk, write);

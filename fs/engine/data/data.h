@@ -54,9 +54,10 @@ int fs_statfs(struct fs *fs, struct statvfs *out);
 
 int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_t have);
 
-/* The section for new chunk (ino, chunk) (SCHEMA.md "Placement"): 0 and
- * *section, or -ENOSPC when no usable disk has room for a chunk. */
-int space_place(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t *section);
+/* The section for new chunk of in (SCHEMA.md "Placement"), by its policy
+ * (policy.c), under its lock: 0 and *section, or -ENOSPC when no usable
+ * disk has room for a chunk. */
+int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_t *section);
 
 /* Inline data of ino (NULL, 0 when none); malloc'd. */
 int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len);

@@ -6,7 +6,11 @@
  * A new chunk goes to its hash section (SCHEMA.md, "Sharding") when that
  * section's disk is usable and has room for a whole chunk; else to a
  * section of the usable disk with the most room, so that one full or
- * missing disk stops no write while another has room.  Its record names
+ * missing disk stops no write while another has room.  A file whose
+ * policy is `together` (policy.c) puts every chunk in the section of its
+ * first chunk record (the first one in the disk with the most room), and
+ * when that disk cannot take one, the chunk goes where a spread file's
+ * would (a spill, logged once per file and mount).  Its record names
  * the section it got, for good (chunk.c).  So the room for data is the
  * sum of the free space of the disks that hold sections, each backing
  * filesystem counted once (disks that are directories of one filesystem
@@ -29,6 +33,7 @@
 #include "data.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -140,47 +145,111 @@ static uint64_t disk_room(struct fs *fs, uint32_t d)
 	return (uint64_t)sv.f_bavail * sv.f_frsize;
 }
 
-int space_place(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t *section)
+/*
+ * A section of the usable disk with the most room for a chunk (not skip):
+ * its first section after h, so that such chunks spread over its sections
+ * as the hash spreads them.  The walk of the map stops once every disk
+ * with room has been met: a few steps, at most one pass (a disk that holds
+ * no section, just added or emptied, is passed over).
+ */
+static int most_room(struct fs *fs, uint32_t h, uint32_t skip, uint32_t *section)
 {
 	uint32_t n = fs->info.sections;
-	uint32_t h = chunk_section(ino, chunk, n);
-	uint64_t need = fs->info.chunk_size;
-	uint32_t hd = section_disk_of(fs, h);
-	if (hd < fs->ds->ndisks && disk_usable(fs, hd) && disk_room(fs, hd) >= need) {
-		*section = h; /* the common case: one fstatvfs */
-		return 0;
-	}
-	/* Else the usable disk with the most room that holds a section, and
-	 * its first section after the hash one, so that such chunks spread
-	 * over its sections as the hash spreads them.  The walk of the map
-	 * stops once every disk with room has been met: a few steps, at most
-	 * one pass (a disk that holds no section, just added or emptied, is
-	 * passed over). */
 	uint64_t room[LSMFS_MAX_DISKS] = {0}, want = 0;
 	uint32_t first[LSMFS_MAX_DISKS];
 	for (uint32_t d = 0; d < fs->ds->ndisks && d < LSMFS_MAX_DISKS; d++) {
-		if (d == hd || !disk_usable(fs, d))
+		if (d == skip || !disk_usable(fs, d))
 			continue;
 		room[d] = disk_room(fs, d);
-		if (room[d] >= need)
+		if (room[d] >= fs->info.chunk_size)
 			want |= 1ull << d;
 	}
+	/* Disks that share a filesystem have the same room: the first met
+	 * after h wins, so that the choice differs from chunk to chunk. */
 	uint64_t met = 0;
+	uint32_t best = UINT32_MAX;
 	for (uint32_t i = 1; (met & want) != want && i <= n; i++) {
 		uint32_t s = (uint32_t)(((uint64_t)h + i) % n);
 		uint32_t d = section_disk_of(fs, s);
 		if (d < LSMFS_MAX_DISKS && (want & ~met & (1ull << d))) {
 			first[d] = s;
 			met |= 1ull << d;
+			if (best == UINT32_MAX || room[d] > room[best])
+				best = d;
 		}
 	}
-	uint32_t best = UINT32_MAX;
-	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
-		if ((met & want & (1ull << d)) && (best == UINT32_MAX || room[d] > room[best]))
-			best = d;
-	if (best != UINT32_MAX) {
-		*section = first[best];
+	if (best == UINT32_MAX)
+		return -ENOSPC;
+	*section = first[best];
+	return 0;
+}
+
+/* Can section s's disk take a new chunk?  Its disk index, or UINT32_MAX. */
+static uint32_t takes_chunk(struct fs *fs, uint32_t s)
+{
+	uint32_t d = section_disk_of(fs, s);
+	return d < fs->ds->ndisks && disk_usable(fs, d) && disk_room(fs, d) >= fs->info.chunk_size
+		       ? d : UINT32_MAX;
+}
+
+/* The section of in's first chunk record (its home, for `together`):
+ * 1 and *section, 0 when it has none, or -errno.  One store seek. */
+static int home_of(struct fs *fs, uint64_t ino, uint32_t *section)
+{
+	uint8_t lo[KEY_MAX], hi[KEY_MAX];
+	size_t ll = key_chunk_prefix(lo, ino), hl = key_chunk_prefix(hi, ino + 1);
+	struct store_iter_options io = {.lower = lo, .lower_len = ll, .upper = hi, .upper_len = hl};
+	struct store_iter *it;
+	int rc = store_iter_new(fs->st, &io, &it);
+	if (rc)
+		return rc;
+	store_iter_seek_first(it);
+	int found = 0;
+	if (store_iter_valid(it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(it, &kl);
+		const uint8_t *v = store_iter_value(it, &vl);
+		/* A damaged record: no home (fsck reports it). */
+		found = kl == 17 && chunk_value_section(v, vl, ino, get_be64(k + 9),
+							fs->info.sections, section) == 0;
+	}
+	rc = store_iter_status(it);
+	store_iter_free(it);
+	return rc ? rc : found;
+}
+
+int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_t *section)
+{
+	uint32_t h = chunk_section(in->ino, chunk, fs->info.sections);
+	enum placement p;
+	int rc = policy_placement(fs, in, &p);
+	if (rc)
+		return rc;
+	if (p == PLACE_TOGETHER) {
+		/* The section of the file's first chunk record: its home. */
+		uint32_t home;
+		rc = home_of(fs, in->ino, &home);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) /* its first chunk: the disk with most room */
+			return most_room(fs, h, UINT32_MAX, section);
+		if (takes_chunk(fs, home) != UINT32_MAX) {
+			*section = home;
+			return 0;
+		}
+		/* Its disk is full or missing: the chunk spills, as a spread
+		 * file's would go (said once per file and mount). */
+		if (!in->spilled) {
+			in->spilled = true;
+			fs_logf(fs, "inode %" PRIu64 " (placement together): its disk %" PRIu32 " cannot "
+				"take chunk %" PRIu64 " (full or missing); it and the file's next such chunks "
+				"go to other disks", in->ino, section_disk_of(fs, home), chunk);
+		}
+	}
+	uint32_t hd = takes_chunk(fs, h);
+	if (hd != UINT32_MAX) {
+		*section = h; /* the common case: one fstatvfs */
 		return 0;
 	}
-	return -ENOSPC;
+	return most_room(fs, h, section_disk_of(fs, h), section);
 }

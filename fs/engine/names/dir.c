@@ -433,6 +433,9 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 	/* Permission bits from the parent's default ACL or the umask. */
 	if ((rc = acl_fs_inherit(fs, dir, ino, &r, umask, c.b)))
 		goto out;
+	/* Where its chunks go: the directory's policy (SCHEMA.md "Placement"). */
+	if ((rc = policy_inherit(fs, dir, ino, &r, c.b)))
+		goto out;
 
 	inode_rec_put(c.b, ino, &r);
 	ns_put_name(&c, parent, name, ino, dtype_of(mode));

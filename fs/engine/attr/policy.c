@@ -1,0 +1,94 @@
+/*
+ * policy.c: where a file's chunks go (SCHEMA.md "Placement"), chosen per
+ * file and per directory by the attribute user.lsmfs.placement:
+ *
+ *   spread    the default: each chunk goes to its hash section, so a file
+ *             spreads over every disk (the best balance; a file may be
+ *             larger than any disk);
+ *   together  every chunk of a file goes to the section of the first one
+ *             it got, so a file lives on one disk and a dead disk loses
+ *             only the files that lived on it (mergerfs's promise), at no
+ *             cost in space.
+ *
+ * On a directory the attribute is what the files and directories made in
+ * it get: it is copied to them at creation, so a tree keeps the policy it
+ * was made under (and cp -a or rsync -X carry it).  On a file it decides
+ * where its new chunks go; chunks it has stay where they are.  It is an
+ * ordinary attribute (a store key), set by whoever may set the file's
+ * user attributes (its owner, as the kernel checks them); a value other
+ * than the two names is refused (EINVAL), on set only.
+ */
+#include "attr.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[] = {[PLACE_SPREAD] = "spread", [PLACE_TOGETHER] = "together"};
+
+static int parse(const void *val, size_t len, enum placement *out)
+{
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (len == strlen(names[i]) && memcmp(val, names[i], len) == 0) {
+			*out = (enum placement)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int policy_check(const char *name, const void *val, size_t len)
+{
+	enum placement p;
+	if (strcmp(name, POLICY_XATTR) != 0)
+		return 0;
+	return parse(val, len, &p);
+}
+
+/* The attribute's value for ino (NULL when it has none); malloc'd. */
+static int get(struct fs *fs, uint64_t ino, bool has_xattrs, void **val, size_t *len)
+{
+	*val = NULL;
+	*len = 0;
+	if (!has_xattrs)
+		return 0; /* none: no lookup (the flag says it never had any) */
+	uint8_t k[KEY_MAX + 8];
+	size_t kl = key_xattr(k, ino, POLICY_XATTR, sizeof(POLICY_XATTR) - 1);
+	int rc = store_get(fs->st, NULL, k, kl, val, len);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+int policy_inherit(struct fs *fs, struct fs_inode *dir, uint64_t ino, struct inode_rec *r,
+		   struct store_batch *b)
+{
+	if (!S_ISREG(r->mode) && !S_ISDIR(r->mode))
+		return 0;
+	inode_lock(fs, dir);
+	bool has = dir->rec.flags & INODE_FLAG_XATTR;
+	inode_unlock(fs, dir);
+	void *val;
+	size_t len;
+	int rc = get(fs, dir->ino, has, &val, &len);
+	if (rc || !val)
+		return rc;
+	uint8_t k[KEY_MAX + 8];
+	size_t kl = key_xattr(k, ino, POLICY_XATTR, sizeof(POLICY_XATTR) - 1);
+	rc = store_batch_put(b, k, kl, val, len);
+	if (!rc)
+		r->flags |= INODE_FLAG_XATTR;
+	free(val);
+	return rc;
+}
+
+int policy_placement(struct fs *fs, const struct fs_inode *in, enum placement *out)
+{
+	*out = PLACE_SPREAD;
+	void *val;
+	size_t len;
+	int rc = get(fs, in->ino, in->rec.flags & INODE_FLAG_XATTR, &val, &len);
+	if (rc || !val)
+		return rc;
+	if (parse(val, len, out))
+		*out = PLACE_SPREAD; /* set before it was checked: the default */
+	free(val);
+	return 0;
+}
