@@ -320,7 +320,7 @@ static int switch_map(struct mover *mv, bool *tried)
 	struct store_batch *b = store_batch_new();
 	if (!b)
 		return -ENOMEM;
-	uint8_t k[KEY_MAX], v[CHUNK_PLACED_HDR];
+	uint8_t k[KEY_MAX], v[CHUNK_COPIES_HDR];
 	section_value_encode(mv->m.to, v);
 	int rc = store_batch_put(b, k, key_section(k, mv->m.section), v, SECTION_VAL_LEN);
 	for (size_t i = 0; i < mv->nlost && !rc;) {

@@ -37,6 +37,8 @@ int fs_remove_flat(const char *dir);
 /* files.c: up to n bytes at off of fd into buf: *got, fewer only at the
  * end of the file (EINTR retried).  0 or -errno (*got: what came before). */
 int lsmfs_pread_full(int fd, void *buf, size_t n, off_t off, size_t *got);
+/* All n bytes of buf at off of fd (EINTR retried): 0 or -errno. */
+int lsmfs_pwrite_full(int fd, const void *buf, size_t n, off_t off);
 
 /* jsonout.c: JSON text in a growing buffer (buf malloc'd, the caller's
  * to free); the first error stays in err. */

@@ -103,3 +103,21 @@ int lsmfs_pread_full(int fd, void *buf, size_t n, off_t off, size_t *got)
 	*got = r;
 	return rc;
 }
+
+int lsmfs_pwrite_full(int fd, const void *buf, size_t n, off_t off)
+{
+	const char *p = buf;
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (w == 0)
+			return -EIO; /* no progress: not to loop for ever */
+		p += w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}

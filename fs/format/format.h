@@ -160,6 +160,10 @@ int fs_info_load(struct store *st, const struct lsmfs_super *sb, const char *whe
 #define SECTION_NAME_MAX 16              /* "<s>" with its NUL */
 #define SECTION_VAL_LEN 4                /* `P` value: le32 disk index */
 #define SECTION_MOVE_LEN 12              /* `M move` value */
+/* The section of copy i of a chunk whose first copy is in section s: s,
+ * then its partner s ^ 1 (SCHEMA.md "Copies": partners are never on one
+ * disk while there are two); UINT32_MAX when that is past the count. */
+uint32_t section_of_copy(uint32_t s, unsigned i, uint32_t sections);
 /* The disk mkfs gives section s among ndisks: s mod ndisks. */
 uint32_t section_first_disk(uint32_t section, uint32_t ndisks);
 /* "<s>/<ino>.<chunk>", relative to a disk's sections directory. */

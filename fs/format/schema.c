@@ -215,24 +215,8 @@ size_t chunk_value_relength(const uint8_t *old, size_t oldlen, uint64_t len, uin
 		put_le64(out, len);
 		return CHUNK_VAL_LEN;
 	}
-	return chunk_value_put(len, 0, 0, cv.section, 0, NULL, 0, out);
-}
-
-int chunk_value_section(const uint8_t *p, size_t len, uint64_t ino, uint64_t chunk,
-			uint32_t sections, uint32_t *section)
-{
-	struct chunk_value cv;
-	*section = chunk_section(ino, chunk, sections);
-	if (!p)
-		return 0;
-	if (chunk_value_parse(p, len, &cv))
-		return -EUCLEAN;
-	if (cv.section == CHUNK_HASHED)
-		return 0;
-	if (cv.section >= sections)
-		return -EUCLEAN;
-	*section = cv.section;
-	return 0;
+	struct chunk_place pl = {.section = cv.section, .copies = cv.copies, .stale = cv.stale};
+	return chunk_value_put_place(len, 0, 0, &pl, 0, NULL, 0, out);
 }
 
 int chunk_value_decode(const uint8_t *p, size_t len, uint64_t *durable)

@@ -128,16 +128,21 @@ int dirent_val_decode(const uint8_t *p, size_t len, uint64_t *ino,
  * SCHEMA.md "A disk lost"); or le64 length, u8 flags (CHUNK_SUMS,
  * CHUNK_INWRITE, CHUNK_PLACED), le32 the mount that wrote it, u8 block
  * shift (0 without sums), with CHUNK_PLACED le32 the section that holds
- * the file, then with CHUNK_SUMS one le32 sum per block.  A value without
- * CHUNK_PLACED has its file in chunk_section's section. */
+ * the file (its first copy), with CHUNK_COPIES (and CHUNK_PLACED) u8 the
+ * number of copies and u8 the mask of those that are stale, then with
+ * CHUNK_SUMS one le32 sum per block.  A value without CHUNK_PLACED has its
+ * file in chunk_section's section; one without CHUNK_COPIES, one copy. */
 #define CHUNK_VAL_LEN 8
 #define CHUNK_LOST_LEN 9
 #define CHUNK_LOST 1u
 #define CHUNK_SUMS 2u     /* the value carries the blocks' sums */
 #define CHUNK_INWRITE 4u  /* the file may have changed since those sums (a crash: recomputed) */
 #define CHUNK_PLACED 8u   /* the value names the chunk's section */
+#define CHUNK_COPIES 16u  /* the value gives its copies and the stale ones */
 #define CHUNK_SUMS_HDR 14
 #define CHUNK_PLACED_HDR 18
+#define CHUNK_COPIES_HDR 20
+#define CHUNK_MAX_COPIES 2 /* copy 1 in the first copy's partner section */
 #define CHUNK_HASHED UINT32_MAX /* a section not named: chunk_section's */
 /* sums.c: blocks of 2^shift bytes, 4 KiB up to 64 KiB, at most
  * SUMS_MAX_BLOCKS per chunk where the chunk size allows. */
@@ -145,7 +150,7 @@ int dirent_val_decode(const uint8_t *p, size_t len, uint64_t *ino,
 #define SUMS_MAX_SHIFT 16
 #define SUMS_MAX_BLOCKS 1024
 #define CHUNK_VALUE_MAX(chunk_size) \
-	(CHUNK_PLACED_HDR + 4 * (size_t)((chunk_size) >> sums_block_shift(chunk_size)))
+	(CHUNK_COPIES_HDR + 4 * (size_t)((chunk_size) >> sums_block_shift(chunk_size)))
 unsigned sums_block_shift(uint64_t chunk_size);
 /* The sum of one block of bsize bytes of chunk (ino, chunk): p holds the
  * first len of them, the rest are zeros.  Never 0. */
@@ -156,19 +161,33 @@ struct chunk_value {
 	uint32_t gen;           /* with SUMS or INWRITE: the mount that wrote it */
 	uint8_t shift;          /* with SUMS: the block shift */
 	uint32_t section;       /* with PLACED: the chunk's section; else CHUNK_HASHED */
+	uint8_t copies;         /* 1, or with COPIES up to CHUNK_MAX_COPIES */
+	uint8_t stale;          /* with COPIES: bit i, copy i lacks data (not read) */
 	uint32_t nsums;
 	const uint8_t *sums;    /* into the value: le32 x nsums (0: not known) */
 };
 /* 0 and *cv (pointing into p), or -EUCLEAN. */
 int chunk_value_parse(const uint8_t *p, size_t len, struct chunk_value *cv);
 uint32_t chunk_value_sum(const struct chunk_value *cv, uint32_t i);
+/* Where a chunk's files are (SCHEMA.md "Placement", "Copies"): copy i in
+ * section_of_copy(section, i), copies of them, those in stale lacking
+ * data. */
+struct chunk_place {
+	uint32_t section;
+	uint8_t copies, stale;
+};
 /* Into out (CHUNK_VALUE_MAX bytes); its length.  section: CHUNK_HASHED
- * writes no CHUNK_PLACED (the older form). */
+ * writes no CHUNK_PLACED (the older form); one copy. */
 size_t chunk_value_put(uint64_t durable, uint8_t flags, uint32_t gen, uint32_t section,
 		       unsigned shift, const uint32_t *sums, uint32_t nsums, uint8_t *out);
-/* A value of durable length len and nothing else, naming the section the
+/* The same at place (section CHUNK_HASHED: one copy, the older form;
+ * more copies or stale ones: CHUNK_COPIES). */
+size_t chunk_value_put_place(uint64_t durable, uint8_t flags, uint32_t gen,
+			     const struct chunk_place *place, unsigned shift, const uint32_t *sums,
+			     uint32_t nsums, uint8_t *out);
+/* A value of durable length len and nothing else, naming the place the
  * value old (oldlen bytes; anything, even damaged) names: into out
- * (CHUNK_PLACED_HDR bytes), its length. */
+ * (CHUNK_COPIES_HDR bytes), its length. */
 size_t chunk_value_relength(const uint8_t *old, size_t oldlen, uint64_t len, uint8_t *out);
 void chunk_value_encode_lost(uint64_t len, uint8_t out[CHUNK_LOST_LEN]);
 /* 0 and *durable (0 when unknown), or -EUCLEAN. */
@@ -181,6 +200,11 @@ bool chunk_value_lost(const uint8_t *p, size_t len);
  * count (or cannot be read; *section is then chunk_section's). */
 int chunk_value_section(const uint8_t *p, size_t len, uint64_t ino, uint64_t chunk,
 			uint32_t sections, uint32_t *section);
+/* chunk_value_section's, with the copies: -EUCLEAN also for copies whose
+ * section does not exist (place then has one copy). */
+int chunk_value_place(const uint8_t *p, size_t len, uint64_t ino, uint64_t chunk,
+		      uint32_t sections, struct chunk_place *place);
+
 
 /* Disk record value (`K`): the disk's 16-byte UUID, then its path (no
  * NUL).  Into out (DISK_REC_MAX bytes); the length, or 0 when the path is

@@ -6,7 +6,9 @@
  * map (`P` keys) or places a section on a disk goes through here: the
  * daemon, mkfs (fs_format), fsck.lsmfs, lsmfs-inspect and lsmfs-disk.
  * The hash that puts a chunk in a section is chunk_section (schema.c): it
- * never changes, whatever the disks do.  Pure functions and store reads;
+ * never changes, whatever the disks do; a chunk record may name another
+ * (chunk_value_place: SCHEMA.md "Placement"), and a chunk's second copy is
+ * in its section's partner (section_of_copy: "Copies").  Pure functions and store reads;
  * no locking of their own (the daemon's gates are gate.c).
  */
 #include "format.h"
@@ -168,4 +170,43 @@ int section_move_get(struct store *st, struct section_move *m)
 	rc = section_move_decode(v, vl, m);
 	free(v);
 	return rc ? rc : 1;
+}
+
+uint32_t section_of_copy(uint32_t s, unsigned i, uint32_t sections)
+{
+	if (i == 0)
+		return s;
+	uint32_t t = s ^ 1u;
+	return i == 1 && t < sections ? t : UINT32_MAX;
+}
+
+int chunk_value_place(const uint8_t *p, size_t len, uint64_t ino, uint64_t chunk,
+		      uint32_t sections, struct chunk_place *place)
+{
+	struct chunk_value cv;
+	*place = (struct chunk_place){.section = chunk_section(ino, chunk, sections), .copies = 1};
+	if (!p)
+		return 0;
+	if (chunk_value_parse(p, len, &cv))
+		return -EUCLEAN;
+	if (cv.section != CHUNK_HASHED) {
+		if (cv.section >= sections)
+			return -EUCLEAN;
+		place->section = cv.section;
+	}
+	for (unsigned i = 1; i < cv.copies; i++)
+		if (section_of_copy(place->section, i, sections) == UINT32_MAX)
+			return -EUCLEAN;
+	place->copies = cv.copies;
+	place->stale = cv.stale;
+	return 0;
+}
+
+int chunk_value_section(const uint8_t *p, size_t len, uint64_t ino, uint64_t chunk,
+			uint32_t sections, uint32_t *section)
+{
+	struct chunk_place pl;
+	int rc = chunk_value_place(p, len, ino, chunk, sections, &pl);
+	*section = pl.section;
+	return rc;
 }

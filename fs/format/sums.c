@@ -66,6 +66,7 @@ int chunk_value_parse(const uint8_t *p, size_t len, struct chunk_value *cv)
 {
 	memset(cv, 0, sizeof(*cv));
 	cv->section = CHUNK_HASHED;
+	cv->copies = 1;
 	if (len == 0)
 		return 0;
 	if (len < CHUNK_VAL_LEN)
@@ -74,11 +75,14 @@ int chunk_value_parse(const uint8_t *p, size_t len, struct chunk_value *cv)
 	if (len == CHUNK_VAL_LEN)
 		return 0;
 	cv->flags = p[8];
-	if (cv->flags & ~(CHUNK_LOST | CHUNK_SUMS | CHUNK_INWRITE | CHUNK_PLACED))
+	if (cv->flags & ~(CHUNK_LOST | CHUNK_SUMS | CHUNK_INWRITE | CHUNK_PLACED | CHUNK_COPIES))
 		return -EUCLEAN;
 	if (cv->flags & CHUNK_LOST)
 		return len == CHUNK_LOST_LEN && cv->flags == CHUNK_LOST ? 0 : -EUCLEAN;
-	size_t hdr = cv->flags & CHUNK_PLACED ? CHUNK_PLACED_HDR : CHUNK_SUMS_HDR;
+	if ((cv->flags & CHUNK_COPIES) && !(cv->flags & CHUNK_PLACED))
+		return -EUCLEAN;
+	size_t hdr = cv->flags & CHUNK_COPIES ? CHUNK_COPIES_HDR
+		     : cv->flags & CHUNK_PLACED ? CHUNK_PLACED_HDR : CHUNK_SUMS_HDR;
 	if (len < hdr)
 		return -EUCLEAN;
 	cv->gen = get_le32(p + 9);
@@ -86,6 +90,14 @@ int chunk_value_parse(const uint8_t *p, size_t len, struct chunk_value *cv)
 	if (cv->flags & CHUNK_PLACED) {
 		cv->section = get_le32(p + CHUNK_SUMS_HDR);
 		if (cv->section == CHUNK_HASHED)
+			return -EUCLEAN;
+	}
+	if (cv->flags & CHUNK_COPIES) {
+		cv->copies = p[CHUNK_PLACED_HDR];
+		cv->stale = p[CHUNK_PLACED_HDR + 1];
+		/* At least one copy that is not stale. */
+		if (cv->copies < 1 || cv->copies > CHUNK_MAX_COPIES ||
+		    cv->stale >= (1u << cv->copies) - 1)
 			return -EUCLEAN;
 	}
 	if (!(cv->flags & CHUNK_SUMS))
@@ -97,26 +109,41 @@ int chunk_value_parse(const uint8_t *p, size_t len, struct chunk_value *cv)
 	return 0;
 }
 
-size_t chunk_value_put(uint64_t durable, uint8_t flags, uint32_t gen, uint32_t section,
-		       unsigned shift, const uint32_t *sums, uint32_t nsums, uint8_t *out)
+size_t chunk_value_put_place(uint64_t durable, uint8_t flags, uint32_t gen,
+			     const struct chunk_place *place, unsigned shift, const uint32_t *sums,
+			     uint32_t nsums, uint8_t *out)
 {
-	flags &= (uint8_t)~CHUNK_PLACED;
-	if (section != CHUNK_HASHED)
+	flags &= (uint8_t)~(CHUNK_PLACED | CHUNK_COPIES);
+	if (place->section != CHUNK_HASHED)
 		flags |= CHUNK_PLACED;
+	if ((flags & CHUNK_PLACED) && (place->copies > 1 || place->stale))
+		flags |= CHUNK_COPIES;
 	put_le64(out, durable);
 	out[8] = flags;
 	put_le32(out + 9, gen);
 	out[13] = (flags & CHUNK_SUMS) ? (uint8_t)shift : 0;
 	size_t hdr = CHUNK_SUMS_HDR;
 	if (flags & CHUNK_PLACED) {
-		put_le32(out + hdr, section);
+		put_le32(out + hdr, place->section);
 		hdr = CHUNK_PLACED_HDR;
+	}
+	if (flags & CHUNK_COPIES) {
+		out[hdr] = place->copies;
+		out[hdr + 1] = place->stale;
+		hdr = CHUNK_COPIES_HDR;
 	}
 	if (!(flags & CHUNK_SUMS))
 		return hdr;
 	for (uint32_t i = 0; i < nsums; i++)
 		put_le32(out + hdr + 4 * (size_t)i, sums[i]);
 	return hdr + 4 * (size_t)nsums;
+}
+
+size_t chunk_value_put(uint64_t durable, uint8_t flags, uint32_t gen, uint32_t section,
+		       unsigned shift, const uint32_t *sums, uint32_t nsums, uint8_t *out)
+{
+	struct chunk_place pl = {.section = section, .copies = 1};
+	return chunk_value_put_place(durable, flags, gen, &pl, shift, sums, nsums, out);
 }
 
 uint32_t chunk_value_sum(const struct chunk_value *cv, uint32_t i)

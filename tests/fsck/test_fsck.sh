@@ -533,6 +533,149 @@ out=$("$FSCK" -n --scrub "$T/s/d1:$T/s/d2" 2>&1); rc=$?
 	fail "scrub of an unreadable chunk file: exit $rc, want 4 and LSMFS-050F naming /a/b/big: $out"
 echo "test_fsck: --scrub reads every chunk file ($want bytes) and names an unreadable one by path"
 
+# ---- chunks whose records name their section (fs/SCHEMA.md "Chunk checksums") ----
+# A record may name the section of its chunk's file (the daemon puts a chunk
+# where there is room): fsck finds the file there, never by the hash
+# alone.  Chunk 1 of a/b/big is moved to a section of the other disk and
+# its record made to name it (both copies of the store): clean, and --scrub
+# verifies its sums there.  Then: the file put in another section is
+# misplaced (0506) and -y puts it back; the record gone, -y gives it back
+# a record naming the section the file is in (0507), not moving it; a
+# record naming section 5000 of 1024 is 0516: -y names the hash's section
+# when the file is there (length and sums kept), else removes the record
+# and the walk gives the file found elsewhere one naming its section.
+le32() { printf '%08x' "$1" | sed 's/\(..\)\(..\)\(..\)\(..\)/\4\3\2\1/'; }
+named() { # VALUE SECTION: chunk record VALUE (SCHEMA.md "Chunk checksums") naming SECTION
+	local v=$1 f=$((0x${1:16:2}))
+	if ((f & 8)); then
+		echo "${v:0:28}$(le32 "$2")${v:36}"
+	else
+		echo "${v:0:16}$(printf %02x $((f | 8)))${v:18:10}$(le32 "$2")${v:28}"
+	fi
+}
+put_both() { "$EDIT" d1/$META put "$1" "$2" && "$EDIT" d2/$META put "$1" "$2"; }
+del_both() { "$EDIT" d1/$META del "$1" && "$EDIT" d2/$META del "$1"; }
+P=$T/pl
+K1=43$(be64 "$I_BIG")$(be64 1)
+V1=$("$EDIT" "$T/p/d1/$META" get "$K1")
+HF=$(cd "$T/p" && chunk_file "$I_BIG" 1) # where the hash puts it
+HS=$(basename "$(dirname "$HF")") HD=${HF:1:1} # its section; disk 1 or 2 (d1, d2)
+PD=$((3 - HD)) PS=$((HS % 2 == 0 ? 1 : 2)) # the other disk, and a section it holds
+PF=d$PD/.lsmfs/sections/$PS/$I_BIG.1
+PLACED=$(named "$V1" "$PS")
+placed_fs() { # a copy of the populated filesystem in $P with chunk 1 placed in $PS
+	rm -rf "$P"; cp -a "$T/p" "$P"
+	(cd "$P" && put_both "$K1" "$PLACED" && mkdir -p "${PF%/*}" && mv "$HF" "$PF")
+}
+if (((0x${V1:16:2} & 2) == 0)); then
+	fail "placed: chunk 1 of a/b/big has record $V1, want one with sums"
+elif placed_fs; then
+	out=$("$FSCK" -n --scrub "$P/d1:$P/d2" 2>&1); rc=$?
+	[[ $rc == 0 ]] && grep -q "^Scrub: read $want bytes of $nfiles chunk files .*; $nfiles of them with checksums, 0 blocks failed them" <<<"$out" ||
+		fail "placed: a chunk in the section its record names: fsck -n --scrub exit $rc, want 0 and every file verified: $out"
+	# misplaced: in another section of the hash's disk
+	mkdir -p "$P/d$HD/.lsmfs/sections/$((PS + 1))" && mv "$P/$PF" "$P/d$HD/.lsmfs/sections/$((PS + 1))/"
+	out=$("$FSCK" -n "$P/d1:$P/d2" 2>&1); rc=$?
+	[[ $rc == 4 ]] && grep -q "^LSMFS-0506 disk $((HD - 1)): $P/d$HD/.lsmfs/sections/$((PS + 1))/$I_BIG.1 belongs in section $PS on disk $((PD - 1))\." <<<"$out" ||
+		fail "placed, then moved to another section: fsck -n exit $rc, want 0506 naming section $PS: $out"
+	out=$("$FSCK" -y "$P/d1:$P/d2" 2>&1); rc=$?
+	[[ $rc == 1 && -f $P/$PF ]] || fail "placed, then moved: fsck -y exit $rc, want 1 and the file back in section $PS: $out"
+	out=$("$FSCK" -n --scrub "$P/d1:$P/d2" 2>&1); rc=$?
+	[[ $rc == 0 ]] && grep -q ", 0 blocks failed them" <<<"$out" || fail "placed, moved back: fsck -n --scrub exit $rc: $out"
+	# the record gone: given back, naming the section the file is in
+	(cd "$P" && del_both "$K1") || fail "placed: store_edit del"
+	out=$("$FSCK" -n "$P/d1:$P/d2" 2>&1); rc=$?
+	[[ $rc == 4 ]] && grep -q "^LSMFS-0507 disk $((PD - 1)): $P/$PF: chunk 1 of inode $I_BIG has no chunk record; that file reaches it: give it back a record naming the section it is in\." <<<"$out" ||
+		fail "placed, its record gone: fsck -n exit $rc, want 0507: $out"
+	out=$("$FSCK" -y "$P/d1:$P/d2" 2>&1); rc=$?
+	got=$("$EDIT" "$P/d1/$META" get "$K1")
+	[[ $rc == 1 && -f $P/$PF && $got == 0000000000000000080000000000$(le32 "$PS") ]] ||
+		fail "placed, its record gone: fsck -y exit $rc, file $([[ -f $P/$PF ]] && echo left || echo not left) in section $PS, record '$got' (want one naming $PS): $out"
+	out=$("$FSCK" -n "$P/d1:$P/d2" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "placed, given back its record: fsck -n exit $rc: $out"
+	# a section past the count, the file where the hash puts it
+	placed_fs
+	(cd "$P" && put_both "$K1" "$(named "$V1" 5000)" && mv "$PF" "$HF") || fail "placed: 5000"
+	out=$("$FSCK" -n "$P/d1:$P/d2" 2>&1); rc=$?
+	[[ $rc == 4 ]] && grep -q "^LSMFS-0516 inode $I_BIG (/a/b/big) chunk 1: its record names section 5000, past the 1024 sections; its file $P/$HF is in section $HS, the hash's: name that one\." <<<"$out" &&
+		[[ $(grep -c LSMFS- <<<"$out") == 1 ]] || fail "a section past the count, the file at the hash's: fsck -n exit $rc, want 0516 alone: $out"
+	out=$("$FSCK" -y "$P/d1:$P/d2" 2>&1); rc=$?
+	got=$("$EDIT" "$P/d1/$META" get "$K1")
+	[[ $rc == 1 && $got == "$(named "$V1" "$HS")" ]] ||
+		fail "a section past the count, the file at the hash's: fsck -y exit $rc, record $got, want $(named "$V1" "$HS"): $out"
+	out=$("$FSCK" -n --scrub "$P/d1:$P/d2" 2>&1); rc=$?
+	[[ $rc == 0 ]] && grep -q ", 0 blocks failed them" <<<"$out" || fail "a section past the count, the hash's named: fsck -n --scrub exit $rc: $out"
+	# a section past the count, the file in another section
+	placed_fs
+	(cd "$P" && put_both "$K1" "$(named "$V1" 5000)") || fail "placed: 5000"
+	out=$("$FSCK" -n "$P/d1:$P/d2" 2>&1); rc=$?
+	[[ $rc == 4 ]] && grep -q "^LSMFS-0516 inode $I_BIG (/a/b/big) chunk 1: .*; no file in section $HS, the hash's: remove the record\." <<<"$out" &&
+		[[ $(grep -c LSMFS- <<<"$out") == 1 ]] || fail "a section past the count, the file elsewhere: fsck -n exit $rc, want 0516 alone: $out"
+	out=$("$FSCK" -y "$P/d1:$P/d2" 2>&1); rc=$?
+	got=$("$EDIT" "$P/d1/$META" get "$K1")
+	[[ $rc == 1 && -f $P/$PF && $got == 0000000000000000080000000000$(le32 "$PS") ]] &&
+		grep -q "^LSMFS-0516 .*Fix? yes" <<<"$out" && grep -q "^LSMFS-0507 .*$P/$PF: .*Fix? yes" <<<"$out" ||
+		fail "a section past the count, the file elsewhere: fsck -y exit $rc, record $got (want one naming $PS): $out"
+	out=$("$FSCK" -n "$P/d1:$P/d2" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "a section past the count, the record given back: fsck -n exit $rc: $out"
+	echo "test_fsck: chunks whose records name their section: found there (scrub too), misplaced (0506), given back their record in place (0507), a section past the count (0516)"
+else
+	fail "placed: making the copy"
+fi
+rm -rf "$P"
+
+# ---- chunks placed by a degraded mount ----
+# Three disks, the third missing at the mount (-o degraded): the daemon
+# puts the chunks that hash to its sections in sections of the other two,
+# their records naming them (fs/SCHEMA.md "Placement").  With all three
+# disks: fsck -n is clean and --scrub verifies every file where its record
+# says (by the hash alone, a third of the chunks would be misplaced, the
+# third disk having none); lsmfs-inspect shows each chunk's file where it
+# is; a chunk file moved by hand to a section of the third disk is
+# misplaced (0506), -y puts it back, and the files read back whole.
+Q=$T/dg
+rm -rf "$Q"; mkdir -p "$Q/d1" "$Q/d2" "$Q/d3"
+if "$MKFS" -q --chunk-size 65536 "$Q/d1" "$Q/d2" "$Q/d3" && "$LSMFS" -o degraded "$Q/d1:$Q/d2" "$M" 2>/dev/null; then
+	for i in 1 2 3; do head -c $((300000 + 77777 * i)) /dev/urandom > "$M/f$i"; done
+	manifest "$M" > "$T/dg.manifest"
+	umount_gone "$Q"
+	QS=$Q/d1:$Q/d2:$Q/d3
+	nq=$(find "$Q"/d?/.lsmfs/sections -type f | wc -l)
+	[[ $nq -ge 18 && -z $(find "$Q/d3/.lsmfs/sections" -type f) ]] ||
+		fail "degraded placement: $nq chunk files, $(find "$Q/d3/.lsmfs/sections" -type f | wc -l) on the missing disk"
+	out=$("$FSCK" -n --scrub "$QS" 2>&1); rc=$?
+	[[ $rc == 0 ]] && grep -q "^Scrub: read .* of $nq chunk files .*; $nq of them with checksums, 0 blocks failed them" <<<"$out" ||
+		fail "degraded placement: fsck -n --scrub with all three disks: exit $rc, want 0: $out"
+	shown=$(for i in 1 2 3; do
+		"$INSPECT" "$QS" stat "/f$i" | sed -nE 's/^  chunk [0-9]+: section ([0-9]+), disk ([0-9]+): (.*) ([0-9]+) bytes$/\1 \2 \3 \4/p'
+	done)
+	while read -r sec dsk path len; do
+		[[ $path == "$Q/d$((dsk + 1))/.lsmfs/sections/$sec/"* && $(stat -c %s "$path" 2>/dev/null) == "$len" ]] ||
+			fail "degraded placement: lsmfs-inspect shows a chunk in section $sec, disk $dsk at $path ($len bytes), which is not there"
+	done <<<"$shown"
+	[[ $(awk '{print $3}' <<<"$shown" | sort) == "$(find "$Q"/d?/.lsmfs/sections -type f | sort)" ]] ||
+		fail "degraded placement: lsmfs-inspect does not show every chunk file: $shown"
+	read -r sec dsk path len < <(head -1 <<<"$shown")
+	mkdir -p "$Q/d3/.lsmfs/sections/2" && mv "$path" "$Q/d3/.lsmfs/sections/2/"
+	out=$("$FSCK" -n "$QS" 2>&1); rc=$?
+	[[ $rc == 4 ]] && grep -q "^LSMFS-0506 disk 2: $Q/d3/.lsmfs/sections/2/${path##*/} belongs in section $sec on disk $dsk\." <<<"$out" ||
+		fail "degraded placement: a chunk file moved to section 2: fsck -n exit $rc, want 4 and 0506: $out"
+	out=$("$FSCK" -y "$QS" 2>&1); rc=$?
+	[[ $rc == 1 && -f $path ]] || fail "degraded placement: fsck -y exit $rc, want 1 and $path back: $out"
+	out=$("$FSCK" -n "$QS" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "degraded placement: after -y, fsck -n exit $rc: $out"
+	if "$LSMFS" "$QS" "$M"; then
+		manifest "$M" | cmp -s - "$T/dg.manifest" || fail "degraded placement: the files differ after the repair"
+		umount_gone "$Q"
+	else
+		fail "degraded placement: mount of the three disks"
+	fi
+	echo "test_fsck: chunks placed by a degraded mount ($nq files, none on the missing disk): clean, scrubbed, shown where they are, misplaced and put back"
+else
+	fail "degraded placement: mkfs or the degraded mount"
+fi
+rm -rf "$Q"
+
 # ---- a disk missing: --degraded checks what is there ----
 rm -rf "$T/g"; cp -a "$T/p" "$T/g"
 out=$("$FSCK" -n "$T/g/d1" 2>&1); rc=$?

@@ -7,7 +7,8 @@
 # commands must not change one byte of the disks; the lifetime write totals
 # must grow across unmounts and mounts.  Then the store is damaged on
 # purpose (tests/fsck's store_edit): what does not decode is shown in hex
-# and nothing crashes.  Exit codes: 0, 1 (no such path), 8 (not lsmfs), 16.
+# and nothing crashes; a chunk record that names its section is followed
+# there, one naming a section past the count is said to be damaged.  Exit codes: 0, 1 (no such path), 8 (not lsmfs), 16.
 # An empty directory given as a disk is said to be one (a disk not
 # mounted?) by lsmfs, fsck.lsmfs, lsmfs-disk and lsmfs-inspect alike.
 NAME=test_inspect
@@ -100,7 +101,7 @@ check_all() { # WHEN: every command against the tree (mounted) or what it was
 	done
 	# keys: one I per inode, one C per chunk, the fs info
 	[[ $(insp "$D" keys I | grep -c '^I ') == "$inodes" ]] || fail "$when: keys I does not list $inodes inodes"
-	[[ $(insp "$D" keys C "$ino_big" | grep -c "^C $ino_big [0-9]* -> chunk record: section [0-9]* on disk [01]\(, length [0-9]*\(, [0-9]* checksums of 4096 bytes\(, in write\)\?\|, in write, no checksums\)\?\)\?$") == 5 ]] ||
+	[[ $(insp "$D" keys C "$ino_big" | grep -c "^C $ino_big [0-9]* -> chunk record: section [0-9]*\( (named)\)\? on disk [01]\(, length [0-9]*\(, [0-9]* checksums of 4096 bytes\(, in write\)\?\|, in write, no checksums\)\?\)\?$") == 5 ]] ||
 		fail "$when: keys C $ino_big: not 5 chunk records"
 	insp "$D" keys M | grep -q "^M fs -> .*uuid $uuid" || fail "$when: keys M: no fs info"
 	# G (chunks in flux) is a key type like the others, though none is left
@@ -178,6 +179,65 @@ user_again=$(insp --json "$D" levels | json_get 'd["lifetime"]["user_bytes"]')
 [[ $user_again -gt $user_closed ]] || fail "lifetime user bytes did not grow over a second mount: $user_closed, then $user_again"
 echo "test_inspect: lifetime user bytes: mkfs $user_mkfs, mounted $user_mounted, unmounted $user_closed, after a second mount $user_again"
 
+# ---- a chunk whose record names its section (fs/SCHEMA.md "Chunk checksums") ----
+# The daemon puts a chunk where there is room and its record names that
+# section: stat, keys and sections find the file there, not where the
+# hash puts it.  Chunk 1 of /a/b/big is moved to a section of the other
+# disk and its record made to name it (both copies of the store); then to
+# name section 5000, past the 1024, which is said to be damage.
+be64() { printf '%016x' "$1"; }
+le32() { printf '%08x' "$1" | sed 's/\(..\)\(..\)\(..\)\(..\)/\4\3\2\1/'; }
+named() { # VALUE SECTION: chunk record VALUE (SCHEMA.md "Chunk checksums") naming SECTION
+	local v=$1 f=$((0x${1:16:2}))
+	if ((f & 8)); then
+		echo "${v:0:28}$(le32 "$2")${v:36}"
+	else
+		echo "${v:0:16}$(printf %02x $((f | 8)))${v:18:10}$(le32 "$2")${v:28}"
+	fi
+}
+put_both() { "$EDIT" "$T/d1/.lsmfs/meta" put "$1" "$2" && "$EDIT" "$T/d2/.lsmfs/meta" put "$1" "$2"; }
+if [[ -x $EDIT ]]; then
+	k=43$(be64 "$ino_big")$(be64 1)
+	v=$("$EDIT" "$T/d1/.lsmfs/meta" get "$k")
+	read -r hs hd hf < <(insp "$D" stat /a/b/big |
+		sed -nE 's/^  chunk 1: section ([0-9]+), disk ([0-9]+): (.*) [0-9]+ bytes$/\1 \2 \3/p')
+	ps=$(insp --json "$D" sections | json_get "[m['section'] for m in d['map'] if m['disk'] == 1 - $hd][0]")
+	(((0x${v:16:2} & 2) != 0)) && [[ -f $hf ]] || fail "placed: chunk 1 of /a/b/big: record $v (want sums), file '$hf'"
+	placed=$(named "$v" "$ps")
+	put_both "$k" "$placed" || fail "placed: store_edit put C"
+	pf=$T/d$((2 - hd))/.lsmfs/sections/$ps/$ino_big.1
+	mkdir -p "${pf%/*}" && mv "$hf" "$pf"
+	before=$(hash_disks)
+	check_stat placed /a/b/big
+	out=$(insp "$D" stat /a/b/big)
+	grep -qx "  chunk 1: section $ps, disk $((1 - hd)): $pf $CHUNK bytes" <<<"$out" ||
+		fail "placed: stat does not find chunk 1 in section $ps: $out"
+	[[ $(insp --json "$D" stat /a/b/big | json_get '(lambda c: (c["section"], c["placed"], c["record_damaged"]))(d["chunks"][1])') == "($ps, True, False)" ]] ||
+		fail "placed: --json stat: chunk 1 is not placed in section $ps"
+	insp "$D" keys C "$ino_big" | grep -q "^C $ino_big 1 -> chunk record: section $ps (named) on disk $((1 - hd)), length $CHUNK, " ||
+		fail "placed: keys C: chunk 1 does not name section $ps: $(insp "$D" keys C "$ino_big")"
+	[[ $(insp --json "$D" sections | json_get "[(m['records'], m['files']) for m in d['map'] if m['section'] == $ps][0]") == "(1, 1)" ]] ||
+		fail "placed: sections: section $ps does not count chunk 1's record and file"
+	out=$("$FSCK" -n "$D" 2>&1) || fail "placed: fsck.lsmfs -n: exit $?: $out"
+	[[ $before == "$(hash_disks)" ]] || fail "placed: lsmfs-inspect or fsck.lsmfs -n changed the disks"
+	# A section past the 1024: said, the hash's section looked at.
+	put_both "$k" "$(named "$v" 5000)" || fail "placed: store_edit put C 5000"
+	before=$(hash_disks)
+	out=$(insp "$D" stat /a/b/big)
+	grep -qx "  chunk 1: section $hs (its record names section 5000, past the 1024; by the hash), disk $hd: $hf missing (a hole)" <<<"$out" ||
+		fail "placed: a section past the count: stat: $out"
+	[[ $(insp --json "$D" stat /a/b/big | json_get '(lambda c: (c["section"], c["section_named"], c["record_damaged"]))(d["chunks"][1])') == "($hs, 5000, True)" ]] ||
+		fail "placed: a section past the count: --json stat"
+	insp "$D" keys C "$ino_big" | grep -q "^C $ino_big 1 -> chunk record: names section 5000, past the 1024 sections, length $CHUNK, " ||
+		fail "placed: a section past the count: keys C: $(insp "$D" keys C "$ino_big")"
+	out=$("$FSCK" -n "$D" 2>&1)
+	grep -q "^LSMFS-0516 inode $ino_big (/a/b/big) chunk 1: its record names section 5000, past the 1024 sections; no file in section $hs" <<<"$out" ||
+		fail "placed: a section past the count: fsck.lsmfs -n: $out"
+	[[ $before == "$(hash_disks)" ]] || fail "placed: lsmfs-inspect or fsck.lsmfs -n changed the disks"
+	put_both "$k" "$v" && mv "$pf" "$hf" || fail "placed: putting chunk 1 back"
+	echo "test_inspect: a chunk placed by its record: stat, keys and sections find it in section $ps; a section past the count said"
+fi
+
 # ---- errors ----
 insp >/dev/null 2>&1; [[ $? == 16 ]] || fail "no argument: want exit 16"
 insp "$D" >/dev/null 2>&1; [[ $? == 16 ]] || fail "no command: want exit 16"
@@ -223,7 +283,6 @@ out=$(insp "$T/nowhere:$T/d2" super 2>&1); rc=$?
 # ---- damage: shown, never a crash ----
 if [[ -x $EDIT ]]; then
 	META=$T/d1/.lsmfs/meta
-	be64() { printf '%016x' "$1"; }
 	"$EDIT" "$META" put "49$(be64 "$ino_small")" ff00 >/dev/null || fail "store_edit put I"
 	"$EDIT" "$META" put 5a01 00 >/dev/null || fail "store_edit put Z"
 	"$EDIT" "$META" put 4d6673 00 >/dev/null || fail "store_edit put M fs"

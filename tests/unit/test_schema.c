@@ -1,15 +1,22 @@
 /*
  * test_schema: fs/format/schema.c's key table and key_parse, the `E` value
- * codec, and section.c's `P` value codec (suite "schema").
+ * codec, section.c's `P` value codec and sums.c's chunk record value
+ * (suite "schema").
  *
  * The table names every KEY_* once; each encoder's key parses back to its
  * type and fields; a key one byte short or long of its type's layout, or
  * of an unknown type, does not parse (fs/SCHEMA.md "Keys of the metadata
  * store").  lsmfs-inspect's help, man page and completion are checked
- * against the same table by tests/doc.
+ * against the same table by tests/doc.  The `C` value (SCHEMA.md "Chunk
+ * lengths", "Chunk checksums"): every form chunk_value_put writes parses
+ * back to what was put, byte for byte where SCHEMA.md lays it out, a
+ * section named or not; a length rewritten keeps the section; the section
+ * a value gives is the one it names, else the hash, and one past the count
+ * is damage.
  */
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -159,6 +166,171 @@ START_TEST(test_section_value)
 }
 END_TEST
 
+/* put then parse: the same fields back, the sums where SCHEMA.md puts
+ * them (after the section when one is named). */
+static void round_trip(uint8_t flags, uint32_t section, unsigned shift, uint32_t nsums)
+{
+	uint32_t sums[8];
+	uint8_t v[CHUNK_PLACED_HDR + 4 * 8];
+	for (uint32_t i = 0; i < nsums; i++)
+		sums[i] = 0x01020304u * (i + 1);
+	size_t vl = chunk_value_put(0x1122334455667788ull, flags, 0xdeadbeefu, section, shift, sums,
+				    nsums, v);
+	bool placed = section != CHUNK_HASHED, summed = flags & CHUNK_SUMS;
+	size_t hdr = placed ? CHUNK_PLACED_HDR : CHUNK_SUMS_HDR;
+	ck_assert_uint_eq(vl, hdr + (summed ? 4 * (size_t)nsums : 0));
+	ck_assert_uint_eq(v[0], 0x88);
+	ck_assert_uint_eq(v[7], 0x11);
+	ck_assert_uint_eq(v[8] & CHUNK_PLACED, placed ? CHUNK_PLACED : 0);
+	ck_assert_uint_eq(v[9], 0xef);
+	ck_assert_uint_eq(v[13], summed ? shift : 0);
+	if (placed) {
+		ck_assert_uint_eq(v[14], section & 0xff);
+		ck_assert_uint_eq(v[17], section >> 24);
+	}
+	if (summed && nsums) {
+		ck_assert_uint_eq(v[hdr], 0x04);
+		ck_assert_uint_eq(v[hdr + 3], 0x01);
+	}
+	struct chunk_value cv;
+	ck_assert_int_eq(chunk_value_parse(v, vl, &cv), 0);
+	ck_assert_uint_eq(cv.durable, 0x1122334455667788ull);
+	ck_assert_uint_eq(cv.flags, (flags & ~CHUNK_PLACED) | (placed ? CHUNK_PLACED : 0));
+	ck_assert_uint_eq(cv.gen, 0xdeadbeefu);
+	ck_assert_uint_eq(cv.shift, summed ? shift : 0);
+	ck_assert_uint_eq(cv.section, section);
+	ck_assert_uint_eq(cv.nsums, summed ? nsums : 0);
+	for (uint32_t i = 0; i < cv.nsums; i++)
+		ck_assert_uint_eq(chunk_value_sum(&cv, i), sums[i]);
+	ck_assert_uint_eq(chunk_value_sum(&cv, cv.nsums), 0); /* past them: not known */
+	uint64_t durable = 0;
+	ck_assert_int_eq(chunk_value_decode(v, vl, &durable), 0);
+	ck_assert_uint_eq(durable, 0x1122334455667788ull);
+	ck_assert(!chunk_value_lost(v, vl));
+	/* One byte short of the header or of a sum: damaged. */
+	ck_assert_int_eq(chunk_value_parse(v, hdr - 1, &cv), -EUCLEAN);
+	if (summed && nsums)
+		ck_assert_int_eq(chunk_value_parse(v, vl - 1, &cv), -EUCLEAN);
+	/* A length rewritten: the section kept, nothing else. */
+	uint8_t r[CHUNK_PLACED_HDR];
+	size_t rl = chunk_value_relength(v, vl, 4096, r);
+	ck_assert_uint_eq(rl, placed ? CHUNK_PLACED_HDR : CHUNK_VAL_LEN);
+	ck_assert_int_eq(chunk_value_parse(r, rl, &cv), 0);
+	ck_assert_uint_eq(cv.durable, 4096);
+	ck_assert_uint_eq(cv.section, section);
+	ck_assert_uint_eq(cv.flags, placed ? CHUNK_PLACED : 0);
+	ck_assert_uint_eq(cv.nsums, 0);
+}
+
+START_TEST(test_chunk_value)
+{
+	round_trip(CHUNK_SUMS, CHUNK_HASHED, 12, 3);
+	round_trip(CHUNK_SUMS | CHUNK_INWRITE, 5, 16, 8);
+	round_trip(CHUNK_SUMS, 0, 12, 0);
+	round_trip(CHUNK_INWRITE, CHUNK_HASHED, 12, 2); /* no sums: no shift, none written */
+	round_trip(CHUNK_INWRITE, 0xfffffffeu, 0, 0);
+	round_trip(0, 7, 0, 0);
+	/* CHUNK_PLACED is the section's to set: asked for without one, it is
+	 * not written. */
+	round_trip(CHUNK_PLACED | CHUNK_SUMS, CHUNK_HASHED, 13, 1);
+
+	/* Two copies, the second stale: given after the section, and kept
+	 * (with the section) when the length is rewritten. */
+	{
+		const uint32_t sums[2] = {7, 9};
+		const struct chunk_place pl = {.section = 6, .copies = 2, .stale = 2};
+		uint8_t w[CHUNK_COPIES_HDR + 8], r[CHUNK_COPIES_HDR];
+		struct chunk_value cv;
+		size_t wl = chunk_value_put_place(123, CHUNK_SUMS, 4, &pl, 12, sums, 2, w);
+		ck_assert_uint_eq(wl, CHUNK_COPIES_HDR + 8);
+		ck_assert_uint_eq(w[CHUNK_PLACED_HDR], 2);
+		ck_assert_uint_eq(w[CHUNK_PLACED_HDR + 1], 2);
+		ck_assert_int_eq(chunk_value_parse(w, wl, &cv), 0);
+		ck_assert_uint_eq(cv.section, 6);
+		ck_assert_uint_eq(cv.copies, 2);
+		ck_assert_uint_eq(cv.stale, 2);
+		ck_assert_uint_eq(chunk_value_sum(&cv, 1), 9);
+		size_t rl = chunk_value_relength(w, wl, 55, r);
+		ck_assert_uint_eq(rl, CHUNK_COPIES_HDR);
+		ck_assert_int_eq(chunk_value_parse(r, rl, &cv), 0);
+		ck_assert_uint_eq(cv.durable, 55);
+		ck_assert_uint_eq(cv.section, 6);
+		ck_assert_uint_eq(cv.copies, 2);
+		ck_assert_uint_eq(cv.stale, 2);
+		ck_assert_uint_eq(cv.nsums, 0);
+	}
+
+	/* The older forms: empty, a length, lost; none names a section. */
+	struct chunk_value cv;
+	uint8_t v[CHUNK_PLACED_HDR + 8], r[CHUNK_PLACED_HDR];
+	ck_assert_int_eq(chunk_value_parse(v, 0, &cv), 0);
+	ck_assert_uint_eq(cv.durable, 0);
+	ck_assert_uint_eq(cv.section, CHUNK_HASHED);
+	ck_assert_uint_eq(chunk_value_relength(v, 0, 77, r), CHUNK_VAL_LEN);
+	ck_assert_int_eq(chunk_value_parse(r, CHUNK_VAL_LEN, &cv), 0);
+	ck_assert_uint_eq(cv.durable, 77);
+	ck_assert_uint_eq(cv.section, CHUNK_HASHED);
+	chunk_value_encode_lost(99, v);
+	ck_assert(chunk_value_lost(v, CHUNK_LOST_LEN));
+	ck_assert_int_eq(chunk_value_parse(v, CHUNK_LOST_LEN, &cv), 0);
+	ck_assert_uint_eq(cv.durable, 99);
+	ck_assert_uint_eq(cv.section, CHUNK_HASHED);
+	ck_assert_uint_eq(chunk_value_relength(v, CHUNK_LOST_LEN, 5, r), CHUNK_VAL_LEN);
+
+	/* Damaged: a flag no one knows, a shift without sums, a named
+	 * section that is CHUNK_HASHED, a header cut short.  A length
+	 * rewritten from one names no section. */
+	size_t vl = chunk_value_put(10, 0, 1, 3, 0, NULL, 0, v);
+	v[8] |= 0x80;
+	ck_assert_int_eq(chunk_value_parse(v, vl, &cv), -EUCLEAN);
+	ck_assert_uint_eq(chunk_value_relength(v, vl, 5, r), CHUNK_VAL_LEN);
+	vl = chunk_value_put(10, 0, 1, 3, 0, NULL, 0, v);
+	v[13] = 12;
+	ck_assert_int_eq(chunk_value_parse(v, vl, &cv), -EUCLEAN);
+	vl = chunk_value_put(10, 0, 1, 3, 0, NULL, 0, v);
+	memset(v + CHUNK_SUMS_HDR, 0xff, 4);
+	ck_assert_int_eq(chunk_value_parse(v, vl, &cv), -EUCLEAN);
+	ck_assert_int_eq(chunk_value_parse(v, CHUNK_SUMS_HDR, &cv), -EUCLEAN); /* PLACED, no section */
+	ck_assert_int_eq(chunk_value_parse(v, CHUNK_VAL_LEN - 1, &cv), -EUCLEAN);
+}
+END_TEST
+
+/* The section a record gives: the one it names, else the hash; one past
+ * the count, or a value that does not parse, is -EUCLEAN with the hash. */
+START_TEST(test_chunk_value_section)
+{
+	const uint32_t n = 64;
+	const uint64_t ino = 4711, chunk = 3;
+	const uint32_t hash = chunk_section(ino, chunk, n);
+	uint8_t v[CHUNK_PLACED_HDR];
+	uint32_t s = 12345;
+	ck_assert_int_eq(chunk_value_section(NULL, 0, ino, chunk, n, &s), 0);
+	ck_assert_uint_eq(s, hash);
+	ck_assert_int_eq(chunk_value_section(v, 0, ino, chunk, n, &s), 0);
+	ck_assert_uint_eq(s, hash);
+	size_t vl = chunk_value_put(1, CHUNK_INWRITE, 9, CHUNK_HASHED, 0, NULL, 0, v);
+	ck_assert_int_eq(chunk_value_section(v, vl, ino, chunk, n, &s), 0);
+	ck_assert_uint_eq(s, hash);
+	for (uint32_t named = 0; named < n; named += 21) {
+		vl = chunk_value_put(1, 0, 9, named, 0, NULL, 0, v);
+		ck_assert_int_eq(chunk_value_section(v, vl, ino, chunk, n, &s), 0);
+		ck_assert_uint_eq(s, named);
+	}
+	vl = chunk_value_put(1, 0, 9, n - 1, 0, NULL, 0, v);
+	ck_assert_int_eq(chunk_value_section(v, vl, ino, chunk, n, &s), 0);
+	ck_assert_uint_eq(s, n - 1);
+	vl = chunk_value_put(1, 0, 9, n, 0, NULL, 0, v);
+	s = 12345;
+	ck_assert_int_eq(chunk_value_section(v, vl, ino, chunk, n, &s), -EUCLEAN);
+	ck_assert_uint_eq(s, hash);
+	/* The same value in a filesystem of more sections is good. */
+	ck_assert_int_eq(chunk_value_section(v, vl, ino, chunk, n + 1, &s), 0);
+	ck_assert_uint_eq(s, n);
+	ck_assert_int_eq(chunk_value_section(v, 3, ino, chunk, n, &s), -EUCLEAN);
+	ck_assert_uint_eq(s, hash);
+}
+END_TEST
+
 static Suite *schema_suite(void)
 {
 	Suite *s = suite_create("schema");
@@ -168,6 +340,8 @@ static Suite *schema_suite(void)
 	tcase_add_test(tc, test_parse_rejects);
 	tcase_add_test(tc, test_section_value);
 	tcase_add_test(tc, test_devstats_value);
+	tcase_add_test(tc, test_chunk_value);
+	tcase_add_test(tc, test_chunk_value_section);
 	suite_add_tcase(s, tc);
 	return s;
 }

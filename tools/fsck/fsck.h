@@ -60,6 +60,12 @@ struct fsck_chunk {
 	uint64_t ino, chunk;
 	uint64_t durable; /* the record's durable length; 0: not known */
 	bool lost;        /* lost with a disk (lsmfs-disk remove --lost): no file, by design */
+	/* The section its file belongs in: the one its record names, else
+	 * chunk_section's (fs/SCHEMA.md "Chunk checksums", "Sharding"). */
+	uint32_t section;
+	/* A record naming a section past the count (LSMFS-0516): the number
+	 * it names; section is then chunk_section's.  CHUNK_HASHED: none. */
+	uint32_t bad_section;
 };
 
 struct store_options;
@@ -155,11 +161,16 @@ int fsck_drop_data(struct fsck *f, struct fsck_inode *in, bool inline_data, bool
 int fsck_inline_to_chunks(struct fsck *f, struct fsck_inode *in);
 /* Set the inode counter `M next_ino`. */
 int fsck_put_next_ino(struct fsck *f, uint64_t next);
-/* Rewrite chunk (ino, chunk)'s record with durable length len. */
+/* Rewrite chunk (ino, chunk)'s record with durable length len (the
+ * section it names kept). */
 int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t len);
+/* Rewrite chunk (ino, chunk)'s record naming section, its length, flags,
+ * copies and sums as they were. */
+int fsck_put_chunk_section(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section);
 
-/* scrub.c: read chunk c's file whole, reporting read errors (LSMFS-050F);
- * then the figures, once. */
+/* scrub.c: read chunk c's file whole (file: in c->section, the one its
+ * record names, else the hash's), reporting read errors (LSMFS-050F) and
+ * blocks that fail their sums (LSMFS-0515); then the figures, once. */
 void fsck_scrub_chunk(struct fsck *f, const struct fsck_chunk *c, const char *file);
 void fsck_scrub_report(struct fsck *f);
 
@@ -188,8 +199,12 @@ uint8_t fsck_entries_type(struct fsck *f, uint64_t ino);
 /* Chunks of the model, sorted by (ino, chunk) once loaded. */
 int fsck_cmp_chunk(const void *a, const void *b);
 bool fsck_has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk);
-/* Add a chunk (kept sorted); drop every chunk of ino (and its count). */
-int fsck_model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk);
+/* The model's chunk (ino, chunk), or NULL. */
+struct fsck_chunk *fsck_find_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk);
+/* Add a chunk whose file is in section (kept sorted); drop one chunk, or
+ * every chunk of ino (and the inode's count with them). */
+int fsck_model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section);
+void fsck_model_drop_chunk(struct fsck *f, uint64_t ino, uint64_t chunk);
 void fsck_model_drop_chunks(struct fsck *f, uint64_t ino);
 /* A store key in words ("the record of inode 12", "entry 'a' in
  * directory 1"); k NULL: an open end of a range. */
@@ -198,9 +213,11 @@ void fsck_key_describe(const uint8_t *k, size_t kl, char *out, size_t cap);
  * parents are not reachable; into out. */
 void fsck_entry_path(struct fsck *f, const struct fsck_entry *e, char *out, size_t cap);
 
-/* pass5.c: where chunk (ino, chunk)'s file belongs, by the section map;
- * -ENOENT when its section has no disk. */
-int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, char *out, size_t cap);
+/* pass5.c: the path of chunk (ino, chunk)'s file in section (the model's
+ * fsck_chunk.section for a chunk that has a record) on the disk the
+ * section map gives it; -ENOENT when that section has no disk here. */
+int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section,
+		    char *out, size_t cap);
 /* pass2.c: "regular file", "directory", ... for messages. */
 const char *fsck_type_name(uint32_t mode);
 

@@ -94,7 +94,7 @@ static int push_entry(struct fsck *f, uint64_t parent, uint64_t hash, const uint
 	return 0;
 }
 
-static int push_chunk(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t durable, bool lost)
+static int push_chunk(struct fsck *f, const struct fsck_chunk *c)
 {
 	if (f->nchunks == f->capchunks) {
 		size_t nc = f->capchunks ? f->capchunks * 2 : 4096;
@@ -104,8 +104,7 @@ static int push_chunk(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t dur
 		f->chunks = g;
 		f->capchunks = nc;
 	}
-	f->chunks[f->nchunks++] =
-		(struct fsck_chunk){.ino = ino, .chunk = chunk, .durable = durable, .lost = lost};
+	f->chunks[f->nchunks++] = *c;
 	return 0;
 }
 
@@ -117,19 +116,40 @@ int fsck_cmp_chunk(const void *a, const void *b)
 	return x->chunk < y->chunk ? -1 : x->chunk > y->chunk;
 }
 
-bool fsck_has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
+struct fsck_chunk *fsck_find_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
 {
 	struct fsck_chunk key = {.ino = ino, .chunk = chunk};
-	return f->nchunks && /* no array at all when there are none */
-	       bsearch(&key, f->chunks, f->nchunks, sizeof(key), fsck_cmp_chunk) != NULL;
+	if (!f->nchunks) /* no array at all when there are none */
+		return NULL;
+	return bsearch(&key, f->chunks, f->nchunks, sizeof(key), fsck_cmp_chunk);
 }
 
-int fsck_model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
+bool fsck_has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
 {
-	int rc = push_chunk(f, ino, chunk, 0, false);
+	return fsck_find_chunk(f, ino, chunk) != NULL;
+}
+
+int fsck_model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section)
+{
+	int rc = push_chunk(f, &(struct fsck_chunk){.ino = ino, .chunk = chunk, .section = section,
+						     .bad_section = CHUNK_HASHED});
 	if (rc == 0)
 		qsort(f->chunks, f->nchunks, sizeof(*f->chunks), fsck_cmp_chunk);
 	return rc;
+}
+
+void fsck_model_drop_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
+{
+	struct fsck_chunk *c = fsck_find_chunk(f, ino, chunk);
+	if (!c)
+		return;
+	/* Moved down, not swapped with the last: the array stays sorted. */
+	size_t i = (size_t)(c - f->chunks);
+	memmove(c, c + 1, (f->nchunks - i - 1) * sizeof(*c));
+	f->nchunks--;
+	struct fsck_inode *in = fsck_inode(f, ino);
+	if (in && in->nchunks)
+		in->nchunks--;
 }
 
 void fsck_model_drop_chunks(struct fsck *f, uint64_t ino)
@@ -342,11 +362,17 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		in->inline_len = (int64_t)vl;
 		return 0;
 	case KEY_CHUNK: {
-		uint64_t durable;
-		if (chunk_value_decode(v, vl, &durable))
-			break; /* a value that is neither empty nor a length */
+		struct chunk_value cv;
+		if (chunk_value_parse(v, vl, &cv))
+			break; /* a value of none of the forms SCHEMA.md gives */
 		in->nchunks++;
-		return push_chunk(f, kp.id, kp.sub, durable, chunk_value_lost(v, vl));
+		struct fsck_chunk c = {.ino = kp.id, .chunk = kp.sub, .durable = cv.durable,
+				       .lost = chunk_value_lost(v, vl), .bad_section = CHUNK_HASHED};
+		/* The value parses: -EUCLEAN is a section past the count, which
+		 * pass 5 reports (LSMFS-0516); c.section is the hash's then. */
+		if (chunk_value_section(v, vl, c.ino, c.chunk, f->info.sections, &c.section))
+			c.bad_section = cv.section;
+		return push_chunk(f, &c);
 	}
 	case KEY_XATTR:
 		in->xattrs = true;

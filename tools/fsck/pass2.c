@@ -59,13 +59,16 @@ static uint32_t evident_type(struct fsck *f, const struct fsck_inode *in)
 static uint64_t size_from_chunks(struct fsck *f, uint64_t ino)
 {
 	uint64_t last = 0;
+	uint32_t section = 0;
 	for (size_t i = 0; i < f->nchunks; i++)
-		if (f->chunks[i].ino == ino && f->chunks[i].chunk >= last)
+		if (f->chunks[i].ino == ino && f->chunks[i].chunk >= last) {
 			last = f->chunks[i].chunk;
+			section = f->chunks[i].section;
+		}
 	char file[LSMFS_META_PATH_MAX + 160];
 	struct stat st;
 	uint64_t cs = f->info.chunk_size;
-	if (fsck_chunk_file(f, ino, last, file, sizeof(file)) == 0 && stat(file, &st) == 0 &&
+	if (fsck_chunk_file(f, ino, last, section, file, sizeof(file)) == 0 && stat(file, &st) == 0 &&
 	    (uint64_t)st.st_size <= cs)
 		return last * cs + (uint64_t)st.st_size;
 	return (last + 1) * cs;
@@ -270,7 +273,8 @@ void fsck_pass2_inodes(struct fsck *f)
 		 * chunk past EOF, which the next run drops too */
 		char file[LSMFS_META_PATH_MAX + 160];
 		uint8_t k[KEY_MAX];
-		int rc = fsck_chunk_file(f, in->ino, c, file, sizeof(file)) == 0 && unlink(file) &&
+		uint32_t s = f->chunks[i].section;
+		int rc = fsck_chunk_file(f, in->ino, c, s, file, sizeof(file)) == 0 && unlink(file) &&
 					 errno != ENOENT
 				 ? -errno
 				 : fsck_del_key(f, k, key_chunk(k, in->ino, c));

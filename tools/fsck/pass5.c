@@ -4,6 +4,12 @@
  * superblocks, every chunk file on every disk against the chunk records
  * (ownerless, misplaced, stray), and every chunk record against its file
  * (missing, too long).
+ *
+ * A chunk's file belongs in the section its record names, else in
+ * chunk_section's (fs/SCHEMA.md "Sharding", "Chunk checksums"): the record
+ * is the only truth of where, so a file is found, moved home and given a
+ * record by that section, never by the hash alone.  A record that names
+ * a section past the count names nowhere (LSMFS-0516).
  */
 #include "fsck.h"
 
@@ -23,9 +29,11 @@ static void sections_dir(const struct fsck *f, uint32_t disk, char *out, size_t 
 	section_disk_dir(f->ds->paths[disk], out, cap);
 }
 
-int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, char *out, size_t cap)
+int fsck_chunk_file(const struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t s, char *out,
+		    size_t cap)
 {
-	uint32_t s = chunk_section(ino, chunk, f->info.sections);
+	if (s >= f->info.sections)
+		return -ENOENT;
 	uint32_t d = f->section_disk[s];
 	if (!diskset_present(f->ds, d))
 		return -ENOENT;
@@ -87,9 +95,10 @@ static int copy_file(const char *src, const char *dst)
 	return rc;
 }
 
-/* Put a misplaced chunk file where its section says: a rename on the same
- * filesystem, else a durable copy renamed into place before the original
- * goes.  A file already at the destination is left to a person. */
+/* Put a misplaced chunk file in section s on disk d (where its record
+ * says): a rename on the same filesystem, else a durable copy renamed
+ * into place before the original goes.  A file already at the
+ * destination is left to a person. */
 static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, uint64_t ino,
 		      uint64_t chunk)
 {
@@ -101,7 +110,7 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
 	snprintf(dir, sizeof(dir), "%s/%s", root, name);
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
-	if (fsck_chunk_file(f, ino, chunk, dst, sizeof(dst)))
+	if (fsck_chunk_file(f, ino, chunk, s, dst, sizeof(dst)))
 		return -ENOENT;
 	if (access(dst, F_OK) == 0)
 		return -EEXIST;
@@ -127,13 +136,23 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
 	return fsync_parent(src);
 }
 
+/* The record of a chunk whose file is in section s: one that names it,
+ * as the daemon's placement writes (SCHEMA.md "Chunk checksums"), with no
+ * length known and no sums.  Into v (CHUNK_PLACED_HDR bytes); its length. */
+static size_t placed_record(uint32_t s, uint8_t *v)
+{
+	return chunk_value_put(0, 0, 0, s, 0, NULL, 0, v);
+}
+
 /* An ownerless chunk file (or a stray file no bigger than a chunk) becomes
  * a file of its own, /lost+found/name, with a new inode whose chunk 0 it
- * is.  The records go first, in one batch with the raised inode counter;
- * the file is moved after, so a crash between leaves a hole and the file
- * still ownerless, for the next run.  An empty file holds nothing and is
- * just removed. */
-static int adopt_file(struct fsck *f, const char *file, const char *name)
+ * is.  A file in a section (here; CHUNK_HASHED for one beside the section
+ * directories) stays in it, renamed, and its record names that section;
+ * one in none goes to the new inode's chunk_section.  The records go
+ * first, in one batch with the raised inode counter; the file is moved
+ * after, so a crash between leaves a hole and the file still ownerless,
+ * for the next run.  An empty file holds nothing and is just removed. */
+static int adopt_file(struct fsck *f, const char *file, const char *name, uint32_t here)
 {
 	struct stat st;
 	if (lstat(file, &st))
@@ -146,7 +165,10 @@ static int adopt_file(struct fsck *f, const char *file, const char *name)
 	if (!lf || !lf->rec_ok || !S_ISDIR(lf->rec.mode) || !f->next_ino)
 		return -ENOENT;
 	uint64_t nino = f->next_ino;
-	uint32_t s = chunk_section(nino, 0, f->info.sections);
+	if (here != CHUNK_HASHED &&
+	    (here >= f->info.sections || !diskset_present(f->ds, f->section_disk[here])))
+		here = CHUNK_HASHED; /* a section with no disk here: the hash's instead */
+	uint32_t s = here != CHUNK_HASHED ? here : chunk_section(nino, 0, f->info.sections);
 	uint32_t d = f->section_disk[s];
 	if (!diskset_present(f->ds, d))
 		return -EUCLEAN;
@@ -166,12 +188,13 @@ static int adopt_file(struct fsck *f, const char *file, const char *name)
 	struct store_batch *b = store_batch_new();
 	if (!b)
 		return -ENOMEM;
-	uint8_t k[KEY_MAX], v[INODE_REC_LEN], cnt[8];
+	uint8_t k[KEY_MAX], v[INODE_REC_LEN > CHUNK_PLACED_HDR ? INODE_REC_LEN : CHUNK_PLACED_HDR];
+	uint8_t cnt[8];
 	put_le64(cnt, nino + 1);
 	store_batch_put(b, k, key_meta(k, META_NEXT_INO), cnt, 8);
 	inode_rec_encode(&r, v);
 	store_batch_put(b, k, key_inode(k, nino), v, INODE_REC_LEN);
-	store_batch_put(b, k, key_chunk(k, nino, 0), "", 0);
+	store_batch_put(b, k, key_chunk(k, nino, 0), v, here != CHUNK_HASHED ? placed_record(s, v) : 0);
 	dirent_val_encode(nino, (uint8_t)(S_IFREG >> 12), v);
 	store_batch_put(b, k, key_dirent(k, LSMFS_LOST_FOUND_INO, name, strlen(name)), v,
 			DIRENT_VAL_LEN);
@@ -180,30 +203,32 @@ static int adopt_file(struct fsck *f, const char *file, const char *name)
 	if (rc)
 		return rc;
 	f->next_ino = nino + 1;
-	rc = fsck_model_add_chunk(f, nino, 0);
+	rc = fsck_model_add_chunk(f, nino, 0, s);
 	return rc ? rc : move_chunk(f, file, s, d, nino, 0);
 }
 
-static int adopt_stray(struct fsck *f, const char *file, const char *base)
+static int adopt_stray(struct fsck *f, const char *file, const char *base, uint32_t here)
 {
 	char name[NAME_MAX_BYTES + 2];
 	size_t n = strnlen(base, NAME_MAX_BYTES - 1); /* '#' + name fits an entry */
 	name[0] = '#';
 	memcpy(name + 1, base, n);
 	name[n + 1] = '\0';
-	return adopt_file(f, file, name);
+	return adopt_file(f, file, name, here);
 }
 
-static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t chunk)
+static int adopt_chunk(struct fsck *f, const char *file, uint64_t ino, uint64_t chunk,
+		       uint32_t here)
 {
 	char name[64];
 	snprintf(name, sizeof(name), "#%" PRIu64 ".%" PRIu64, ino, chunk); /* its old identity */
-	return adopt_file(f, file, name);
+	return adopt_file(f, file, name, here);
 }
 
 /* An ownerless chunk file whose inode is a chunked regular file reaching
  * that far (its record was lost, say with a damaged table): the file is
- * that inode's data, so it gets its record back. */
+ * that inode's data, so it gets its record back, naming the section the
+ * file is in (s): where the daemon put it, which the hash need not say. */
 static bool can_reattach(struct fsck *f, uint64_t ino, uint64_t chunk)
 {
 	struct fsck_inode *in = fsck_inode(f, ino);
@@ -213,18 +238,20 @@ static bool can_reattach(struct fsck *f, uint64_t ino, uint64_t chunk)
 	       chunk * f->info.chunk_size < in->rec.size;
 }
 
-static int reattach_chunk(struct fsck *f, uint64_t ino, uint64_t chunk)
+static int reattach_chunk(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t s)
 {
-	uint8_t k[KEY_MAX];
-	int rc = store_put(f->st, k, key_chunk(k, ino, chunk), "", 0, STORE_WRITE_SYNC);
+	uint8_t k[KEY_MAX], v[CHUNK_PLACED_HDR];
+	int rc = store_put(f->st, k, key_chunk(k, ino, chunk), v, placed_record(s, v),
+			   STORE_WRITE_SYNC);
 	if (rc)
 		return rc;
 	fsck_inode(f, ino)->nchunks++;
-	return fsck_model_add_chunk(f, ino, chunk);
+	return fsck_model_add_chunk(f, ino, chunk, s);
 }
 
 /* One disk's section directories: every file must be a chunk with a record,
- * in the section its (ino, chunk) hashes to, on the disk the map names. */
+ * in the section its record names (else its hash's), on the disk the map
+ * names. */
 static void walk_disk(struct fsck *f, uint32_t disk)
 {
 	char root[LSMFS_META_PATH_MAX + 64];
@@ -250,7 +277,7 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 					&(struct problem_ctx){.disk = disk, .file = sdir,
 							      .str = "section directory",
 							      .str2 = de->d_name}))
-				fsck_repaired(f, adopt_stray(f, sdir, de->d_name));
+				fsck_repaired(f, adopt_stray(f, sdir, de->d_name, CHUNK_HASHED));
 			continue;
 		}
 		DIR *sd = opendir(sdir);
@@ -271,24 +298,26 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 						&(struct problem_ctx){.disk = disk, .file = file,
 								      .str = "chunk file name",
 								      .str2 = ce->d_name}))
-					fsck_repaired(f, adopt_stray(f, file, ce->d_name));
+					fsck_repaired(f, adopt_stray(f, file, ce->d_name, s));
 				continue;
 			}
-			uint32_t want = chunk_section(ino, chunk, f->info.sections);
-			uint32_t want_disk = f->section_disk[want];
 			if (!fsck_has_chunk(f, ino, chunk)) {
 				bool back = can_reattach(f, ino, chunk);
 				if (problem_fix(f, PR_CHUNK_OWNERLESS,
 						&(struct problem_ctx){
 							.disk = disk, .file = file, .chunk = chunk,
 							.ino = ino,
-							.str = back ? "that file reaches it: give it back its record"
+							.str = back ? "that file reaches it: give it back a record "
+								      "naming the section it is in"
 								    : "no owner: move it to /lost+found"}))
-					fsck_repaired(f, back ? reattach_chunk(f, ino, chunk)
-							      : adopt_chunk(f, file, ino, chunk));
-				if (!fsck_has_chunk(f, ino, chunk))
-					continue; /* left, or gone to /lost+found */
+					fsck_repaired(f, back ? reattach_chunk(f, ino, chunk, s)
+							      : adopt_chunk(f, file, ino, chunk, s));
 			}
+			const struct fsck_chunk *c = fsck_find_chunk(f, ino, chunk);
+			if (!c || c->bad_section != CHUNK_HASHED)
+				continue; /* left, gone to /lost+found, or its record names
+					   * nowhere (LSMFS-0516, reported before the walk) */
+			uint32_t want = c->section, want_disk = f->section_disk[want];
 			if ((want != s || want_disk != disk) && diskset_present(f->ds, want_disk) &&
 			    problem_fix(f, PR_CHUNK_MISPLACED,
 					&(struct problem_ctx){.disk = disk, .file = file,
@@ -337,6 +366,58 @@ static uint32_t section_home(struct fsck *f, uint32_t s)
 	while (!diskset_present(f->ds, d))
 		d = (d + 1) % f->ds->ndisks;
 	return d;
+}
+
+/* Chunk records naming a section past the count (LSMFS-0516): no such
+ * section, so no file can be where they say.  Before the walk of the
+ * disks, whose findings depend on what the records say.  A file in the
+ * section the chunk hashes to (where a record naming none would put it,
+ * and the daemon's placement first puts it) is the chunk's: the record
+ * names that section, its length and sums kept.
+ * Without one, the record goes, as e2fsck clears a block number past the
+ * filesystem's end rather than guess which block was meant: a section
+ * number that is damage cannot be trusted to say which of the others
+ * it was, and the walk that follows finds the file wherever it is and,
+ * its inode reaching it, gives it back a record naming where
+ * (LSMFS-0507), while its length and sums, of a value known damaged, are
+ * not carried over.  With no file at all, the bytes read as a hole. */
+static void check_named_sections(struct fsck *f)
+{
+	for (size_t i = 0; i < f->nchunks && !fsck_cancelled(f); i++) {
+		struct fsck_chunk *c = &f->chunks[i];
+		if (c->bad_section == CHUNK_HASHED)
+			continue;
+		char file[LSMFS_META_PATH_MAX + 160], path[4096], why[LSMFS_META_PATH_MAX + 260];
+		struct stat st;
+		bool home = fsck_chunk_file(f, c->ino, c->chunk, c->section, file, sizeof(file)) == 0 &&
+			    stat(file, &st) == 0;
+		if (home)
+			snprintf(why, sizeof(why), "its file %s is in section %u, the hash's: name that one",
+				 file, c->section);
+		else
+			snprintf(why, sizeof(why), "no file in section %u, the hash's: remove the record",
+				 c->section);
+		if (!problem_fix(f, PR_CHUNK_BAD_SECTION,
+				 &(struct problem_ctx){.ino = c->ino, .chunk = c->chunk,
+						       .num = c->bad_section, .num2 = f->info.sections,
+						       .path = fsck_path_of(f, c->ino, path, sizeof(path)),
+						       .str = why}))
+			continue;
+		int rc;
+		if (home) {
+			rc = fsck_put_chunk_section(f, c->ino, c->chunk, c->section);
+			if (rc == 0)
+				c->bad_section = CHUNK_HASHED;
+		} else {
+			uint8_t k[KEY_MAX];
+			rc = fsck_del_key(f, k, key_chunk(k, c->ino, c->chunk));
+			if (rc == 0) {
+				fsck_model_drop_chunk(f, c->ino, c->chunk);
+				i--; /* the next chunk moved down into slot i */
+			}
+		}
+		fsck_repaired(f, rc);
+	}
 }
 
 void fsck_pass5_data(struct fsck *f)
@@ -402,6 +483,7 @@ void fsck_pass5_data(struct fsck *f)
 
 	if (f->nchunks) /* none: no array to sort (qsort wants one) */
 		qsort(f->chunks, f->nchunks, sizeof(*f->chunks), fsck_cmp_chunk);
+	check_named_sections(f);
 	/* The disks first: a misplaced chunk file moved home is no longer a
 	 * missing one (whose repair would drop its record). */
 	for (uint32_t d = 0; d < nd && !fsck_cancelled(f); d++)
@@ -410,13 +492,14 @@ void fsck_pass5_data(struct fsck *f)
 	uint64_t last_lost = UINT64_MAX;
 	for (size_t i = 0; i < f->nchunks && !fsck_cancelled(f); i++) {
 		const struct fsck_chunk *c = &f->chunks[i];
-		uint32_t s = chunk_section(c->ino, c->chunk, f->info.sections);
-		uint32_t d = f->section_disk[s];
+		if (c->bad_section != CHUNK_HASHED)
+			continue; /* its record names nowhere: reported, left */
+		uint32_t d = f->section_disk[c->section];
 		if (!diskset_present(f->ds, d))
 			continue; /* reported above, or on a disk missing (--degraded) */
 		f->chunks_per_disk[d]++;
 		char file[LSMFS_META_PATH_MAX + 160], path[4096];
-		fsck_chunk_file(f, c->ino, c->chunk, file, sizeof(file));
+		fsck_chunk_file(f, c->ino, c->chunk, c->section, file, sizeof(file));
 		struct stat st;
 		bool found = stat(file, &st) == 0;
 		if (!found) {

@@ -147,11 +147,13 @@ static const struct problem table[] = {
 	 "remove the chunk record (the lost bytes read as a hole)"},
 	{PR_CHUNK_TOO_LONG, "%f: %n bytes, longer than a chunk (%N)", PR_SEV_MINOR,
 	 PR_PREEN | PR_LATCH, "cut the file to the chunk size (bytes past it are never read)"},
+	/* Where its record says: the section it names, else the hash's. */
 	{PR_CHUNK_MISPLACED, "disk %d: %f belongs in section %S on disk %n", PR_SEV_ERROR,
 	 PR_PREEN | PR_LATCH, "move the file to its section's directory (a durable copy across disks)"},
 	{PR_CHUNK_OWNERLESS, "disk %d: %f: chunk %c of inode %i has no chunk record; %s",
 	 PR_SEV_ERROR, PR_LATCH,
-	 "give it back its record when its file reaches it, else make it /lost+found/#ino.chunk"},
+	 "give it back a record naming the section it is in when its file reaches it, else make it "
+	 "/lost+found/#ino.chunk (its record naming that section too)"},
 	{PR_CHUNK_UNREADABLE, "%f: %m", PR_SEV_ERROR, 0, NULL},
 	{PR_STRAY_FILE, "disk %d: %f is not a %s; move it to /lost+found/#%t", PR_SEV_MINOR, PR_LATCH,
 	 "make it a file in /lost+found (one chunk's worth at most; an empty one is removed)"},
@@ -202,6 +204,14 @@ static const struct problem table[] = {
 	{PR_CHUNK_CHECKSUM,
 	 "inode %i (%p) chunk %c: %f: the block of %N bytes at offset %n does not match its "
 	 "checksum (silent damage: reads of it fail with EIO)", PR_SEV_ERROR, 0, NULL},
+	/* Not preen: the record may go.  Why it goes rather than being
+	 * pointed at a file found elsewhere: pass5.c check_named_sections. */
+	{PR_CHUNK_BAD_SECTION,
+	 "inode %i (%p) chunk %c: its record names section %n, past the %N sections; %s",
+	 PR_SEV_ERROR, PR_LATCH,
+	 "name the section the hash gives when the file is there (length and sums kept), else remove "
+	 "the record (the walk of the disks then gives a file found elsewhere a record naming its "
+	 "section; with none, the bytes read as a hole)"},
 };
 
 #define NPROBLEMS (sizeof(table) / sizeof(table[0]))

@@ -83,6 +83,7 @@ enum fsck_code {
 	PR_SUPER_WRITE_FAILED = 0x0513,  /* a repair failure (PR_AFTER) */
 	PR_DEVSTATS_GONE = 0x0514,       /* pass 5: error counters of no disk */
 	PR_CHUNK_CHECKSUM = 0x0515,      /* pass 5 with --scrub */
+	PR_CHUNK_BAD_SECTION = 0x0516,   /* pass 5: a record naming no section there is */
 };
 
 enum problem_severity {

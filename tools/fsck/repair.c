@@ -34,7 +34,7 @@ int fsck_del_key(struct fsck *f, const uint8_t *k, size_t kl)
 
 int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t len)
 {
-	uint8_t k[KEY_MAX], v[CHUNK_PLACED_HDR];
+	uint8_t k[KEY_MAX], v[CHUNK_COPIES_HDR];
 	size_t kl = key_chunk(k, ino, chunk);
 	void *old = NULL;
 	size_t oldlen = 0;
@@ -45,6 +45,45 @@ int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t le
 	size_t vl = chunk_value_relength(old, oldlen, len, v);
 	free(old);
 	return store_put(f->st, k, kl, v, vl, STORE_WRITE_SYNC);
+}
+
+/* Value cv again naming section (its copies and stale mask kept), under
+ * key k. */
+static int put_placed(struct fsck *f, const uint8_t *k, size_t kl, const struct chunk_value *cv,
+		      uint32_t section)
+{
+	struct chunk_place place = {.section = section, .copies = cv->copies, .stale = cv->stale};
+	uint8_t *v = malloc(CHUNK_COPIES_HDR + 4 * (size_t)cv->nsums);
+	uint32_t *sums = malloc((cv->nsums ? cv->nsums : 1) * sizeof(*sums));
+	int rc = v && sums ? 0 : -ENOMEM;
+	for (uint32_t i = 0; !rc && i < cv->nsums; i++)
+		sums[i] = chunk_value_sum(cv, i);
+	if (!rc)
+		rc = store_put(f->st, k, kl, v,
+			       chunk_value_put_place(cv->durable, cv->flags, cv->gen, &place, cv->shift,
+						     sums, cv->nsums, v),
+			       STORE_WRITE_SYNC);
+	free(sums);
+	free(v);
+	return rc;
+}
+
+int fsck_put_chunk_section(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section)
+{
+	uint8_t k[KEY_MAX];
+	size_t kl = key_chunk(k, ino, chunk);
+	void *old;
+	size_t oldlen;
+	int rc = store_get(f->st, NULL, k, kl, &old, &oldlen);
+	if (rc)
+		return rc;
+	struct chunk_value cv;
+	if (chunk_value_parse(old, oldlen, &cv) || (cv.flags & CHUNK_LOST))
+		rc = -EUCLEAN; /* not what pass 5 saw: left for the next run */
+	else
+		rc = put_placed(f, k, kl, &cv, section);
+	free(old);
+	return rc;
 }
 
 int fsck_put_entry(struct fsck *f, uint64_t parent, const char *name, uint64_t ino,
@@ -194,7 +233,8 @@ int fsck_clear_inode(struct fsck *f, struct fsck_inode *in)
 		if (f->chunks[i].ino != ino)
 			continue;
 		char file[LSMFS_META_PATH_MAX + 160];
-		if (fsck_chunk_file(f, ino, f->chunks[i].chunk, file, sizeof(file)) == 0 &&
+		if (fsck_chunk_file(f, ino, f->chunks[i].chunk, f->chunks[i].section, file,
+				    sizeof(file)) == 0 &&
 		    unlink(file) && errno != ENOENT)
 			return -errno;
 	}
@@ -290,17 +330,20 @@ int fsck_inline_to_chunks(struct fsck *f, struct fsck_inode *in)
 		rc = -ENOMEM;
 	/* The chunk files first, durably; then one batch switches the file
 	 * over.  A crash between leaves ownerless chunk files, whose inode
-	 * is inline: fsck moves them to /lost+found; the inline data stays. */
+	 * is inline: fsck moves them to /lost+found; the inline data stays.
+	 * Each goes to chunk_section's section, which its record (empty)
+	 * then means. */
 	for (uint64_t c = 0; rc == 0 && c * cs < vl; c++) {
 		char file[LSMFS_META_PATH_MAX + 160];
 		size_t n = vl - c * cs < cs ? (size_t)(vl - c * cs) : (size_t)cs;
-		rc = fsck_chunk_file(f, in->ino, c, file, sizeof(file));
+		uint32_t s = chunk_section(in->ino, c, f->info.sections);
+		rc = fsck_chunk_file(f, in->ino, c, s, file, sizeof(file));
 		if (rc == 0)
 			rc = write_chunk_file(file, (const uint8_t *)v + c * cs, n);
 		if (rc == 0)
 			rc = store_batch_put(b, k, key_chunk(k, in->ino, c), "", 0);
 		if (rc == 0)
-			rc = fsck_model_add_chunk(f, in->ino, c);
+			rc = fsck_model_add_chunk(f, in->ino, c, s);
 		if (rc == 0)
 			in->nchunks++;
 	}

@@ -138,18 +138,29 @@ static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t 
 	}
 }
 
-/* The section and disk of a chunk, as " (section S, disk D)". */
-static void chunk_place(const struct insp *in, uint64_t ino, uint64_t chunk, char *out,
-			size_t cap)
+/* The section and disk of a chunk, by its record's value v (SCHEMA.md
+ * "Chunk checksums": the section it names, else the hash's), as
+ * ": section S on disk D".  A value naming one past the count says so; one
+ * that does not decode gets the hash's (the caller says it is damaged). */
+static void chunk_place(const struct insp *in, uint64_t ino, uint64_t chunk, const uint8_t *v,
+			size_t vl, char *out, size_t cap)
 {
 	*out = '\0';
 	if (!in || !in->info.sections)
 		return;
-	uint32_t s = chunk_section(ino, chunk, in->info.sections);
+	uint32_t s;
+	struct chunk_value cv;
+	bool decodes = chunk_value_parse(v, vl, &cv) == 0;
+	if (chunk_value_section(v, vl, ino, chunk, in->info.sections, &s) && decodes) {
+		snprintf(out, cap, ": names section %u, past the %u sections", cv.section,
+			 in->info.sections);
+		return;
+	}
+	const char *named = decodes && cv.section != CHUNK_HASHED ? " (named)" : "";
 	if (in->section_disk[s] == UINT32_MAX)
-		snprintf(out, cap, ": section %u, which has no disk", s);
+		snprintf(out, cap, ": section %u%s, which has no disk", s, named);
 	else
-		snprintf(out, cap, ": section %u on disk %u", s, in->section_disk[s]);
+		snprintf(out, cap, ": section %u%s on disk %u", s, named, in->section_disk[s]);
 }
 
 void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v,
@@ -178,7 +189,7 @@ void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uin
 		return;
 	case KEY_CHUNK: {
 		uint64_t chunk = kp.sub;
-		chunk_place(in, id, chunk, b, sizeof(b));
+		chunk_place(in, id, chunk, v, vl, b, sizeof(b));
 		/* The value: the length a sync made durable, nothing (not
 		 * known), or that length lost with its disk (SCHEMA.md
 		 * "Chunk lengths", "A disk lost"). */

@@ -2,7 +2,8 @@
  * disks.c: the commands about the backing disks: super (every disk's
  * superblock, fs/SCHEMA.md "Superblock", beside the store's filesystem
  * info and inode counter) and sections (the section map, `P` keys, with
- * the chunk records that hash to each section, fs/SCHEMA.md "Sharding",
+ * the chunk records of each section: the one a record names, else the
+ * hash's, fs/SCHEMA.md "Sharding" and "Chunk checksums",
  * and the chunk files and bytes actually under <disk>/.lsmfs/sections/).
  */
 #include "inspect.h"
@@ -268,18 +269,19 @@ struct record_counts {
 static void count_record(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v,
 			 size_t vl, void *ctx)
 {
-	(void)v, (void)vl;
 	struct record_counts *rc = ctx;
 	struct key_parts kp;
 	if (key_parse(k, kl, &kp) != 0 || kp.type->letter != KEY_CHUNK)
 		return; /* not a chunk key: keys shows it */
-	uint32_t s = chunk_section(kp.id, kp.sub, in->info.sections);
+	/* A damaged value (keys and fsck say so) counts where the hash puts it. */
+	uint32_t s;
+	(void)chunk_value_section(v, vl, kp.id, kp.sub, in->info.sections, &s);
 	rc->sec[s].records++;
 	if (diskset_present(in->ds, in->section_disk[s]))
 		rc->disk[in->section_disk[s]].records++;
 }
 
-/* Chunk records, by the section they hash to and its disk. */
+/* Chunk records, by the section they name (else hash to) and its disk. */
 static int count_records(struct insp *in, struct counts *sec, struct counts *disk)
 {
 	uint8_t prefix[1] = {KEY_CHUNK};

@@ -301,16 +301,29 @@ struct stat_ctx {
 	uint64_t n, bytes_on_disk, missing;
 };
 
+/* A chunk: its file in the section its record names, else the hash's
+ * (SCHEMA.md "Chunk checksums"); for a record that names one past the
+ * count, or does not decode, the hash's is looked at and the record said
+ * to be damaged. */
 static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
 		       void *ctx)
 {
-	(void)v, (void)vl;
 	struct stat_ctx *c = ctx;
 	struct key_parts kp;
 	if (key_parse(k, kl, &kp) != 0 || kp.type->letter != KEY_CHUNK)
 		return;
 	uint64_t ino = kp.id, chunk = kp.sub;
-	uint32_t s = chunk_section(ino, chunk, in->info.sections);
+	uint32_t s;
+	struct chunk_value cv;
+	bool decodes = chunk_value_parse(v, vl, &cv) == 0;
+	bool damaged = chunk_value_section(v, vl, ino, chunk, in->info.sections, &s) != 0;
+	bool placed = decodes && cv.section != CHUNK_HASHED;
+	char note[96] = "";
+	if (damaged && decodes)
+		snprintf(note, sizeof(note), " (its record names section %u, past the %u; by the hash)",
+			 cv.section, in->info.sections);
+	else if (damaged)
+		snprintf(note, sizeof(note), " (its record does not decode; by the hash)");
 	uint32_t d = in->section_disk[s];
 	char path[LSMFS_META_PATH_MAX + 200] = "";
 	struct stat st;
@@ -332,6 +345,10 @@ static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8
 		json_obj(c->j, NULL);
 		json_u64(c->j, "chunk", chunk);
 		json_u64(c->j, "section", s);
+		json_bool(c->j, "placed", placed); /* the record names the section */
+		if (damaged && decodes)
+			json_u64(c->j, "section_named", cv.section); /* past the count */
+		json_bool(c->j, "record_damaged", damaged);
 		if (diskset_present(in->ds, d))
 			json_u64(c->j, "disk", d);
 		else
@@ -342,13 +359,14 @@ static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8
 		return;
 	}
 	if (!diskset_present(in->ds, d))
-		fprintf(in->out, "  chunk %" PRIu64 ": section %u, which has no disk\n", chunk, s);
+		fprintf(in->out, "  chunk %" PRIu64 ": section %u%s, which has no disk\n", chunk, s,
+			note);
 	else if (len < 0)
-		fprintf(in->out, "  chunk %" PRIu64 ": section %u, disk %u: %s missing (a hole)\n",
-			chunk, s, d, path);
+		fprintf(in->out, "  chunk %" PRIu64 ": section %u%s, disk %u: %s missing (a hole)\n",
+			chunk, s, note, d, path);
 	else
-		fprintf(in->out, "  chunk %" PRIu64 ": section %u, disk %u: %s %" PRId64 " bytes\n",
-			chunk, s, d, path, len);
+		fprintf(in->out, "  chunk %" PRIu64 ": section %u%s, disk %u: %s %" PRId64 " bytes\n",
+			chunk, s, note, d, path, len);
 }
 
 static void show_xattr(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,

@@ -23,11 +23,14 @@ int fs_removexattr(struct fs *fs, uint64_t ino, const char *name,
  * that is none of the names.  policy_inherit: a new inode ino (record r)
  * made in dir gets dir's, into b.  policy_placement: in's (under its lock). */
 #define POLICY_XATTR "user.lsmfs.placement"
+#define POLICY_COPIES_XATTR "user.lsmfs.copies"
 enum placement { PLACE_SPREAD, PLACE_TOGETHER };
 int policy_check(const char *name, const void *val, size_t len);
 int policy_inherit(struct fs *fs, struct fs_inode *dir, uint64_t ino, struct inode_rec *r,
 		   struct store_batch *b);
 int policy_placement(struct fs *fs, const struct fs_inode *in, enum placement *out);
+/* The copies in's new chunks get (1, or up to CHUNK_MAX_COPIES). */
+int policy_copies(struct fs *fs, const struct fs_inode *in, unsigned *out);
 
 /* Under the inode lock: remove security.capability, as a write or an
  * owner change must (the record is left to the caller). */

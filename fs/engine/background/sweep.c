@@ -143,12 +143,15 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 		struct chunk_value cv = {0};
 		bool inwrite = val && chunk_value_parse(val, vl, &cv) == 0 &&
 			       (cv.flags & CHUNK_INWRITE) && cv.gen != fs->mount_gen;
-		uint32_t where = section;
-		if (val && chunk_value_section(val, vl, ino, chunk, fs->info.sections, &where))
-			where = UINT32_MAX; /* damaged: fsck's */
+		/* Its file when a copy of the chunk is in this section. */
+		struct chunk_place pl = {.section = section, .copies = 1};
+		bool ours = !val;
+		if (val && chunk_value_place(val, vl, ino, chunk, fs->info.sections, &pl) == 0)
+			for (unsigned i = 0; i < pl.copies; i++)
+				ours |= section_of_copy(pl.section, i, fs->info.sections) == section;
 		free(val);
-		if (has == 1 && where != section)
-			has = 2; /* its record puts the chunk elsewhere: not its file, fsck's */
+		if (has == 1 && !ours)
+			has = 2; /* its record puts the chunk elsewhere (or is damaged): fsck's */
 		int e = 0;
 		bool full = false;
 		if (has == 1 && section_disk_of(fs, section) == d && (durable == 0 || inwrite)) {

@@ -76,15 +76,24 @@
  * metadata disk"). */
 #define FS_STORE_RESERVE (2u << 20)
 
+/* One copy of a chunk file, open (SCHEMA.md "Copies"). */
+struct chunk_copy {
+	int fd;                 /* -1: not open (stale, its disk unusable, or none) */
+	int dfd;                /* O_DIRECT fd for aligned writes; -1: not open */
+	uint32_t section;       /* where it is */
+	uint32_t gen;           /* its section's generation when opened (gate.c) */
+};
+
 struct chunk_fd {
 	uint64_t chunk;
-	uint32_t section;       /* where its file is (its record says: SCHEMA.md "Placement") */
-	uint32_t gen;           /* its section's generation when opened (gate.c) */
-	int fd;                 /* -1: slot empty */
-	int dfd;                /* O_DIRECT fd for aligned writes; -1: not open */
+	bool used;              /* false: slot empty */
+	struct chunk_place place; /* where its files are: its record (SCHEMA.md "Placement") */
+	uint32_t section;       /* place.section: the section of its first copy */
+	struct chunk_copy copy[CHUNK_MAX_COPIES]; /* data/copies.c */
+	uint8_t failed;         /* copies whose I/O failed since: made stale under the lock */
 	uint64_t blocks;        /* st_blocks last seen, to keep rec.blocks */
 	uint64_t next_off;      /* end of the last write (stats: sequential) */
-	bool writable;          /* fd opened O_RDWR (reads open O_RDONLY) */
+	bool writable;          /* fds opened O_RDWR (reads open O_RDONLY) */
 	uint64_t durable;       /* the record's length: bytes fsync made durable */
 	uint64_t stamp;         /* LRU */
 	uint32_t pins;          /* I/O on it outside the inode's lock (iogate.c):
@@ -297,6 +306,7 @@ struct fs {
 	} ctl;
 	uint8_t *section_changed; /* bitmap: a chunk file made or removed there (atomics) */
 	int *sections_fd;         /* disk index -> fd of <disk>/.lsmfs/sections */
+	bool under_copied_said;   /* space.c: a chunk got fewer copies than asked (atomic) */
 	int clock_fd;             /* clock.c: an unnamed file beside the store, or -1 */
 	/* members.c: paths and fds of disks detached (or replaced) while
 	 * open, freed at fs_close: a reader may still hold them. */
@@ -519,6 +529,10 @@ void devstats_free(struct fs *fs);
 int devstats_load(struct fs *fs);
 void devstats_count(struct fs *fs, uint32_t disk, enum devstat kind);
 void devstats_count_error(struct fs *fs, uint32_t disk, enum devstat kind, int err);
+/* Is err (either sign) a fault of the disk or file, not of a full disk or
+ * of the daemon short of something?  What counts, and what makes a copy
+ * of a chunk stale (chunk_copies.c). */
+bool devstats_disk_fault(int err);
 void devstats_get(struct fs *fs, uint32_t disk, uint64_t count[DEVSTAT_KINDS], bool reset);
 uint64_t devstats_moves(struct fs *fs);
 void devstats_json(struct fs *fs, uint32_t disk, struct json_out *o);

@@ -56,7 +56,7 @@ void devstats_count(struct fs *fs, uint32_t disk, enum devstat kind)
 	atomic_fetch_add_explicit(&fs->devstats_moves, 1, memory_order_relaxed);
 }
 
-void devstats_count_error(struct fs *fs, uint32_t disk, enum devstat kind, int err)
+bool devstats_disk_fault(int err)
 {
 	switch (err < 0 ? -err : err) {
 	case 0:
@@ -67,8 +67,15 @@ void devstats_count_error(struct fs *fs, uint32_t disk, enum devstat kind, int e
 	case ENFILE:
 	case EINTR:
 	case EAGAIN:
-		return;
+		return false;
 	}
+	return true;
+}
+
+void devstats_count_error(struct fs *fs, uint32_t disk, enum devstat kind, int err)
+{
+	if (!devstats_disk_fault(err))
+		return;
 	/* A disk missing or found replaced: its chunks fail without
 	 * reaching it (chunk_open), and nothing of it is there to blame. */
 	if (!disk_usable(fs, disk))

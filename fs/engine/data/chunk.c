@@ -49,33 +49,43 @@ int chunk_dirfd(struct fs *fs, uint32_t section)
 	return fs->sections_fd[section_disk_of(fs, section)];
 }
 
-/* The section a record's value names, a damaged one logged (and taken
- * for chunk_section's). */
-static uint32_t value_section(struct fs *fs, uint64_t ino, uint64_t chunk, const void *val,
-			      size_t vl)
+/* Where a record's value puts the chunk, a damaged one logged (and taken
+ * for one copy in chunk_section's). */
+static struct chunk_place value_place(struct fs *fs, uint64_t ino, uint64_t chunk,
+				      const void *val, size_t vl)
 {
-	uint32_t section;
-	if (chunk_value_section(val, vl, ino, chunk, fs->info.sections, &section))
+	struct chunk_place pl;
+	if (chunk_value_place(val, vl, ino, chunk, fs->info.sections, &pl)) {
 		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": damaged record (%zu bytes); "
 			"its file is looked for in section %" PRIu32 " (run fsck.lsmfs)", ino, chunk,
-			vl, section);
-	return section;
+			vl, pl.section);
+		pl.copies = 1;
+		pl.stale = 0;
+	}
+	return pl;
 }
 
-int chunk_where(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t *section)
+int chunk_where(struct fs *fs, uint64_t ino, uint64_t chunk, struct chunk_place *place,
+		bool *crashed)
 {
 	void *val;
 	size_t vl;
 	uint8_t k[KEY_MAX];
 	size_t kl = key_chunk(k, ino, chunk);
+	if (crashed)
+		*crashed = false;
 	int rc = store_get(fs->st, NULL, k, kl, &val, &vl);
 	if (rc == -ENOENT) {
-		*section = chunk_section(ino, chunk, fs->info.sections);
+		*place = (struct chunk_place){.section = chunk_section(ino, chunk, fs->info.sections),
+					      .copies = 1};
 		return 0;
 	}
 	if (rc)
 		return rc;
-	*section = value_section(fs, ino, chunk, val, vl);
+	*place = value_place(fs, ino, chunk, val, vl);
+	struct chunk_value cv;
+	if (crashed && chunk_value_parse(val, vl, &cv) == 0)
+		*crashed = (cv.flags & CHUNK_INWRITE) && cv.gen != fs->mount_gen;
 	free(val);
 	return 1;
 }
@@ -85,10 +95,9 @@ struct inode_data *chunk_data_of(struct fs_inode *in)
 	if (!in->data) {
 		in->data = calloc(1, sizeof(*in->data));
 		if (in->data)
-			for (int i = 0; i < CHUNK_FDS; i++) {
-				in->data->fds[i].fd = -1;
-				in->data->fds[i].dfd = -1;
-			}
+			for (int i = 0; i < CHUNK_FDS; i++)
+				for (int j = 0; j < CHUNK_MAX_COPIES; j++)
+					in->data->fds[i].copy[j].fd = in->data->fds[i].copy[j].dfd = -1;
 	}
 	return in->data;
 }
@@ -128,12 +137,9 @@ int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk)
 /* The slot's chunk goes (its sums with it). */
 static void slot_close(struct chunk_fd *c)
 {
-	if (c->fd >= 0)
-		close(c->fd);
-	if (c->dfd >= 0)
-		close(c->dfd);
-	c->fd = -1;
-	c->dfd = -1;
+	copies_close(c);
+	c->used = false;
+	c->failed = 0;
 	sums_detach(c);
 }
 
@@ -141,7 +147,7 @@ static void slot_close(struct chunk_fd *c)
  * record first (sums.c). */
 static void slot_retire(struct fs *fs, uint64_t ino, struct chunk_fd *c)
 {
-	if (c->fd >= 0)
+	if (c->used)
 		(void)sums_retire(fs, ino, c); /* logged */
 	slot_close(c);
 }
@@ -175,7 +181,7 @@ void data_free(struct fs *fs, struct fs_inode *in)
 void chunk_set_durable(struct fs_inode *in, uint64_t chunk, uint64_t len)
 {
 	for (int i = 0; in->data && i < CHUNK_FDS; i++)
-		if (in->data->fds[i].fd >= 0 && in->data->fds[i].chunk == chunk)
+		if (in->data->fds[i].used && in->data->fds[i].chunk == chunk)
 			in->data->fds[i].durable = len;
 }
 
@@ -185,7 +191,7 @@ static void forget_fd(struct fs_inode *in, uint64_t chunk)
 		return;
 	for (int i = 0; i < CHUNK_FDS; i++) {
 		struct chunk_fd *c = &in->data->fds[i];
-		if (c->fd >= 0 && c->chunk == chunk)
+		if (c->used && c->chunk == chunk)
 			slot_close(c);
 	}
 }
@@ -274,10 +280,11 @@ int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t
 			return 0;
 		c->durable = durable;
 	}
-	uint8_t k[KEY_MAX], v[CHUNK_PLACED_HDR];
+	uint8_t k[KEY_MAX], v[CHUNK_COPIES_HDR];
 	size_t kl = key_chunk(k, ino, c->chunk);
 	/* The file is about to change: marked so (sums.c). */
-	size_t vl = chunk_value_put(len, CHUNK_INWRITE, fs->mount_gen, c->section, 0, NULL, 0, v);
+	copies_settle(c);
+	size_t vl = chunk_value_put_place(len, CHUNK_INWRITE, fs->mount_gen, &c->place, 0, NULL, 0, v);
 	/* Durable before the file shrinks: a crash between must not leave a
 	 * record longer than the file, which reads as lost data. */
 	int rc = store_put(fs->st, k, kl, v, vl, STORE_WRITE_SYNC);
@@ -288,30 +295,10 @@ int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t
 	return rc;
 }
 
-/* A new chunk: its record (with the in-flux mark) first, then a fresh,
- * empty file.  If the file cannot be made, the record goes again. */
-static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_t section,
-			const char *rel, int flags)
+/* Make chunk file rel in section's directory (the directory too when
+ * missing): its fd, or -errno (logged). */
+static int make_file(struct fs *fs, uint32_t section, const char *rel, int flags)
 {
-	uint8_t ck[KEY_MAX];
-	size_t ckl = key_chunk(ck, in->ino, chunk);
-	struct store_batch *b = store_batch_new();
-	if (!b)
-		return -ENOMEM;
-	bool marking = !in->in_flux;
-	in->fresh = false; /* before the record can exist */
-	/* Marked in write from the start: a crash that keeps the record
-	 * has the file's sums computed (sums.c). */
-	uint8_t cv[CHUNK_PLACED_HDR];
-	store_batch_put(b, ck, ckl, cv, chunk_value_put(0, CHUNK_INWRITE, fs->mount_gen, section, 0, NULL, 0, cv));
-	int rc = chunk_mark_flux(fs, in, b);
-	if (!rc)
-		rc = store_write(fs->st, b, 0);
-	store_batch_free(b);
-	if (rc)
-		return rc;
-	if (marking)
-		in->in_flux = true;
 	int dirfd = chunk_dirfd(fs, section);
 	/* O_TRUNC: a file without record is a leftover of a crash. */
 	int fd = openat(dirfd, rel, flags | O_CREAT | O_TRUNC, 0600);
@@ -329,62 +316,202 @@ static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint
 	if (fd < 0) {
 		int e = errno;
 		chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "creating ", e);
-		/* No file, so no record: a record without file inside the
-		 * size would read as a hole that fsck reports as lost. */
-		if (store_delete(fs->st, ck, ckl, 0))
-			fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 " keeps a record without file "
-				"(the next mount drops it)", in->ino, chunk);
 		return -e;
 	}
+	return fd;
+}
+
+/* A new chunk file made in section: fsync covers its directory entry. */
+static void made_in(struct fs *fs, struct fs_inode *in, uint32_t section)
+{
 	chunk_section_changed(fs, section);
 	struct inode_data *d = in->data;
 	if (push_u64(&d->new_sections, &d->nnew, &d->capnew, section))
 		fs_logf(fs, "out of memory tracking new chunk files; fsync may miss a directory");
-	return fd;
 }
 
-/* The fd of chunk's file, opened (or made: create_chunk) for access. */
-static int open_file(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_t section,
-		     const char *rel, enum chunk_access access, int exists, uint64_t durable,
-		     bool lost, bool *created)
+/* A new chunk at *place: its record (with the in-flux mark) first, then a
+ * fresh, empty file per copy into fds[].  If copy 0's cannot be made, the
+ * record goes again; a later copy that cannot be made is stale (the
+ * record rewritten so).  Copies whose disks are not usable are stale in
+ * *place already (space_place). */
+static int create_chunk(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+			struct chunk_place *place, int flags, int fds[CHUNK_MAX_COPIES])
+{
+	uint8_t ck[KEY_MAX];
+	size_t ckl = key_chunk(ck, in->ino, chunk);
+	struct store_batch *b = store_batch_new();
+	if (!b)
+		return -ENOMEM;
+	bool marking = !in->in_flux;
+	in->fresh = false; /* before the record can exist */
+	/* Marked in write from the start: a crash that keeps the record
+	 * has the file's sums computed (sums.c). */
+	uint8_t cv[CHUNK_COPIES_HDR];
+	store_batch_put(b, ck, ckl, cv,
+			chunk_value_put_place(0, CHUNK_INWRITE, fs->mount_gen, place, 0, NULL, 0, cv));
+	int rc = chunk_mark_flux(fs, in, b);
+	if (!rc)
+		rc = store_write(fs->st, b, 0);
+	store_batch_free(b);
+	if (rc)
+		return rc;
+	if (marking)
+		in->in_flux = true;
+	char rel[96];
+	uint8_t failed = 0;
+	for (unsigned i = 0; i < place->copies; i++) {
+		fds[i] = -1;
+		if (place->stale >> i & 1)
+			continue;
+		uint32_t section = section_of_copy(place->section, i, fs->info.sections);
+		section_chunk_name(in->ino, chunk, section, rel, sizeof(rel));
+		int fd = make_file(fs, section, rel, flags);
+		if (fd < 0 && (failed | place->stale | 1u << i) == (1u << place->copies) - 1) {
+			/* No copy made, so no record: a record without file
+			 * inside the size would read as a hole that fsck
+			 * reports as lost. */
+			for (unsigned j = 0; j < i; j++)
+				if (fds[j] >= 0)
+					close(fds[j]);
+			if (store_delete(fs->st, ck, ckl, 0))
+				fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 " keeps a record without "
+					"file (the next mount drops it)", in->ino, chunk);
+			return fd;
+		}
+		if (fd < 0) {
+			failed |= (uint8_t)(1u << i);
+			continue;
+		}
+		fds[i] = fd;
+		made_in(fs, in, section);
+	}
+	if (failed) {
+		place->stale |= failed;
+		store_put(fs->st, ck, ckl, cv,
+			  chunk_value_put_place(0, CHUNK_INWRITE, fs->mount_gen, place, 0, NULL, 0, cv), 0);
+	}
+	return 0;
+}
+
+/* Copy i of an existing chunk, opened (or made: CHUNK_CREATE of a record
+ * without file, nothing synced) for access: its fd, -ENOENT when it has
+ * no file and held nothing durable, or -errno (logged). */
+static int open_copy(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_t section,
+		     enum chunk_access access, uint64_t durable, bool lost)
 {
 	bool write = access != CHUNK_READ;
 	int flags = (write ? O_RDWR : O_RDONLY) | O_CLOEXEC;
-	int fd;
-	if (exists) {
-		fd = openat(chunk_dirfd(fs, section), rel, flags);
-		if (fd < 0 && errno == ENOENT && access == CHUNK_CREATE && durable == 0)
-			fd = openat(chunk_dirfd(fs, section), rel, flags | O_CREAT, 0600);
-		if (fd < 0) {
-			int e = errno;
-			if (e == ENOENT && durable == 0)
-				return -ENOENT; /* record without file, nothing synced: a hole */
-			if (e == ENOENT && lost) {
-				fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 " was lost with its disk "
-					"(lsmfs-disk remove --lost): EIO until the file is truncated "
-					"below it or removed", in->ino, chunk);
-				return -EIO;
-			}
-			if (e == ENOENT) {
-				/* fsync made bytes durable there: they are lost */
-				chunk_log_error(fs, section, DEVSTAT_READ, rel, "missing chunk file (its "
-						"record says it held data): ", e);
-				return -EIO;
-			}
-			chunk_log_error(fs, section, write ? DEVSTAT_WRITE : DEVSTAT_READ, rel,
-					"opening ", e);
-			return -e;
-		}
-	} else if (access != CHUNK_CREATE) {
-		return -ENOENT;
-	} else {
-		fd = create_chunk(fs, in, chunk, section, rel, flags);
-		if (fd < 0)
-			return fd;
-		if (created)
-			*created = true;
+	char rel[96];
+	section_chunk_name(in->ino, chunk, section, rel, sizeof(rel));
+	int fd = openat(chunk_dirfd(fs, section), rel, flags);
+	if (fd < 0 && errno == ENOENT && access == CHUNK_CREATE && durable == 0) {
+		fd = openat(chunk_dirfd(fs, section), rel, flags | O_CREAT, 0600);
+		if (fd >= 0)
+			made_in(fs, in, section);
 	}
-	return fd;
+	if (fd >= 0)
+		return fd;
+	int e = errno;
+	if (e == ENOENT && durable == 0)
+		return -ENOENT; /* record without file, nothing synced: a hole */
+	if (e == ENOENT && lost) {
+		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 " was lost with its disk "
+			"(lsmfs-disk remove --lost): EIO until the file is truncated "
+			"below it or removed", in->ino, chunk);
+		return -EIO;
+	}
+	if (e == ENOENT) {
+		/* fsync made bytes durable there: they are lost */
+		chunk_log_error(fs, section, DEVSTAT_READ, rel, "missing chunk file (its "
+				"record says it held data): ", e);
+		return -EIO;
+	}
+	chunk_log_error(fs, section, write ? DEVSTAT_WRITE : DEVSTAT_READ, rel, "opening ", e);
+	return -e;
+}
+
+/*
+ * The copies of an existing chunk that can be opened, into fds[] (-1 for
+ * the others): 0 when one at least is open.  A copy that fails for a fault
+ * of its disk or file (or has no file while another has) is flagged in
+ * *failed and left, and so, for a change, is one on a disk not usable (a
+ * read leaves it as it is: nothing changed); every copy a hole: -ENOENT;
+ * else the first error.
+ */
+static int open_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+		       const struct chunk_place *place, enum chunk_access access, uint64_t durable,
+		       bool lost, int fds[CHUNK_MAX_COPIES], uint8_t *failed)
+{
+	int first_err = 0, opened = 0, holes = 0;
+	uint8_t bad = 0;
+	for (unsigned i = 0; i < place->copies; i++) {
+		fds[i] = -1;
+		uint32_t section = section_of_copy(place->section, i, fs->info.sections);
+		if ((place->stale >> i & 1) || !disk_usable(fs, section_disk_of(fs, section))) {
+			if (!(place->stale >> i & 1) && access != CHUNK_READ)
+				bad |= (uint8_t)(1u << i); /* missing: a change leaves it behind */
+			continue;
+		}
+		int fd = open_copy(fs, in, chunk, section, access, durable, lost);
+		if (fd >= 0) {
+			fds[i] = fd;
+			opened++;
+			continue;
+		}
+		if (fd == -ENOENT) {
+			holes++;
+			bad |= (uint8_t)(1u << i);
+			continue;
+		}
+		if (!first_err)
+			first_err = fd;
+		if (devstats_disk_fault(fd))
+			bad |= (uint8_t)(1u << i);
+		else
+			bad |= 0x80; /* the daemon short of something: no copy goes stale */
+	}
+	if (opened && !(bad & 0x80)) {
+		*failed = bad & (uint8_t)((1u << place->copies) - 1);
+		return 0;
+	}
+	for (unsigned i = 0; i < place->copies; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+	if (first_err)
+		return first_err;
+	if (holes)
+		return -ENOENT;
+	return -EIO; /* every copy on a disk not usable */
+}
+
+/* Enter the gates of every copy's section, the lowest first. */
+static void enter_copies(struct fs *fs, const struct chunk_place *pl, uint64_t ino,
+			 uint64_t chunk, bool write)
+{
+	uint32_t sec[CHUNK_MAX_COPIES];
+	unsigned n = 0;
+	for (unsigned i = 0; i < pl->copies; i++)
+		sec[n++] = section_of_copy(pl->section, i, fs->info.sections);
+	if (n == 2 && sec[1] < sec[0]) {
+		uint32_t t = sec[0];
+		sec[0] = sec[1];
+		sec[1] = t;
+	}
+	for (unsigned i = 0; i < n; i++)
+		section_enter(fs, sec[i], ino, chunk, write);
+}
+
+/* Are the open copies of c current: each copy's section not moved since
+ * it was opened? */
+static bool copies_current(struct fs *fs, const struct chunk_fd *c)
+{
+	for (unsigned i = 0; i < c->place.copies; i++)
+		if (c->copy[i].fd >= 0 && c->copy[i].gen != section_gen(fs, c->copy[i].section))
+			return false;
+	return true;
 }
 
 int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_access access,
@@ -400,43 +527,39 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 		return -EROFS;
 	int mark = section_mark();
 again:;
-	/* Where the file is: its cached slot's section, else its record's;
+	/* Where the files are: the cached slot's place, else the record's;
 	 * a new chunk's is chosen by free space (space_place).  A record
-	 * never changes its section, so it is read outside the gate. */
+	 * never changes its section, so it is read outside the gates. */
 	struct chunk_fd *cached = NULL;
 	for (int i = 0; i < CHUNK_FDS && !cached; i++)
-		if (d->fds[i].fd >= 0 && d->fds[i].chunk == chunk)
+		if (d->fds[i].used && d->fds[i].chunk == chunk)
 			cached = &d->fds[i];
 	uint64_t durable = 0;
 	bool lost = false;
 	void *val = NULL;
 	size_t vl = 0;
 	int exists = 1;
-	uint32_t section;
+	struct chunk_place place;
 	if (cached) {
-		section = cached->section;
+		copies_settle(cached);
+		place = cached->place;
 	} else {
 		exists = chunk_record_fetch(fs, in->ino, chunk, &val, &vl, &durable, &lost);
 		if (exists < 0)
 			return exists;
 		if (exists)
-			section = value_section(fs, in->ino, chunk, val, vl);
-		else if (access != CHUNK_CREATE)
-			section = chunk_section(in->ino, chunk, fs->info.sections); /* a hole */
-		else if ((exists = space_place(fs, in, chunk, &section)) < 0)
+			place = value_place(fs, in->ino, chunk, val, vl);
+		else if (access != CHUNK_CREATE) /* a hole */
+			place = (struct chunk_place){
+				.section = chunk_section(in->ino, chunk, fs->info.sections), .copies = 1};
+		else if ((exists = space_place(fs, in, chunk, &place)) < 0)
 			return exists; /* no usable disk has room: -ENOSPC */
 	}
-	section_enter(fs, section, in->ino, chunk, write);
-	if (!disk_usable(fs, section_disk_of(fs, section))) {
-		/* Missing (a degraded mount) or found replaced (diskwatch.c):
-		 * nothing goes there (a new chunk is placed elsewhere). */
-		free(val);
-		return exists || access == CHUNK_CREATE ? -EIO : -ENOENT;
-	}
-	uint32_t gen = section_gen(fs, section);
+	enter_copies(fs, &place, in->ino, chunk, write);
 	struct chunk_fd *victim = NULL;
 	if (cached) {
-		if (cached->gen == gen && (!write || cached->writable)) {
+		if (copies_current(fs, cached) && (!write || cached->writable) &&
+		    copies_first(cached) >= 0) {
 			cached->stamp = ++d->stamp;
 			*out = cached;
 			return 0;
@@ -455,46 +578,71 @@ again:;
 	} else {
 		for (int i = 0; i < CHUNK_FDS; i++) {
 			struct chunk_fd *c = &d->fds[i];
-			if (!c->pins && (!victim || c->fd < 0 ||
-					 (victim->fd >= 0 && c->stamp < victim->stamp)))
+			if (!c->pins && (!victim || !c->used ||
+					 (victim->used && c->stamp < victim->stamp)))
 				victim = c;
 		}
 	}
 	if (!victim) {
 		/* Every slot is in I/O outside the lock (iogate.c): wait for
-		 * one, outside the section's gate. */
+		 * one, outside the sections' gates. */
 		free(val);
 		section_release(fs, mark);
 		iogate_wait(fs, in);
 		goto again;
 	}
-	char rel[96];
-	section_chunk_name(in->ino, chunk, section, rel, sizeof(rel));
-	int fd = open_file(fs, in, chunk, section, rel, access, exists, durable, lost, created);
-	if (fd < 0) {
+	int fds[CHUNK_MAX_COPIES] = {-1, -1};
+	uint8_t failed = 0;
+	int rc;
+	if (!exists && access != CHUNK_CREATE) {
+		rc = -ENOENT; /* no record: a hole */
+	} else if (exists) {
+		rc = open_copies(fs, in, chunk, &place, access, durable, lost, fds, &failed);
+	} else {
+		int flags = O_RDWR | O_CLOEXEC;
+		rc = create_chunk(fs, in, chunk, &place, flags, fds);
+		if (!rc && created)
+			*created = true;
+	}
+	if (rc) {
 		free(val);
-		return fd;
+		return rc;
 	}
 	/* The same chunk reopened (moved, or for writing) keeps its sums. */
 	struct chunk_sums *keep = NULL;
-	if (victim->fd >= 0 && victim->chunk == chunk) {
+	if (victim->used && victim->chunk == chunk) {
 		keep = victim->sums;
 		victim->sums = NULL;
 	}
 	slot_retire(fs, in->ino, victim);
-	struct stat st;
-	victim->fd = fd;
+	victim->used = true;
 	victim->chunk = chunk;
-	victim->section = section;
-	victim->gen = gen;
-	victim->writable = write;
+	victim->place = place;
+	victim->section = place.section;
+	victim->failed = failed;
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++) {
+		victim->copy[i].fd = i < place.copies ? fds[i] : -1;
+		victim->copy[i].dfd = -1;
+		victim->copy[i].section = i < place.copies
+						  ? section_of_copy(place.section, i, fs->info.sections)
+						  : UINT32_MAX;
+		victim->copy[i].gen = i < place.copies ? section_gen(fs, victim->copy[i].section) : 0;
+	}
+	/* A change leaves a copy that could not be opened behind: stale from
+	 * now on (the record says so with the in-write mark, sums.c). */
+	if (write)
+		copies_settle(victim);
+	victim->writable = write || !exists;
 	victim->durable = durable;
-	bool known = fstat(fd, &st) == 0;
-	victim->blocks = known ? (uint64_t)st.st_blocks : 0;
+	int first = copies_first(victim);
+	struct stat st;
+	bool known = first >= 0 && fstat(victim->copy[first].fd, &st) == 0;
+	uint64_t blocks = copies_blocks(victim);
+	victim->blocks = blocks == UINT64_MAX ? 0 : blocks;
 	victim->next_off = known ? (uint64_t)st.st_size : 0; /* appends are sequential */
 	victim->stamp = ++d->stamp;
 	victim->sums = keep;
-	int rc = keep ? 0 : sums_attach(fs, in->ino, victim, val, vl, !exists);
+	rc = keep ? 0 : sums_attach(fs, in->ino, victim, val, vl, !exists);
 	free(val);
 	if (rc) {
 		slot_close(victim);
@@ -513,9 +661,9 @@ void chunk_account_blocks(struct fs_inode *in, struct chunk_fd *c, uint64_t now)
 
 void chunk_account(struct fs_inode *in, struct chunk_fd *c)
 {
-	struct stat st;
-	if (fstat(c->fd, &st) == 0)
-		chunk_account_blocks(in, c, (uint64_t)st.st_blocks);
+	uint64_t blocks = copies_blocks(c);
+	if (blocks != UINT64_MAX)
+		chunk_account_blocks(in, c, blocks);
 }
 
 /* An iterator over the chunk records of ino in [from, to) (to UINT64_MAX:
@@ -560,29 +708,43 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 		}
 		size_t vl;
 		const uint8_t *v = store_iter_value(it, &vl);
-		uint32_t section = value_section(fs, ino, chunk, v, vl);
-		char rel[96];
-		section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+		struct chunk_place pl = value_place(fs, ino, chunk, v, vl);
 		forget_fd(in, chunk);
 		int mark = section_mark();
-		section_enter(fs, section, ino, chunk, true);
-		if (!disk_usable(fs, section_disk_of(fs, section))) {
+		enter_copies(fs, &pl, ino, chunk, true);
+		/* Every copy's file, stale ones too (they may have one).  A
+		 * copy on a disk not usable stays there, for the sweep of the
+		 * next mount that has the disk (sweep.c); with every copy so,
+		 * the chunk stays. */
+		unsigned usable = 0;
+		for (unsigned i = 0; i < pl.copies; i++)
+			usable += disk_usable(fs, section_disk_of(fs, section_of_copy(pl.section, i,
+										    fs->info.sections)));
+		if (!usable) {
 			section_release(fs, mark);
 			rc = -EIO;
 			break;
 		}
-		struct stat st;
-		int dirfd = chunk_dirfd(fs, section);
-		if (fstatat(dirfd, rel, &st, 0) == 0 && freed)
-			*freed += (uint64_t)st.st_blocks;
-		if (unlinkat(dirfd, rel, 0) != 0 && errno != ENOENT) {
-			rc = -errno;
-			chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "removing ", errno);
-			section_release(fs, mark);
-			break;
+		for (unsigned i = 0; !rc && i < pl.copies; i++) {
+			uint32_t section = section_of_copy(pl.section, i, fs->info.sections);
+			if (!disk_usable(fs, section_disk_of(fs, section)))
+				continue;
+			char rel[96];
+			section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+			struct stat st;
+			int dirfd = chunk_dirfd(fs, section);
+			if (fstatat(dirfd, rel, &st, 0) == 0 && freed)
+				*freed += (uint64_t)st.st_blocks;
+			if (unlinkat(dirfd, rel, 0) != 0 && errno != ENOENT) {
+				rc = -errno;
+				chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "removing ", errno);
+				break;
+			}
+			chunk_section_changed(fs, section);
 		}
 		section_release(fs, mark);
-		chunk_section_changed(fs, section);
+		if (rc)
+			break;
 		store_batch_delete(b, k, kl);
 	}
 	if (!rc)
@@ -622,7 +784,7 @@ static int drop_prepare(struct fs *fs, struct fs_inode *in, uint64_t from, uint6
 			continue;
 		found++;
 		/* Length 0, the section kept (the older kind: empty). */
-		uint8_t nv[CHUNK_PLACED_HDR];
+		uint8_t nv[CHUNK_COPIES_HDR];
 		size_t nvl = chunk_value_relength(v, vl, 0, nv);
 		if (nvl == CHUNK_VAL_LEN)
 			nvl = 0;
@@ -679,7 +841,9 @@ int data_drop_chunks(struct fs *fs, uint64_t ino, uint64_t from_chunk, uint64_t 
 }
 
 int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
-	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable, uint32_t section), void *ctx)
+	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable,
+			 const struct chunk_place *place),
+	       void *ctx)
 {
 	struct store_iter *it;
 	int rc = range_iter(fs, ino, from, to, &it);
@@ -694,8 +858,8 @@ int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 		if (kl != 17)
 			continue;
 		uint64_t chunk = get_be64(k + 9);
-		uint32_t section = value_section(fs, ino, chunk, v, vl);
-		rc = fn(ctx, chunk, chunk_value_decode(v, vl, &durable) ? 0 : durable, section);
+		struct chunk_place pl = value_place(fs, ino, chunk, v, vl);
+		rc = fn(ctx, chunk, chunk_value_decode(v, vl, &durable) ? 0 : durable, &pl);
 	}
 	if (!rc)
 		rc = store_iter_status(it);
@@ -703,11 +867,12 @@ int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 	return rc;
 }
 
-static int found_one(void *ctx, uint64_t chunk, uint64_t durable, uint32_t section)
+static int found_one(void *ctx, uint64_t chunk, uint64_t durable,
+		     const struct chunk_place *place)
 {
 	(void)chunk;
 	(void)durable;
-	(void)section;
+	(void)place;
 	*(bool *)ctx = true;
 	return 1; /* one is enough */
 }

@@ -24,30 +24,52 @@ struct recover {
 	uint64_t dropped, missing;
 };
 
-static int recover_chunk(void *ctx, uint64_t chunk, uint64_t durable, uint32_t section)
+static int recover_chunk(void *ctx, uint64_t chunk, uint64_t durable,
+			 const struct chunk_place *place)
 {
 	struct recover *r = ctx;
 	struct fs *fs = r->fs;
 	char rel[96];
-	section_chunk_name(r->ino, chunk, section, rel, sizeof(rel));
 	uint8_t k[KEY_MAX];
 	size_t kl = key_chunk(k, r->ino, chunk);
+	uint32_t section = place->section;
 	if (chunk >= r->keep) {
-		if (unlinkat(chunk_dirfd(fs, section), rel, 0) != 0 && errno != ENOENT) {
-			chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "removing ", errno);
-			return -errno;
+		/* Past the size: every copy's file goes (SCHEMA.md "Copies"). */
+		for (unsigned i = 0; i < place->copies; i++) {
+			section = section_of_copy(place->section, i, fs->info.sections);
+			if (i > 0 && !disk_usable(fs, section_disk_of(fs, section)))
+				continue; /* for the sweep of a mount that has it */
+			section_chunk_name(r->ino, chunk, section, rel, sizeof(rel));
+			if (unlinkat(chunk_dirfd(fs, section), rel, 0) != 0 && errno != ENOENT) {
+				chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "removing ", errno);
+				return -errno;
+			}
+			chunk_section_changed(fs, section);
 		}
-		chunk_section_changed(fs, section);
 		r->dropped++;
 		return store_batch_delete(r->b, k, kl);
 	}
-	struct stat st;
-	if (fstatat(chunk_dirfd(fs, section), rel, &st, 0) == 0)
-		return 0;
-	if (errno != ENOENT) {
-		chunk_log_error(fs, section, DEVSTAT_READ, rel, "", errno);
-		return -errno;
+	/* Inside the size: a copy that is not stale has its file. */
+	int err = 0;
+	for (unsigned i = 0; i < place->copies; i++) {
+		if (place->stale >> i & 1)
+			continue;
+		section = section_of_copy(place->section, i, fs->info.sections);
+		if (i > 0 && !disk_usable(fs, section_disk_of(fs, section)))
+			continue;
+		section_chunk_name(r->ino, chunk, section, rel, sizeof(rel));
+		struct stat st;
+		if (fstatat(chunk_dirfd(fs, section), rel, &st, 0) == 0)
+			return 0;
+		if (errno != ENOENT && !err) {
+			err = -errno;
+			chunk_log_error(fs, section, DEVSTAT_READ, rel, "", errno);
+		}
 	}
+	if (err)
+		return err;
+	section_chunk_name(r->ino, chunk, place->section, rel, sizeof(rel));
+	section = place->section;
 	if (durable) {
 		/* fsync had made bytes durable there: real damage, for
 		 * fsck to report by path, never repaired in silence. */

@@ -38,17 +38,70 @@ static void sync_all_disks(struct fs *fs)
 /* At most this many chunk files are open at once for one fsync. */
 #define SYNC_WINDOW 64
 
-/* The section of chunk's file: its open slot's, else its record's.  0 when
- * it has no record (dropped since it was written). */
+/* Where chunk's files are: its open slot's place (stale copies settled),
+ * else its record's; the slot (NULL: none).  0 when it has no record
+ * (dropped since it was written). */
 static int sync_where(struct fs *fs, uint64_t ino, struct fs_inode *in, uint64_t chunk,
-		      uint32_t *section)
+		      struct chunk_place *place, bool *crashed, struct chunk_fd **slot)
 {
+	*slot = NULL;
+	*crashed = false;
 	for (int i = 0; in && in->data && i < CHUNK_FDS; i++)
-		if (in->data->fds[i].fd >= 0 && in->data->fds[i].chunk == chunk) {
-			*section = in->data->fds[i].section;
+		if (in->data->fds[i].used && in->data->fds[i].chunk == chunk) {
+			*slot = &in->data->fds[i];
+			copies_settle(*slot);
+			*place = (*slot)->place;
 			return 1;
 		}
-	return chunk_where(fs, ino, chunk, section);
+	return chunk_where(fs, ino, chunk, place, crashed);
+}
+
+/* After a crash, the copies of a chunk in write then may differ where no
+ * fsync had reached: the first copy that opened is taken for all, copied
+ * over the others (the sums are then computed from it).  A copy that
+ * cannot be written is stale.  fds[] open read-only; from is the first. */
+static int resync_copies(struct fs *fs, uint64_t ino, uint64_t chunk, struct chunk_place *pl,
+			 int fds[CHUNK_MAX_COPIES], unsigned from)
+{
+	char *buf = malloc(1u << 20);
+	if (!buf)
+		return -ENOMEM;
+	struct stat st;
+	int rc = fstat(fds[from], &st) ? -errno : 0;
+	for (unsigned i = 0; !rc && i < pl->copies; i++) {
+		if (i == from || fds[i] < 0)
+			continue;
+		char rel[96];
+		uint32_t section = section_of_copy(pl->section, i, fs->info.sections);
+		section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+		int out = openat(chunk_dirfd(fs, section), rel, O_WRONLY | O_CLOEXEC);
+		int e = out < 0 ? -errno : 0;
+		for (off_t off = 0; !e && off < st.st_size; off += 1 << 20) {
+			size_t got = 0;
+			int r = lsmfs_pread_full(fds[from], buf, 1u << 20, off, &got);
+			if (r)
+				rc = r; /* the source failing: the chunk's sync fails */
+			else
+				e = lsmfs_pwrite_full(out, buf, got, off);
+			if (r || got < (1u << 20))
+				break;
+		}
+		if (!e && !rc && ftruncate(out, st.st_size) != 0)
+			e = -errno;
+		if (!e && !rc)
+			fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": copy %u brought in step with "
+				"copy %u after a crash", ino, chunk, i, from);
+		if (out >= 0)
+			close(out);
+		if (e) {
+			chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "bringing the copy in step ", -e);
+			pl->stale |= (uint8_t)(1u << i);
+			close(fds[i]);
+			fds[i] = -1;
+		}
+	}
+	free(buf);
+	return rc;
 }
 
 /*
@@ -76,62 +129,114 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 	 * are dirty, the descriptors in use stay bounded. */
 	for (size_t base = 0; base < ndirty && !rc; base += SYNC_WINDOW) {
 		size_t n = ndirty - base < SYNC_WINDOW ? ndirty - base : SYNC_WINDOW;
-		int fds[SYNC_WINDOW];
-		uint32_t sections[SYNC_WINDOW];
+		int fds[SYNC_WINDOW][CHUNK_MAX_COPIES];
+		int err[SYNC_WINDOW];
+		struct chunk_place pl[SYNC_WINDOW];
+		struct chunk_fd *slot[SYNC_WINDOW];
 		for (size_t i = 0; i < n; i++) {
 			uint64_t chunk = dirty[base + i];
-			int has = sync_where(fs, ino, in, chunk, &sections[i]);
-			if (has <= 0) {
-				fds[i] = has ? has : -ENOENT;
+			bool crashed;
+			for (unsigned j = 0; j < CHUNK_MAX_COPIES; j++)
+				fds[i][j] = -1;
+			int has = sync_where(fs, ino, in, chunk, &pl[i], &crashed, &slot[i]);
+			err[i] = has < 0 ? has : has == 0 ? -ENOENT : 0;
+			if (err[i])
+				continue;
+			/* Every copy that is not stale.  The gate only while
+			 * the name resolves: a move that switches the section
+			 * later made the copy durable on its new disk first,
+			 * so syncing the old one then loses nothing (gate.c). */
+			unsigned opened = 0, first = CHUNK_MAX_COPIES;
+			int e = 0;
+			for (unsigned j = 0; j < pl[i].copies; j++) {
+				if (pl[i].stale >> j & 1)
+					continue;
+				uint32_t section = section_of_copy(pl[i].section, j, fs->info.sections);
+				char rel[96];
+				section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+				int mark = section_mark();
+				section_enter(fs, section, ino, chunk, false);
+				int fd;
+				if (!disk_usable(fs, section_disk_of(fs, section)))
+					fd = -EIO;
+				else if ((fd = openat(chunk_dirfd(fs, section), rel, O_RDONLY | O_CLOEXEC)) < 0)
+					fd = -errno;
+				section_release(fs, mark);
+				if (fd >= 0) {
+					fds[i][j] = fd;
+					opened++;
+					first = first < j ? first : j;
+					if (ndirty > 1)
+						(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
+				} else if (!e || e == -ENOENT) {
+					e = fd;
+				}
+				if (fd < 0 && fd != -ENOENT) {
+					uint32_t disk = section_disk_of(fs, section);
+					devstats_count_error(fs, disk, DEVSTAT_WRITE, fd);
+					fs_logf(fs, "inode %" PRIu64 ": opening chunk %" PRIu64 " (copy %u, "
+						"disk %" PRIu32 ") for fsync: %s", ino, chunk, j, disk,
+						strerror(-fd));
+				}
+			}
+			if (!opened) {
+				err[i] = e ? e : -EIO;
 				continue;
 			}
-			uint32_t section = sections[i];
-			char rel[96];
-			section_chunk_name(ino, chunk, section, rel, sizeof(rel));
-			/* The gate only while the name resolves: a move that
-			 * switches the section later made the copy durable
-			 * on its new disk first, so syncing the old one then
-			 * loses nothing (gate.c). */
-			int mark = section_mark();
-			section_enter(fs, section, ino, chunk, false);
-			if (!disk_usable(fs, section_disk_of(fs, section)))
-				fds[i] = -EIO;
-			else if ((fds[i] = openat(chunk_dirfd(fs, section), rel, O_RDONLY | O_CLOEXEC)) < 0)
-				fds[i] = -errno;
-			section_release(fs, mark);
-			if (fds[i] >= 0 && ndirty > 1)
-				(void)sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
+			/* A copy that could not be opened while another was:
+			 * stale from now on (said in the record written below). */
+			for (unsigned j = 0; j < pl[i].copies; j++)
+				if (!(pl[i].stale >> j & 1) && fds[i][j] < 0)
+					pl[i].stale |= (uint8_t)(1u << j);
+			if (crashed && opened > 1)
+				err[i] = resync_copies(fs, ino, chunk, &pl[i], fds[i], first);
 		}
 		for (size_t i = 0; i < n; i++) {
 			uint64_t chunk = dirty[base + i];
-			if (fds[i] == -ENOENT) /* dropped since it was written */
+			if (err[i] == -ENOENT) /* dropped since it was written */
 				continue;
-			uint32_t disk = section_disk_of(fs, sections[i]);
-			if (fds[i] < 0) {
-				devstats_count_error(fs, disk, DEVSTAT_WRITE, fds[i]);
-				fs_logf(fs, "inode %" PRIu64 ": opening chunk %" PRIu64 " for fsync: %s",
-					ino, chunk, strerror(-fds[i]));
+			if (err[i] < 0) {
 				if (!rc)
-					rc = fds[i];
-				continue;
+					rc = err[i];
+				goto close_them;
 			}
-			if (!rc)
+			int good = -1, last = -EIO;
+			for (unsigned j = 0; j < pl[i].copies; j++) {
+				if (fds[i][j] < 0)
+					continue;
+				uint32_t disk = section_disk_of(fs, section_of_copy(pl[i].section, j,
+										   fs->info.sections));
 				stats_fsync(fs, disk);
+				if (!rc && fdatasync(fds[i][j]) != 0) {
+					int e = -errno;
+					devstats_count_error(fs, disk, DEVSTAT_WRITE, e);
+					fs_logf(fs, "inode %" PRIu64 ": fsync of chunk %" PRIu64 " (copy %u, disk "
+						"%" PRIu32 "): %s", ino, chunk, j, disk, strerror(-e));
+					pl[i].stale |= (uint8_t)(1u << j);
+					close(fds[i][j]);
+					fds[i][j] = -1;
+					last = e;
+					if (!devstats_disk_fault(e) && !rc)
+						rc = e; /* a full disk: the caller must know */
+				} else if (good < 0) {
+					good = (int)j;
+				}
+			}
+			if (!rc && good < 0)
+				rc = last; /* no copy made it */
 			struct stat st;
-			if (!rc && fdatasync(fds[i]) != 0) {
-				rc = -errno;
-				devstats_count_error(fs, disk, DEVSTAT_WRITE, rc);
-				fs_logf(fs, "inode %" PRIu64 ": fsync of chunk %" PRIu64 ": %s", ino,
-					chunk, strerror(errno));
-			} else if (!rc && fstat(fds[i], &st) == 0) {
+			if (!rc && fstat(fds[i][good], &st) == 0) {
 				/* What is durable now: its length goes into the
 				 * record, so that a chunk file found shorter
 				 * later is known to have lost data, with its
-				 * blocks' sums (sums.c). */
+				 * blocks' sums (sums.c) and the copies that are
+				 * stale (every other one has it all). */
+				if (slot[i])
+					slot[i]->place.stale |= pl[i].stale;
 				uint8_t k[KEY_MAX];
 				size_t vl;
-				rc = sums_final(fs, ino, chunk, sections[i], in, fds[i],
-						(uint64_t)st.st_size, keep_mark, val, &vl);
+				rc = sums_final(fs, ino, chunk, &pl[i], in, fds[i][good], (uint64_t)st.st_size,
+						keep_mark, val, &vl);
 				if (rc)
 					fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": reading it back "
 						"for its checksums: %s", ino, chunk, strerror(-rc));
@@ -140,7 +245,10 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 				if (!rc && in)
 					chunk_set_durable(in, chunk, (uint64_t)st.st_size);
 			}
-			close(fds[i]);
+close_them:
+			for (unsigned j = 0; j < CHUNK_MAX_COPIES; j++)
+				if (fds[i][j] >= 0)
+					close(fds[i][j]);
 		}
 	}
 	/* New chunk files need their directory entries durable too. */

@@ -40,22 +40,6 @@
 #include <unistd.h>
 #include <linux/falloc.h>
 
-static int full_pwrite(int fd, const char *buf, size_t n, off_t off)
-{
-	while (n) {
-		ssize_t w = pwrite(fd, buf, n, off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += w;
-		n -= (size_t)w;
-		off += w;
-	}
-	return 0;
-}
-
 int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len)
 {
 	uint8_t k[KEY_MAX];
@@ -92,7 +76,7 @@ int data_to_chunked(struct fs *fs, struct fs_inode *in)
 			/* At most the inline limit, below the chunk size. */
 			uint32_t nb = sums_blocks_of(c, 0, len);
 			uint32_t *sums = malloc((nb ? nb : 1) * sizeof(*sums));
-			rc = full_pwrite(c->fd, buf, len, 0);
+			rc = copies_pwrite(fs, in->ino, c, buf, len, 0);
 			if (sums)
 				sums_compute(in->ino, c, rc ? NULL : buf, 0, len, sums);
 			sums_write_end(c, 0, len, sums);
@@ -141,12 +125,14 @@ int data_zero_gap(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to
 		int rc = chunk_open(fs, in, first, CHUNK_WRITE, &c, NULL);
 		if (rc == 0) {
 			struct stat st;
-			if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > from % cs) {
+			int fc = copies_first(c);
+			if (fc >= 0 && fstat(c->copy[fc].fd, &st) == 0 &&
+			    (uint64_t)st.st_size > from % cs) {
 				rc = chunk_record_lower(fs, c, in->ino, from % cs);
 				if (!rc)
 					rc = sums_change(fs, in->ino, c, from % cs, cs, true);
-				if (!rc && ftruncate(c->fd, (off_t)(from % cs)) != 0)
-					rc = -errno;
+				if (!rc)
+					rc = copies_truncate(fs, in->ino, c, from % cs);
 				if (!rc) {
 					c->next_off = from % cs;
 					chunk_account(in, c);
@@ -238,32 +224,31 @@ static void bounce_put(struct fs *fs, void *b)
 }
 
 /*
- * The O_DIRECT fd of chunk slot c, opened on first use, or -1 when its disk
- * does not take O_DIRECT.  Direct writes skip the backing page cache: the
- * data was already cached once, in the kernel's FUSE page cache, and a
- * second copy costs a memcpy into fresh pages per byte.
+ * The O_DIRECT fds of chunk slot c's live copies, opened on first use
+ * (under the lock), each left -1 when its disk does not take O_DIRECT.
+ * Direct writes skip the backing page cache: the data was already cached
+ * once, in the kernel's FUSE page cache, and a second copy costs a memcpy
+ * into fresh pages per byte.
  */
-static int direct_fd(struct fs *fs, struct fs_inode *in, struct chunk_fd *c)
+static void direct_fds(struct fs *fs, struct fs_inode *in, struct chunk_fd *c)
 {
-	if (c->dfd >= 0)
-		return c->dfd;
-	uint32_t section = c->section;
-	uint32_t disk = section_disk_of(fs, section); /* inside its gate (chunk_open) */
-	if (__atomic_load_n(&fs->no_direct[disk], __ATOMIC_RELAXED))
-		return -1;
-	char rel[96];
-	section_chunk_name(in->ino, c->chunk, section, rel, sizeof(rel));
-	int fd = openat(chunk_dirfd(fs, section), rel, O_WRONLY | O_DIRECT | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == EINVAL) {
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++) {
+		if (!copies_live(c, i) || c->copy[i].dfd >= 0)
+			continue;
+		uint32_t section = c->copy[i].section;
+		uint32_t disk = section_disk_of(fs, section); /* inside its gate (chunk_open) */
+		if (__atomic_load_n(&fs->no_direct[disk], __ATOMIC_RELAXED))
+			continue;
+		char rel[96];
+		section_chunk_name(in->ino, c->chunk, section, rel, sizeof(rel));
+		int fd = openat(chunk_dirfd(fs, section), rel, O_WRONLY | O_DIRECT | O_CLOEXEC);
+		if (fd < 0 && errno == EINVAL) {
 			__atomic_store_n(&fs->no_direct[disk], 1, __ATOMIC_RELAXED);
 			fs_logf(fs, "disk %u: %s does not take O_DIRECT; writing through its page cache",
 				disk, fs->ds->paths[disk]);
 		}
-		return -1;
+		c->copy[i].dfd = fd < 0 ? -1 : fd;
 	}
-	c->dfd = fd;
-	return fd;
 }
 
 /*
@@ -325,7 +310,7 @@ static int put_bytes(int fd, const char *buf, struct fuse_bufvec *src, size_t do
 		     off_t pos)
 {
 	if (!src)
-		return full_pwrite(fd, buf + done, n, pos);
+		return lsmfs_pwrite_full(fd, buf + done, n, pos);
 	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(n);
 	dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
 	dst.buf[0].fd = fd;
@@ -381,12 +366,14 @@ int data_set_size(struct fs *fs, struct fs_inode *in, uint64_t nsize)
 			rc = chunk_open(fs, in, nsize / cs, CHUNK_WRITE, &c, NULL);
 			if (rc == 0) {
 				struct stat st;
-				if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > nsize % cs) {
+				int fc = copies_first(c);
+				if (fc >= 0 && fstat(c->copy[fc].fd, &st) == 0 &&
+				    (uint64_t)st.st_size > nsize % cs) {
 					rc = chunk_record_lower(fs, c, in->ino, nsize % cs);
 					if (!rc)
 						rc = sums_change(fs, in->ino, c, nsize % cs, cs, true);
-					if (!rc && ftruncate(c->fd, (off_t)(nsize % cs)) != 0)
-						rc = -errno;
+					if (!rc)
+						rc = copies_truncate(fs, in->ino, c, nsize % cs);
 					if (!rc) {
 						chunk_account(in, c);
 						/* the cut reaches the disk at the next fsync */
@@ -602,35 +589,76 @@ out:
 	return rc;
 }
 
-/*
- * The system calls of a piece, with the lock let go: O_DIRECT where it
- * can (dfd >= 0), through the page cache for the rest.  *blocks: the
- * chunk file's st_blocks after the write (UINT64_MAX: not known).
- */
-static int put_piece(struct write_op *w, const struct chunk_iter *it, struct chunk_fd *c, int dfd,
-		     uint64_t *blocks)
+/* One copy's part of a piece: O_DIRECT where it can (dfd >= 0), through
+ * the page cache for the rest; from buf (the piece's bytes) or src. */
+static int put_copy(struct fs *fs, int fd, int dfd, const char *buf, struct fuse_bufvec *src,
+		    size_t n, off_t pos)
 {
-	size_t done = (size_t)(it->pos - w->off), n = (size_t)it->n, went = 0;
-	int err = 0;
+	size_t went = 0;
 	if (dfd >= 0) {
-		ssize_t k = put_direct(w->fs, dfd, w->buf ? w->buf + done : NULL, w->src, n,
-				       (off_t)it->within);
+		ssize_t k = put_direct(fs, dfd, buf, src, n, pos);
 		if (k < 0)
-			err = (int)k;
-		else
-			went = (size_t)k;
+			return (int)k;
+		went = (size_t)k;
 	}
-	if (!err && went < n)
-		err = put_bytes(c->fd, w->buf, w->src, done + went, n - went,
-				(off_t)(it->within + went));
-	if (err)
-		return err;
-	struct stat st;
-	*blocks = fstat(c->fd, &st) == 0 ? (uint64_t)st.st_blocks : UINT64_MAX;
+	return went < n ? put_bytes(fd, buf, src, went, n - went, pos + (off_t)went) : 0;
+}
+
+/*
+ * The system calls of a piece, with the lock let go, into every live copy
+ * of its chunk (chunk_copies.c: one that fails while another takes it is
+ * flagged, and stale once settled; a full disk fails the write).  A
+ * request spliced from a pipe is read once into memory when it goes to
+ * two copies.  *blocks: the chunk files' st_blocks after the write
+ * (UINT64_MAX: not known).
+ */
+static int put_piece(struct write_op *w, const struct chunk_iter *it, struct chunk_fd *c,
+		     bool direct, uint64_t *blocks)
+{
+	size_t done = (size_t)(it->pos - w->off), n = (size_t)it->n;
+	const char *buf = w->buf ? w->buf + done : NULL;
+	struct fuse_bufvec *src = w->buf ? NULL : w->src;
+	char *mem = NULL;
+	if (!buf && copies_count_live(c) > 1) {
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(n);
+		if (!(mem = malloc(n)))
+			return -ENOMEM;
+		dst.buf[0].mem = mem;
+		ssize_t got = fuse_buf_copy(&dst, src, 0);
+		if (got != (ssize_t)n) {
+			free(mem);
+			return got < 0 ? (int)got : -EIO;
+		}
+		buf = mem;
+		src = NULL;
+	}
+	int rcs[CHUNK_MAX_COPIES] = {0}, first_err = 0, full = 0;
+	unsigned ok = 0;
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++) {
+		if (!copies_live(c, i))
+			continue;
+		rcs[i] = put_copy(w->fs, c->copy[i].fd, direct ? c->copy[i].dfd : -1, buf, src, n,
+				  (off_t)it->within);
+		if (!rcs[i])
+			ok++;
+		else if (!first_err)
+			first_err = rcs[i];
+		if (rcs[i] == -ENOSPC || rcs[i] == -EDQUOT)
+			full = rcs[i];
+	}
+	free(mem);
+	if (!ok)
+		return first_err ? first_err : -EIO;
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++)
+		if (rcs[i])
+			copies_fail(w->fs, w->ino, c, i, "writing ", rcs[i]);
+	if (full)
+		return full;
+	*blocks = copies_blocks(c);
 	/* A chunk written to its end goes to the disk now, in order,
 	 * rather than all at once at fsync or under memory pressure. */
 	if (it->within + n == it->cs)
-		(void)sync_file_range(c->fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint only */
+		copies_writeback(c);
 	return 0;
 }
 
@@ -655,8 +683,9 @@ static int write_piece(struct write_op *w, const struct chunk_iter *it, bool *ma
 		return rc;
 	}
 	*made_past |= created && it->chunk * it->cs >= in->rec.size;
-	int dfd = it->within % DIRECT_ALIGN == 0 && it->n % DIRECT_ALIGN == 0 ? direct_fd(fs, in, c)
-									       : -1;
+	bool direct = it->within % DIRECT_ALIGN == 0 && it->n % DIRECT_ALIGN == 0;
+	if (direct)
+		direct_fds(fs, in, c);
 	uint32_t disk = section_disk_of(fs, c->section); /* inside its gate */
 	/* On its way: the next write of a sequential stream may go. */
 	order_leave(fs, w->slot, w->ino);
@@ -671,7 +700,7 @@ static int write_piece(struct write_op *w, const struct chunk_iter *it, bool *ma
 	uint32_t nb = sums_blocks_of(c, it->within, it->n), stack[SUMS_STACK];
 	uint32_t *sums = nb <= SUMS_STACK ? stack : malloc(nb * sizeof(*sums));
 	iogate_out(fs, in, c);
-	rc = put_piece(w, it, c, dfd, &blocks);
+	rc = put_piece(w, it, c, direct, &blocks);
 	if (rc)
 		devstats_count_error(fs, disk, DEVSTAT_WRITE, rc);
 	section_release(fs, mark); /* the innermost lock (gate.c) */

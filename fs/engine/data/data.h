@@ -57,7 +57,7 @@ int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_
 /* The section for new chunk of in (SCHEMA.md "Placement"), by its policy
  * (policy.c), under its lock: 0 and *section, or -ENOSPC when no usable
  * disk has room for a chunk. */
-int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_t *section);
+int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, struct chunk_place *place);
 
 /* Inline data of ino (NULL, 0 when none); malloc'd. */
 int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len);
@@ -113,9 +113,12 @@ enum chunk_access {
 /* Inside the section's gate: the fd of the sections directory of the disk
  * that holds it. */
 int chunk_dirfd(struct fs *fs, uint32_t section);
-/* 1 and the section that holds chunk's file (its record's: SCHEMA.md
- * "Placement"), 0 and chunk_section's when it has no record, or -errno. */
-int chunk_where(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t *section);
+/* 1 and where chunk's files are (its record's: SCHEMA.md "Placement",
+ * "Copies"), 0 and one copy in chunk_section's when it has no record, or
+ * -errno.  *crashed (may be NULL): the record is in write since a mount
+ * before this one (a crash: its copies may differ, sums.c). */
+int chunk_where(struct fs *fs, uint64_t ino, uint64_t chunk, struct chunk_place *place,
+		bool *crashed);
 struct inode_data *chunk_data_of(struct fs_inode *in);
 /* The fd of a chunk from the inode's cache, or opened; -ENOENT: a hole
  * (no record, or a record without file).  *created (may be NULL) says
@@ -147,7 +150,9 @@ int chunk_drop(struct fs *fs, struct fs_inode *in, uint64_t from, uint64_t to, u
 /* Call fn for every chunk record of ino in [from, to), in order; stops
  * at fn's first non-zero return, which it returns. */
 int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
-	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable, uint32_t section), void *ctx);
+	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable,
+			 const struct chunk_place *place),
+	       void *ctx);
 /* 1 when ino has a chunk record (whatever its flags say), 0 when it has
  * none, or -errno: one store seek. */
 int chunk_any(struct fs *fs, uint64_t ino);
@@ -188,6 +193,35 @@ void chunk_forget_unsynced(struct fs *fs, uint64_t ino);
  * kept set is then empty.  Holding no lock. */
 int chunk_record_unsynced(struct fs *fs, unsigned wflags);
 
+/* chunk_copies.c: the copies of a chunk file (SCHEMA.md "Copies"), in its slot.
+ * copies_live: copy i takes I/O (open, not stale, not failed);
+ * copies_first: the first that does (-1: none).  copies_each applies op to
+ * every live copy: 0 when all took it; when some did, those that failed
+ * become stale at the next copies_settle (under the lock) and 0 is
+ * returned, or the error of a full disk; when none did, the first error.
+ * copies_heal rewrites n bytes at off of copy i from a good copy's buf. */
+bool copies_live(const struct chunk_fd *c, unsigned i);
+unsigned copies_count_live(const struct chunk_fd *c);
+int copies_first(const struct chunk_fd *c);
+void copies_close(struct chunk_fd *c);
+/* Copy i failed with err (a negative errno) while another took the
+ * change: logged, counted, flagged (stale once settled). */
+void copies_fail(struct fs *fs, uint64_t ino, struct chunk_fd *c, unsigned i, const char *what,
+		 int err);
+int copies_each(struct fs *fs, uint64_t ino, struct chunk_fd *c, const char *what,
+		int (*op)(int fd, int dfd, void *arg), void *arg);
+int copies_truncate(struct fs *fs, uint64_t ino, struct chunk_fd *c, uint64_t len);
+int copies_fallocate(struct fs *fs, uint64_t ino, struct chunk_fd *c, int mode, uint64_t off,
+		     uint64_t len);
+int copies_pwrite(struct fs *fs, uint64_t ino, struct chunk_fd *c, const void *buf, size_t n,
+		  uint64_t off);
+/* The st_blocks of the open copies together (UINT64_MAX: not known). */
+uint64_t copies_blocks(const struct chunk_fd *c);
+void copies_writeback(const struct chunk_fd *c);
+void copies_settle(struct chunk_fd *c);
+int copies_heal(struct fs *fs, uint64_t ino, const struct chunk_fd *c, unsigned i,
+		const char *buf, size_t n, uint64_t off);
+
 /* sums.c: the checksums of chunk blocks (SCHEMA.md "Chunk checksums"),
  * kept with each chunk slot.  sums_init_mount: this mount's number.
  * sums_attach: a slot opened on the chunk, its record's value (val, vl;
@@ -197,9 +231,11 @@ int chunk_record_unsynced(struct fs *fs, unsigned wflags);
  * sums_write_begin (a write of [off, off + n); sums_compute from its
  * buffer, with the lock let go, into out[sums_blocks_of]; sums_write_end
  * after it) and sums_change (a truncation, a hole punched or zeros
- * written: [from, to) reads as zeros when zero).  sums_verify: n bytes at
+ * written: [from, to) reads as zeros when zero).  sums_check: n bytes at
  * the block-aligned off were read into buf, got of them before the file's
- * end; -EIO (logged) on a mismatch.  sums_final: the record value, in out
+ * end; -EIO and the first *bad block on a mismatch (nothing said:
+ * sums_report says it of copy, counts it against its disk, with what came
+ * of it; once: not again for the same block).  sums_final: the record value, in out
  * (CHUNK_VALUE_MAX), of a chunk synced at size bytes, its blocks not known
  * read back from fd; sums_recorded once it is written. */
 void sums_init_mount(struct fs *fs);
@@ -217,9 +253,11 @@ void sums_write_end(struct chunk_fd *c, uint64_t off, uint64_t n, const uint32_t
 int sums_change(struct fs *fs, uint64_t ino, struct chunk_fd *c, uint64_t from, uint64_t to,
 		bool zero);
 uint64_t sums_block_size(const struct chunk_fd *c);
-int sums_verify(struct fs *fs, uint64_t ino, const struct chunk_fd *c, const char *buf,
-		uint64_t off, uint64_t n, uint64_t got);
-int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t section,
+int sums_check(uint64_t ino, const struct chunk_fd *c, const char *buf, uint64_t off, uint64_t n,
+	       uint64_t got, uint32_t *bad);
+void sums_report(struct fs *fs, uint64_t ino, const struct chunk_fd *c, unsigned copy,
+		 uint32_t block, bool once, const char *outcome);
+int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_place *place,
 	       struct fs_inode *in, int fd, uint64_t size, bool keep_mark, uint8_t *out,
 	       size_t *outlen);
 void sums_recorded(struct fs_inode *in, uint64_t chunk, bool keep_mark);

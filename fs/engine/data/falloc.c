@@ -30,10 +30,11 @@ struct punch {
 	size_t nwhole, capwhole;
 };
 
-static int punch_chunk(void *ctx, uint64_t chunk, uint64_t durable, uint32_t section)
+static int punch_chunk(void *ctx, uint64_t chunk, uint64_t durable,
+		       const struct chunk_place *place)
 {
 	(void)durable;
-	(void)section; /* opened by chunk_open */
+	(void)place; /* opened by chunk_open */
 	struct punch *p = ctx;
 	uint64_t cs = p->fs->info.chunk_size;
 	uint64_t start = chunk * cs;
@@ -56,9 +57,9 @@ static int punch_chunk(void *ctx, uint64_t chunk, uint64_t durable, uint32_t sec
 	int rc = chunk_open(p->fs, p->in, chunk, CHUNK_WRITE, &c, NULL);
 	if (rc == 0)
 		rc = sums_change(p->fs, p->in->ino, c, lo, hi, true);
-	if (rc == 0 && fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
-				 (off_t)(hi - lo)) != 0)
-		rc = -errno;
+	if (rc == 0)
+		rc = copies_fallocate(p->fs, p->in->ino, c, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				      lo, hi - lo);
 	if (rc == 0) {
 		chunk_account(p->in, c);
 		(void)chunk_mark_dirty(p->in, chunk); /* ENOMEM: fsync still syncs the store */
@@ -116,8 +117,7 @@ static int allocate_piece(struct fs *fs, struct fs_inode *in, const struct chunk
 	int rc = chunk_open(fs, in, it->chunk, CHUNK_CREATE, &c, created);
 	if (rc)
 		goto out;
-	if (fallocate(c->fd, FALLOC_FL_KEEP_SIZE, (off_t)it->within, (off_t)it->n) != 0)
-		rc = -errno;
+	rc = copies_fallocate(fs, in->ino, c, FALLOC_FL_KEEP_SIZE, it->within, it->n);
 	chunk_account(in, c);
 	if (!rc)
 		(void)chunk_mark_dirty(in, it->chunk); /* ENOMEM: fsync still syncs the store */

@@ -52,13 +52,72 @@ static int chunk_came_short(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_
 	return -EIO;
 }
 
+/* What reading one copy came to. */
+struct copy_read {
+	int rc;        /* a read error (counted, logged) */
+	bool cut;      /* shorter than its durable length */
+	bool bad;      /* a block failed its sum: the first is block */
+	uint32_t block;
+	size_t all;    /* bytes it had */
+};
+
+/* Read [lo, hi) of copy i of c into buf and check it. */
+static bool read_copy(struct fs *fs, uint64_t ino, struct chunk_fd *c, unsigned i, char *buf,
+		      uint64_t lo, uint64_t hi, struct copy_read *r)
+{
+	*r = (struct copy_read){0};
+	r->rc = lsmfs_pread_full(c->copy[i].fd, buf, (size_t)(hi - lo), (off_t)lo, &r->all);
+	if (r->rc) {
+		devstats_count_error(fs, section_disk_of(fs, c->copy[i].section), DEVSTAT_READ, r->rc);
+		return false;
+	}
+	/* A file shorter than its durable length: said as such (by the
+	 * caller, chunk_came_short, with one copy), before any block is
+	 * checked. */
+	r->cut = lo + r->all < hi && lo + r->all < c->durable;
+	if (r->cut)
+		return false;
+	r->bad = sums_check(ino, c, buf, lo, hi - lo, r->all, &r->block) != 0;
+	return !r->bad;
+}
+
+/* Copy j failed as r said and copy i had the bytes (buf, r_good->all at
+ * lo): said, and copy j rewritten from them (SCHEMA.md "Copies"). */
+static void heal(struct fs *fs, uint64_t ino, struct chunk_fd *c, unsigned j,
+		 const struct copy_read *r, unsigned i, const char *buf, size_t all, uint64_t lo)
+{
+	int rc = copies_heal(fs, ino, c, j, buf, all, lo);
+	uint32_t gd = section_disk_of(fs, c->copy[i].section);
+	char outcome[160];
+	snprintf(outcome, sizeof(outcome), rc ? "answered from the copy on disk %u; rewriting this "
+		 "one failed, it is stale from now on" : "answered from the copy on disk %u, and "
+		 "rewritten from it", gd);
+	if (r->bad) {
+		sums_report(fs, ino, c, j, r->block, false, outcome);
+	} else {
+		char rel[96];
+		section_chunk_name(ino, c->chunk, c->copy[j].section, rel, sizeof(rel));
+		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": copy %u (%s): %s: %s", ino, c->chunk,
+			j, rel, r->rc ? strerror(-r->rc) : "shorter than its durable length",
+			outcome);
+	}
+	if (rc)
+		copies_fail(fs, ino, c, j, "rewriting from the other copy ", rc);
+}
+
 /*
  * The piece's bytes of chunk c into to (*got of them before the file's
  * end), each block they touch verified against its sum (sums.c): a read
  * that starts or ends inside a block reads the whole of it into a bounce
- * buffer.  A mismatch: -EIO and *got SIZE_MAX.
+ * buffer.  From the first live copy; when it fails (a read error, a file
+ * shorter than its durable length, a block that fails its sum), from the
+ * next, and a good one answers and rewrites those that failed (SCHEMA.md
+ * "Copies").  With one copy: a mismatch is -EIO and *got SIZE_MAX (said),
+ * a read error returned as it is, a short file *got short (the caller
+ * says both).  With more, none good: each failure said, -EIO and *got
+ * SIZE_MAX.
  */
-static int read_verified(struct fs *fs, uint64_t ino, const struct chunk_fd *c, char *to,
+static int read_verified(struct fs *fs, uint64_t ino, struct chunk_fd *c, char *to,
 			 const struct chunk_iter *it, size_t *got)
 {
 	uint64_t bs = sums_block_size(c);
@@ -72,22 +131,55 @@ static int read_verified(struct fs *fs, uint64_t ino, const struct chunk_fd *c, 
 		if (!buf)
 			return -ENOMEM;
 	}
-	size_t all = 0;
-	int rc = lsmfs_pread_full(c->fd, buf, (size_t)(hi - lo), (off_t)lo, &all);
-	/* A file shorter than its durable length is said as such by the
-	 * caller (chunk_came_short), before any block is checked. */
-	bool cut = lo + all < hi && lo + all < c->durable;
-	if (!rc && !cut && sums_verify(fs, ino, c, buf, lo, hi - lo, all)) {
-		rc = -EIO;
-		*got = SIZE_MAX;
-	} else {
-		uint64_t skip = it->within - lo;
-		*got = all > skip ? (size_t)(all - skip) : 0;
-		if (*got > it->n)
-			*got = (size_t)it->n;
-		if (buf != to && *got)
-			memcpy(to, buf + skip, *got);
+	struct copy_read r[CHUNK_MAX_COPIES];
+	unsigned tried[CHUNK_MAX_COPIES], ntried = 0;
+	int good = -1, rc = 0;
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES && good < 0; i++) {
+		if (!copies_live(c, i))
+			continue;
+		if (read_copy(fs, ino, c, i, buf, lo, hi, &r[i]))
+			good = (int)i;
+		else
+			tried[ntried++] = i;
 	}
+	uint64_t skip = it->within - lo;
+	if (good >= 0) {
+		for (unsigned k = 0; k < ntried; k++)
+			heal(fs, ino, c, tried[k], &r[tried[k]], (unsigned)good, buf, r[good].all, lo);
+		*got = r[good].all > skip ? (size_t)(r[good].all - skip) : 0;
+	} else if (ntried == 1) {
+		const struct copy_read *f = &r[tried[0]];
+		if (f->bad) {
+			sums_report(fs, ino, c, tried[0], f->block, true, "read as EIO (no other copy)");
+			rc = -EIO;
+			*got = SIZE_MAX;
+		} else {
+			rc = f->rc; /* counted; the caller says it */
+			*got = f->all > skip ? (size_t)(f->all - skip) : 0;
+		}
+	} else {
+		/* No good copy: each said, and the read fails. */
+		for (unsigned k = 0; k < ntried; k++) {
+			const struct copy_read *f = &r[tried[k]];
+			if (f->bad) {
+				sums_report(fs, ino, c, tried[k], f->block, true,
+					    "read as EIO (no good copy)");
+			} else {
+				char rel[96];
+				section_chunk_name(ino, c->chunk, c->copy[tried[k]].section, rel,
+						   sizeof(rel));
+				fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": copy %u (%s): %s; no "
+					"good copy: read as EIO", ino, c->chunk, tried[k], rel,
+					f->rc ? strerror(-f->rc) : "shorter than its durable length");
+			}
+		}
+		rc = -EIO; /* also when no copy could be read at all */
+		*got = SIZE_MAX;
+	}
+	if (!rc && *got > it->n)
+		*got = (size_t)it->n;
+	if (!rc && buf != to && *got)
+		memcpy(to, buf + skip, *got);
 	if (buf != to)
 		free(buf);
 	return rc;
@@ -105,7 +197,8 @@ static int read_piece(struct fs *fs, struct fs_inode *in, char *to, const struct
 	int mark = section_mark();
 	int rc = chunk_open(fs, in, it->chunk, CHUNK_READ, &c, NULL);
 	if (rc == 0) {
-		uint32_t section = c->section;
+		int first = copies_first(c);
+		uint32_t section = first >= 0 ? c->copy[first].section : c->section;
 		iogate_out(fs, in, c);
 		rc = read_verified(fs, in->ino, c, to, it, &got);
 		section_release(fs, mark); /* the innermost lock (gate.c) */
@@ -113,7 +206,7 @@ static int read_piece(struct fs *fs, struct fs_inode *in, char *to, const struct
 		if (rc == -EIO && got == SIZE_MAX) {
 			got = 0; /* a checksum mismatch: said and counted by sums.c */
 		} else if (rc) {
-			devstats_count_error(fs, section_disk_of(fs, section), DEVSTAT_READ, rc);
+			/* counted by read_copy */
 			fs_logf(fs, "inode %llu: reading chunk %llu: %s", (unsigned long long)in->ino,
 				(unsigned long long)it->chunk, strerror(-rc));
 		} else if (got < it->n && it->within + got < c->durable) {

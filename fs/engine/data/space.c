@@ -218,23 +218,83 @@ static int home_of(struct fs *fs, uint64_t ino, uint32_t *section)
 	return rc ? rc : found;
 }
 
-int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_t *section)
+/* Can section s and its partner take the two copies of a new chunk: two
+ * usable disks, not one, each with room? */
+static bool pair_takes(struct fs *fs, uint32_t s)
+{
+	uint32_t t = section_of_copy(s, 1, fs->info.sections);
+	if (t == UINT32_MAX)
+		return false;
+	uint32_t d = takes_chunk(fs, s);
+	return d != UINT32_MAX && section_disk_of(fs, t) != d && takes_chunk(fs, t) != UINT32_MAX;
+}
+
+/* Two copies: the pair of want (the home of a `together` file, or the
+ * hash section) when it can take them, else the first pair after it in
+ * the map that can (at most one pass, and only when want's cannot); none:
+ * one copy placed as a spread file's, the other stale (said once per
+ * mount: fewer usable disks with room than copies). */
+static int place_pair(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_t want,
+		      uint32_t h, struct chunk_place *place)
+{
+	uint32_t n = fs->info.sections;
+	*place = (struct chunk_place){.copies = 2};
+	for (uint32_t i = 0; i <= n; i++) {
+		uint32_t s = (uint32_t)(((uint64_t)want + i) % n);
+		if (pair_takes(fs, s)) {
+			place->section = s;
+			return 0;
+		}
+		if (i == 0 && want != h && pair_takes(fs, h)) {
+			place->section = h;
+			return 0;
+		}
+	}
+	uint32_t s;
+	int rc = takes_chunk(fs, h) != UINT32_MAX ? (s = h, 0)
+						  : most_room(fs, h, section_disk_of(fs, h), &s);
+	if (rc)
+		return rc;
+	if (section_of_copy(s, 1, n) == UINT32_MAX) {
+		place->copies = 1; /* the last section of an odd count: no partner */
+	} else {
+		place->stale = 2;
+	}
+	place->section = s;
+	if (!__atomic_exchange_n(&fs->under_copied_said, true, __ATOMIC_RELAXED))
+		fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 " gets one copy of the 2 its policy asks "
+			"for: no two usable disks have room for it (said once per mount; a scrub makes "
+			"the other copy when they do)", in->ino, chunk);
+	return 0;
+}
+
+int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, struct chunk_place *place)
 {
 	uint32_t h = chunk_section(in->ino, chunk, fs->info.sections);
 	enum placement p;
+	unsigned copies;
 	int rc = policy_placement(fs, in, &p);
+	if (!rc)
+		rc = policy_copies(fs, in, &copies);
 	if (rc)
 		return rc;
+	*place = (struct chunk_place){.copies = 1};
+	uint32_t want = h;
 	if (p == PLACE_TOGETHER) {
 		/* The section of the file's first chunk record: its home. */
 		uint32_t home;
 		rc = home_of(fs, in->ino, &home);
 		if (rc < 0)
 			return rc;
-		if (rc == 0) /* its first chunk: the disk with most room */
-			return most_room(fs, h, UINT32_MAX, section);
-		if (takes_chunk(fs, home) != UINT32_MAX) {
-			*section = home;
+		if (rc == 0) { /* its first chunk: the disk with most room */
+			if (copies > 1)
+				return place_pair(fs, in, chunk, h, h, place);
+			return most_room(fs, h, UINT32_MAX, &place->section);
+		}
+		want = home;
+		if (copies > 1 ? pair_takes(fs, home) : takes_chunk(fs, home) != UINT32_MAX) {
+			place->section = home;
+			place->copies = (uint8_t)copies;
 			return 0;
 		}
 		/* Its disk is full or missing: the chunk spills, as a spread
@@ -245,11 +305,13 @@ int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_t *se
 				"take chunk %" PRIu64 " (full or missing); it and the file's next such chunks "
 				"go to other disks", in->ino, section_disk_of(fs, home), chunk);
 		}
+		want = h;
 	}
-	uint32_t hd = takes_chunk(fs, h);
-	if (hd != UINT32_MAX) {
-		*section = h; /* the common case: one fstatvfs */
+	if (copies > 1)
+		return place_pair(fs, in, chunk, want, h, place);
+	if (takes_chunk(fs, h) != UINT32_MAX) {
+		place->section = h; /* the common case: one fstatvfs */
 		return 0;
 	}
-	return most_room(fs, h, section_disk_of(fs, h), section);
+	return most_room(fs, h, section_disk_of(fs, h), &place->section);
 }

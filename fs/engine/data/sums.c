@@ -166,7 +166,9 @@ static int record_put(struct fs *fs, uint64_t ino, struct chunk_fd *c, uint8_t f
 	uint8_t *v = malloc(CHUNK_VALUE_MAX(fs->info.chunk_size));
 	if (!v)
 		return -ENOMEM;
-	size_t vl = chunk_value_put(durable, flags, fs->mount_gen, c->section, s->shift, s->sum, s->n, v);
+	copies_settle(c); /* the copies that failed are stale from now on */
+	size_t vl = chunk_value_put_place(durable, flags, fs->mount_gen, &c->place, s->shift, s->sum,
+					  s->n, v);
 	uint8_t k[KEY_MAX];
 	rc = store_put(fs->st, k, key_chunk(k, ino, c->chunk), v, vl, wflags);
 	free(v);
@@ -332,30 +334,29 @@ static bool said_before(uint64_t ino, uint64_t chunk, uint32_t block)
 	return found;
 }
 
-/* Said once per chunk and block: the file (named by the namer thread),
- * the bytes, the chunk file, its offset and the disk. */
-static void verify_failed(struct fs *fs, uint64_t ino, const struct chunk_fd *c, uint32_t block,
-			  unsigned shift)
+void sums_report(struct fs *fs, uint64_t ino, const struct chunk_fd *c, unsigned copy,
+		 uint32_t block, bool once, const char *outcome)
 {
-	uint32_t section = c->section;
+	uint32_t section = c->copy[copy].section;
 	uint32_t disk = section_disk_of(fs, section);
-	if (said_before(ino, c->chunk, block))
+	if (once && said_before(ino, c->chunk, block))
 		return;
 	/* Counted once per block, as it is said (btrfs counts per read). */
 	devstats_count(fs, disk, DEVSTAT_CHECKSUM);
+	unsigned shift = c->sums->shift;
 	char rel[96];
 	section_chunk_name(ino, c->chunk, section, rel, sizeof(rel));
 	uint64_t within = (uint64_t)block << shift;
 	const char *path = __atomic_load_n(&fs->ds->paths[disk], __ATOMIC_ACQUIRE);
 	fs_log_named(fs, ino, "bytes %" PRIu64 "..%" PRIu64 " of the file (offset %" PRIu64
-		" of chunk file %s/%s/%s/%s on disk %u): checksum mismatch, read as EIO "
-		"(no other copy)", c->chunk * fs->info.chunk_size + within,
+		" of chunk file %s/%s/%s/%s on disk %u): checksum mismatch, %s",
+		c->chunk * fs->info.chunk_size + within,
 		c->chunk * fs->info.chunk_size + within + ((uint64_t)1 << shift) - 1, within,
-		path ? path : "(missing disk)", LSMFS_DIR, LSMFS_SECTIONS_DIR, rel, disk);
+		path ? path : "(missing disk)", LSMFS_DIR, LSMFS_SECTIONS_DIR, rel, disk, outcome);
 }
 
-int sums_verify(struct fs *fs, uint64_t ino, const struct chunk_fd *c, const char *buf,
-		uint64_t off, uint64_t n, uint64_t got)
+int sums_check(uint64_t ino, const struct chunk_fd *c, const char *buf, uint64_t off, uint64_t n,
+	       uint64_t got, uint32_t *bad)
 {
 	const struct chunk_sums *s = c->sums;
 	if (!s)
@@ -371,7 +372,7 @@ int sums_verify(struct fs *fs, uint64_t ino, const struct chunk_fd *c, const cha
 		if (have > bs)
 			have = bs;
 		if (sums_block(buf + b, (size_t)have, (size_t)bs, ino, c->chunk) != s->sum[i]) {
-			verify_failed(fs, ino, c, i, s->shift);
+			*bad = i;
 			return -EIO;
 		}
 	}
@@ -389,12 +390,12 @@ uint64_t sums_block_size(const struct chunk_fd *c)
 static struct chunk_sums *slot_sums(struct fs_inode *in, uint64_t chunk)
 {
 	for (int i = 0; in && in->data && i < CHUNK_FDS; i++)
-		if (in->data->fds[i].fd >= 0 && in->data->fds[i].chunk == chunk)
+		if (in->data->fds[i].used && in->data->fds[i].chunk == chunk)
 			return in->data->fds[i].sums;
 	return NULL;
 }
 
-int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t section,
+int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_place *place,
 	       struct fs_inode *in, int fd, uint64_t size, bool keep_mark, uint8_t *out,
 	       size_t *outlen)
 {
@@ -455,10 +456,10 @@ int sums_final(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t section,
 		 * the mark goes): a few bytes per fsync, not the chunk's
 		 * every sum. */
 		memcpy(s->sum, sum, nb * sizeof(*sum));
-		*outlen = chunk_value_put(size, CHUNK_INWRITE, fs->mount_gen, section, 0, NULL, 0, out);
+		*outlen = chunk_value_put_place(size, CHUNK_INWRITE, fs->mount_gen, place, 0, NULL, 0, out);
 	} else if (!rc) {
-		*outlen = chunk_value_put(size, CHUNK_SUMS | (keep_mark ? CHUNK_INWRITE : 0),
-					  fs->mount_gen, section, shift, sum, nb, out);
+		*outlen = chunk_value_put_place(size, CHUNK_SUMS | (keep_mark ? CHUNK_INWRITE : 0),
+						fs->mount_gen, place, shift, sum, nb, out);
 	}
 	free(sum);
 	return rc;
@@ -499,11 +500,13 @@ int sums_unmark(struct fs *fs, struct fs_inode *in)
 		if (listed(d->dirty, d->ndirty, chunk))
 			continue; /* written since: its next sync records it */
 		void *val;
-		struct chunk_value cv;
+		struct chunk_value cv = {.section = CHUNK_HASHED, .copies = 1};
 		rc = record_fetch(fs, in->ino, chunk, &val, &cv);
 		struct chunk_sums *s = slot_sums(in, chunk);
 		uint8_t k[KEY_MAX];
 		size_t kl = key_chunk(k, in->ino, chunk);
+		struct chunk_place pl = {.section = cv.section, .copies = cv.copies,
+					 .stale = cv.stale};
 		if (rc > 0 && s && (cv.flags & CHUNK_INWRITE) && cv.gen == fs->mount_gen &&
 		    !(cv.flags & CHUNK_LOST)) {
 			/* The file unchanged since its sync: the slot's sums
@@ -515,7 +518,7 @@ int sums_unmark(struct fs *fs, struct fs_inode *in)
 				rc = -ENOMEM;
 			else
 				rc = store_batch_put(b, k, kl, v,
-						     chunk_value_put(cv.durable, CHUNK_SUMS, fs->mount_gen, cv.section,
+						     chunk_value_put_place(cv.durable, CHUNK_SUMS, fs->mount_gen, &pl,
 								     s->shift, s->sum, nb < s->n ? nb : s->n, v));
 			free(v);
 			if (!rc)
@@ -524,7 +527,9 @@ int sums_unmark(struct fs *fs, struct fs_inode *in)
 			   cv.gen == fs->mount_gen) {
 			/* Let go of since: its slot wrote the sums into the
 			 * record; they stay, without the mark. */
-			size_t vl = (cv.flags & CHUNK_PLACED ? CHUNK_PLACED_HDR : CHUNK_SUMS_HDR) +
+			size_t vl = (cv.flags & CHUNK_COPIES	  ? CHUNK_COPIES_HDR
+				     : cv.flags & CHUNK_PLACED ? CHUNK_PLACED_HDR
+							       : CHUNK_SUMS_HDR) +
 				    4 * (size_t)cv.nsums;
 			((uint8_t *)val)[8] &= (uint8_t)~CHUNK_INWRITE;
 			rc = store_batch_put(b, k, kl, val, vl);

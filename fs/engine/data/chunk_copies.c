@@ -1,0 +1,211 @@
+/*
+ * chunk_copies.c: the copies of a chunk file (SCHEMA.md "Copies").
+ *
+ * A chunk has one copy, or two: copy 0 in the section its record names,
+ * copy 1 in that section's partner (section_of_copy), which lives on
+ * another disk.  An open chunk slot keeps an fd per copy it could open;
+ * a copy that is stale (its record says it lacks data) is never opened.
+ *
+ * Changes go to every live copy (open, not stale, not failed since): a
+ * write, a truncation, an fallocate, a hole punched.  A copy whose change
+ * fails while another's succeeds is flagged failed (atomically: writes of
+ * one chunk run together outside the inode's lock) and, at the next
+ * copies_settle under the lock, becomes stale: never read again, rebuilt
+ * from a good copy by a scrub (or `lsmfs-disk remove --lost`).  The record
+ * says so at its next write, which an fsync syncs before it answers, so
+ * that what an fsync acknowledged is on every copy not marked stale.  A
+ * change that fails on every copy fails; one that fails on a full disk
+ * (ENOSPC, EDQUOT) fails too, whatever the others did, since the writer
+ * must know (the copy that missed it is stale all the same).
+ *
+ * Reads go to the first live copy, and to the next when it fails or its
+ * blocks fail their sums (read.c), which rewrites the bad one from it.
+ */
+#include "data.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool copies_live(const struct chunk_fd *c, unsigned i)
+{
+	uint8_t failed = __atomic_load_n(&c->failed, __ATOMIC_RELAXED);
+	return i < c->place.copies && c->copy[i].fd >= 0 && !((c->place.stale | failed) >> i & 1);
+}
+
+unsigned copies_count_live(const struct chunk_fd *c)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++)
+		n += copies_live(c, i);
+	return n;
+}
+
+int copies_first(const struct chunk_fd *c)
+{
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++)
+		if (copies_live(c, i))
+			return (int)i;
+	return -1;
+}
+
+void copies_close(struct chunk_fd *c)
+{
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++) {
+		if (c->copy[i].fd >= 0)
+			close(c->copy[i].fd);
+		if (c->copy[i].dfd >= 0)
+			close(c->copy[i].dfd);
+		c->copy[i].fd = c->copy[i].dfd = -1;
+	}
+}
+
+void copies_fail(struct fs *fs, uint64_t ino, struct chunk_fd *c, unsigned i,
+			const char *what, int err)
+{
+	__atomic_fetch_or(&c->failed, (uint8_t)(1u << i), __ATOMIC_RELAXED);
+	char rel[96];
+	section_chunk_name(ino, c->chunk, c->copy[i].section, rel, sizeof(rel));
+	chunk_log_error(fs, c->copy[i].section, DEVSTAT_WRITE, rel, what, -err);
+	fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": copy %u is stale from now on (the "
+		"other copy has the data; a scrub rebuilds it)", ino, c->chunk, i);
+}
+
+static bool full_disk(int err)
+{
+	return err == -ENOSPC || err == -EDQUOT;
+}
+
+int copies_each(struct fs *fs, uint64_t ino, struct chunk_fd *c, const char *what,
+		int (*op)(int fd, int dfd, void *arg), void *arg)
+{
+	int first_err = 0, full = 0;
+	unsigned done = 0;
+	int rcs[CHUNK_MAX_COPIES] = {0};
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++) {
+		if (!copies_live(c, i))
+			continue;
+		rcs[i] = op(c->copy[i].fd, c->copy[i].dfd, arg);
+		if (!rcs[i]) {
+			done++;
+			continue;
+		}
+		if (!first_err)
+			first_err = rcs[i];
+		if (full_disk(rcs[i]) && !full)
+			full = rcs[i];
+	}
+	if (!done)
+		return first_err ? first_err : -EIO;
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++)
+		if (rcs[i])
+			copies_fail(fs, ino, c, i, what, rcs[i]);
+	return full;
+}
+
+static int do_truncate(int fd, int dfd, void *arg)
+{
+	(void)dfd;
+	return ftruncate(fd, *(off_t *)arg) ? -errno : 0;
+}
+
+int copies_truncate(struct fs *fs, uint64_t ino, struct chunk_fd *c, uint64_t len)
+{
+	off_t l = (off_t)len;
+	return copies_each(fs, ino, c, "truncating ", do_truncate, &l);
+}
+
+struct falloc_arg {
+	int mode;
+	off_t off, len;
+};
+
+static int do_fallocate(int fd, int dfd, void *arg)
+{
+	(void)dfd;
+	struct falloc_arg *a = arg;
+	return fallocate(fd, a->mode, a->off, a->len) ? -errno : 0;
+}
+
+int copies_fallocate(struct fs *fs, uint64_t ino, struct chunk_fd *c, int mode, uint64_t off,
+		     uint64_t len)
+{
+	struct falloc_arg a = {.mode = mode, .off = (off_t)off, .len = (off_t)len};
+	return copies_each(fs, ino, c, "allocating in ", do_fallocate, &a);
+}
+
+struct pwrite_arg {
+	const char *buf;
+	size_t n;
+	off_t off;
+};
+
+static int do_pwrite(int fd, int dfd, void *arg)
+{
+	(void)dfd;
+	struct pwrite_arg *a = arg;
+	return lsmfs_pwrite_full(fd, a->buf, a->n, a->off);
+}
+
+int copies_pwrite(struct fs *fs, uint64_t ino, struct chunk_fd *c, const void *buf, size_t n,
+		  uint64_t off)
+{
+	struct pwrite_arg a = {.buf = buf, .n = n, .off = (off_t)off};
+	return copies_each(fs, ino, c, "writing ", do_pwrite, &a);
+}
+
+uint64_t copies_blocks(const struct chunk_fd *c)
+{
+	uint64_t sum = 0;
+	bool any = false;
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++) {
+		struct stat st;
+		if (c->copy[i].fd >= 0 && fstat(c->copy[i].fd, &st) == 0) {
+			sum += (uint64_t)st.st_blocks;
+			any = true;
+		}
+	}
+	return any ? sum : UINT64_MAX;
+}
+
+void copies_writeback(const struct chunk_fd *c)
+{
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++)
+		if (copies_live(c, i))
+			(void)sync_file_range(c->copy[i].fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint */
+}
+
+void copies_settle(struct chunk_fd *c)
+{
+	uint8_t failed = __atomic_exchange_n(&c->failed, 0, __ATOMIC_RELAXED);
+	if (!failed)
+		return;
+	uint8_t all = (uint8_t)((1u << c->place.copies) - 1);
+	if ((c->place.stale | failed) == all)
+		return; /* never all: copies_each fails a change that no copy took */
+	c->place.stale |= failed;
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++)
+		if ((failed >> i & 1) && c->copy[i].dfd >= 0) {
+			close(c->copy[i].dfd);
+			c->copy[i].dfd = -1;
+		}
+}
+
+int copies_heal(struct fs *fs, uint64_t ino, const struct chunk_fd *c, unsigned i,
+		const char *buf, size_t n, uint64_t off)
+{
+	char rel[96];
+	section_chunk_name(ino, c->chunk, c->copy[i].section, rel, sizeof(rel));
+	/* Reads open copies read-only: a descriptor of its own to write. */
+	int fd = openat(chunk_dirfd(fs, c->copy[i].section), rel, O_WRONLY | O_CLOEXEC);
+	int rc = fd < 0 ? -errno : lsmfs_pwrite_full(fd, buf, n, (off_t)off);
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		return rc; /* the caller flags it (copies_fail) */
+	devstats_count(fs, section_disk_of(fs, c->copy[i].section), DEVSTAT_REPAIRED);
+	return 0;
+}
