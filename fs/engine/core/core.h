@@ -91,6 +91,10 @@ struct chunk_fd {
 	uint32_t section;       /* place.section: the section of its first copy */
 	struct chunk_copy copy[CHUNK_MAX_COPIES]; /* data/copies.c */
 	uint8_t failed;         /* copies whose I/O failed since: made stale under the lock */
+	/* space.c: bytes this new chunk was promised on each copy's disk and
+	 * has not yet written (released as it writes, and when the slot goes). */
+	uint64_t promised;
+	uint32_t promised_disk[CHUNK_MAX_COPIES]; /* UINT32_MAX: none */
 	uint64_t blocks;        /* st_blocks last seen, to keep rec.blocks */
 	uint64_t next_off;      /* end of the last write (stats: sequential) */
 	bool writable;          /* fds opened O_RDWR (reads open O_RDONLY) */
@@ -307,6 +311,9 @@ struct fs {
 	uint8_t *section_changed; /* bitmap: a chunk file made or removed there (atomics) */
 	int *sections_fd;         /* disk index -> fd of <disk>/.lsmfs/sections */
 	bool under_copied_said;   /* space.c: a chunk got fewer copies than asked (atomic) */
+	/* space.c: by disk, bytes promised to new chunks not yet written
+	 * (atomics): the room placement sees is the disk's free space less. */
+	uint64_t space_promised[LSMFS_MAX_DISKS];
 	int clock_fd;             /* clock.c: an unnamed file beside the store, or -1 */
 	/* members.c: paths and fds of disks detached (or replaced) while
 	 * open, freed at fs_close: a reader may still hold them. */

@@ -131,8 +131,9 @@ int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk)
 }
 
 /* The slot's chunk goes (its sums with it). */
-static void slot_close(struct chunk_fd *c)
+static void slot_close(struct fs *fs, struct chunk_fd *c)
 {
+	space_keep(fs, c, UINT64_MAX);
 	copies_close(c);
 	c->used = false;
 	c->failed = 0;
@@ -145,7 +146,7 @@ static void slot_retire(struct fs *fs, uint64_t ino, struct chunk_fd *c)
 {
 	if (c->used)
 		(void)sums_retire(fs, ino, c); /* logged */
-	slot_close(c);
+	slot_close(fs, c);
 }
 
 void data_close_fds(struct fs *fs, struct fs_inode *in)
@@ -181,14 +182,14 @@ void chunk_set_durable(struct fs_inode *in, uint64_t chunk, uint64_t len)
 			in->data->fds[i].durable = len;
 }
 
-static void forget_fd(struct fs_inode *in, uint64_t chunk)
+static void forget_fd(struct fs *fs, struct fs_inode *in, uint64_t chunk)
 {
 	if (!in || !in->data)
 		return;
 	for (int i = 0; i < CHUNK_FDS; i++) {
 		struct chunk_fd *c = &in->data->fds[i];
 		if (c->used && c->chunk == chunk)
-			slot_close(c);
+			slot_close(fs, c);
 	}
 }
 
@@ -619,6 +620,9 @@ again:;
 	 * now on (the record says so with the in-write mark, sums.c). */
 	if (write)
 		copies_settle(victim);
+	victim->promised = 0;
+	if (!exists)
+		space_promise(fs, victim); /* released as it is written */
 	victim->writable = write || !exists;
 	victim->durable = durable;
 	int first = copies_first(victim);
@@ -632,7 +636,7 @@ again:;
 	rc = keep ? 0 : sums_attach(fs, in->ino, victim, val, vl, !exists);
 	free(val);
 	if (rc) {
-		slot_close(victim);
+		slot_close(fs, victim);
 		return rc;
 	}
 	*out = victim;
@@ -696,7 +700,7 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 		size_t vl;
 		const uint8_t *v = store_iter_value(it, &vl);
 		struct chunk_place pl = value_place(fs, ino, chunk, v, vl);
-		forget_fd(in, chunk);
+		forget_fd(fs, in, chunk);
 		int mark = section_mark();
 		enter_copies(fs, &pl, ino, chunk, true);
 		/* Every copy's file, stale ones too (they may have one).  A

@@ -714,6 +714,7 @@ static int write_piece(struct write_op *w, const struct chunk_iter *it, bool *ma
 	if (rc)
 		return rc;
 	stats_write(fs, disk, c, it->within, it->n);
+	space_keep(fs, c, it->n); /* on the disks now: no longer promised */
 	if (blocks != UINT64_MAX)
 		chunk_account_blocks(in, c, blocks);
 	return chunk_mark_dirty(in, it->chunk);

@@ -58,6 +58,11 @@ int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_
  * (policy.c), under its lock: 0 and *section, or -ENOSPC when no usable
  * disk has room for a chunk. */
 int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, struct chunk_place *place);
+/* A chunk just made (slot c) is promised its size on each live copy's
+ * disk, which placement counts as taken; space_keep: it wrote (or
+ * allocated) written bytes of it, or (UINT64_MAX) its slot goes. */
+void space_promise(struct fs *fs, struct chunk_fd *c);
+void space_keep(struct fs *fs, struct chunk_fd *c, uint64_t written);
 
 /* Inline data of ino (NULL, 0 when none); malloc'd. */
 int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len);

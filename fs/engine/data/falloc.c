@@ -118,6 +118,8 @@ static int allocate_piece(struct fs *fs, struct fs_inode *in, const struct chunk
 	if (rc)
 		goto out;
 	rc = copies_fallocate(fs, in->ino, c, FALLOC_FL_KEEP_SIZE, it->within, it->n);
+	if (!rc)
+		space_keep(fs, c, it->n);
 	chunk_account(in, c);
 	if (!rc)
 		(void)chunk_mark_dirty(in, it->chunk); /* ENOMEM: fsync still syncs the store */

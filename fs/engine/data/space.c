@@ -136,13 +136,45 @@ int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_
 	return end - off > space_for_data(&sp, fs->info.chunk_size) + have ? -ENOSPC : 0;
 }
 
-/* Bytes free on disk d for chunk files (0 when it cannot be asked). */
+/* Bytes free on disk d for new chunk files (0 when it cannot be asked):
+ * its free space less what chunks made lately were promised and have not
+ * written yet, so that chunks made together (a file written by several
+ * threads, or several files) do not all count the same room. */
 static uint64_t disk_room(struct fs *fs, uint32_t d)
 {
 	struct statvfs sv;
 	if (fstatvfs(fs->sections_fd[d], &sv) != 0)
 		return 0;
-	return (uint64_t)sv.f_bavail * sv.f_frsize;
+	uint64_t free = (uint64_t)sv.f_bavail * sv.f_frsize;
+	uint64_t promised = __atomic_load_n(&fs->space_promised[d], __ATOMIC_RELAXED);
+	return free > promised ? free - promised : 0;
+}
+
+void space_promise(struct fs *fs, struct chunk_fd *c)
+{
+	c->promised = fs->info.chunk_size;
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++) {
+		c->promised_disk[i] = UINT32_MAX;
+		if (!copies_live(c, i))
+			continue;
+		uint32_t d = section_disk_of(fs, c->copy[i].section);
+		if (d >= LSMFS_MAX_DISKS)
+			continue;
+		c->promised_disk[i] = d;
+		__atomic_add_fetch(&fs->space_promised[d], c->promised, __ATOMIC_RELAXED);
+	}
+}
+
+void space_keep(struct fs *fs, struct chunk_fd *c, uint64_t written)
+{
+	uint64_t less = written < c->promised ? written : c->promised;
+	if (!less)
+		return;
+	c->promised -= less;
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++)
+		if (c->promised_disk[i] != UINT32_MAX)
+			__atomic_sub_fetch(&fs->space_promised[c->promised_disk[i]], less,
+					   __ATOMIC_RELAXED);
 }
 
 /*
