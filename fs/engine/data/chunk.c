@@ -182,6 +182,15 @@ void chunk_set_durable(struct fs_inode *in, uint64_t chunk, uint64_t len)
 			in->data->fds[i].durable = len;
 }
 
+void chunk_let_go(struct fs *fs, struct fs_inode *in, uint64_t chunk)
+{
+	for (int i = 0; in->data && i < CHUNK_FDS; i++) {
+		struct chunk_fd *c = &in->data->fds[i];
+		if (c->used && c->chunk == chunk && !c->pins)
+			slot_retire(fs, in->ino, c);
+	}
+}
+
 static void forget_fd(struct fs *fs, struct fs_inode *in, uint64_t chunk)
 {
 	if (!in || !in->data)
@@ -475,9 +484,8 @@ static int open_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 	return -EIO; /* every copy on a disk not usable */
 }
 
-/* Enter the gates of every copy's section, the lowest first. */
-static void enter_copies(struct fs *fs, const struct chunk_place *pl, uint64_t ino,
-			 uint64_t chunk, bool write)
+void chunk_enter(struct fs *fs, const struct chunk_place *pl, uint64_t ino, uint64_t chunk,
+		 bool write)
 {
 	uint32_t sec[CHUNK_MAX_COPIES];
 	unsigned n = 0;
@@ -543,7 +551,7 @@ again:;
 		else if ((exists = space_place(fs, in, chunk, &place)) < 0)
 			return exists; /* no usable disk has room: -ENOSPC */
 	}
-	enter_copies(fs, &place, in->ino, chunk, write);
+	chunk_enter(fs, &place, in->ino, chunk, write);
 	struct chunk_fd *victim = NULL;
 	if (cached) {
 		if (copies_current(fs, cached) && (!write || cached->writable) &&
@@ -702,7 +710,7 @@ static int drop_range(struct fs *fs, struct fs_inode *in, uint64_t ino, uint64_t
 		struct chunk_place pl = value_place(fs, ino, chunk, v, vl);
 		forget_fd(fs, in, chunk);
 		int mark = section_mark();
-		enter_copies(fs, &pl, ino, chunk, true);
+		chunk_enter(fs, &pl, ino, chunk, true);
 		/* Every copy's file, stale ones too (they may have one).  A
 		 * copy on a disk not usable stays there, for the sweep of the
 		 * next mount that has the disk (sweep.c); with every copy so,

@@ -132,6 +132,20 @@ struct inode_data *chunk_data_of(struct fs_inode *in);
  * section_release with a mark taken before. */
 int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_access access,
 	       struct chunk_fd **out, bool *created);
+/* Enter the gates of every copy's section (place), the lowest first. */
+void chunk_enter(struct fs *fs, const struct chunk_place *place, uint64_t ino, uint64_t chunk,
+		 bool write);
+/* The cached slot of chunk goes, its changed sums into the record (under
+ * in's lock, drained). */
+void chunk_let_go(struct fs *fs, struct fs_inode *in, uint64_t chunk);
+/* chunk_scrub.c: scrub chunk (ino, chunk) (see there), taking ino's lock;
+ * what it found added to *n; *unrepaired: bytes of it no copy holds good
+ * (the caller names the file).  0, or -errno of the scrub itself. */
+struct scrub_count {
+	uint64_t chunks, bytes, errors, repaired, unrepaired, rebuilt, unrebuilt, skipped;
+};
+int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count *n,
+		bool *unrepaired);
 /* Keep rec.blocks in step with what the chunk file holds now (its
  * st_blocks, read by the caller outside the lock: _blocks). */
 void chunk_account(struct fs_inode *in, struct chunk_fd *c);
