@@ -891,3 +891,49 @@ void chunk_section_changed(struct fs *fs, uint32_t section)
 	if (!(__atomic_load_n(&fs->section_changed[section / 8], __ATOMIC_RELAXED) & bit))
 		__atomic_fetch_or(&fs->section_changed[section / 8], bit, __ATOMIC_RELAXED);
 }
+
+int chunk_restale(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint8_t set, uint8_t clear,
+		  struct store_batch *b)
+{
+	void *val;
+	size_t vl;
+	uint64_t durable;
+	bool lost;
+	int rc = chunk_record_fetch(fs, in->ino, chunk, &val, &vl, &durable, &lost);
+	if (rc <= 0)
+		return rc;
+	struct chunk_value cv;
+	if (lost || chunk_value_parse(val, vl, &cv) || cv.section == CHUNK_HASHED) {
+		free(val);
+		return lost ? 0 : -EUCLEAN;
+	}
+	uint8_t all = (uint8_t)((1u << cv.copies) - 1);
+	uint8_t stale = (uint8_t)(((cv.stale | set) & ~clear) & all);
+	if (stale == all) {
+		free(val);
+		return -ENODATA; /* no copy would be left */
+	}
+	struct chunk_place pl = {.section = cv.section, .copies = cv.copies, .stale = stale};
+	uint32_t *sums = malloc((cv.nsums ? cv.nsums : 1) * sizeof(*sums));
+	uint8_t *v = malloc(CHUNK_VALUE_MAX(fs->info.chunk_size));
+	rc = sums && v ? 0 : -ENOMEM;
+	if (!rc) {
+		for (uint32_t i = 0; i < cv.nsums; i++)
+			sums[i] = chunk_value_sum(&cv, i);
+		size_t nl = chunk_value_put_place(cv.durable, cv.flags, cv.gen, &pl, cv.shift, sums,
+						  cv.nsums, v);
+		uint8_t k[KEY_MAX];
+		size_t kl = key_chunk(k, in->ino, chunk);
+		rc = b ? store_batch_put(b, k, kl, v, nl) : store_put(fs->st, k, kl, v, nl, STORE_WRITE_SYNC);
+	}
+	/* The cached slot says the same from now on. */
+	for (int i = 0; !rc && in->data && i < CHUNK_FDS; i++) {
+		struct chunk_fd *c = &in->data->fds[i];
+		if (c->used && c->chunk == chunk)
+			c->place.stale = (uint8_t)((c->place.stale | set) & ~clear & all);
+	}
+	free(sums);
+	free(v);
+	free(val);
+	return rc;
+}

@@ -151,41 +151,6 @@ static void check_piece(struct fs *fs, uint64_t ino, uint64_t chunk, const struc
 	}
 }
 
-/* Clear the stale bits `fixed` of chunk's record (synced), keeping the
- * rest of it as it is. */
-static int unstale(struct fs *fs, uint64_t ino, uint64_t chunk, uint8_t fixed)
-{
-	void *val;
-	size_t vl;
-	uint64_t durable;
-	bool lost;
-	int rc = chunk_record_fetch(fs, ino, chunk, &val, &vl, &durable, &lost);
-	if (rc <= 0)
-		return rc;
-	struct chunk_value cv;
-	if (chunk_value_parse(val, vl, &cv) || cv.section == CHUNK_HASHED) {
-		free(val);
-		return -EUCLEAN;
-	}
-	struct chunk_place pl = {.section = cv.section, .copies = cv.copies,
-				 .stale = (uint8_t)(cv.stale & ~fixed)};
-	uint32_t *sums = malloc((cv.nsums ? cv.nsums : 1) * sizeof(*sums));
-	uint8_t *v = malloc(CHUNK_VALUE_MAX(fs->info.chunk_size));
-	rc = sums && v ? 0 : -ENOMEM;
-	if (!rc) {
-		for (uint32_t i = 0; i < cv.nsums; i++)
-			sums[i] = chunk_value_sum(&cv, i);
-		size_t nl = chunk_value_put_place(cv.durable, cv.flags, cv.gen, &pl, cv.shift, sums,
-						  cv.nsums, v);
-		uint8_t k[KEY_MAX];
-		rc = store_put(fs->st, k, key_chunk(k, ino, chunk), v, nl, STORE_WRITE_SYNC);
-	}
-	free(sums);
-	free(v);
-	free(val);
-	return rc;
-}
-
 static int scrub_locked(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 			struct scrub_count *sc, bool *unrepaired)
 {
@@ -297,7 +262,7 @@ static int scrub_locked(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 			     " from the copy on disk %" PRIu32, chunk, i, cp[i].disk, cp[good].disk);
 	}
 	if (!rc && (fixed & pl.stale))
-		rc = unstale(fs, ino, chunk, fixed & pl.stale);
+		rc = chunk_restale(fs, in, chunk, 0, fixed & pl.stale, NULL);
 	for (unsigned i = 0; i < ncp; i++) {
 		if (cp[i].fd >= 0)
 			close(cp[i].fd);

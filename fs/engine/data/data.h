@@ -138,6 +138,12 @@ void chunk_enter(struct fs *fs, const struct chunk_place *place, uint64_t ino, u
 /* The cached slot of chunk goes, its changed sums into the record (under
  * in's lock, drained). */
 void chunk_let_go(struct fs *fs, struct fs_inode *in, uint64_t chunk);
+/* The stale copies of chunk's record: set ones added, clear ones taken
+ * away, the rest of the record kept (its cached slot too), into b or (b
+ * NULL) synced.  -ENODATA when no copy would be left (nothing done); 0
+ * for no record or a lost one.  Under in's lock. */
+int chunk_restale(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint8_t set, uint8_t clear,
+		  struct store_batch *b);
 /* chunk_scrub.c: scrub chunk (ino, chunk) (see there), taking ino's lock;
  * what it found added to *n; *unrepaired: bytes of it no copy holds good
  * (the caller names the file).  0, or -errno of the scrub itself. */
