@@ -109,6 +109,11 @@ static int resync_copies(struct fs *fs, uint64_t ino, uint64_t chunk, struct chu
  * length each now has durably, then fsync the section directories in
  * new_sections[] that got new chunk files.  in, when given, is ino in
  * memory: its cached slots learn the lengths.  Under ino's lock.
+ *
+ * A copy on a disk found gone (diskwatch.c) does not open: it is stale in
+ * the record written here, and the directory of its section, which can no
+ * longer be synced, needs no sync when no copy synced here is in it; the
+ * fsync succeeds on the other copy.
  */
 static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 			     const uint64_t *dirty, size_t ndirty, const uint64_t *new_sections,
@@ -118,9 +123,12 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 	int rc = 0;
 	struct store_batch *lens = store_batch_new();
 	uint8_t *val = malloc(CHUNK_VALUE_MAX(fs->info.chunk_size));
-	if (!lens || !val) {
+	/* The sections holding a copy synced here, by bit. */
+	uint8_t *synced = calloc(fs->info.sections / 8 + 1, 1);
+	if (!lens || !val || !synced) {
 		store_batch_free(lens);
 		free(val);
+		free(synced);
 		return -ENOMEM;
 	}
 	/* Windows of SYNC_WINDOW files: writeback of a window starts first,
@@ -218,8 +226,11 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 					last = e;
 					if (!devstats_disk_fault(e) && !rc)
 						rc = e; /* a full disk: the caller must know */
-				} else if (good < 0) {
-					good = (int)j;
+				} else {
+					uint32_t s = section_of_copy(pl[i].section, j, fs->info.sections);
+					synced[s / 8] |= (uint8_t)(1u << s % 8);
+					if (good < 0)
+						good = (int)j;
 				}
 			}
 			if (!rc && good < 0)
@@ -260,11 +271,15 @@ close_them:
 		section_enter(fs, section, ino, 0, false);
 		uint32_t disk = section_disk_of(fs, section);
 		int fd = -1;
-		if (!disk_usable(fs, disk))
-			errno = EIO;
-		else
+		if (!disk_usable(fs, disk)) {
+			section_release(fs, mark);
+			if (!(synced[section / 8] >> section % 8 & 1))
+				continue; /* its copies there are stale now */
+			errno = EIO; /* gone after a copy there was synced */
+		} else {
 			fd = openat(chunk_dirfd(fs, section), sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		section_release(fs, mark);
+			section_release(fs, mark);
+		}
 		stats_fsync(fs, disk);
 		if (fd < 0 && errno == ENOENT)
 			continue; /* moved away, its new directory synced by the move */
@@ -288,6 +303,7 @@ close_them:
 	}
 	store_batch_free(lens);
 	free(val);
+	free(synced);
 	return rc;
 }
 
