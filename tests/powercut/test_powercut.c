@@ -23,6 +23,13 @@
  * checked, every file must read whole without an error, lsmfs is
  * unmounted cleanly and `fsck.lsmfs -n` must exit 0.
  * This runs with the writeback cache on and off (-o no_writeback).
+ * Every mount's log (the daemon's stderr, in the mode's directory) must
+ * not say "checksum mismatch": nothing a power cut leaves is damage
+ * (SCHEMA.md "Chunk checksums", the crash rule).
+ * With LSMFS_POWERCUT_COPIES=2 (meson test powercut-copies) the root gets
+ * user.lsmfs.copies=2 right after mkfs's mount, synced before the
+ * workload, so that every chunk has a copy on each disk; after the
+ * workload's clean unmount every chunk file must be on both disks.
  *
  * A failure prints the seed, the mode, the cut point and what broke, and
  * keeps the image (and the log) under the scratch directory.
@@ -96,6 +103,7 @@ struct run {
 	const char *opts;      /* lsmfs mount options */
 	char base[512];        /* this mode's scratch dir */
 	char cut[600], log[600];
+	char dlog[600];        /* the daemon's log, per mount (base/daemon.log) */
 	struct fst f;          /* disks on cutfs */
 	pid_t cutfs;
 	struct mfile files[MAX_FILES];
@@ -784,6 +792,48 @@ static void context(const struct oplog *log, size_t k)
 	}
 }
 
+/* LSMFS_POWERCUT_COPIES: the copies of every chunk (user.lsmfs.copies on the
+ * root), 1 or 2. */
+static unsigned copies = 1;
+
+/* Lines of the daemon's log at path saying a checksum mismatch, into why
+ * (up to cap); how many. */
+static int log_mismatches(const char *path, char *why, size_t cap)
+{
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return 0;
+	char line[1024];
+	int n = 0;
+	size_t used = 0;
+	while (fgets(line, sizeof(line), fp))
+		if (strstr(line, "checksum mismatch")) {
+			if (used < cap)
+				used += (size_t)fst_fmt(why + used, cap - used, "%s%s",
+							n ? "" : "the daemon's log says: ", line);
+			n++;
+		}
+	fclose(fp);
+	return n;
+}
+
+/* The last lines of the daemon's log at path, into why (cap bytes). */
+static void log_tail(const char *path, char *why, size_t cap)
+{
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return;
+	char buf[2048];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+	if (n == sizeof(buf) - 1) { /* only the last part */
+		(void)fseek(fp, -(long)(sizeof(buf) - 1), SEEK_END);
+		n = fread(buf, 1, sizeof(buf) - 1, fp);
+	}
+	buf[n] = 0;
+	fclose(fp);
+	fst_fmt(why, cap, "; its log ends: %s", buf);
+}
+
 static int tolerated;
 /* LSMFS_POWERCUT_BREAK=1: the checker's self-test (replay_break_fsync); only
  * broken promises count, mount and fsck verdicts are not looked at. */
@@ -827,10 +877,12 @@ static int check_point(struct run *r, struct replay *rp, const struct oplog *log
 	fst_fmt(g.spec, sizeof(g.spec), "%s:%s", g.disks[0], g.disks[1]);
 	fst_fmt(g.mnt, sizeof(g.mnt), "%s/mnt2", r->base);
 	(void)mkdir(g.mnt, 0755); /* exists after the first point */
-	if (fst_mount(&g, r->opts) != 0) {
+	(void)unlink(r->dlog); /* the previous point's */
+	if (fst_mount_log(&g, r->opts, r->dlog) != 0) {
 		if (breaking)
 			return 0;
-		fst_fmt(why, sizeof(why), "lsmfs does not mount the image");
+		size_t used = (size_t)fst_fmt(why, sizeof(why), "lsmfs does not mount the image");
+		log_tail(r->dlog, why + used, sizeof(why) - used);
 		goto fail;
 	}
 	int bad = 0;
@@ -864,7 +916,19 @@ static int check_point(struct run *r, struct replay *rp, const struct oplog *log
 		(void)fst_kill(&g);
 		fst_fmt(why + strlen(why), sizeof(why) - strlen(why), "%sunmount failed",
 			bad ? "\n" : "");
+		log_tail(r->dlog, why + strlen(why), sizeof(why) - strlen(why));
 		goto fail;
+	}
+	if (!breaking) {
+		/* Reading every file (read_all, the promises) verified every
+		 * block it returned: none may have failed its sum. */
+		size_t used = strlen(why);
+		if (log_mismatches(r->dlog, why + used + (used ? 1 : 0),
+				   sizeof(why) - used - 1)) {
+			if (used)
+				why[used] = '\n';
+			bad++;
+		}
 	}
 	if (bad) {
 		broken_promises++;
@@ -941,6 +1005,98 @@ static size_t pick_points(struct run *r, const struct oplog *log, size_t nrandom
 	return u;
 }
 
+/* user.lsmfs.copies on the root, made durable (the fsync of the root
+ * syncs the store's commit log): every chunk the workload makes has that
+ * many copies. */
+static int set_copies(struct run *r)
+{
+	char v[4];
+	fst_fmt(v, sizeof(v), "%u", copies);
+	int fd = open(r->f.mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsetxattr(fd, "user.lsmfs.copies", v, strlen(v), 0) != 0 || fsync(fd) != 0) {
+		fprintf(stderr, "powercut: user.lsmfs.copies=%s on %s: %s\n", v, r->f.mnt,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	mark(r, "copies=%s set and synced", v);
+	return 0;
+}
+
+/* The chunk file names ("ino.chunk") under disk's sections, sorted, in
+ * *out; how many, or -1. */
+static int chunk_names(const char *disk, char ***out)
+{
+	char top[700];
+	fst_fmt(top, sizeof(top), "%s/.lsmfs/sections", disk);
+	DIR *d = opendir(top);
+	if (!d)
+		return -1;
+	char **names = NULL;
+	int n = 0, cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char sub[1000];
+		fst_fmt(sub, sizeof(sub), "%s/%s", top, e->d_name);
+		DIR *s = opendir(sub);
+		struct dirent *f;
+		while (s && (f = readdir(s))) {
+			if (f->d_name[0] == '.')
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				names = realloc(names, (size_t)cap * sizeof(*names));
+				if (!names)
+					abort();
+			}
+			names[n++] = strdup(f->d_name);
+		}
+		if (s)
+			closedir(s);
+	}
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(*names), cmp_str);
+	*out = names;
+	return n;
+}
+
+/* After the workload's clean unmount with copies=2: every chunk file on
+ * one disk is on the other too (a chunk's copies are in partner sections,
+ * on the two disks), and there is at least one. */
+static int copies_check(struct run *r)
+{
+	char **a, **b;
+	int na = chunk_names(r->f.disks[0], &a), nb = chunk_names(r->f.disks[1], &b);
+	int rc = na < 0 || nb < 0 || na == 0 ? -1 : 0;
+	if (rc)
+		fprintf(stderr, "powercut: no chunk files to check the copies of (%d, %d)\n", na, nb);
+	for (int i = 0, j = 0; !rc && (i < na || j < nb);) {
+		int c = i == na ? 1 : j == nb ? -1 : strcmp(a[i], b[j]);
+		if (c) {
+			fprintf(stderr, "powercut: chunk file %s on disk %d only\n",
+				c < 0 ? a[i] : b[j], c < 0 ? 0 : 1);
+			rc = -1;
+		}
+		i += c <= 0;
+		j += c >= 0;
+	}
+	if (!rc)
+		fprintf(stderr, "powercut: %d chunk files, each on both disks\n", na);
+	for (int i = 0; i < na; i++)
+		free(a[i]);
+	for (int i = 0; i < nb; i++)
+		free(b[i]);
+	if (na > 0)
+		free(a);
+	if (nb > 0)
+		free(b);
+	return rc;
+}
+
 static int run_mode(struct run *r, const char *root, const char *mode, unsigned long seed,
 		    uint64_t nops, size_t npoints)
 {
@@ -948,6 +1104,7 @@ static int run_mode(struct run *r, const char *root, const char *mode, unsigned 
 	fst_fmt(r->base, sizeof(r->base), "%s/%s", root, mode);
 	fst_fmt(r->cut, sizeof(r->cut), "%s/cut", r->base);
 	fst_fmt(r->log, sizeof(r->log), "%s/oplog", r->base);
+	fst_fmt(r->dlog, sizeof(r->dlog), "%s/daemon.log", r->base);
 	if (mkdir(r->base, 0755) != 0 || cutfs_start(r) != 0)
 		return -1;
 	memset(&r->f, 0, sizeof(r->f));
@@ -972,14 +1129,23 @@ static int run_mode(struct run *r, const char *root, const char *mode, unsigned 
 		return -1;
 	r->mkfs_seq = seq_of(r);
 	mark(r, "mkfs done");
-	if (fst_mount(&r->f, r->opts) != 0)
+	if (fst_mount_log(&r->f, r->opts, r->dlog) != 0)
 		return -1;
 	mark(r, "mounted");
+	if (copies > 1 && set_copies(r) != 0)
+		return -1;
 	workload(r, nops);
 	int live_bad = verify_live(r);
 	mark(r, "unmounting");
-	if (fst_umount(&r->f) != 0 || live_bad) {
-		fprintf(stderr, "powercut: %s: the workload itself failed (seed %lu)\n", mode, seed);
+	char why[4096] = "";
+	if (fst_umount(&r->f) != 0 || live_bad || log_mismatches(r->dlog, why, sizeof(why))) {
+		fprintf(stderr, "powercut: %s: the workload itself failed (seed %lu)%s%s\n", mode,
+			seed, why[0] ? ": " : "", why);
+		return -1;
+	}
+	if (copies > 1 && copies_check(r) != 0) {
+		fprintf(stderr, "powercut: %s: not every chunk in %u copies (seed %lu)\n", mode,
+			copies, seed);
 		return -1;
 	}
 	if (cutfs_stop(r) != 0)
@@ -1040,6 +1206,12 @@ int main(void)
 	bool soak = fst_soak();
 	const char *np = getenv("LSMFS_POWERCUT_POINTS");
 	size_t npoints = np ? strtoul(np, NULL, 10) : soak ? 5000 : 200;
+	const char *nc = getenv("LSMFS_POWERCUT_COPIES");
+	copies = nc ? (unsigned)strtoul(nc, NULL, 10) : 1;
+	if (copies < 1 || copies > 2) {
+		fprintf(stderr, "powercut: LSMFS_POWERCUT_COPIES=%s: 1 or 2\n", nc);
+		return 1;
+	}
 	const char *no = getenv("LSMFS_POWERCUT_OPS");
 	uint64_t nops = no ? strtoull(no, NULL, 10) : soak ? 5000 : 600;
 	char root[512];
@@ -1049,14 +1221,16 @@ int main(void)
 		return 1;
 	}
 	static const char *const modes[][2] = {{"writeback", ""}, {"no_writeback", "no_writeback"}};
+	static const char *const modes2[][2] = {{"copies2-writeback", ""},
+						{"copies2-no_writeback", "no_writeback"}};
 	int failed = 0;
 	for (int m = 0; m < 2; m++) {
 		struct run *r = calloc(1, sizeof(*r));
 		if (!r)
 			abort();
 		r->rng = seed * 2 + (uint64_t)m;
-		r->opts = modes[m][1];
-		if (run_mode(r, root, modes[m][0], seed, nops, npoints) != 0)
+		r->opts = copies > 1 ? modes2[m][1] : modes[m][1];
+		if (run_mode(r, root, copies > 1 ? modes2[m][0] : modes[m][0], seed, nops, npoints) != 0)
 			failed = 1;
 		if (!r->checked || !r->nfacts)
 			workload_failed = true;

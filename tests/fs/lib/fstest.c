@@ -189,10 +189,22 @@ static bool mounted(const char *mnt)
 
 int fst_mount(struct fst *f, const char *opts)
 {
+	return fst_mount_log(f, opts, NULL);
+}
+
+int fst_mount_log(struct fst *f, const char *opts, const char *log)
+{
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
+		if (log) {
+			int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+			if (fd < 0 || dup2(fd, 2) < 0) {
+				fprintf(stderr, "fstest: %s: %s\n", log, strerror(errno));
+				_exit(127);
+			}
+		}
 		const char *argv[8];
 		int n = 0;
 		argv[n++] = bin("LSMFS_BIN");

@@ -33,6 +33,8 @@ int fst_init(struct fst *f, const char *tag, int ndisks);
 int fst_mkfs(struct fst *f, const char *const *extra);
 /* Start `lsmfs -f [-o opts] spec mnt` and wait until it is mounted. */
 int fst_mount(struct fst *f, const char *opts);
+/* The same, the daemon's stderr (its log) appended to the file log. */
+int fst_mount_log(struct fst *f, const char *opts, const char *log);
 /* fusermount3 -u and wait for the daemon to exit with status 0. */
 int fst_umount(struct fst *f);
 /* SIGKILL the daemon, detach the dead mount, reap the child. */
