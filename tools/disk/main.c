@@ -210,6 +210,7 @@ struct progress {
 	bool evacuate;             /* remove --evacuate: a failing disk */
 	uint64_t lost;             /* chunks it could not read, listed */
 	size_t failed;             /* sections it could not move */
+	size_t kept;               /* sections kept apart from their partners' disks */
 };
 
 static double since(const struct timespec *t)
@@ -302,6 +303,13 @@ static int do_move(struct session *s, const struct move *m, struct progress *p)
 	int rc = session_ask(s, req, progress_line, p, err, sizeof(err));
 	if (p->tty)
 		fputc('\n', stderr);
+	if (rc == -EXDEV) {
+		/* It would put both copies of some chunks on one disk: it
+		 * stays, and the plan goes on without it. */
+		fprintf(stderr, PROG ": section %u stays on disk %u: %s\n", m->section, m->from, err);
+		p->kept++;
+		return 0;
+	}
 	if (rc) {
 		fprintf(stderr, PROG ": section %u: %s\n", m->section, err);
 		return EXIT_FAILED;
@@ -338,6 +346,9 @@ static int run_moves(struct session *s, const struct plan *pl, struct progress *
 		p->failed += rc != 0;
 		p->before += pl->moves[i].bytes;
 	}
+	if (p->kept)
+		printf("%zu section%s stayed: moved, %s would have put both copies of chunks on one "
+		       "disk\n", p->kept, p->kept == 1 ? "" : "s", p->kept == 1 ? "it" : "each");
 	return p->failed ? EXIT_FAILED : EXIT_DONE;
 }
 
