@@ -390,6 +390,9 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 	} else if (sscanf(req, "drop-lost %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_DISKS ? lost_drop_disk(fs, (uint32_t)d, out, ctx, err, sizeof(err))
 					 : -EINVAL;
+	} else if (sscanf(req, "convert %lu %lu%c", &s, &d, &tail) == 2) {
+		rc = d <= CHUNK_MAX_COPIES ? convert_file(fs, s, (unsigned)d, out, ctx, err, sizeof(err))
+					   : -EINVAL;
 	} else if (sscanf(req, "detach %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_DISKS ? members_detach(fs, (uint32_t)d, err, sizeof(err)) : -EINVAL;
 		if (!rc && fs->se)
