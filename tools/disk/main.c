@@ -107,6 +107,7 @@ static void usage(FILE *f)
 		"                     had bytes on it are listed (\"lost: PATH ...\") and read\n"
 		"                     as EIO there until truncated below them or removed;\n"
 		"                     its copy of the metadata store is replaced\n"
+		"      --copies K     convert: 1 or 2 copies of file data\n"
 		"  -h, --help         this text\n"
 		"  -V, --version      the version\n"
 		"\n"

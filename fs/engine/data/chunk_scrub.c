@@ -426,6 +426,14 @@ int chunk_convert(struct fs *fs, uint64_t ino, uint64_t chunk, unsigned copies,
 	} else if (rc > 0 && (cv.flags & CHUNK_INWRITE)) {
 		rc = 0;
 		*outcome = CONVERT_BUSY; /* in write: its sums to come; again later */
+	} else if (rc > 0 && pl.copies == copies && pl.stale) {
+		/* As many copies already, one of them stale (a conversion cut
+		 * short, a disk that failed): made again where it can be. */
+		chunk_enter(fs, &pl, ino, chunk, true);
+		uint64_t before = sc->unrebuilt;
+		bool unrepaired;
+		rc = scrub_locked(fs, in, chunk, sc, &unrepaired);
+		*outcome = sc->unrebuilt > before ? CONVERT_LEFT : CONVERT_DONE;
 	} else if (rc > 0 && pl.copies != copies) {
 		/* Both sections' gates: the pair's (a move waits for it). */
 		struct chunk_place both = {.section = pl.section & ~1u, .copies = 2};
