@@ -173,6 +173,16 @@ static int cmd_status(struct session *s, bool json)
 		copy_down |= strcmp(st.copy[c].state, "in-sync") != 0;
 	if (st.degraded && !copy_down)
 		printf("DEGRADED: a disk is missing or unusable (above)\n");
+	if (st.data_copies) {
+		printf("file data: %u cop%s of each chunk, placement %s (the root's; directories "
+		       "may ask otherwise)\n", st.data_copies, st.data_copies == 1 ? "y" : "ies",
+		       st.placement[0] ? st.placement : "spread");
+		if (st.usable_disks < st.data_copies)
+			printf("UNDER-REPLICATED: %u copies asked, %u usable disk%s: new chunks get %u "
+			       "copy each until a disk is added (a scrub then makes the others)\n",
+			       st.data_copies, st.usable_disks, st.usable_disks == 1 ? "" : "s",
+			       st.usable_disks);
+	}
 	printf("metadata store: %u cop%s%s\n", st.ncopies, st.ncopies == 1 ? "y" : "ies",
 	       copy_down ? ", DEGRADED (restore the count: " PROG " ... copy add DISK)" : "");
 	for (uint32_t c = 0; c < st.ncopies; c++) {
