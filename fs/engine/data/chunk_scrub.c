@@ -1,5 +1,6 @@
 /*
- * chunk_scrub.c: scrubbing one chunk (SCHEMA.md "Copies", "Scrub"): every
+ * chunk_scrub.c: scrubbing one chunk, and changing its copies (SCHEMA.md
+ * "Copies").  Scrub: every
  * copy read whole and each block checked against its sum; a block that
  * fails in one copy rewritten from a copy where it is good; a stale copy
  * (or one whose file is gone) rebuilt from a good one when its disk is
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define SCRUB_PIECE (1u << 20)
@@ -287,9 +289,15 @@ int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count 
 		return 0;
 	}
 	iogate_drain(fs, in);
-	/* Its cached slot goes (its changed sums into the record first), so
-	 * that the record is the chunk's whole truth and the next use opens
-	 * the copies as the scrub leaves them. */
+	/* What the file wrote since its last fsync is made durable and its
+	 * sums recorded first (as an fsync would), so that its chunks are no
+	 * longer in write; then the chunk's cached slot goes, so that the
+	 * record is the chunk's whole truth and the next use opens the copies
+	 * as the scrub leaves them. */
+	rc = chunk_sync_dirty(fs, in, 0);
+	if (rc)
+		fs_logf(fs, "scrub: inode %" PRIu64 ": syncing what it wrote: %s (its chunks in write "
+			"are left)", ino, strerror(-rc));
 	chunk_let_go(fs, in, chunk);
 	int mark = section_mark();
 	struct chunk_place pl;
@@ -298,6 +306,146 @@ int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count 
 		chunk_enter(fs, &pl, ino, chunk, true);
 		rc = scrub_locked(fs, in, chunk, sc, unrepaired);
 	}
+	section_release(fs, mark);
+	inode_unlock(fs, in);
+	inode_put(fs, in);
+	return rc < 0 ? rc : 0;
+}
+
+/* The section of chunk's copy i (name into rel), and whether its disk
+ * takes I/O. */
+static bool copy_at(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_place *pl,
+		    unsigned i, uint32_t *section, char *rel, size_t cap)
+{
+	*section = section_of_copy(pl->section, i, fs->info.sections);
+	section_chunk_name(ino, chunk, *section, rel, cap);
+	return disk_usable(fs, section_disk_of(fs, *section));
+}
+
+/* Remove copy i's file (logged when it fails: the mount's sweep or fsck
+ * finds what is left). */
+static void remove_copy(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_place *pl,
+			unsigned i)
+{
+	uint32_t section;
+	char rel[96];
+	if (!copy_at(fs, ino, chunk, pl, i, &section, rel, sizeof(rel)))
+		return; /* its disk is not there: left for a mount that has it */
+	if (unlinkat(chunk_dirfd(fs, section), rel, 0) != 0 && errno != ENOENT)
+		chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "removing a dropped copy ", errno);
+	chunk_section_changed(fs, section);
+}
+
+/*
+ * One copy to two: the record says two copies, the new one stale (synced),
+ * then the scrub makes it (and clears the mark).  A crash between leaves a
+ * stale copy, made again by a scrub.  Only where the chunk's section and
+ * its partner are on two usable disks and the partner's has room.
+ */
+static int raise_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+			const struct chunk_place *pl, uint64_t durable, struct scrub_count *sc,
+			int *outcome)
+{
+	uint32_t p = section_of_copy(pl->section, 1, fs->info.sections);
+	uint32_t d0 = section_disk_of(fs, pl->section), d1 = p == UINT32_MAX ? UINT32_MAX
+									   : section_disk_of(fs, p);
+	struct statvfs sv;
+	if (p == UINT32_MAX || d0 == d1 || !disk_usable(fs, d1) ||
+	    fstatvfs(fs->sections_fd[d1], &sv) != 0 ||
+	    (uint64_t)sv.f_bavail * sv.f_frsize < durable + fs->info.chunk_size) {
+		*outcome = CONVERT_LEFT; /* no second disk for it (rebalance, add a disk) */
+		return 0;
+	}
+	struct chunk_place np = {.section = pl->section, .copies = 2, .stale = 2};
+	int rc = chunk_set_place(fs, in, chunk, &np);
+	bool unrepaired;
+	if (!rc)
+		rc = scrub_locked(fs, in, chunk, sc, &unrepaired);
+	*outcome = CONVERT_DONE;
+	return rc;
+}
+
+/*
+ * Two copies to one: the copy that goes is marked stale first (synced),
+ * its file removed, then the record says one copy: a crash anywhere leaves
+ * a record whose copies are all where it says, a stale one with or without
+ * its file.  The good copy stays (copy 1 when copy 0 is the stale one: the
+ * record then names copy 1's section).
+ */
+static int lower_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+			const struct chunk_place *pl, int *outcome)
+{
+	unsigned keep = (pl->stale & 1) ? 1 : 0, drop = 1 - keep;
+	int rc = 0;
+	if (!(pl->stale >> drop & 1))
+		rc = chunk_restale(fs, in, chunk, (uint8_t)(1u << drop), 0, NULL);
+	if (rc)
+		return rc;
+	remove_copy(fs, in->ino, chunk, pl, drop);
+	struct chunk_place np = {.section = section_of_copy(pl->section, keep, fs->info.sections),
+				 .copies = 1};
+	rc = chunk_set_place(fs, in, chunk, &np);
+	*outcome = CONVERT_DONE;
+	return rc;
+}
+
+int chunk_convert(struct fs *fs, uint64_t ino, uint64_t chunk, unsigned copies,
+		  struct scrub_count *sc, int *outcome)
+{
+	*outcome = CONVERT_SAME;
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc == -ENOENT ? 0 : rc;
+	inode_lock(fs, in);
+	if (in->gone) {
+		inode_unlock(fs, in);
+		inode_put(fs, in);
+		return 0;
+	}
+	iogate_drain(fs, in);
+	/* As chunk_scrub: what it wrote made durable first (no longer in
+	 * write), its cached slot let go. */
+	rc = chunk_sync_dirty(fs, in, 0);
+	if (rc)
+		fs_logf(fs, "convert: inode %" PRIu64 ": syncing what it wrote: %s (its chunks in write "
+			"are left)", ino, strerror(-rc));
+	chunk_let_go(fs, in, chunk);
+	int mark = section_mark();
+	void *val;
+	size_t vl;
+	uint64_t durable = 0;
+	bool lost = false;
+	rc = chunk_record_fetch(fs, ino, chunk, &val, &vl, &durable, &lost);
+	struct chunk_value cv;
+	struct chunk_place pl;
+	if (rc > 0 && (lost || chunk_value_parse(val, vl, &cv) ||
+		       chunk_value_place(val, vl, ino, chunk, fs->info.sections, &pl))) {
+		rc = 0;
+		*outcome = CONVERT_LEFT; /* lost, or damaged: fsck's */
+	} else if (rc > 0 && (cv.flags & CHUNK_INWRITE)) {
+		rc = 0;
+		*outcome = CONVERT_BUSY; /* in write: its sums to come; again later */
+	} else if (rc > 0 && pl.copies == copies && pl.stale) {
+		/* As many copies already, one of them stale (a conversion cut
+		 * short, a disk that failed): made again where it can be. */
+		chunk_enter(fs, &pl, ino, chunk, true);
+		uint64_t before = sc->unrebuilt;
+		bool unrepaired;
+		rc = scrub_locked(fs, in, chunk, sc, &unrepaired);
+		*outcome = sc->unrebuilt > before ? CONVERT_LEFT : CONVERT_DONE;
+	} else if (rc > 0 && pl.copies != copies) {
+		/* Both sections' gates: the pair's (a move waits for it). */
+		struct chunk_place both = {.section = pl.section & ~1u, .copies = 2};
+		if (section_of_copy(both.section, 1, fs->info.sections) == UINT32_MAX)
+			both.copies = 1;
+		chunk_enter(fs, &both, ino, chunk, true);
+		rc = copies > pl.copies ? raise_copies(fs, in, chunk, &pl, durable, sc, outcome)
+					: lower_copies(fs, in, chunk, &pl, outcome);
+	} else if (rc > 0) {
+		rc = 0;
+	}
+	free(val);
 	section_release(fs, mark);
 	inode_unlock(fs, in);
 	inode_put(fs, in);

@@ -144,6 +144,10 @@ void chunk_let_go(struct fs *fs, struct fs_inode *in, uint64_t chunk);
  * for no record or a lost one.  Under in's lock. */
 int chunk_restale(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint8_t set, uint8_t clear,
 		  struct store_batch *b);
+/* The record of chunk at place (the rest of it kept; synced), its cached
+ * slot closed when its files move.  Under in's lock. */
+int chunk_set_place(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+		    const struct chunk_place *place);
 /* chunk_scrub.c: scrub chunk (ino, chunk) (see there), taking ino's lock;
  * what it found added to *n; *unrepaired: bytes of it no copy holds good
  * (the caller names the file).  0, or -errno of the scrub itself. */
@@ -152,6 +156,11 @@ struct scrub_count {
 };
 int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count *n,
 		bool *unrepaired);
+/* chunk_scrub.c: chunk (ino, chunk) to `copies` copies (SCHEMA.md
+ * "Copies"), taking ino's lock: *outcome says what came of it. */
+enum { CONVERT_SAME, CONVERT_DONE, CONVERT_LEFT, CONVERT_BUSY };
+int chunk_convert(struct fs *fs, uint64_t ino, uint64_t chunk, unsigned copies,
+		  struct scrub_count *n, int *outcome);
 /* Keep rec.blocks in step with what the chunk file holds now (its
  * st_blocks, read by the caller outside the lock: _blocks). */
 void chunk_account(struct fs_inode *in, struct chunk_fd *c);
