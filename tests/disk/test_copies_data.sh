@@ -372,4 +372,67 @@ grep -q "marked lost" <<<"$out" && fail "after remove --lost 2: fsck counts lost
 mount_fg "$T/e2.log" "$EL2" || fail "mount e after remove --lost"
 python3 "$T/load.py" check "$M" "$T/acks" "$T/stop" "$Q" || fail "remounted after remove --lost 2: a file reads other bytes"
 umount_wait "$EL2"
+
+# ---- copies a crash left apart ----
+# Files written, never synced, then SIGKILL: a power cut may leave one
+# copy's file shorter than the other's, or not there at all.  The next
+# mount brings every copy in step with the other (also for a chunk a read
+# held open while the crash sweep synced it), none left stale, fsck clean.
+C=$T/c
+mkdir -p "$C/d0" "$C/d1"
+"$MKFS" -q --sections 16 --chunk-size $CS "$C/d0" "$C/d1" || fail "mkfs c"
+CL=$C/d0:$C/d1
+mount_fg "$T/c.log" "$CL" || fail "mount c"
+setfattr -n user.lsmfs.copies -v 2 "$M" || fail "setfattr copies=2 on c's root"
+python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)" "$M"
+for i in $(seq 300); do head -c 70000 /dev/urandom > "$M/g$i"; done
+declare -A gino=()
+for i in 1 2 3 300; do gino[$i]=$(stat -c %i "$M/g$i"); done
+sleep 0.5 # the store's writes of the records reach its log (no sync)
+pid=$(daemon_pid "$CL")
+kill -9 "$pid"
+fusermount3 -u -z "$M" 2>/dev/null
+for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+# Copy I's file of chunk 0 of inode INO.
+copy_file() { # INO I
+	local s
+	s=$("$INSPECT" "$CL" keys C "$1" | sed -n "s/^C $1 0 -> chunk record: section \([0-9]*\).*/\1/p")
+	[[ -n $s ]] || return
+	find "$C/d0/.lsmfs/sections/$((s ^ $2))" "$C/d1/.lsmfs/sections/$((s ^ $2))" \
+		-name "$1.0" 2>/dev/null
+}
+for what in "1 1 cut" "2 0 rm" "3 1 rm" "300 1 cut"; do
+	read -r i c how <<<"$what"
+	f=$(copy_file "${gino[$i]}" "$c")
+	if [[ ! -f $f ]]; then
+		fail "g$i: no file of copy $c: $("$INSPECT" "$CL" keys C "${gino[$i]}" 2>&1 | head -2)"
+	elif [[ $how == cut ]]; then
+		truncate -s 40000 "$f"
+	else
+		rm "$f"
+	fi
+done
+: > "$T/c.log"
+mount_fg "$T/c.log" "$CL" || fail "mount c after the kill"
+# g300 read and held open at once: the sweep, walking 300 files, syncs
+# its chunks while the read's slot is open.
+exec 3< "$M/g300"
+head -c 70000 <&3 > /dev/null
+sleep 3
+exec 3<&-
+umount_wait "$CL" || fail "unmount c"
+copies_of "$CL" > "$T/copies"
+awk '$3 != 2 || $4 != 2' "$T/copies" | grep -q . &&
+	fail "after a crash: chunks not in two copies on two disks: $(awk '$3 != 2 || $4 != 2' "$T/copies" | head -5 | tr '\n' ',')"
+n=0
+while read -r ino chunk _; do
+	mapfile -t two < <(find "$C/d0/.lsmfs/sections" "$C/d1/.lsmfs/sections" -name "$ino.$chunk")
+	if [[ ${#two[@]} != 2 ]] || ! cmp -s "${two[0]}" "${two[1]}"; then
+		n=$((n + 1))
+		((n > 1)) || fail "after a crash: the copies of chunk $chunk of inode $ino differ: $(ls -l "${two[@]}")"
+	fi
+done < <(records "$CL")
+[[ $n -le 1 ]] || fail "after a crash: $n chunks whose copies differ"
+out=$("$FSCK" -n "$CL" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "after a crash: fsck -n exit $rc: $(grep -E 'LSMFS-' <<<"$out" | head -5)"
 finish
