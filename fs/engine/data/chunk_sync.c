@@ -40,7 +40,9 @@ static void sync_all_disks(struct fs *fs)
 
 /* Where chunk's files are: its open slot's place (stale copies settled),
  * else its record's; the slot (NULL: none).  0 when it has no record
- * (dropped since it was written). */
+ * (dropped since it was written).  *crashed from the record either way: a
+ * slot opened by a read since the crash (the sweep's sync may come after
+ * it) knows nothing of it, and its copies may still differ. */
 static int sync_where(struct fs *fs, uint64_t ino, struct fs_inode *in, uint64_t chunk,
 		      struct chunk_place *place, bool *crashed, struct chunk_fd **slot)
 {
@@ -51,7 +53,11 @@ static int sync_where(struct fs *fs, uint64_t ino, struct fs_inode *in, uint64_t
 			*slot = &in->data->fds[i];
 			copies_settle(*slot);
 			*place = (*slot)->place;
-			return 1;
+			if ((*slot)->place.copies < 2)
+				return 1; /* nothing to bring in step */
+			struct chunk_place rec;
+			int rc = chunk_where(fs, ino, chunk, &rec, crashed);
+			return rc < 0 ? rc : 1;
 		}
 	return chunk_where(fs, ino, chunk, place, crashed);
 }
