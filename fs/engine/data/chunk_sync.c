@@ -110,6 +110,49 @@ static int resync_copies(struct fs *fs, uint64_t ino, uint64_t chunk, struct chu
 	return rc;
 }
 
+/* Copy i of a chunk a crash left in write, whose file is missing while
+ * nothing of it was durable (no fsync reached it, so its creation need not
+ * have either): made empty, its directory synced (resync_copies fills
+ * it); its fd (read-only, as the sync's others), or -1 when it is not made
+ * (it is stale then).  A file missing whose record says bytes were durable
+ * is damage, not a crash's: left stale, for a scrub or fsck. */
+static int make_missing(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_place *pl,
+			unsigned i)
+{
+	uint64_t durable = 1;
+	if (chunk_record_get(fs, ino, chunk, &durable, NULL) != 1 || durable)
+		return -1;
+	uint32_t section = section_of_copy(pl->section, i, fs->info.sections);
+	char rel[96], sdir[SECTION_NAME_MAX];
+	section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+	section_dir_name(section, sdir);
+	int mark = section_mark();
+	section_enter(fs, section, ino, chunk, false);
+	int fd = -1, dfd = -1, e = 0;
+	if (!disk_usable(fs, section_disk_of(fs, section)))
+		e = EIO;
+	else if ((fd = openat(chunk_dirfd(fs, section), rel, O_RDONLY | O_CREAT | O_CLOEXEC,
+			      0600)) < 0 ||
+		 (dfd = openat(chunk_dirfd(fs, section), sdir, O_RDONLY | O_DIRECTORY |
+			       O_CLOEXEC)) < 0 ||
+		 fsync(dfd) != 0)
+		e = errno;
+	section_release(fs, mark);
+	if (dfd >= 0)
+		close(dfd);
+	if (e) {
+		chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "making again a copy a crash left "
+				"without file ", e);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	chunk_section_changed(fs, section);
+	fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": copy %u's file never reached its disk "
+		"before a crash: made again", ino, chunk, i);
+	return fd;
+}
+
 /*
  * fdatasync the chunks of ino in dirty[] (repeats allowed), record the
  * length each now has durably, then fsync the section directories in
@@ -162,6 +205,7 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 			 * so syncing the old one then loses nothing (gate.c). */
 			unsigned opened = 0, first = CHUNK_MAX_COPIES;
 			int e = 0;
+			bool missing[CHUNK_MAX_COPIES] = {false};
 			for (unsigned j = 0; j < pl[i].copies; j++) {
 				if (pl[i].stale >> j & 1)
 					continue;
@@ -185,6 +229,7 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 				} else if (!e || e == -ENOENT) {
 					e = fd;
 				}
+				missing[j] = fd == -ENOENT;
 				if (fd < 0 && fd != -ENOENT) {
 					uint32_t disk = section_disk_of(fs, section);
 					devstats_count_error(fs, disk, DEVSTAT_WRITE, fd);
@@ -197,6 +242,13 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 				err[i] = e ? e : -EIO;
 				continue;
 			}
+			/* After a crash, a copy whose file never reached its
+			 * disk while the other's did: made, to be brought in
+			 * step below like one that differs. */
+			for (unsigned j = 0; crashed && j < pl[i].copies; j++)
+				if (missing[j] && !(pl[i].stale >> j & 1) &&
+				    (fds[i][j] = make_missing(fs, ino, chunk, &pl[i], j)) >= 0)
+					opened++;
 			/* A copy that could not be opened while another was:
 			 * stale from now on (said in the record written below). */
 			for (unsigned j = 0; j < pl[i].copies; j++)
