@@ -19,7 +19,13 @@
 #     synced, fsync without error; `lsmfs-disk remove --lost 2` lists no
 #     file lost, every file reads as written, and every chunk record has
 #     its two chunk files again, on two disks (synced or not before); fsck
-#     -n clean, and every file reads as written after a remount.
+#     -n clean, and every file reads as written after a remount; the same
+#     when every copy on the lost disk is stale already (written after it
+#     went);
+#   - files never synced, SIGKILL, and one copy's file of some chunks cut
+#     short or removed (what a power cut may leave), two of them read and
+#     one written at once after the next mount: every chunk has its two
+#     files again with the same bytes, fsck -n clean.
 NAME=test_copies_data
 # shellcheck source=tests/lib/lib.sh
 source "$(dirname "$0")/../lib/lib.sh"
@@ -387,7 +393,7 @@ setfattr -n user.lsmfs.copies -v 2 "$M" || fail "setfattr copies=2 on c's root"
 python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)" "$M"
 for i in $(seq 300); do head -c 70000 /dev/urandom > "$M/g$i"; done
 declare -A gino=()
-for i in 1 2 3 300; do gino[$i]=$(stat -c %i "$M/g$i"); done
+for i in 1 2 3 298 299 300; do gino[$i]=$(stat -c %i "$M/g$i"); done
 sleep 0.5 # the store's writes of the records reach its log (no sync)
 pid=$(daemon_pid "$CL")
 kill -9 "$pid"
@@ -401,7 +407,7 @@ copy_file() { # INO I
 	find "$C/d0/.lsmfs/sections/$((s ^ $2))" "$C/d1/.lsmfs/sections/$((s ^ $2))" \
 		-name "$1.0" 2>/dev/null
 }
-for what in "1 1 cut" "2 0 rm" "3 1 rm" "300 1 cut"; do
+for what in "1 1 cut" "2 0 rm" "3 1 rm" "298 1 rm" "299 1 cut" "300 1 cut"; do
 	read -r i c how <<<"$what"
 	f=$(copy_file "${gino[$i]}" "$c")
 	if [[ ! -f $f ]]; then
@@ -414,12 +420,14 @@ for what in "1 1 cut" "2 0 rm" "3 1 rm" "300 1 cut"; do
 done
 : > "$T/c.log"
 mount_fg "$T/c.log" "$CL" || fail "mount c after the kill"
-# g300 read and held open at once: the sweep, walking 300 files, syncs
-# its chunks while the read's slot is open.
-exec 3< "$M/g300"
+# g299 written at once (a byte, not synced), g298 and g300 read and held
+# open: the sweep, walking 300 files, comes to their chunks after that.
+printf 'x' | dd of="$M/g299" bs=1 seek=10 conv=notrunc status=none || fail "writing g299"
+exec 3< "$M/g300" 4< "$M/g298"
 head -c 70000 <&3 > /dev/null
+head -c 70000 <&4 > /dev/null
 sleep 3
-exec 3<&-
+exec 3<&- 4<&-
 umount_wait "$CL" || fail "unmount c"
 copies_of "$CL" > "$T/copies"
 awk '$3 != 2 || $4 != 2' "$T/copies" | grep -q . &&
@@ -435,4 +443,42 @@ done < <(records "$CL")
 [[ $n -le 1 ]] || fail "after a crash: $n chunks whose copies differ"
 out=$("$FSCK" -n "$CL" 2>&1); rc=$?
 [[ $rc == 0 ]] || fail "after a crash: fsck -n exit $rc: $(grep -E 'LSMFS-' <<<"$out" | head -5)"
+
+# ---- remove --lost when the copies on the lost disk are stale already ----
+# Single-chunk files, synced; disk 2's sections go; each file is then
+# appended to and synced, so its copy on disk 2 is stale before remove
+# --lost runs: the copy count is back after it all the same.
+F=$T/f
+mkdir -p "$F/d0" "$F/d1" "$F/d2"
+"$MKFS" -q --sections 48 --chunk-size $CS "$F/d0" "$F/d1" "$F/d2" || fail "mkfs f"
+FL=$F/d0:$F/d1:$F/d2 FL2=$F/d0:$F/d1
+mount_fg "$T/f.log" "$FL" || fail "mount f"
+setfattr -n user.lsmfs.copies -v 2 "$M" || fail "setfattr copies=2 on f's root"
+mkdir -p "$T/fplain"
+for i in $(seq 12); do
+	head -c 30000 /dev/urandom > "$T/fplain/h$i"
+	cp "$T/fplain/h$i" "$M/h$i"
+	python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)" "$M/h$i"
+done
+on2=$(find "$F/d2/.lsmfs/sections" -type f | wc -l)
+((on2 > 0)) || fail "f: no chunk file on disk 2"
+rm -rf "$F/d2/.lsmfs/sections"
+for _ in $(seq 100); do
+	"$DISK" "$M" status 2>&1 | grep -q "^2 .*\(unusable\|MISSING\)" && break
+	sleep 0.1
+done
+for i in $(seq 12); do
+	head -c 1000 /dev/urandom | tee -a "$T/fplain/h$i" >> "$M/h$i"
+	python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)" "$M/h$i" 2> "$T/fsync.err" ||
+		fail "f: fsync of h$i after disk 2 went: $(tail -1 "$T/fsync.err")"
+done
+out=$("$DISK" "$M" remove --lost 2 2>&1) || fail "f: remove --lost 2: $out"
+grep -q "^lost: " <<<"$out" && fail "f: files listed lost: $out"
+for i in $(seq 12); do cmp -s "$T/fplain/h$i" "$M/h$i" || fail "f: h$i differs after remove --lost"; done
+umount_wait "$FL2" || fail "unmount f"
+copies_of "$FL2" > "$T/copies"
+awk '$3 != 2 || $4 != 2' "$T/copies" | grep -q . &&
+	fail "f: after remove --lost 2, $(awk '$3 != 2 || $4 != 2' "$T/copies" | wc -l) of $(wc -l < "$T/copies") chunks not in two copies on two disks (their copy on disk 2 was stale before): $(grep "dropped as lost" "$T/f.log")"
+out=$("$FSCK" -n "$FL2" 2>&1); rc=$?
+[[ $rc == 0 ]] || fail "f: fsck -n exit $rc: $(grep -E 'LSMFS-' <<<"$out" | head -3)"
 finish
