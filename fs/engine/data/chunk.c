@@ -431,10 +431,11 @@ static int open_copy(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint32_
 /*
  * The copies of an existing chunk that can be opened, into fds[] (-1 for
  * the others): 0 when one at least is open.  A copy that fails for a fault
- * of its disk or file (or has no file while another has) is flagged in
- * *failed and left, and so, for a change, is one on a disk not usable (a
- * read leaves it as it is: nothing changed); every copy a hole: -ENOENT;
- * else the first error.
+ * of its disk or file is flagged in *failed and left, and so, for a change,
+ * is one on a disk not usable or without file while another has one (a
+ * read leaves them as they are: nothing changed, and a copy whose file a
+ * crash kept from its disk is made again by the sync that follows it,
+ * chunk_sync.c); every copy a hole: -ENOENT; else the first error.
  */
 static int open_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 		       const struct chunk_place *place, enum chunk_access access, uint64_t durable,
@@ -458,7 +459,8 @@ static int open_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 		}
 		if (fd == -ENOENT) {
 			holes++;
-			bad |= (uint8_t)(1u << i);
+			if (access != CHUNK_READ)
+				bad |= (uint8_t)(1u << i);
 			continue;
 		}
 		if (!first_err)
