@@ -543,6 +543,11 @@ int chunk_fsync(struct fs *fs, struct fs_inode *in)
 	return sync_dirty(fs, in, 0, true);
 }
 
+int chunk_sync_crashed(struct fs *fs, struct fs_inode *in, uint64_t chunk)
+{
+	return sync_inode_chunks(fs, in->ino, in, &chunk, 1, NULL, 0, 0, false);
+}
+
 static int sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags, bool keep_mark)
 {
 	/* What it wrote before it was last dropped from memory first. */
