@@ -512,20 +512,33 @@ static bool copies_current(struct fs *fs, const struct chunk_fd *c)
 	return true;
 }
 
-/* Before the first change of a two-copy chunk whose record (val) a crash
- * left in write: its copies brought in step now (chunk_sync_crashed), for
- * that change marks the record in write for this mount and the sync after
- * would no longer know of the crash (SCHEMA.md "Copies").  1 when it did,
- * 0 when the record is not such, or -errno. */
-static int crash_apart(struct fs *fs, struct fs_inode *in, uint64_t chunk, const void *val,
-		       size_t vl)
+/* Opened for a change, a two-copy chunk whose record (val) a crash left in
+ * write: its open copies brought in step first (copies_resync), as the
+ * crash sweep's sync would, for the change marks the record in write for
+ * this mount and that sync no longer knows of the crash then (SCHEMA.md
+ * "Copies").  0, or -errno with fds[] closed. */
+static int crash_in_step(struct fs *fs, uint64_t ino, uint64_t chunk, struct chunk_place *place,
+			 const void *val, size_t vl, int fds[CHUNK_MAX_COPIES])
 {
 	struct chunk_value cv;
-	if (chunk_value_parse(val, vl, &cv) || !(cv.flags & CHUNK_INWRITE) ||
-	    cv.gen == fs->mount_gen)
+	if (place->copies < 2 || chunk_value_parse(val, vl, &cv) ||
+	    !(cv.flags & CHUNK_INWRITE) || cv.gen == fs->mount_gen)
 		return 0;
-	int rc = chunk_sync_crashed(fs, in, chunk);
-	return rc ? rc : 1;
+	int from = -1, nopen = 0;
+	for (unsigned i = 0; i < place->copies; i++)
+		if (fds[i] >= 0) {
+			nopen++;
+			if (from < 0)
+				from = (int)i;
+		}
+	int rc = nopen > 1 ? copies_resync(fs, ino, chunk, place, fds, (unsigned)from) : 0;
+	if (rc)
+		for (unsigned i = 0; i < place->copies; i++)
+			if (fds[i] >= 0) {
+				close(fds[i]);
+				fds[i] = -1;
+			}
+	return rc;
 }
 
 int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_access access,
@@ -540,7 +553,6 @@ int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_ac
 	if (write && !fs_writable(fs))
 		return -EROFS;
 	int mark = section_mark();
-	bool settled = false; /* crash_apart: once */
 again:;
 	/* Where the files are: the cached slot's place, else the record's;
 	 * a new chunk's is chosen by free space (space_place).  A record
@@ -558,35 +570,13 @@ again:;
 	if (cached) {
 		copies_settle(cached);
 		place = cached->place;
-		if (write && !cached->writable && place.copies > 1 && !settled) {
-			exists = chunk_record_fetch(fs, in->ino, chunk, &val, &vl, &durable, &lost);
-			if (exists < 0)
-				return exists;
-			int rc = exists ? crash_apart(fs, in, chunk, val, vl) : 0;
-			free(val);
-			val = NULL;
-			if (rc < 0)
-				return rc;
-			settled = true;
-			if (rc)
-				goto again;
-		}
 	} else {
 		exists = chunk_record_fetch(fs, in->ino, chunk, &val, &vl, &durable, &lost);
 		if (exists < 0)
 			return exists;
-		if (exists) {
+		if (exists)
 			place = value_place(fs, in->ino, chunk, val, vl);
-			int rc = write && place.copies > 1 && !settled
-					 ? crash_apart(fs, in, chunk, val, vl) : 0;
-			if (rc) {
-				free(val);
-				if (rc < 0)
-					return rc;
-				settled = true;
-				goto again;
-			}
-		} else if (access != CHUNK_CREATE) /* a hole */
+		else if (access != CHUNK_CREATE) /* a hole */
 			place = (struct chunk_place){
 				.section = chunk_section(in->ino, chunk, fs->info.sections), .copies = 1};
 		else if ((exists = space_place(fs, in, chunk, &place)) < 0)
@@ -635,6 +625,8 @@ again:;
 		rc = -ENOENT; /* no record: a hole */
 	} else if (exists) {
 		rc = open_copies(fs, in, chunk, &place, access, durable, lost, fds, &failed);
+		if (!rc && write)
+			rc = crash_in_step(fs, in->ino, chunk, &place, val, vl, fds);
 	} else {
 		int flags = O_RDWR | O_CLOEXEC;
 		rc = create_chunk(fs, in, chunk, &place, flags, fds);

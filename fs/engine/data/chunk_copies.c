@@ -20,6 +20,8 @@
  *
  * Reads go to the first live copy, and to the next when it fails or its
  * blocks fail their sums (read.c), which rewrites the bad one from it.
+ * After a crash, copies a chunk in write may have left apart are brought
+ * in step (copies_resync) before its sums are trusted or it changes.
  *
  * Also here, below chunk.c and sums.c, which use them: the directory a
  * chunk file of a section is in, and the log of a failed use of one.
@@ -29,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -226,4 +229,54 @@ int copies_heal(struct fs *fs, uint64_t ino, const struct chunk_fd *c, unsigned 
 		return rc; /* the caller flags it (copies_fail) */
 	devstats_count(fs, section_disk_of(fs, c->copy[i].section), DEVSTAT_REPAIRED);
 	return 0;
+}
+
+/* After a crash, the copies of a chunk in write then may differ where no
+ * fsync had reached: the first copy that opened is taken for all, copied
+ * over the others (the sums are then computed from it): by the sync that
+ * recomputes them (chunk_sync.c), or by the first change before it
+ * (chunk.c).  A copy that cannot be written is stale.  from is the first
+ * open in fds[]. */
+int copies_resync(struct fs *fs, uint64_t ino, uint64_t chunk, struct chunk_place *pl,
+		  int fds[CHUNK_MAX_COPIES], unsigned from)
+{
+	char *buf = malloc(1u << 20);
+	if (!buf)
+		return -ENOMEM;
+	struct stat st;
+	int rc = fstat(fds[from], &st) ? -errno : 0;
+	for (unsigned i = 0; !rc && i < pl->copies; i++) {
+		if (i == from || fds[i] < 0)
+			continue;
+		char rel[96];
+		uint32_t section = section_of_copy(pl->section, i, fs->info.sections);
+		section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+		int out = openat(chunk_dirfd(fs, section), rel, O_WRONLY | O_CLOEXEC);
+		int e = out < 0 ? -errno : 0;
+		for (off_t off = 0; !e && off < st.st_size; off += 1 << 20) {
+			size_t got = 0;
+			int r = lsmfs_pread_full(fds[from], buf, 1u << 20, off, &got);
+			if (r)
+				rc = r; /* the source failing: the chunk's sync fails */
+			else
+				e = lsmfs_pwrite_full(out, buf, got, off);
+			if (r || got < (1u << 20))
+				break;
+		}
+		if (!e && !rc && ftruncate(out, st.st_size) != 0)
+			e = -errno;
+		if (!e && !rc)
+			fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": copy %u brought in step with "
+				"copy %u after a crash", ino, chunk, i, from);
+		if (out >= 0)
+			close(out);
+		if (e) {
+			chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "bringing the copy in step ", -e);
+			pl->stale |= (uint8_t)(1u << i);
+			close(fds[i]);
+			fds[i] = -1;
+		}
+	}
+	free(buf);
+	return rc;
 }

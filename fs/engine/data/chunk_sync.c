@@ -62,57 +62,9 @@ static int sync_where(struct fs *fs, uint64_t ino, struct fs_inode *in, uint64_t
 	return chunk_where(fs, ino, chunk, place, crashed);
 }
 
-/* After a crash, the copies of a chunk in write then may differ where no
- * fsync had reached: the first copy that opened is taken for all, copied
- * over the others (the sums are then computed from it).  A copy that
- * cannot be written is stale.  fds[] open read-only; from is the first. */
-static int resync_copies(struct fs *fs, uint64_t ino, uint64_t chunk, struct chunk_place *pl,
-			 int fds[CHUNK_MAX_COPIES], unsigned from)
-{
-	char *buf = malloc(1u << 20);
-	if (!buf)
-		return -ENOMEM;
-	struct stat st;
-	int rc = fstat(fds[from], &st) ? -errno : 0;
-	for (unsigned i = 0; !rc && i < pl->copies; i++) {
-		if (i == from || fds[i] < 0)
-			continue;
-		char rel[96];
-		uint32_t section = section_of_copy(pl->section, i, fs->info.sections);
-		section_chunk_name(ino, chunk, section, rel, sizeof(rel));
-		int out = openat(chunk_dirfd(fs, section), rel, O_WRONLY | O_CLOEXEC);
-		int e = out < 0 ? -errno : 0;
-		for (off_t off = 0; !e && off < st.st_size; off += 1 << 20) {
-			size_t got = 0;
-			int r = lsmfs_pread_full(fds[from], buf, 1u << 20, off, &got);
-			if (r)
-				rc = r; /* the source failing: the chunk's sync fails */
-			else
-				e = lsmfs_pwrite_full(out, buf, got, off);
-			if (r || got < (1u << 20))
-				break;
-		}
-		if (!e && !rc && ftruncate(out, st.st_size) != 0)
-			e = -errno;
-		if (!e && !rc)
-			fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": copy %u brought in step with "
-				"copy %u after a crash", ino, chunk, i, from);
-		if (out >= 0)
-			close(out);
-		if (e) {
-			chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "bringing the copy in step ", -e);
-			pl->stale |= (uint8_t)(1u << i);
-			close(fds[i]);
-			fds[i] = -1;
-		}
-	}
-	free(buf);
-	return rc;
-}
-
 /* Copy i of a chunk a crash left in write, whose file is missing while
  * nothing of it was durable (no fsync reached it, so its creation need not
- * have either): made empty, its directory synced (resync_copies fills
+ * have either): made empty, its directory synced (copies_resync fills
  * it); its fd (read-only, as the sync's others), or -1 when it is not made
  * (it is stale then).  A file missing whose record says bytes were durable
  * is damage, not a crash's: left stale, for a scrub or fsck. */
@@ -255,7 +207,7 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 				if (!(pl[i].stale >> j & 1) && fds[i][j] < 0)
 					pl[i].stale |= (uint8_t)(1u << j);
 			if (crashed && opened > 1)
-				err[i] = resync_copies(fs, ino, chunk, &pl[i], fds[i], first);
+				err[i] = copies_resync(fs, ino, chunk, &pl[i], fds[i], first);
 		}
 		for (size_t i = 0; i < n; i++) {
 			uint64_t chunk = dirty[base + i];
@@ -541,11 +493,6 @@ int chunk_sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags)
 int chunk_fsync(struct fs *fs, struct fs_inode *in)
 {
 	return sync_dirty(fs, in, 0, true);
-}
-
-int chunk_sync_crashed(struct fs *fs, struct fs_inode *in, uint64_t chunk)
-{
-	return sync_inode_chunks(fs, in->ino, in, &chunk, 1, NULL, 0, 0, false);
 }
 
 static int sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags, bool keep_mark)

@@ -212,12 +212,7 @@ int chunk_record_lower(struct fs *fs, struct chunk_fd *c, uint64_t ino, uint64_t
 int chunk_sync_dirty(struct fs *fs, struct fs_inode *in, unsigned wflags);
 /* chunk_sync_dirty for fsync: the chunks keep their in-write marks (sums.c). */
 int chunk_fsync(struct fs *fs, struct fs_inode *in);
-/* Chunk chunk of in, which a crash left in write with two copies: its
- * copies brought in step (a missing one made), synced and its length and
- * sums recorded, as the crash sweep's sync would do, before a change marks
- * it in write for this mount and so hides the crash from that sync.  Under
- * in's lock, inside no section's gate. */
-int chunk_sync_crashed(struct fs *fs, struct fs_inode *in, uint64_t chunk);
+
 /* in is dropped from memory with chunks written since their lengths were
  * last recorded: keep them (taken from in->data).  Under in's lock.
  * Returns true when the kept set is past its bound: the caller then calls
@@ -259,6 +254,12 @@ int copies_pwrite(struct fs *fs, uint64_t ino, struct chunk_fd *c, const void *b
 uint64_t copies_blocks(const struct chunk_fd *c);
 void copies_writeback(const struct chunk_fd *c);
 void copies_settle(struct chunk_fd *c);
+/* After a crash, the copies of a chunk its record has in write may differ
+ * where no fsync reached: copy from (fds[from], open) is copied over each
+ * other copy open in fds[] (written by name); one that cannot be written
+ * is stale in *pl, its fd closed.  0, or the error reading from. */
+int copies_resync(struct fs *fs, uint64_t ino, uint64_t chunk, struct chunk_place *pl,
+		  int fds[CHUNK_MAX_COPIES], unsigned from);
 int copies_heal(struct fs *fs, uint64_t ino, const struct chunk_fd *c, unsigned i,
 		const char *buf, size_t n, uint64_t off);
 
