@@ -206,6 +206,14 @@ int chunk_value_place(const uint8_t *p, size_t len, uint64_t ino, uint64_t chunk
 		      uint32_t sections, struct chunk_place *place);
 
 
+/* What a scrub found (chunk_scrub, chunk_scrub.c): chunks scrubbed,
+ * bytes read, errors (damage found, per copy), repaired, unrepaired (left:
+ * errors = repaired + unrepaired), copies rebuilt and not rebuilt, chunks
+ * skipped. */
+struct scrub_count {
+	uint64_t chunks, bytes, errors, repaired, unrepaired, rebuilt, unrebuilt, skipped;
+};
+
 /* Disk record value (`K`): the disk's 16-byte UUID, then its path (no
  * NUL).  Into out (DISK_REC_MAX bytes); the length, or 0 when the path is
  * longer than a Linux path may be (PATH_MAX, 4096). */

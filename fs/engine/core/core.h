@@ -463,12 +463,16 @@ struct fs {
  * until iogate_end; it lets the lock go for a chunk's I/O between
  * iogate_out and iogate_back (slot c pinned).  A change of the file's
  * layout calls iogate_drain first; iogate_wait waits for a pin, a turn or
- * a drain to go. */
+ * a drain to go.  iogate_drain_read drains, then begins a read at once,
+ * taking no turn: the caller is alone in the file's gate (no slot pinned)
+ * for what needs it quiet, and its I/O then runs beside other reads, with
+ * the lock let go, until iogate_end (a chunk's scrub, chunk_scrub.c). */
 bool iogate_try_begin(struct fs *fs, struct fs_inode *in, bool write);
 void iogate_unwait(struct fs *fs, struct fs_inode *in);
 void iogate_begin_read(struct fs *fs, struct fs_inode *in);
 void iogate_end(struct fs *fs, struct fs_inode *in, bool write);
 void iogate_drain(struct fs *fs, struct fs_inode *in);
+void iogate_drain_read(struct fs *fs, struct fs_inode *in);
 void iogate_out(struct fs *fs, struct fs_inode *in, struct chunk_fd *c);
 void iogate_back(struct fs *fs, struct fs_inode *in, struct chunk_fd *c);
 void iogate_wait(struct fs *fs, struct fs_inode *in);

@@ -139,11 +139,9 @@ void chunk_enter(struct fs *fs, const struct chunk_place *place, uint64_t ino, u
  * in's lock, drained). */
 void chunk_let_go(struct fs *fs, struct fs_inode *in, uint64_t chunk);
 /* chunk_scrub.c: scrub chunk (ino, chunk) (see there), taking ino's lock;
- * what it found added to *n; *unrepaired: bytes of it no copy holds good
- * (the caller names the file).  0, or -errno of the scrub itself. */
-struct scrub_count {
-	uint64_t chunks, bytes, errors, repaired, unrepaired, rebuilt, unrebuilt, skipped;
-};
+ * what it found added to *n (struct scrub_count: schema.h);
+ * *unrepaired: it has errors left (the caller names the file).  0,
+ * -EROFS when the filesystem is read-only, or -errno of the scrub itself. */
 int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count *n,
 		bool *unrepaired);
 /* Keep rec.blocks in step with what the chunk file holds now (its
