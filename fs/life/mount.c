@@ -316,6 +316,7 @@ int fs_close(struct fs *fs)
 {
 	int rc = 0;
 	control_stop(fs); /* a move under way rolls back first */
+	scrub_stop(fs);   /* saved as interrupted: a resume goes on */
 	rdonly_stop(fs);
 	diskwatch_stop(fs);
 	namer_stop(fs); /* what it holds is logged first */

@@ -308,6 +308,9 @@ struct fs {
 		int active;               /* connections being served */
 		struct move_progress now; /* of the move under way */
 	} ctl;
+	/* admin/scrub.c: the online scrub (opaque here): made by the first
+	 * scrub request (under ctl.lock), freed at fs_close. */
+	struct scrub *scrub;
 	uint8_t *section_changed; /* bitmap: a chunk file made or removed there (atomics) */
 	int *sections_fd;         /* disk index -> fd of <disk>/.lsmfs/sections */
 	bool under_copied_said;   /* space.c: a chunk got fewer copies than asked (atomic) */
