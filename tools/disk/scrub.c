@@ -264,8 +264,8 @@ static int wait_end(struct session *s, volatile sig_atomic_t *stop, bool json)
 		struct timespec t = {.tv_sec = pause_ms / 1000,
 				     .tv_nsec = (long)(pause_ms % 1000) * 1000000};
 		nanosleep(&t, NULL);
-		if (pause_ms < 1000)
-			pause_ms *= 2;
+		if (pause_ms < 200)
+			pause_ms *= 2; /* then 5 asks a second: each is a line of JSON */
 	}
 }
 
