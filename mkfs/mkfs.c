@@ -52,6 +52,8 @@ struct options {
 	char *meta_arg;              /* the split copy of --meta's argument */
 	uint32_t copies;             /* --meta-copies, or 0: the default */
 	struct store_filter filter;  /* --filter: the metadata store's table filter */
+	uint32_t data_copies;        /* --data-copies: copies of each chunk (0: 1) */
+	const char *placement;       /* --placement: spread or together (NULL: spread) */
 	bool force;
 	bool quiet;
 	uint32_t ndisks;
@@ -87,7 +89,7 @@ static void usage(FILE *out)
 		"Usage: " PROG " [-L LABEL] [-U UUID] [--sections N] "
 		"[--chunk-size BYTES]\n"
 		"                  [--inline-max BYTES] [--meta-copies K] [--meta DIR[,DIR...]]\n"
-		"                  [--filter POLICY]\n"
+		"                  [--filter POLICY] [--data-copies K] [--placement POLICY]\n"
 		"                  [-f] [-q] DISK [DISK...]\n"
 		"\n"
 		"Make an lsmfs filesystem spanning the given disks (directories, "
@@ -112,6 +114,14 @@ static void usage(FILE *out)
 		"      --filter POLICY   the metadata store's table filter: bloom[:BITS],\n"
 		"                        elastic[:UNITSxBITS], quotient[:BITS] or none\n"
 		"                        (default bloom:10; store/FILTERS.md)\n"
+		"      --data-copies K   copies of each chunk of file data, on K disks:\n"
+		"                        1 (the default, as btrfs's single) or 2 (as\n"
+		"                        raid1); directories may ask otherwise\n"
+		"                        (user.lsmfs.copies)\n"
+		"      --placement P     where a file's chunks go: spread (the default,\n"
+		"                        over every disk) or together (each file on one\n"
+		"                        disk); directories may ask otherwise\n"
+		"                        (user.lsmfs.placement)\n"
 		"  -f, --force           format disks that are not empty or hold an "
 		"lsmfs\n"
 		"  -q, --quiet           print nothing but errors\n"
@@ -173,7 +183,8 @@ static int parse_count(const char *s, uint64_t *out)
 	return 0;
 }
 
-enum { OPT_SECTIONS = 256, OPT_CHUNK, OPT_INLINE, OPT_META, OPT_COPIES, OPT_FILTER };
+enum { OPT_SECTIONS = 256, OPT_CHUNK, OPT_INLINE, OPT_META, OPT_COPIES, OPT_FILTER,
+       OPT_DATA_COPIES, OPT_PLACEMENT };
 
 /* 0 to go on, 1 to exit with an error, -1 to exit 0 (help, version). */
 static int parse_args(int argc, char **argv, struct options *o)
@@ -187,6 +198,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "meta", required_argument, NULL, OPT_META },
 		{ "meta-copies", required_argument, NULL, OPT_COPIES },
 		{ "filter", required_argument, NULL, OPT_FILTER },
+		{ "data-copies", required_argument, NULL, OPT_DATA_COPIES },
+		{ "placement", required_argument, NULL, OPT_PLACEMENT },
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -282,6 +295,23 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->copies = (uint32_t)k;
 			break;
 		}
+		case OPT_DATA_COPIES: {
+			uint64_t k;
+			if (parse_count(optarg, &k) != 0 || k < 1 || k > CHUNK_MAX_COPIES) {
+				fail("--data-copies '%s': must be a number from 1 to %d", optarg,
+				     CHUNK_MAX_COPIES);
+				return 1;
+			}
+			o->data_copies = (uint32_t)k;
+			break;
+		}
+		case OPT_PLACEMENT:
+			if (strcmp(optarg, "spread") && strcmp(optarg, "together")) {
+				fail("--placement '%s': must be spread or together", optarg);
+				return 1;
+			}
+			o->placement = optarg;
+			break;
 		case 'f':
 			o->force = true;
 			break;
@@ -729,6 +759,13 @@ static void print_plan(const struct options *o, const struct disk *disks,
 	char filter[64];
 	store_filter_format(&o->filter, filter, sizeof(filter));
 	printf("Metadata store table filter: %s\n", filter);
+	printf("File data: %u cop%s of each chunk, placement %s\n",
+	       o->data_copies ? o->data_copies : 1, o->data_copies > 1 ? "ies" : "y",
+	       o->placement ? o->placement : "spread");
+	if (o->data_copies > o->ndisks)
+		printf("Warning: %u copies asked of %u disk%s: each chunk has %u until disks are "
+		       "added (a scrub then makes the others)\n", o->data_copies, o->ndisks,
+		       o->ndisks == 1 ? "" : "s", o->ndisks);
 	fflush(stdout);
 }
 
@@ -758,6 +795,8 @@ static int make_fs(const struct options *o, struct disk *disks,
 	p.label = o->label ? o->label : "";
 	p.created = (uint64_t)time(NULL);
 	p.filter = o->filter;
+	p.data_copies = o->data_copies;
+	p.placement = o->placement;
 
 	/* Copy c on disk c (SCHEMA.md "Store copies"), or in the c-th
 	 * --meta directory. */

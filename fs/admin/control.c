@@ -101,6 +101,30 @@ static void missing_disk(struct fs *fs, uint32_t d, bool first, struct json_out 
 	json_put(o, "}");
 }
 
+/* The filesystem's data policy, the root's (SCHEMA.md "Copies",
+ * "Placement"), and whether its disks can hold the copies it asks:
+ * {"copies":K,"placement":"spread","usable_disks":N,"under_replicated":B}. */
+static void data_policy_json(struct fs *fs, struct json_out *o)
+{
+	unsigned copies = 1;
+	enum placement p = PLACE_SPREAD;
+	int rc;
+	struct fs_inode *root = inode_get(fs, LSMFS_ROOT_INO, &rc);
+	if (root) {
+		inode_lock(fs, root);
+		(void)policy_copies(fs, root, &copies); /* unreadable: the default */
+		(void)policy_placement(fs, root, &p);
+		inode_unlock(fs, root);
+		inode_put(fs, root);
+	}
+	uint32_t usable = 0;
+	for (uint32_t d = 0; d < fs->ds->ndisks; d++)
+		usable += diskset_present(fs->ds, d) && disk_usable(fs, d);
+	json_put(o, "{\"copies\":%u,\"placement\":\"%s\",\"usable_disks\":%" PRIu32
+		 ",\"under_replicated\":%s}", copies, p == PLACE_TOGETHER ? "together" : "spread",
+		 usable, usable < copies ? "true" : "false");
+}
+
 static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 {
 	uint32_t n = fs->info.sections;
@@ -162,7 +186,9 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 		json_put(&o, "}");
 		first = false;
 	}
-	json_put(&o, "],\"section_disk\":[");
+	json_put(&o, "],\"data\":");
+	data_policy_json(fs, &o);
+	json_put(&o, ",\"section_disk\":[");
 	for (uint32_t s = 0; s < n; s++)
 		json_put(&o, "%s%" PRIu32, s ? "," : "", section_disk_of(fs, s));
 	json_put(&o, "],\"section_bytes\":[");
@@ -418,6 +444,9 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 	} else if (sscanf(req, "drop-lost %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_DISKS ? lost_drop_disk(fs, (uint32_t)d, out, ctx, err, sizeof(err))
 					 : -EINVAL;
+	} else if (sscanf(req, "convert %lu %lu%c", &s, &d, &tail) == 2) {
+		rc = d <= CHUNK_MAX_COPIES ? convert_file(fs, s, (unsigned)d, out, ctx, err, sizeof(err))
+					   : -EINVAL;
 	} else if (sscanf(req, "detach %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_DISKS ? members_detach(fs, (uint32_t)d, err, sizeof(err)) : -EINVAL;
 		if (!rc && fs->se)

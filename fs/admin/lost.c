@@ -20,7 +20,14 @@
  *      every `P` entry in one synced batch (with `M move` when a move
  *      from or to the disk was recorded), then the map in memory, each
  *      section frozen for its switch so that cached fds go stale.
- *   3. the disk is detached (members.c), without writing to it.
+ *   3. a chunk with two copies, one of them on the disk, is not lost: in
+ *      step 1 that copy is marked stale (the record kept), each section
+ *      in step 2 goes to a disk other than its partner's where there is
+ *      one, and then every chunk left with a stale copy gets it rebuilt
+ *      from the good one on its section's new disk (chunk_scrub): the
+ *      copy count restored, online; those with no disk for it yet stay
+ *      stale, counted, for a scrub after a disk is added;
+ *   4. the disk is detached (members.c), without writing to it.
  * A crash between the steps leaves a disk that is still a member, with
  * some or all of its records marked: running it again finishes.  A lost
  * record reads (and writes) as EIO; truncating below it, or removing the
@@ -59,7 +66,9 @@ struct dropper {
 	/* the inode whose records are being collected */
 	uint64_t ino;
 	uint64_t *chunk;
-	size_t nchunk, capchunk;
+	uint8_t *gone;          /* by chunk: the copies gone, when another is left (0: lost) */
+	size_t nchunk, capchunk, capgone;
+	uint64_t staled;        /* copies marked stale, their chunks kept */
 };
 
 static int grow(void **v, size_t *cap, size_t n, size_t size)
@@ -92,6 +101,18 @@ static int mark_inode(struct dropper *dr)
 	uint64_t size = (in->rec.flags & INODE_FLAG_CHUNKED) ? in->rec.size : 0;
 	for (size_t i = 0; !rc && i < dr->nchunk; i++) {
 		uint64_t c = dr->chunk[i];
+		if (dr->gone[i]) {
+			/* Another copy has the data: this one is stale, rebuilt
+			 * once its section is on another disk (SCHEMA.md
+			 * "Copies"), the chunk kept. */
+			rc = chunk_restale(fs, in, c, dr->gone[i], 0, b);
+			if (rc == -ENODATA)
+				rc = 0; /* the other copy was stale too: lost below */
+			else {
+				dr->staled += !rc;
+				continue;
+			}
+		}
 		if (c >= size / cs + (size % cs != 0))
 			continue; /* past the size: in flux, not data */
 		uint64_t len = size - c * cs < cs ? size - c * cs : cs;
@@ -150,10 +171,23 @@ static int mark_all(struct dropper *dr)
 		if (kl != 17)
 			continue; /* fsck's to report */
 		uint64_t ino = get_be64(k + 1), chunk = get_be64(k + 9);
-		uint32_t s; /* where its file is (SCHEMA.md "Placement") */
-		if (chunk_value_section(v, vl, ino, chunk, fs->info.sections, &s))
+		/* Where its copies are (SCHEMA.md "Placement", "Copies"). */
+		struct chunk_place pl;
+		if (chunk_value_place(v, vl, ino, chunk, fs->info.sections, &pl))
 			continue; /* damaged: fsck's to report */
-		if (dr->target ? dr->target[s] == UINT32_MAX : file_there(fs, ino, chunk, s))
+		uint8_t gone = 0, have = 0;
+		for (unsigned i = 0; i < pl.copies; i++) {
+			if (pl.stale >> i & 1)
+				continue;
+			uint32_t s = section_of_copy(pl.section, i, fs->info.sections);
+			bool g = dr->target ? dr->target[s] != UINT32_MAX
+					    : !file_there(fs, ino, chunk, s);
+			if (g)
+				gone |= (uint8_t)(1u << i);
+			else
+				have |= (uint8_t)(1u << i);
+		}
+		if (!gone)
 			continue;
 		if (ino != dr->ino) {
 			rc = mark_inode(dr);
@@ -161,8 +195,11 @@ static int mark_all(struct dropper *dr)
 			dr->nchunk = 0;
 		}
 		if (!rc && !(rc = grow((void **)&dr->chunk, &dr->capchunk, dr->nchunk,
-				       sizeof(*dr->chunk))))
+				       sizeof(*dr->chunk))) &&
+		    !(rc = grow((void **)&dr->gone, &dr->capgone, dr->nchunk, sizeof(*dr->gone)))) {
+			dr->gone[dr->nchunk] = have ? gone : 0;
 			dr->chunk[dr->nchunk++] = chunk;
+		}
 	}
 	if (!rc)
 		rc = store_iter_status(it);
@@ -257,6 +294,41 @@ static int switch_all(struct dropper *dr, const struct section_move *m, bool mov
 	return 0;
 }
 
+/* Step 3: every chunk left with a stale copy whose section is now on a
+ * usable disk, not its other copy's, gets the copy back (chunk_scrub
+ * rebuilds it from the good one, synced, and clears the mark): the copy
+ * count restored where the disks allow. */
+static int rebuild_stale(struct dropper *dr, uint64_t *rebuilt, uint64_t *left)
+{
+	struct fs *fs = dr->fs;
+	uint8_t lo[1] = {KEY_CHUNK}, hi[1] = {KEY_CHUNK + 1};
+	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
+	struct store_iter *it;
+	int rc = store_iter_new(fs->st, &io, &it);
+	if (rc)
+		return rc;
+	struct scrub_count sc = {0};
+	for (store_iter_seek_first(it); !rc && store_iter_valid(it); store_iter_next(it)) {
+		size_t kl, vl;
+		const uint8_t *k = store_iter_key(it, &kl);
+		const uint8_t *v = store_iter_value(it, &vl);
+		if (kl != 17)
+			continue;
+		uint64_t ino = get_be64(k + 1), chunk = get_be64(k + 9);
+		struct chunk_place pl;
+		if (chunk_value_place(v, vl, ino, chunk, fs->info.sections, &pl) || !pl.stale)
+			continue;
+		bool unrepaired;
+		rc = chunk_scrub(fs, ino, chunk, &sc, &unrepaired);
+	}
+	if (!rc)
+		rc = store_iter_status(it);
+	store_iter_free(it);
+	*rebuilt = sc.rebuilt;
+	*left = sc.unrebuilt;
+	return rc;
+}
+
 /* The files that lost bytes, by path, to out and the log. */
 static void report(struct dropper *dr, int (*out)(void *, const char *), void *ctx)
 {
@@ -346,10 +418,16 @@ static int drop_locked(struct fs *fs, uint32_t d, uint32_t *target,
 		target[s] = UINT32_MAX;
 		if (section_disk_of(fs, s) != d)
 			continue;
+		/* Not where its partner is (SCHEMA.md "Copies"): a chunk's
+		 * copies stay on two disks, but when no other disk is left. */
+		uint32_t partner = section_of_copy(s, 1, n);
+		uint32_t pd = partner == UINT32_MAX ? UINT32_MAX : section_disk_of(fs, partner);
 		uint32_t best = UINT32_MAX;
-		for (uint32_t t = 0; t < ds->ndisks; t++)
-			if ((usable >> t & 1) && (best == UINT32_MAX || held[t] < held[best]))
-				best = t;
+		for (int pass = 0; pass < 2 && best == UINT32_MAX; pass++)
+			for (uint32_t t = 0; t < ds->ndisks; t++)
+				if ((usable >> t & 1) && (pass || t != pd) &&
+				    (best == UINT32_MAX || held[t] < held[best]))
+					best = t;
 		target[s] = best;
 		held[best]++;
 		lost++;
@@ -375,20 +453,33 @@ static int drop_locked(struct fs *fs, uint32_t d, uint32_t *target,
 			"chunks are marked lost; run it again)", d, lost, strerror(-rc));
 		goto out;
 	}
+	uint64_t rebuilt = 0, left = 0;
+	if (dr.staled) {
+		rc = rebuild_stale(&dr, &rebuilt, &left);
+		if (rc)
+			fs_logf(fs, "dropping disk %u: rebuilding the copies it held: %s (a scrub "
+				"rebuilds them)", d, strerror(-rc));
+		rc = 0;
+	}
 	report(&dr, out, ctx);
 	fs_logf(fs, "disk %u dropped as lost: %u section%s given to the other disks, %" PRIu64
-		" chunk%s of %zu file%s lost", d, lost, lost == 1 ? "" : "s", dr.chunks,
-		dr.chunks == 1 ? "" : "s", dr.nfiles, dr.nfiles == 1 ? "" : "s");
+		" chunk%s of %zu file%s lost, %" PRIu64 " cop%s it held rebuilt on the others (%"
+		PRIu64 " left stale: no disk for them)", d, lost, lost == 1 ? "" : "s", dr.chunks,
+		dr.chunks == 1 ? "" : "s", dr.nfiles, dr.nfiles == 1 ? "" : "s", rebuilt,
+		rebuilt == 1 ? "y" : "ies", left);
 	rc = members_detach_locked(fs, d, err, errlen);
 	if (!rc) {
-		char line[160];
+		char line[256];
 		snprintf(line, sizeof(line), "dropped {\"disk\":%" PRIu32 ",\"sections\":%" PRIu32
-			 ",\"chunks\":%" PRIu64 ",\"files\":%zu}", d, lost, dr.chunks, dr.nfiles);
+			 ",\"chunks\":%" PRIu64 ",\"files\":%zu,\"copies_rebuilt\":%" PRIu64
+			 ",\"copies_stale\":%" PRIu64 "}", d, lost, dr.chunks, dr.nfiles, rebuilt,
+			 left);
 		(void)out(ctx, line);
 	}
 out:
 	free(dr.files);
 	free(dr.chunk);
+	free(dr.gone);
 	return rc;
 }
 
@@ -403,6 +494,7 @@ int lost_mark_missing(struct fs *fs, int (*out)(void *ctx, const char *line), vo
 	*chunks = dr.chunks;
 	free(dr.files);
 	free(dr.chunk);
+	free(dr.gone);
 	return rc;
 }
 

@@ -404,6 +404,8 @@ static int may_start(struct mover *mv, uint32_t section, bool evacuate)
  * recorded (synced).  Nothing to roll back when it fails. */
 static int move_begin(struct mover *mv)
 {
+	uint32_t partner = section_of_copy(mv->m.section, 1, mv->fs->info.sections);
+	mv->doubles = partner != UINT32_MAX && section_disk_of(mv->fs, partner) == mv->m.to;
 	struct fs *fs = mv->fs;
 	uint32_t from = mv->m.from, to = mv->m.to;
 	if (!disk_usable(fs, from) || !disk_usable(fs, to)) {

@@ -246,9 +246,34 @@ static int unreadable(struct mover *mv, const char *name, uint64_t size, int err
  * 0 when copied (or, evacuating, found unreadable), or a negative errno (the
  * message in mv->err names the file and says which side failed).
  */
+/*
+ * A move onto the disk of the section's partner would put both copies of
+ * a chunk that has two live ones on one disk (SCHEMA.md "Copies"): such a
+ * move is refused, -EXDEV (rolled back), and lsmfs-disk leaves the
+ * section where it is.  0 when name is not such a chunk's file.
+ */
+static int refuse_double(struct mover *mv, const char *name)
+{
+	struct fs *fs = mv->fs;
+	uint64_t ino, chunk;
+	struct chunk_place pl;
+	if (!section_chunk_parse(name, &ino, &chunk) || chunk_where(fs, ino, chunk, &pl, NULL) != 1 ||
+	    pl.copies < 2 || pl.stale)
+		return 0;
+	move_set_err(mv, "section %" PRIu32 " holds a copy of inode %" PRIu64 " chunk %" PRIu64
+		     " whose other copy is on disk %" PRIu32 " (its partner section's): the two "
+		     "copies would be on one disk", mv->m.section, ino, chunk, mv->m.to);
+	return -EXDEV;
+}
+
 int move_copy_chunk(struct mover *mv, const char *name, bool sync)
 {
 	struct fs *fs = mv->fs;
+	if (mv->doubles) {
+		int r = refuse_double(mv, name);
+		if (r)
+			return r;
+	}
 	int in = open_source(mv, name);
 	if (in < 0 && errno == ENOENT) {
 		if (unlinkat(mv->dst_dir, name, 0) != 0 && errno != ENOENT) {

@@ -25,6 +25,7 @@ struct mover {
 	bool tracking; /* the section's changes recorded (gate.c section_track) */
 	bool frozen; /* no progress reports then: a slow reader must not hold the freeze */
 	bool evacuate;
+	bool doubles; /* to is the disk of the section's partner: chunks with two copies refuse it */
 	struct move_lost *lost; /* evacuating: the chunks that could not be read */
 	size_t nlost, caplost;
 };

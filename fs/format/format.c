@@ -59,6 +59,15 @@ static int check_params(const struct fs_format_params *p, char *err,
 			(unsigned long long)p->chunk_size);
 		return -EINVAL;
 	}
+	if (p->data_copies > CHUNK_MAX_COPIES) {
+		(void)fs_set_err(err, errlen, 0, "data copies %u: at most %d", p->data_copies,
+				 CHUNK_MAX_COPIES);
+		return -EINVAL;
+	}
+	if (p->placement && strcmp(p->placement, "spread") && strcmp(p->placement, "together")) {
+		(void)fs_set_err(err, errlen, 0, "placement '%s': spread or together", p->placement);
+		return -EINVAL;
+	}
 	if (p->inline_max >= p->chunk_size) {
 		(void)fs_set_err(err, errlen, 0, "inline limit %u is not below the chunk size",
 			p->inline_max);
@@ -192,6 +201,25 @@ static int fill_batch(struct store_batch *b, const struct fs_format_params *p)
 	/* The root's links: its own ".", its name (the root's ".." is
 	 * itself), and lost+found's "..". */
 	dir_inode(&r, 0755, 3, &now);
+	/* The filesystem's data policy: the root's attributes, inherited by
+	 * what is made below (fs/engine/attr/policy.c). */
+	char copies[2] = {(char)('0' + p->data_copies), 0};
+	const struct {
+		const char *name, *value;
+	} policy[] = {
+		{"user.lsmfs.copies", p->data_copies > 1 ? copies : NULL},
+		{"user.lsmfs.placement", p->placement},
+	};
+	for (size_t i = 0; i < sizeof(policy) / sizeof(policy[0]); i++) {
+		if (!policy[i].value)
+			continue;
+		r.flags |= INODE_FLAG_XATTR;
+		uint8_t xk[KEY_MAX + 32];
+		size_t xl = key_xattr(xk, LSMFS_ROOT_INO, policy[i].name, strlen(policy[i].name));
+		rc = store_batch_put(b, xk, xl, policy[i].value, strlen(policy[i].value));
+		if (rc)
+			return rc;
+	}
 	inode_rec_encode(&r, rec);
 	klen = key_inode(key, LSMFS_ROOT_INO);
 	rc = store_batch_put(b, key, klen, rec, sizeof(rec));

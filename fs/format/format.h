@@ -135,6 +135,11 @@ struct fs_format_params {
 	uint32_t nstore_copies;
 	/* The store's table filter, kept in `M filter` (SCHEMA.md). */
 	struct store_filter filter;
+	/* The root's data policy (SCHEMA.md "Placement", "Copies"), which
+	 * what is made below inherits: copies of each chunk (0: one), and
+	 * "spread" or "together" (NULL: spread). */
+	uint32_t data_copies;
+	const char *placement;
 };
 
 /*

@@ -113,4 +113,29 @@ n=$(grep -c 'placement together' "$T/daemon3.log")
 [[ $n == 1 ]] || fail "the spill was logged $n times"
 out=$("$FSCK" -n "$LS" 2>&1) || fail "fsck after a spill: $(grep LSMFS- <<<"$out" | head -3)"
 say "a 100 MiB together file over 24 + 96 MiB disks: read back equal (spill logged $n times)"
+# ---- mkfs --data-copies 2 --placement together: the root's policy ----
+E0=$T/e0 E1=$T/e1
+mkdir -p "$E0" "$E1"
+"$MKFS" -q --sections 64 --chunk-size 65536 --data-copies 2 --placement together "$E0" "$E1" ||
+	fail "mkfs --data-copies 2 --placement together"
+"$MKFS" -q --data-copies 3 "$T/e2" 2>/dev/null && fail "mkfs --data-copies 3 taken"
+"$MKFS" -q --placement bogus "$T/e2" 2>/dev/null && fail "mkfs --placement bogus taken"
+mount_fg "$T/daemon4.log" "$E0:$E1" || fail "mount of the 2-copy filesystem"
+[[ $(getfattr --only-values -n user.lsmfs.copies "$M" 2>/dev/null) == 2 &&
+   $(getfattr --only-values -n user.lsmfs.placement "$M" 2>/dev/null) == together ]] ||
+	fail "the root does not show the policy mkfs was given"
+mkdir "$M/d"
+head -c 700000 /dev/urandom > "$P/two"
+cp "$P/two" "$M/d/two"
+sync -f "$M/d/two"
+ino=$(stat -c %i "$M/d/two")
+n0=$(find "$E0/.lsmfs/sections" -type f -name "$ino.*" | wc -l)
+n1=$(find "$E1/.lsmfs/sections" -type f -name "$ino.*" | wc -l)
+[[ $n0 == 11 && $n1 == 11 ]] || fail "a 2-copy file of 11 chunks has $n0 chunk files on disk 0, $n1 on disk 1"
+# together: copy 0 of every chunk in one section
+s0=$(find "$E0/.lsmfs/sections" "$E1/.lsmfs/sections" -type f -name "$ino.*" -printf '%h\n' | sort -u | wc -l)
+[[ $s0 == 2 ]] || fail "a together file with 2 copies spans $s0 section directories, not 2"
+cmp -s "$P/two" "$M/d/two" || fail "the 2-copy file differs"
+umount_wait "$E0:$E1" || fail "unmount of the 2-copy filesystem"
+say "mkfs --data-copies 2 --placement together: the root shows both, a file of 11 chunks has 11 files on each disk in 2 sections"
 finish

@@ -161,7 +161,7 @@ only 'lsmfs disk0 data d' # nothing after the mount point
 
 # mkfs.lsmfs [options] DISK [DISK...]: one directory per word, no DISK:DISK
 has 'mkfs.lsmfs --' --label --uuid --sections --chunk-size --inline-max \
-    --meta-copies --meta --filter --force --quiet
+    --meta-copies --meta --filter --data-copies --placement --force --quiet
 has 'mkfs.lsmfs -' -L -U -f -q
 only 'mkfs.lsmfs di' disk0 disk1
 only 'mkfs.lsmfs -f -L vol disk0 di' disk0 disk1
@@ -169,6 +169,8 @@ only 'mkfs.lsmfs disk0:di' # a DISK is one directory: nothing named disk0:di*
 only 'mkfs.lsmfs -L ' # a label
 only 'mkfs.lsmfs --filter ' bloom elastic quotient none
 only 'mkfs.lsmfs --meta-copies ' 1 2 3 4
+only 'mkfs.lsmfs --data-copies ' 1 2
+only 'mkfs.lsmfs --placement ' spread together
 only 'mkfs.lsmfs --meta m' m0 m1
 only 'mkfs.lsmfs --meta m0,m' m0,m0/ m0,m1/
 only 'mkfs.lsmfs --meta=m0,m' m0,m0/ m0,m1/
@@ -202,7 +204,9 @@ only 'lsmfs-inspect --backup o' out
 
 # lsmfs-disk DISK[:DISK...]|MOUNTPOINT COMMAND [ARGS] [OPTIONS]
 only 'lsmfs-disk /mnt/lsmfs ' status list stats rebalance move add remove copy \
-    backup restore scrub
+    backup restore convert scrub
+only 'lsmfs-disk /mnt/lsmfs convert --' --copies
+only 'lsmfs-disk /mnt/lsmfs convert --copies ' 1 2
 only 'lsmfs-disk disk0:disk1 re' rebalance remove restore
 has 'lsmfs-disk ' /mnt/lsmfs '/mnt/with space' disk0 disk1 # lsmfs mounts too
 lacks 'lsmfs-disk ' /mnt/other disk-file # another FUSE filesystem, a file

@@ -75,6 +75,9 @@ struct status {
 	char *json;                 /* as the daemon wrote it */
 	uint64_t store_disks;       /* bit d: disk d holds a copy of the store */
 	bool degraded;              /* a copy of the store is missing or failed */
+	uint32_t data_copies;       /* the root's user.lsmfs.copies (0: not said) */
+	uint32_t usable_disks;
+	char placement[16];
 	uint32_t ncopies;           /* the store's copies, by number */
 	struct {
 		int64_t disk;       /* -1: a directory of its own */

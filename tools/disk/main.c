@@ -26,6 +26,8 @@
 #include "sizes.h"
 
 #include <errno.h>
+#include <ftw.h>
+#include <sys/xattr.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -71,6 +73,11 @@ static void usage(FILE *f)
 		"  copy move N DISK   copy add DISK, then copy remove N\n"
 		"  backup DIR         a consistent copy of the metadata store in DIR (new or\n"
 		"                     empty), taken while mounted; chunk files are not in it\n"
+		"  convert --copies K [PATH]\n"
+		"                     (mounted) the tree at PATH (default: all of it) to K\n"
+		"                     copies of file data: each directory's and file's\n"
+		"                     user.lsmfs.copies, and the chunks already written,\n"
+		"                     online, one chunk at a time (crash-safe: run it again)\n"
 		"  restore DIR        (unmounted) put backup DIR's metadata store back onto\n"
 		"                     the disks it was taken with, which hold the chunk\n"
 		"                     files; files whose chunk files went since are listed\n"
@@ -86,7 +93,6 @@ static void usage(FILE *f)
 		"  scrub resume       go on with a scrub cancelled or interrupted (by an\n"
 		"                     unmount or a crash) from where it stopped\n"
 		"\n");
-	/* Two strings: C99 promises no more than 4095 bytes in one. */
 	fprintf(f,
 		"Options:\n"
 		"      --json         status, stats, scrub status, scrub start -B: one JSON\n"
@@ -114,6 +120,7 @@ static void usage(FILE *f)
 		"                     had bytes on it are listed (\"lost: PATH ...\") and read\n"
 		"                     as EIO there until truncated below them or removed;\n"
 		"                     its copy of the metadata store is replaced\n"
+		"      --copies K     convert: 1 or 2 copies of file data\n"
 		"  -r, --rate RATE    scrub start, resume: read at most RATE bytes per second\n"
 		"                     (K, M, G, T: binary units, as 50M; 0: no limit, the\n"
 		"                     default; resume keeps the last run's without it)\n"
@@ -185,6 +192,16 @@ static int cmd_status(struct session *s, bool json)
 		copy_down |= strcmp(st.copy[c].state, "in-sync") != 0;
 	if (st.degraded && !copy_down)
 		printf("DEGRADED: a disk is missing or unusable (above)\n");
+	if (st.data_copies) {
+		printf("file data: %u cop%s of each chunk, placement %s (the root's; directories "
+		       "may ask otherwise)\n", st.data_copies, st.data_copies == 1 ? "y" : "ies",
+		       st.placement[0] ? st.placement : "spread");
+		if (st.usable_disks < st.data_copies)
+			printf("UNDER-REPLICATED: %u copies asked, %u usable disk%s: new chunks get %u "
+			       "copy each until a disk is added (a scrub then makes the others)\n",
+			       st.data_copies, st.usable_disks, st.usable_disks == 1 ? "" : "s",
+			       st.usable_disks);
+	}
 	printf("metadata store: %u cop%s%s\n", st.ncopies, st.ncopies == 1 ? "y" : "ies",
 	       copy_down ? ", DEGRADED (restore the count: " PROG " ... copy add DISK)" : "");
 	for (uint32_t c = 0; c < st.ncopies; c++) {
@@ -231,6 +248,7 @@ struct progress {
 	bool evacuate;             /* remove --evacuate: a failing disk */
 	uint64_t lost;             /* chunks it could not read, listed */
 	size_t failed;             /* sections it could not move */
+	size_t kept;               /* sections kept apart from their partners' disks */
 };
 
 static double since(const struct timespec *t)
@@ -323,6 +341,13 @@ static int do_move(struct session *s, const struct move *m, struct progress *p)
 	int rc = session_ask(s, req, progress_line, p, err, sizeof(err));
 	if (p->tty)
 		fputc('\n', stderr);
+	if (rc == -EXDEV) {
+		/* It would put both copies of some chunks on one disk: it
+		 * stays, and the plan goes on without it. */
+		fprintf(stderr, PROG ": section %u stays on disk %u: %s\n", m->section, m->from, err);
+		p->kept++;
+		return 0;
+	}
 	if (rc) {
 		fprintf(stderr, PROG ": section %u: %s\n", m->section, err);
 		return EXIT_FAILED;
@@ -359,6 +384,9 @@ static int run_moves(struct session *s, const struct plan *pl, struct progress *
 		p->failed += rc != 0;
 		p->before += pl->moves[i].bytes;
 	}
+	if (p->kept)
+		printf("%zu section%s stayed: moved, %s would have put both copies of chunks on one "
+		       "disk\n", p->kept, p->kept == 1 ? "" : "s", p->kept == 1 ? "it" : "each");
 	return p->failed ? EXIT_FAILED : EXIT_DONE;
 }
 
@@ -895,6 +923,97 @@ static void backup_line(void *ctx, const char *text)
 		jv_free(v);
 }
 
+/* The walk of a convert: nftw has no context argument. */
+static struct {
+	struct session *s;
+	char copies[2];
+	uint64_t files, chunks, changed, left, busy, bytes, failed;
+	dev_t dev;
+} conv;
+
+static void convert_line(void *ctx, const char *text)
+{
+	(void)ctx;
+	unsigned long long n[7] = {0};
+	if (sscanf(text, "converted {\"ino\":%llu,\"chunks\":%llu,\"changed\":%llu,\"left\":%llu,"
+		   "\"busy\":%llu,\"bytes\":%llu,\"unrebuilt\":%llu}", &n[0], &n[1], &n[2], &n[3],
+		   &n[4], &n[5], &n[6]) == 7) {
+		conv.chunks += n[1];
+		conv.changed += n[2];
+		conv.left += n[3] + n[6];
+		conv.busy += n[4];
+		conv.bytes += n[5];
+	}
+}
+
+static int convert_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)ftw;
+	if (stop_asked)
+		return 1;
+	if (st->st_dev != conv.dev || (type != FTW_F && type != FTW_D))
+		return 0; /* another filesystem below, a symlink, a special file */
+	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
+		return 0;
+	/* What is made or written from now on follows it too. */
+	if (setxattr(path, "user.lsmfs.copies", conv.copies, 1, 0) != 0)
+		fprintf(stderr, PROG ": %s: setting user.lsmfs.copies: %s\n", path, strerror(errno));
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	char req[64], err[1200];
+	snprintf(req, sizeof(req), "convert %llu %s", (unsigned long long)st->st_ino, conv.copies);
+	if (session_ask(conv.s, req, convert_line, NULL, err, sizeof(err))) {
+		fprintf(stderr, PROG ": %s: %s\n", path, err);
+		conv.failed++;
+	}
+	conv.files++;
+	if (isatty(2) && conv.files % 100 == 0)
+		fprintf(stderr, "\r%" PRIu64 " files, %" PRIu64 " chunks changed   ", conv.files,
+			conv.changed);
+	return 0;
+}
+
+/* `MNT convert --copies K [PATH]`: the tree at PATH (default: all of it)
+ * to K copies: the policy attribute of each directory and file, and the
+ * chunks of each file, converted online by the daemon, one at a time. */
+static int cmd_convert(struct session *s, const char *path, unsigned copies)
+{
+	if (!s->mounted || s->sock < 0) {
+		fprintf(stderr, PROG ": convert works on a mounted filesystem: give its mount point\n");
+		return EXIT_USAGE;
+	}
+	struct stat st;
+	if (stat(path, &st) != 0) {
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		return EXIT_FAILED;
+	}
+	conv.s = s;
+	conv.copies[0] = (char)('0' + copies);
+	conv.dev = st.st_dev;
+	if (nftw(path, convert_one, 64, FTW_PHYS | FTW_MOUNT) < 0) {
+		fprintf(stderr, PROG ": walking %s: %s\n", path, strerror(errno));
+		return EXIT_FAILED;
+	}
+	if (isatty(2))
+		fputc('\n', stderr);
+	char b[32];
+	size_format(conv.bytes, b, sizeof(b));
+	printf("converted %s to %u cop%s: %" PRIu64 " files, %" PRIu64 " of %" PRIu64 " chunks "
+	       "changed, %s copied", path, copies, copies == 1 ? "y" : "ies", conv.files,
+	       conv.changed, conv.chunks, b);
+	if (conv.left)
+		printf("; %" PRIu64 " left with fewer copies (no second disk for them: add a disk "
+		       "or rebalance, then scrub)", conv.left);
+	if (conv.busy)
+		printf("; %" PRIu64 " in write now (run it again)", conv.busy);
+	printf("\n");
+	if (stop_asked) {
+		fprintf(stderr, PROG ": stopped: run the command again to go on\n");
+		return EXIT_STOPPED;
+	}
+	return conv.failed || conv.busy ? EXIT_FAILED : EXIT_DONE;
+}
+
 static int cmd_backup(struct session *s, const char *dir)
 {
 	char abs[PATH_MAX + 2], cwd[PATH_MAX];
@@ -985,6 +1104,15 @@ static int cmd_move(struct session *s, const char *sec, const char *disk)
 	return do_move(s, &m, &p);
 }
 
+/* A small count (copies): the number, or -1 when text is none. */
+static long number_long(const char *text)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(text, &end, 10);
+	return errno || end == text || *end || v < 0 || v > 64 ? -1 : v;
+}
+
 static int number(const char *text, double *out)
 {
 	char *end;
@@ -997,7 +1125,7 @@ static int number(const char *text, double *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_WEIGHT, OPT_NO_BALANCE, OPT_EVACUATE, OPT_LOST };
+	enum { OPT_JSON = 256, OPT_WEIGHT, OPT_NO_BALANCE, OPT_EVACUATE, OPT_LOST, OPT_COPIES };
 	const char *rate_text = NULL;
 	bool wait = false;
 	static const struct option longopts[] = {
@@ -1011,12 +1139,14 @@ int main(int argc, char **argv)
 		{"reset", no_argument, NULL, 'z'},
 		{"check", no_argument, NULL, 'c'},
 		{"rate", required_argument, NULL, 'r'},
+		{"copies", required_argument, NULL, OPT_COPIES},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	bool json = false, dry = false, force = false, no_balance = false, evacuate = false;
 	bool lost = false, reset = false, check = false;
+	long copies = 0;
 	char *weights[LSMFS_MAX_DISKS];
 	int nw = 0, c;
 	while ((c = getopt_long(argc, argv, "+nfzcr:BhV", longopts, NULL)) != -1) {
@@ -1041,6 +1171,9 @@ int main(int argc, char **argv)
 			break;
 		case 'z':
 			reset = true;
+			break;
+		case OPT_COPIES:
+			copies = number_long(optarg);
 			break;
 		case 'c':
 			check = true;
@@ -1095,6 +1228,10 @@ int main(int argc, char **argv)
 			rate_text = argv[i] + 7;
 		} else if (!strcmp(argv[i], "-B")) {
 			wait = true;
+		} else if (!strcmp(argv[i], "--copies") && i + 1 < argc) {
+			copies = number_long(argv[++i]);
+		} else if (!strncmp(argv[i], "--copies=", 9)) {
+			copies = number_long(argv[i] + 9);
 		} else if (!strcmp(argv[i], "--weight") && i + 1 < argc && nw < LSMFS_MAX_DISKS) {
 			weights[nw++] = argv[++i];
 		} else if (!strncmp(argv[i], "--weight=", 9) && nw < LSMFS_MAX_DISKS) {
@@ -1119,10 +1256,12 @@ int main(int argc, char **argv)
 	bool is_add = !strcmp(cmd, "add"), is_remove = !strcmp(cmd, "remove");
 	bool is_copy = !strcmp(cmd, "copy");
 	bool is_backup = !strcmp(cmd, "backup"), is_restore = !strcmp(cmd, "restore");
-	bool is_stats = !strcmp(cmd, "stats"), is_scrub = !strcmp(cmd, "scrub");
+	bool is_stats = !strcmp(cmd, "stats"), is_convert = !strcmp(cmd, "convert");
+	bool is_scrub = !strcmp(cmd, "scrub");
 	bool known = is_status || is_rebal || is_move || is_add || is_remove || is_copy ||
-		     is_backup || is_restore || is_stats || is_scrub;
+		     is_backup || is_restore || is_stats || is_convert || is_scrub;
 	int want = is_copy ? (npos >= 4 ? npos : 4) : is_move ? 4
+		   : is_convert ? (npos == 3 ? 3 : 2)
 		   : is_add || is_remove || is_backup || is_restore || is_scrub ? 3 : 2;
 	double add_weight = -1;
 	/* scrub start and resume take -r and -B; status --json; so does -B. */
@@ -1138,7 +1277,9 @@ int main(int argc, char **argv)
 		   (dry && !is_rebal && !is_remove) || (nw && !is_rebal && !is_add) ||
 		   ((force || no_balance) && !is_add) || (evacuate && !is_remove) ||
 		   (lost && (!is_remove || evacuate || dry)) ||
-		   (is_add && (nw > 1 || (nw == 1 && number(weights[0], &add_weight))));
+		   (is_add && (nw > 1 || (nw == 1 && number(weights[0], &add_weight)))) ||
+		   (copies && !is_convert) ||
+		   (is_convert && (copies < 1 || copies > CHUNK_MAX_COPIES));
 	if (bad) {
 		if (!known)
 			fprintf(stderr, PROG ": unknown command %s\n", cmd);
@@ -1182,6 +1323,8 @@ int main(int argc, char **argv)
 		rc = cmd_backup(&s, pos[2]);
 	else if (is_scrub)
 		rc = cmd_scrub(&s, sub, rate_text != NULL, rate, wait, json, &stop_asked);
+	else if (is_convert)
+		rc = cmd_convert(&s, npos == 3 ? pos[2] : pos[0], (unsigned)copies);
 	else if ((rc = cmd_move(&s, pos[2], pos[3])) == EXIT_USAGE)
 		fprintf(stderr, PROG ": move takes a section number and a disk index\n");
 	session_close(&s);

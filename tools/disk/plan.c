@@ -127,20 +127,33 @@ static bool fits(const struct state *s, uint32_t sec, uint32_t to)
 	return bytes <= room;
 }
 
+/* The disk where the plan has section sec's partner (SCHEMA.md "Copies":
+ * the second copy of a chunk is in its section's partner, which must be on
+ * another disk); UINT32_MAX when it has none. */
+static uint32_t partner_at(const struct state *s, uint32_t sec)
+{
+	uint32_t p = section_of_copy(sec, 1, s->st->sections);
+	return p == UINT32_MAX ? UINT32_MAX : s->at[p];
+}
+
 /* The disk furthest below its byte share (counts break ties) that has
- * room for section sec; UINT32_MAX when none has. */
+ * room for section sec, not the one its partner is on unless no other
+ * has room (a drain to a single disk: the mover then keeps one copy of
+ * such chunks, move_copy.c); UINT32_MAX when none has. */
 static uint32_t neediest(const struct state *s, uint32_t sec)
 {
-	uint32_t best = UINT32_MAX;
-	double gap = -INFINITY;
-	for (uint32_t i = 0; i < s->st->ndisks; i++) {
-		uint32_t d = s->st->disk[i].index;
-		if (!takes(s, d) || d == s->at[sec] || !fits(s, sec, d))
-			continue;
-		double g = s->share[d] - s->held[d] + (s->count_share[d] - s->count[d]) * 1e-9;
-		if (g > gap) {
-			gap = g;
-			best = d;
+	uint32_t best = UINT32_MAX, pd = partner_at(s, sec);
+	for (int pass = 0; pass < 2 && best == UINT32_MAX; pass++) {
+		double gap = -INFINITY;
+		for (uint32_t i = 0; i < s->st->ndisks; i++) {
+			uint32_t d = s->st->disk[i].index;
+			if (!takes(s, d) || d == s->at[sec] || !fits(s, sec, d) || (!pass && d == pd))
+				continue;
+			double g = s->share[d] - s->held[d] + (s->count_share[d] - s->count[d]) * 1e-9;
+			if (g > gap) {
+				gap = g;
+				best = d;
+			}
 		}
 	}
 	return best;
@@ -209,6 +222,12 @@ static int balance(struct state *s)
 				/* Most balance per byte moved; a gain under a
 				 * page (or a fraction of a section) is noise. */
 				double per = gain / (b + 4096);
+				/* Onto its partner's disk only when no move that
+				 * keeps them apart helps (SCHEMA.md "Copies": the
+				 * daemon refuses it for a section holding chunks
+				 * with two copies, and the section stays). */
+				if (u == partner_at(s, sec))
+					per /= 1e6;
 				if (gain > 4096 && gain > unit / 4 && per > best) {
 					best = per;
 					best_sec = sec;

@@ -114,6 +114,15 @@ int status_read(struct session *s, struct status *st, char *err, size_t errlen)
 	uint64_t n, cs;
 	rc = -EINVAL;
 	const struct jv *on = jv_get(j, "online");
+	/* Newer daemons: the data policy (absent from older ones). */
+	const struct jv *data = jv_get(j, "data");
+	uint64_t dc, ud;
+	if (data && u64_of(data, "copies", &dc) == 0 && u64_of(data, "usable_disks", &ud) == 0) {
+		st->data_copies = (uint32_t)dc;
+		st->usable_disks = (uint32_t)ud;
+		if (str_of(data, "placement", st->placement, sizeof(st->placement)))
+			st->placement[0] = 0;
+	}
 	if (u64_of(j, "sections", &n) || n == 0 || n > LSMFS_MAX_SECTIONS ||
 	    u64_of(j, "chunk_size", &cs) || str_of(j, "fs_uuid", st->fs_uuid, sizeof(st->fs_uuid)) ||
 	    !on || on->type != JV_BOOL)

@@ -891,3 +891,96 @@ void chunk_section_changed(struct fs *fs, uint32_t section)
 	if (!(__atomic_load_n(&fs->section_changed[section / 8], __ATOMIC_RELAXED) & bit))
 		__atomic_fetch_or(&fs->section_changed[section / 8], bit, __ATOMIC_RELAXED);
 }
+
+/* chunk's record with its place changed by fn (which may refuse: its
+ * error returned, nothing written), the rest of it kept; the cached slot
+ * too; into b or (b NULL) synced.  0 for no record or a lost one. */
+static int change_place(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+			int (*fn)(struct chunk_place *pl, const void *arg), const void *arg,
+			struct store_batch *b)
+{
+	void *val;
+	size_t vl;
+	uint64_t durable;
+	bool lost;
+	int rc = chunk_record_fetch(fs, in->ino, chunk, &val, &vl, &durable, &lost);
+	if (rc <= 0)
+		return rc;
+	struct chunk_value cv;
+	struct chunk_place pl;
+	if (lost || chunk_value_parse(val, vl, &cv) ||
+	    chunk_value_place(val, vl, in->ino, chunk, fs->info.sections, &pl)) {
+		free(val);
+		return lost ? 0 : -EUCLEAN;
+	}
+	if ((rc = fn(&pl, arg))) {
+		free(val);
+		return rc;
+	}
+	uint32_t *sums = malloc((cv.nsums ? cv.nsums : 1) * sizeof(*sums));
+	uint8_t *v = malloc(CHUNK_VALUE_MAX(fs->info.chunk_size));
+	rc = sums && v ? 0 : -ENOMEM;
+	if (!rc) {
+		for (uint32_t i = 0; i < cv.nsums; i++)
+			sums[i] = chunk_value_sum(&cv, i);
+		size_t nl = chunk_value_put_place(cv.durable, cv.flags, cv.gen, &pl, cv.shift, sums,
+						  cv.nsums, v);
+		uint8_t k[KEY_MAX];
+		size_t kl = key_chunk(k, in->ino, chunk);
+		rc = b ? store_batch_put(b, k, kl, v, nl) : store_put(fs->st, k, kl, v, nl, STORE_WRITE_SYNC);
+	}
+	/* The cached slot says the same from now on. */
+	for (int i = 0; !rc && in->data && i < CHUNK_FDS; i++) {
+		struct chunk_fd *c = &in->data->fds[i];
+		if (!c->used || c->chunk != chunk)
+			continue;
+		/* The same change to its own place (which may know of copies
+		 * that failed since the record was written); when its files
+		 * move, it goes, reopened where the record says. */
+		struct chunk_place sp = c->place;
+		if (fn(&sp, arg))
+			continue; /* it knows of more failed copies: they stay */
+		if (sp.section == c->place.section && sp.copies == c->place.copies)
+			c->place = sp;
+		else if (!c->pins) /* a caller that moves files drains first */
+			slot_close(fs, c);
+	}
+	free(sums);
+	free(v);
+	free(val);
+	return rc;
+}
+
+struct restale {
+	uint8_t set, clear;
+};
+
+static int restale(struct chunk_place *pl, const void *arg)
+{
+	const struct restale *r = arg;
+	uint8_t all = (uint8_t)((1u << pl->copies) - 1);
+	uint8_t stale = (uint8_t)(((pl->stale | r->set) & ~r->clear) & all);
+	if (stale == all)
+		return -ENODATA; /* no copy would be left */
+	pl->stale = stale;
+	return 0;
+}
+
+int chunk_restale(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint8_t set, uint8_t clear,
+		  struct store_batch *b)
+{
+	struct restale r = {.set = set, .clear = clear};
+	return change_place(fs, in, chunk, restale, &r, b);
+}
+
+static int replace(struct chunk_place *pl, const void *arg)
+{
+	*pl = *(const struct chunk_place *)arg;
+	return 0;
+}
+
+int chunk_set_place(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+		    const struct chunk_place *place)
+{
+	return change_place(fs, in, chunk, replace, place, NULL);
+}

@@ -1,5 +1,6 @@
 /*
- * chunk_scrub.c: scrubbing one chunk (SCHEMA.md "Scrub"): every copy read
+ * chunk_scrub.c: scrubbing one chunk (SCHEMA.md "Scrub"), and changing its
+ * copies (SCHEMA.md "Copies", chunk_convert below).  Scrub: every copy read
  * whole from its disk and each block checked against its sum; a block
  * that fails in one copy rewritten from a copy where it is good; a copy
  * that is stale, missing, shorter than its durable length or unreadable
@@ -45,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define SCRUB_PIECE (1u << 20)
@@ -324,44 +326,6 @@ static uint8_t rebuild_copies(struct scrub_chunk *k)
 	return fixed;
 }
 
-/* Clear the stale bits `fixed` of chunk's record (synced), keeping the
- * rest of it as it is; a record that changed meanwhile (lost with a disk,
- * or gone) is left. */
-static int unstale(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_place *was,
-		   uint8_t fixed)
-{
-	void *val;
-	size_t vl;
-	uint64_t durable;
-	bool lost;
-	int rc = chunk_record_fetch(fs, ino, chunk, &val, &vl, &durable, &lost);
-	if (rc <= 0)
-		return rc;
-	struct chunk_value cv;
-	if (lost || chunk_value_parse(val, vl, &cv) || cv.section != was->section ||
-	    cv.copies != was->copies) {
-		free(val);
-		return 0;
-	}
-	struct chunk_place pl = {.section = cv.section, .copies = cv.copies,
-				 .stale = (uint8_t)(cv.stale & ~fixed)};
-	uint32_t *sums = malloc((cv.nsums ? cv.nsums : 1) * sizeof(*sums));
-	uint8_t *v = malloc(CHUNK_VALUE_MAX(fs->info.chunk_size));
-	rc = sums && v ? 0 : -ENOMEM;
-	if (!rc) {
-		for (uint32_t i = 0; i < cv.nsums; i++)
-			sums[i] = chunk_value_sum(&cv, i);
-		size_t nl = chunk_value_put_place(cv.durable, cv.flags, cv.gen, &pl, cv.shift, sums,
-						  cv.nsums, v);
-		uint8_t k[KEY_MAX];
-		rc = store_put(fs->st, k, key_chunk(k, ino, chunk), v, nl, STORE_WRITE_SYNC);
-	}
-	free(sums);
-	free(v);
-	free(val);
-	return rc;
-}
-
 /* The record read (under the lock): 1 to scrub it, 0 when there is
  * nothing to scrub (gone, or skipped and counted), or -errno. */
 static int load(struct scrub_chunk *k, void **val)
@@ -403,6 +367,20 @@ static int scrub_copies(struct scrub_chunk *k, uint8_t *fixed)
 	return 0;
 }
 
+/* A chunk's scrub done: its descriptors (the pages it read dropped) and
+ * buffers go. */
+static void scrub_done(struct scrub_chunk *k, void *val)
+{
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++) {
+		if (k->cp[i].fd >= 0) {
+			(void)posix_fadvise(k->cp[i].fd, 0, 0, POSIX_FADV_DONTNEED); /* a hint */
+			close(k->cp[i].fd);
+		}
+		free(k->buf[i]);
+	}
+	free(val);
+}
+
 int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count *sc,
 		bool *unrepaired)
 {
@@ -438,24 +416,178 @@ int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count 
 		inode_lock(fs, in);
 	}
 	if (rc >= 0 && fixed) {
-		/* Slots reads opened meanwhile hold the old stale mask: they go
-		 * too (one pinned by a read under way stays, and keeps the copy
-		 * unread: its next record write marks it stale again, which is
-		 * safe, and the next scrub rebuilds it). */
+		/* Slots reads opened meanwhile (read-only: a write reopens from
+		 * the record) go, to be reopened with the copies rebuilt; one a
+		 * read has pinned learns the change (chunk_restale). */
 		chunk_let_go(fs, in, chunk);
-		rc = unstale(fs, ino, chunk, &k.pl, fixed);
+		rc = chunk_restale(fs, in, chunk, 0, fixed, NULL);
 	}
 	iogate_end(fs, in, false);
 	inode_unlock(fs, in);
 	inode_put(fs, in);
-	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++) {
-		if (k.cp[i].fd >= 0) {
-			(void)posix_fadvise(k.cp[i].fd, 0, 0, POSIX_FADV_DONTNEED); /* a hint */
-			close(k.cp[i].fd);
-		}
-		free(k.buf[i]);
+	scrub_done(&k, val);
+	*unrepaired = k.unrepaired;
+	return rc < 0 ? rc : 0;
+}
+
+/* chunk_convert's scrub: the same, with in's lock held throughout (the
+ * caller drained the file, let its slot go and entered the sections'
+ * gates): the copy it just marked stale is made. */
+static int scrub_locked(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+			struct scrub_count *sc, bool *unrepaired)
+{
+	struct scrub_chunk k = {.fs = fs, .ino = in->ino, .chunk = chunk, .sc = sc};
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++)
+		k.cp[i].fd = -1;
+	void *val = NULL;
+	uint8_t fixed = 0;
+	int rc = load(&k, &val);
+	if (rc > 0)
+		rc = scrub_copies(&k, &fixed);
+	if (rc >= 0 && fixed)
+		rc = chunk_restale(fs, in, chunk, 0, fixed, NULL);
+	scrub_done(&k, val);
+	*unrepaired = k.unrepaired;
+	return rc < 0 ? rc : 0;
+}
+
+
+/* The section of chunk's copy i (name into rel), and whether its disk
+ * takes I/O. */
+static bool copy_at(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_place *pl,
+		    unsigned i, uint32_t *section, char *rel, size_t cap)
+{
+	*section = section_of_copy(pl->section, i, fs->info.sections);
+	section_chunk_name(ino, chunk, *section, rel, cap);
+	return disk_usable(fs, section_disk_of(fs, *section));
+}
+
+/* Remove copy i's file (logged when it fails: the mount's sweep or fsck
+ * finds what is left). */
+static void remove_copy(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_place *pl,
+			unsigned i)
+{
+	uint32_t section;
+	char rel[96];
+	if (!copy_at(fs, ino, chunk, pl, i, &section, rel, sizeof(rel)))
+		return; /* its disk is not there: left for a mount that has it */
+	if (unlinkat(chunk_dirfd(fs, section), rel, 0) != 0 && errno != ENOENT)
+		chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "removing a dropped copy ", errno);
+	chunk_section_changed(fs, section);
+}
+
+/*
+ * One copy to two: the record says two copies, the new one stale (synced),
+ * then the scrub makes it (and clears the mark).  A crash between leaves a
+ * stale copy, made again by a scrub.  Only where the chunk's section and
+ * its partner are on two usable disks and the partner's has room.
+ */
+static int raise_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+			const struct chunk_place *pl, uint64_t durable, struct scrub_count *sc,
+			int *outcome)
+{
+	uint32_t p = section_of_copy(pl->section, 1, fs->info.sections);
+	uint32_t d0 = section_disk_of(fs, pl->section), d1 = p == UINT32_MAX ? UINT32_MAX
+									   : section_disk_of(fs, p);
+	struct statvfs sv;
+	if (p == UINT32_MAX || d0 == d1 || !disk_usable(fs, d1) ||
+	    fstatvfs(fs->sections_fd[d1], &sv) != 0 ||
+	    (uint64_t)sv.f_bavail * sv.f_frsize < durable + fs->info.chunk_size) {
+		*outcome = CONVERT_LEFT; /* no second disk for it (rebalance, add a disk) */
+		return 0;
+	}
+	struct chunk_place np = {.section = pl->section, .copies = 2, .stale = 2};
+	int rc = chunk_set_place(fs, in, chunk, &np);
+	bool unrepaired;
+	if (!rc)
+		rc = scrub_locked(fs, in, chunk, sc, &unrepaired);
+	*outcome = CONVERT_DONE;
+	return rc;
+}
+
+/*
+ * Two copies to one: the copy that goes is marked stale first (synced),
+ * its file removed, then the record says one copy: a crash anywhere leaves
+ * a record whose copies are all where it says, a stale one with or without
+ * its file.  The good copy stays (copy 1 when copy 0 is the stale one: the
+ * record then names copy 1's section).
+ */
+static int lower_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+			const struct chunk_place *pl, int *outcome)
+{
+	unsigned keep = (pl->stale & 1) ? 1 : 0, drop = 1 - keep;
+	int rc = 0;
+	if (!(pl->stale >> drop & 1))
+		rc = chunk_restale(fs, in, chunk, (uint8_t)(1u << drop), 0, NULL);
+	if (rc)
+		return rc;
+	remove_copy(fs, in->ino, chunk, pl, drop);
+	struct chunk_place np = {.section = section_of_copy(pl->section, keep, fs->info.sections),
+				 .copies = 1};
+	rc = chunk_set_place(fs, in, chunk, &np);
+	*outcome = CONVERT_DONE;
+	return rc;
+}
+
+int chunk_convert(struct fs *fs, uint64_t ino, uint64_t chunk, unsigned copies,
+		  struct scrub_count *sc, int *outcome)
+{
+	*outcome = CONVERT_SAME;
+	int rc;
+	struct fs_inode *in = inode_get(fs, ino, &rc);
+	if (!in)
+		return rc == -ENOENT ? 0 : rc;
+	inode_lock(fs, in);
+	if (in->gone) {
+		inode_unlock(fs, in);
+		inode_put(fs, in);
+		return 0;
+	}
+	iogate_drain(fs, in);
+	/* As chunk_scrub: what it wrote made durable first (no longer in
+	 * write), its cached slot let go. */
+	rc = chunk_sync_dirty(fs, in, 0);
+	if (rc)
+		fs_logf(fs, "convert: inode %" PRIu64 ": syncing what it wrote: %s (its chunks in write "
+			"are left)", ino, strerror(-rc));
+	chunk_let_go(fs, in, chunk);
+	int mark = section_mark();
+	void *val;
+	size_t vl;
+	uint64_t durable = 0;
+	bool lost = false;
+	rc = chunk_record_fetch(fs, ino, chunk, &val, &vl, &durable, &lost);
+	struct chunk_value cv;
+	struct chunk_place pl;
+	if (rc > 0 && (lost || chunk_value_parse(val, vl, &cv) ||
+		       chunk_value_place(val, vl, ino, chunk, fs->info.sections, &pl))) {
+		rc = 0;
+		*outcome = CONVERT_LEFT; /* lost, or damaged: fsck's */
+	} else if (rc > 0 && (cv.flags & CHUNK_INWRITE)) {
+		rc = 0;
+		*outcome = CONVERT_BUSY; /* in write: its sums to come; again later */
+	} else if (rc > 0 && pl.copies == copies && pl.stale) {
+		/* As many copies already, one of them stale (a conversion cut
+		 * short, a disk that failed): made again where it can be. */
+		chunk_enter(fs, &pl, ino, chunk, true);
+		uint64_t before = sc->unrebuilt;
+		bool unrepaired;
+		rc = scrub_locked(fs, in, chunk, sc, &unrepaired);
+		*outcome = sc->unrebuilt > before ? CONVERT_LEFT : CONVERT_DONE;
+	} else if (rc > 0 && pl.copies != copies) {
+		/* Both sections' gates: the pair's (a move waits for it). */
+		struct chunk_place both = {.section = pl.section & ~1u, .copies = 2};
+		if (section_of_copy(both.section, 1, fs->info.sections) == UINT32_MAX)
+			both.copies = 1;
+		chunk_enter(fs, &both, ino, chunk, true);
+		rc = copies > pl.copies ? raise_copies(fs, in, chunk, &pl, durable, sc, outcome)
+					: lower_copies(fs, in, chunk, &pl, outcome);
+	} else if (rc > 0) {
+		rc = 0;
 	}
 	free(val);
-	*unrepaired = k.unrepaired;
+	section_release(fs, mark);
+	inode_unlock(fs, in);
+	inode_put(fs, in);
 	return rc < 0 ? rc : 0;
 }

@@ -138,12 +138,27 @@ void chunk_enter(struct fs *fs, const struct chunk_place *place, uint64_t ino, u
 /* The cached slot of chunk goes, its changed sums into the record (under
  * in's lock, drained). */
 void chunk_let_go(struct fs *fs, struct fs_inode *in, uint64_t chunk);
+/* The stale copies of chunk's record: set ones added, clear ones taken
+ * away, the rest of the record kept (its cached slot too), into b or (b
+ * NULL) synced.  -ENODATA when no copy would be left (nothing done); 0
+ * for no record or a lost one.  Under in's lock. */
+int chunk_restale(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint8_t set, uint8_t clear,
+		  struct store_batch *b);
+/* The record of chunk at place (the rest of it kept; synced), its cached
+ * slot closed when its files move.  Under in's lock. */
+int chunk_set_place(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+		    const struct chunk_place *place);
 /* chunk_scrub.c: scrub chunk (ino, chunk) (see there), taking ino's lock;
  * what it found added to *n (struct scrub_count: schema.h);
  * *unrepaired: it has errors left (the caller names the file).  0,
  * -EROFS when the filesystem is read-only, or -errno of the scrub itself. */
 int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count *n,
 		bool *unrepaired);
+/* chunk_scrub.c: chunk (ino, chunk) to `copies` copies (SCHEMA.md
+ * "Copies"), taking ino's lock: *outcome says what came of it. */
+enum { CONVERT_SAME, CONVERT_DONE, CONVERT_LEFT, CONVERT_BUSY };
+int chunk_convert(struct fs *fs, uint64_t ino, uint64_t chunk, unsigned copies,
+		  struct scrub_count *n, int *outcome);
 /* Keep rec.blocks in step with what the chunk file holds now (its
  * st_blocks, read by the caller outside the lock: _blocks). */
 void chunk_account(struct fs_inode *in, struct chunk_fd *c);

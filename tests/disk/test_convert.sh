@@ -1,0 +1,98 @@
+#!/bin/bash
+# test_convert.sh BUILD_DIR: `lsmfs-disk MNT convert --copies K [PATH]`
+# (fs/SCHEMA.md "Copies"), against a plain directory.
+#
+#   - a tree of files written with one copy, converted to two: every chunk
+#     then has two files on two disks, the files read as written, the
+#     attribute is set on every directory and file (new files get two
+#     copies), files outside PATH keep one;
+#   - converted back to one: one file per chunk again, the files the same;
+#   - SIGKILL of the daemon during a conversion to two copies (3 rounds, a
+#     random delay): after a remount every file reads as written, a second
+#     conversion finishes, and fsck.lsmfs -n is clean.
+NAME=test_convert
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
+
+D0=$T/d0 D1=$T/d1 D2=$T/d2 P=$T/plain
+mkdir -p "$D0" "$D1" "$D2" "$M" "$P"
+L=$D0:$D1:$D2
+"$MKFS" -q --sections 64 --chunk-size 65536 "$D0" "$D1" "$D2" || { echo "mkfs failed" >&2; exit 1; }
+mount_fg "$T/daemon.log" "$L" || { echo "mount failed" >&2; exit 1; }
+
+# Chunk files per (ino, chunk) of the files under DIR of $M: "N: M" lines
+# counting the chunks with N files; and whether two files of one chunk are
+# on one disk (printed "same disk").
+copies_of() { # DIR
+	local inos
+	inos=$(find "$M/$1" -type f -size +4k -printf '%i\n' | sort -u | tr '\n' ' ')
+	for d in "$D0" "$D1" "$D2"; do
+		find "$d/.lsmfs/sections" -type f -printf "%f $d\n"
+	done | awk -v list="$inos" 'BEGIN { n = split(list, a, " "); for (i = 1; i <= n; i++) w[a[i]] = 1 }
+		{ split($1, p, "."); if (p[1] in w) { c[$1]++; if (seen[$1 " " $2]++) same++ } }
+		END { for (k in c) h[c[k]]++; for (k in h) print k ": " h[k]; if (same) print "same disk" }' | sort
+}
+check_files() { # WHAT
+	local f bad=0
+	while read -r f; do
+		cmp -s "$P/$f" "$M/$f" || bad=$((bad + 1))
+	done < "$T/list"
+	[[ $bad == 0 ]] || fail "$1: $bad files differ from their plain copies"
+}
+
+mkdir -p "$M/t/a/b" "$M/t/c" "$M/out" "$P/t/a/b" "$P/t/c" "$P/out"
+for i in $(seq 30); do
+	f=t/$([[ $((i % 3)) == 0 ]] && echo a/b || { [[ $((i % 3)) == 1 ]] && echo a || echo c; })/f$i
+	head -c $((i * 23000 + 5000)) /dev/urandom > "$P/$f"
+	cp "$P/$f" "$M/$f"
+done
+head -c 500000 /dev/urandom > "$P/out/o"
+cp "$P/out/o" "$M/out/o"
+(cd "$P" && find . -type f -printf '%P\n') > "$T/list"
+[[ $(copies_of t) == "1: "* ]] || fail "before: $(copies_of t)"
+
+# ---- one copy to two ----
+out=$("$DISK" "$M" convert --copies 2 "$M/t" 2>&1) || fail "convert --copies 2: $out"
+say "$out"
+got=$(copies_of t)
+[[ $got =~ ^2:\ [0-9]+$ ]] || fail "after convert --copies 2: chunks by files: $got"
+[[ $(copies_of out) == "1: "* ]] || fail "a file outside PATH changed: $(copies_of out)"
+[[ $(getfattr --only-values -n user.lsmfs.copies "$M/t/a/b" 2>/dev/null) == 2 &&
+   $(getfattr --only-values -n user.lsmfs.copies "$M/t/c/f2" 2>/dev/null) == 2 ]] ||
+	fail "the attribute is not on the tree's directories and files"
+head -c 300000 /dev/urandom > "$P/t/c/new"
+cp "$P/t/c/new" "$M/t/c/new"
+echo t/c/new >> "$T/list"
+sync -f "$M/t/c/new"
+check_files "after convert --copies 2"
+[[ $(copies_of t) =~ ^2:\ [0-9]+$ ]] || fail "a new file below did not get two copies: $(copies_of t)"
+
+# ---- two to one ----
+out=$("$DISK" "$M" convert --copies 1 "$M/t" 2>&1) || fail "convert --copies 1: $out"
+[[ $(copies_of t) =~ ^1:\ [0-9]+$ ]] || fail "after convert --copies 1: $(copies_of t)"
+check_files "after convert --copies 1"
+umount_wait "$L" || fail "unmount"
+fsck_clean "$L" "after converting up and down"
+
+# ---- SIGKILL during a conversion ----
+for round in 1 2 3; do
+	mount_fg "$T/daemon.$round.log" "$L" || { fail "mount, round $round"; break; }
+	pid=$(daemon_pid "$L")
+	"$DISK" "$M" convert --copies 2 "$M/t" > /dev/null 2>&1 &
+	tool=$!
+	sleep "0.$((RANDOM % 4))$((RANDOM % 10))"
+	kill -KILL "$pid" 2>/dev/null
+	wait "$tool" 2>/dev/null
+	fusermount3 -u -z "$M" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	mount_fg "$T/daemon.$round.b.log" "$L" || { fail "mount after SIGKILL, round $round"; break; }
+	check_files "after SIGKILL during convert, round $round"
+	out=$("$DISK" "$M" convert --copies 2 "$M/t" 2>&1) || fail "convert again, round $round: $out"
+	[[ $(copies_of t) =~ ^2:\ [0-9]+$ ]] || fail "round $round: not every chunk has two copies: $(copies_of t)"
+	check_files "after convert again, round $round"
+	out=$("$DISK" "$M" convert --copies 1 "$M/t" 2>&1) || fail "convert back, round $round: $out"
+	umount_wait "$L" || fail "unmount, round $round"
+	fsck_clean "$L" "after SIGKILL during convert, round $round"
+done
+say "3 SIGKILLs during convert --copies 2: files as written, convert finished, fsck clean"
+finish
