@@ -15,7 +15,11 @@
 # checks what is there (finding damage on the disk present) and writes
 # nothing.  Store copies: a --meta directory not there is 010A, never
 # filled; a failed repair is said under its problem (010B).  Latches: a
-# hundred missing chunk files print 20 lines and a count.
+# hundred missing chunk files print 20 lines and a count.  Chunk copies:
+# a clean two-copy filesystem scrubbed (both copies read), a block bad in
+# one copy rewritten from the other, a copy made again, a block bad in
+# both left and its file named, a stale copy, two copies on one disk, two
+# copies in a section with no partner.
 NAME=test_fsck
 # shellcheck source=tests/lib/lib.sh
 source "$(dirname "$0")/../lib/lib.sh"
@@ -675,6 +679,150 @@ else
 	fail "degraded placement: mkfs or the degraded mount"
 fi
 rm -rf "$Q"
+
+# ---- chunk copies (fs/SCHEMA.md "Copies") ----
+# A directory with user.lsmfs.copies 2: every chunk of its files has copy 0
+# in the section its record names and copy 1 in the partner (s ^ 1), on
+# the other disk.  Clean, and --scrub reads both copies: twice the files'
+# bytes (before copies, fsck called copy 1 misplaced, 0506).  Flipped bytes
+# in copy 1 only: not seen without --scrub; with it 051B, rewritten by -y
+# from copy 0, the file reads right and a second scrub is clean.  A copy's
+# file deleted: 0517, made again by -y.  Both copies of one block flipped:
+# 0515 for each, left (exit 4), the file named in the scrub's last lines.
+# A stale copy (its record's bit set, its file gone): 0518 and a count,
+# made again by -p and marked whole.  A section and its partner on one
+# disk: 0519, which -y cannot repair.  With 5 sections, a record giving
+# two copies to section 4 (no partner): 051A, -y makes it one copy.
+R=$T/cp X=$T/cpx
+rm -rf "$R"; mkdir -p "$R/d1" "$R/d2"
+copy_of() { # DISKS PATH CHUNK COPY: that copy's chunk file, by lsmfs-inspect stat
+	"$INSPECT" "$1" stat "$2" | sed -nE "s/^  chunk $3 copy $4: section [0-9]+, disk [0-9]+: (.*) [0-9]+ bytes\$/\1/p"
+}
+flip() { printf 'XXXX' | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
+fresh() { rm -rf "$X"; cp -a "$R" "$X"; }
+if "$MKFS" -q --chunk-size 65536 "$R/d1" "$R/d2" && "$LSMFS" "$R/d1:$R/d2" "$M"; then
+	mkdir "$M/c2" && setfattr -n user.lsmfs.copies -v 2 "$M/c2" || fail "copies: setfattr"
+	head -c 300000 /dev/urandom > "$M/c2/big"
+	head -c 100000 /dev/urandom > "$M/c2/small"
+	I_CBIG=$(stat -c %i "$M/c2/big")
+	manifest "$M" > "$T/cp.manifest"
+	umount_gone "$R"
+	XS=$X/d1:$X/d2
+	n=$(find "$R"/d?/.lsmfs/sections -type f | wc -l)
+	out=$("$FSCK" -n --scrub "$R/d1:$R/d2" 2>&1); rc=$?
+	[[ $rc == 0 && $n == 14 ]] &&
+		grep -q "^Scrub: read $((2 * 400000)) bytes of 14 chunk files .*; 14 of them with checksums, 0 blocks failed them; errors: 0 found, 0 repaired, 0 left\$" <<<"$out" ||
+		fail "copies: a clean filesystem of 7 chunks in two copies ($n files): fsck -n --scrub exit $rc, want 0 and 800000 bytes of 14 files read: $out"
+	# flipped bytes in copy 1 only
+	fresh
+	f0=$(copy_of "$XS" /c2/big 1 0) f1=$(copy_of "$XS" /c2/big 1 1)
+	[[ -f $f0 && -f $f1 && ${f0%/*} != "${f1%/*}" ]] || fail "copies: chunk 1 of /c2/big: copies '$f0' and '$f1'"
+	flip "$f1" 5000
+	out=$("$FSCK" -n "$XS" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "copies: a copy's bytes flipped: fsck -n without --scrub exit $rc, want 0 (nothing reads them): $out"
+	out=$("$FSCK" -n --scrub "$XS" 2>&1); rc=$?
+	[[ $rc == 4 ]] && grep -q "^LSMFS-051B inode $I_CBIG (/c2/big) chunk 1: $f1: the block of 4096 bytes at offset 4096 does not match its checksum; the copy $f0 holds it good: rewrite it from there\.  Fix? no\$" <<<"$out" &&
+		grep -q "; errors: 1 found, 0 repaired, 1 left, in these files:\$" <<<"$out" && grep -qx "Scrub: left: /c2/big" <<<"$out" ||
+		fail "copies: copy 1's bytes flipped: fsck -n --scrub exit $rc, want 4 and 051B: $out"
+	out=$("$FSCK" -y --scrub "$XS" 2>&1); rc=$?
+	[[ $rc == 1 ]] && grep -q "^LSMFS-051B .*Fix? yes\$" <<<"$out" && grep -q "; errors: 1 found, 1 repaired, 0 left\$" <<<"$out" &&
+		cmp -s "$f0" "$f1" || fail "copies: copy 1's bytes flipped: fsck -y --scrub exit $rc, want 1 and the copies alike: $out"
+	out=$("$FSCK" -n --scrub "$XS" 2>&1); rc=$?
+	[[ $rc == 0 ]] && grep -q "errors: 0 found" <<<"$out" || fail "copies: after the block rewritten: fsck -n --scrub exit $rc: $out"
+	if "$LSMFS" "$XS" "$M"; then
+		manifest "$M" | cmp -s - "$T/cp.manifest" || fail "copies: the files differ after the block was rewritten"
+		umount_gone "$X"
+	else
+		fail "copies: mount after the block was rewritten"
+	fi
+	# a copy's file deleted: copy 0, so that it is made from copy 1
+	fresh
+	f0=$(copy_of "$XS" /c2/big 2 0) f1=$(copy_of "$XS" /c2/big 2 1)
+	rm "$f0"
+	out=$("$FSCK" -n "$XS" 2>&1); rc=$?
+	[[ $rc == 4 && $(grep -c LSMFS- <<<"$out") == 1 ]] &&
+		grep -q "^LSMFS-0517 inode $I_CBIG (/c2/big) chunk 2: copy 0, $f0, is missing; make it again from copy 1 ($f1)\.  Fix? no\$" <<<"$out" ||
+		fail "copies: copy 0's file deleted: fsck -n exit $rc, want 4 and 0517 alone: $out"
+	out=$("$FSCK" -y "$XS" 2>&1); rc=$?
+	[[ $rc == 1 ]] && cmp -s "$f0" "$f1" || fail "copies: copy 0's file deleted: fsck -y exit $rc, want 1 and the copy made again: $out"
+	out=$("$FSCK" -n --scrub "$XS" 2>&1); rc=$?
+	[[ $rc == 0 ]] || fail "copies: copy 0 made again: fsck -n --scrub exit $rc: $out"
+	if "$LSMFS" "$XS" "$M"; then
+		manifest "$M" | cmp -s - "$T/cp.manifest" || fail "copies: the files differ after a copy was made again"
+		umount_gone "$X"
+	else
+		fail "copies: mount after a copy was made again"
+	fi
+	# both copies of one block flipped: nothing to repair it from
+	fresh
+	f0=$(copy_of "$XS" /c2/big 3 0) f1=$(copy_of "$XS" /c2/big 3 1)
+	flip "$f0" 9000 && flip "$f1" 9000
+	out=$("$FSCK" -y --scrub "$XS" 2>&1); rc=$?
+	[[ $rc == 4 && $(grep -c "^LSMFS-0515 inode $I_CBIG (/c2/big) chunk 3: .*: the block of 4096 bytes at offset 8192 does not match its checksum, and no copy holds it good" <<<"$out") == 2 ]] &&
+		grep -q "; errors: 2 found, 0 repaired, 2 left, in these files:\$" <<<"$out" && grep -qx "Scrub: left: /c2/big" <<<"$out" &&
+		grep -q ", 2 problems left uncorrected\$" <<<"$out" ||
+		fail "copies: both copies of a block flipped: fsck -y --scrub exit $rc, want 4, 0515 twice and /c2/big named: $out"
+	# a stale copy: its record's bit set (both store copies), its file gone
+	fresh
+	K0=43$(be64 "$I_CBIG")$(be64 0)
+	V0=$("$EDIT" "$X/d1/$META" get "$K0")
+	f1=$(copy_of "$XS" /c2/big 0 1)
+	if (((0x${V0:16:2} & 16) == 0)) || [[ ${V0:36:4} != 0200 ]]; then
+		fail "copies: chunk 0 of /c2/big: record $V0, want two copies, none stale"
+	else
+		(cd "$X" && put_both "$K0" "${V0:0:38}02${V0:40}") && rm "$f1" || fail "copies: making copy 1 stale"
+		out=$("$FSCK" -n "$XS" 2>&1); rc=$?
+		[[ $rc == 4 ]] && grep -q "^LSMFS-0518 inode $I_CBIG (/c2/big) chunk 0: copy 1, in section [0-9]* on disk [01], is stale (a write missed it): under-replicated; make it again from copy 0 " <<<"$out" &&
+			grep -q "^fsck.lsmfs: 1 chunk copy stale .*, 0 made again\$" <<<"$out" ||
+			fail "copies: a stale copy: fsck -n exit $rc, want 4 and 0518: $out"
+		out=$("$FSCK" -p "$XS" 2>&1); rc=$?
+		got=$("$EDIT" "$X/d1/$META" get "$K0")
+		[[ $rc == 1 && -f $f1 && $got == "$V0" ]] && grep -q "^fsck.lsmfs: 1 chunk copy stale .*, 1 made again\$" <<<"$out" ||
+			fail "copies: a stale copy: fsck -p exit $rc, want 1, the file made and the record '$got' as it was ($V0): $out"
+		out=$("$FSCK" -n --scrub "$XS" 2>&1); rc=$?
+		[[ $rc == 0 ]] || fail "copies: a stale copy made again: fsck -n --scrub exit $rc: $out"
+	fi
+	# a section and its partner on one disk
+	fresh
+	read -r s1 d1 < <("$INSPECT" "$XS" stat /c2/big | sed -nE 's/^  chunk 0 copy 1: section ([0-9]+), disk ([0-9]+): .*/\1 \2/p')
+	(cd "$X" && put_both 50$(be32 "$s1") "$(le32 $((1 - d1)))") &&
+		mv "$X/d$((d1 + 1))/.lsmfs/sections/$s1" "$X/d$((2 - d1))/.lsmfs/sections/" || fail "copies: mapping section $s1 to disk $((1 - d1))"
+	out=$("$FSCK" -y "$XS" 2>&1); rc=$?
+	[[ $rc == 4 && $(grep -c LSMFS- <<<"$out") == 1 ]] &&
+		grep -q "^LSMFS-0519 sections $((s1 & ~1)) and $((s1 | 1)) are both on disk $((1 - d1)) ($X/d$((2 - d1))): 1 chunk with two copies there has both copies on that one disk; move one of the two to another disk (lsmfs-disk DISKS move $((s1 | 1)) DISK)\.  Fix? not repaired" <<<"$out" ||
+		fail "copies: a section and its partner on one disk: fsck -y exit $rc, want 4 and 0519 alone: $out"
+	echo "test_fsck: copies: clean and scrubbed (both copies read), a flipped block rewritten from the other copy (051B), a copy made again (0517), a block bad in both left and named (0515), a stale copy made again (0518), two copies on one disk (0519)"
+else
+	fail "copies: mkfs or mount"
+fi
+# A record giving two copies to a section with no partner: the last of 5.
+rm -rf "$R"; mkdir -p "$R/d1" "$R/d2"
+if "$MKFS" -q --chunk-size 65536 --sections 5 "$R/d1" "$R/d2" && "$LSMFS" "$R/d1:$R/d2" "$M"; then
+	mkdir "$M/c2" && setfattr -n user.lsmfs.copies -v 2 "$M/c2" || fail "copies: setfattr"
+	head -c 300000 /dev/urandom > "$M/c2/big"
+	I_CBIG=$(stat -c %i "$M/c2/big")
+	umount_gone "$R"
+	RS=$R/d1:$R/d2
+	read -r c f0 < <("$INSPECT" "$RS" stat /c2/big | sed -nE 's/^  chunk ([0-9]+) copy 0: section [0-9]+, disk [0-9]+: (.*) [0-9]+ bytes$/\1 \2/p' | head -1)
+	f1=$(copy_of "$RS" /c2/big "$c" 1)
+	K=43$(be64 "$I_CBIG")$(be64 "$c")
+	V=$("$EDIT" "$R/d1/$META" get "$K")
+	(cd "$R" && put_both "$K" "$(named "$V" 4)") && mkdir -p "$R/d1/.lsmfs/sections/4" &&
+		mv "$f0" "$R/d1/.lsmfs/sections/4/" && rm "$f1" || fail "copies: chunk $c of /c2/big to section 4"
+	out=$("$FSCK" -n "$RS" 2>&1); rc=$?
+	[[ $rc == 4 && $(grep -c LSMFS- <<<"$out") == 1 ]] &&
+		grep -q "^LSMFS-051A inode $I_CBIG (/c2/big) chunk $c: its record gives 2 copies, but its section 4 has no partner (the last of an odd count): one copy, in section 4\." <<<"$out" ||
+		fail "copies: two copies in section 4 of 5: fsck -n exit $rc, want 4 and 051A alone: $out"
+	out=$("$FSCK" -y "$RS" 2>&1); rc=$?
+	[[ $rc == 1 ]] || fail "copies: two copies in section 4 of 5: fsck -y exit $rc, want 1: $out"
+	out=$("$FSCK" -n --scrub "$RS" 2>&1); rc=$?
+	[[ $rc == 0 && $("$INSPECT" --json "$RS" stat /c2/big | python3 -c "import json, sys; print(len(json.load(sys.stdin)['chunks'][$c]['copies']))" 2>&1) == 1 ]] &&
+		grep -q "errors: 0 found" <<<"$out" || fail "copies: section 4 of 5 given one copy: fsck -n --scrub exit $rc: $out"
+	echo "test_fsck: copies: a record giving two copies to a section with no partner (051A) made one copy"
+else
+	fail "copies: mkfs --sections 5 or mount"
+fi
+rm -rf "$R" "$X"
 
 # ---- a disk missing: --degraded checks what is there ----
 rm -rf "$T/g"; cp -a "$T/p" "$T/g"

@@ -8,7 +8,9 @@
 # must grow across unmounts and mounts.  Then the store is damaged on
 # purpose (tests/fsck's store_edit): what does not decode is shown in hex
 # and nothing crashes; a chunk record that names its section is followed
-# there, one naming a section past the count is said to be damaged.  Exit codes: 0, 1 (no such path), 8 (not lsmfs), 16.
+# there, one naming a section past the count is said to be damaged; a
+# file with two copies shows both, and a stale one.  Exit codes: 0, 1 (no
+# such path), 8 (not lsmfs), 16.
 # An empty directory given as a disk is said to be one (a disk not
 # mounted?) by lsmfs, fsck.lsmfs, lsmfs-disk and lsmfs-inspect alike.
 NAME=test_inspect
@@ -236,6 +238,65 @@ if [[ -x $EDIT ]]; then
 	[[ $before == "$(hash_disks)" ]] || fail "placed: lsmfs-inspect or fsck.lsmfs -n changed the disks"
 	put_both "$k" "$v" && mv "$pf" "$hf" || fail "placed: putting chunk 1 back"
 	echo "test_inspect: a chunk placed by its record: stat, keys and sections find it in section $ps; a section past the count said"
+fi
+
+# ---- a file with two copies (fs/SCHEMA.md "Copies") ----
+# user.lsmfs.copies 2 on a directory: each chunk of a file made in it has
+# copy 0 in the section its record names and copy 1 in the partner
+# (s ^ 1) on the other disk.  stat shows a line per copy with its section,
+# disk, file and length, --json a copies[] per chunk, keys C names copy
+# 1's section and sections counts a record in both; a copy marked stale in
+# the record (both store copies) is said so in all three, and its section
+# no longer counts it.  The policy's value shows in stat's xattrs.
+C2=$T/c2
+mkdir -p "$C2/d1" "$C2/d2"
+if "$MKFS" -q --chunk-size $CHUNK "$C2/d1" "$C2/d2" && "$LSMFS" "$C2/d1:$C2/d2" "$M"; then
+	mkdir "$M/k" && setfattr -n user.lsmfs.copies -v 2 "$M/k" || fail "copies: setfattr"
+	head -c 200000 /dev/urandom > "$M/k/f"
+	ino_k=$(stat -c %i "$M/k/f")
+	fusermount3 -u "$M"
+	flock -w 10 "$C2/d1/.lsmfs/lock" true || fail "copies: the daemon did not exit"
+	DC=$C2/d1:$C2/d2
+	out=$(insp "$DC" stat /k/f)
+	lines=$(sed -nE 's/^  chunk ([0-9]+) copy ([01]): section ([0-9]+), disk ([01]): (.*) ([0-9]+) bytes$/\1 \2 \3 \4 \5 \6/p' <<<"$out")
+	[[ $(wc -l <<<"$lines") == 8 ]] || fail "copies: stat: want 8 lines (4 chunks, 2 copies each): $out"
+	sum=0
+	while read -r c i s d path len; do
+		read -r s0 d0 < <(awk -v c="$c" '$1 == c && $2 == 0 { print $3, $4 }' <<<"$lines")
+		[[ -f $path && $(stat -c %s "$path") == "$len" && $path == "$C2/d$((d + 1))/.lsmfs/sections/$s/$ino_k.$c" ]] ||
+			fail "copies: stat: chunk $c copy $i: $path ($len bytes) is not there"
+		((i == 0)) || [[ $s == $((s0 ^ 1)) && $d != "$d0" ]] ||
+			fail "copies: stat: chunk $c copy 1 in section $s disk $d, copy 0 in $s0 disk $d0"
+		sum=$((sum + len))
+	done <<<"$lines"
+	grep -qx "  4 chunks, $sum bytes on the disks" <<<"$out" && [[ $sum == 400000 ]] ||
+		fail "copies: stat: want 400000 bytes on the disks, both copies: $out"
+	grep -qx "  xattr user.lsmfs.copies: 1 bytes: 2" <<<"$(insp "$DC" stat /k)" ||
+		fail "copies: stat /k does not show the policy's value: $(insp "$DC" stat /k)"
+	[[ $(insp --json "$DC" stat /k/f | json_get '"\n".join("%d %d %d %d %s %d %s" % (c["chunk"], x["copy"], x["section"], x["disk"], x["path"], x["length"], x["stale"]) for c in d["chunks"] for x in c["copies"])') == "$(sed 's/$/ False/' <<<"$lines")" ]] ||
+		fail "copies: --json stat: copies[] does not agree with the text: $(insp --json "$DC" stat /k/f)"
+	read -r s0 d0 < <(awk '$1 == 0 && $2 == 0 { print $3, $4 }' <<<"$lines")
+	read -r s1 d1 < <(awk '$1 == 0 && $2 == 1 { print $3, $4 }' <<<"$lines")
+	insp "$DC" keys C "$ino_k" | grep -q "^C $ino_k 0 -> chunk record: section $s0 (named) on disk $d0, copy 1 in section $s1 on disk $d1, length $CHUNK, " ||
+		fail "copies: keys C: chunk 0 does not name both copies: $(insp "$DC" keys C "$ino_k")"
+	[[ $(insp --json "$DC" sections | json_get "[(m['records'], m['files']) for m in d['map'] if m['section'] in ($s0, $s1)]") == "[(1, 1), (1, 1)]" ]] ||
+		fail "copies: sections: sections $s0 and $s1 do not count chunk 0's record and file each"
+	# copy 1 of chunk 0 stale
+	k=43$(be64 "$ino_k")$(be64 0)
+	v=$("$EDIT" "$C2/d1/.lsmfs/meta" get "$k")
+	for m in d1 d2; do "$EDIT" "$C2/$m/.lsmfs/meta" put "$k" "${v:0:38}02${v:40}" || fail "copies: store_edit put C"; done
+	out=$(insp "$DC" stat /k/f)
+	grep -q "^  chunk 0 copy 1: section $s1, disk $d1: .* $CHUNK bytes (stale: lacks data, not read)\$" <<<"$out" &&
+		grep -q "; copies: 1 stale, 0 missing\$" <<<"$out" || fail "copies: a stale copy: stat: $out"
+	[[ $(insp --json "$DC" stat /k/f | json_get '([x["stale"] for x in d["chunks"][0]["copies"]], d["copies_stale"])') == "([False, True], 1)" ]] ||
+		fail "copies: a stale copy: --json stat"
+	insp "$DC" keys C "$ino_k" | grep -q "^C $ino_k 0 -> chunk record: section $s0 (named) on disk $d0, copy 1 in section $s1 on disk $d1 (stale), " ||
+		fail "copies: a stale copy: keys C: $(insp "$DC" keys C "$ino_k")"
+	[[ $(insp --json "$DC" sections | json_get "[(m['records'], m['files']) for m in d['map'] if m['section'] == $s1]") == "[(0, 1)]" ]] ||
+		fail "copies: a stale copy: sections still counts its record in section $s1"
+	echo "test_inspect: a file with two copies: stat, --json, keys and sections show both, and a stale one"
+else
+	fail "copies: mkfs or mount"
 fi
 
 # ---- errors ----

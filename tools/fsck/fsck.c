@@ -30,8 +30,10 @@ static void usage(FILE *out)
 		"  -v     verbose: a summary of files, directories, bytes and chunks per disk,\n"
 		"         and every problem in full (not only the first %d of a kind in a pass)\n"
 		"  -C FD  progress lines \"pass current max device\" on file descriptor FD\n"
-		"  --scrub  also read every chunk file whole from its disk (as e2fsck -c):\n"
-		"         read errors name the file's path and offset (LSMFS-050F)\n"
+		"  --scrub  also read every copy of every chunk file whole from its disk\n"
+		"         (as e2fsck -c) and verify its checksums: a block bad in one copy\n"
+		"         is rewritten from another (-y, -p); read errors and blocks no copy\n"
+		"         holds good name the file's path and offset (LSMFS-050F, 0515)\n"
 		"  --backup DIR  (with -n) check the metadata store of backup DIR\n"
 		"         (lsmfs-disk backup) against the disks, as a restore would leave it\n"
 		"  --degraded  (with -n) check with disks missing from the list: what is\n"
@@ -51,9 +53,10 @@ static void usage(FILE *out)
 		"Repairs (-y; -p makes those that need no judgement): salvage of damaged\n"
 		"tables and commit logs, superblocks from the other disks' copies, store\n"
 		"records from the superblocks, inode records from their keys, link\n"
-		"counts, entries, /lost+found reconnection, orphans, and chunk files\n"
-		"(missing, overlong, misplaced, ownerless, stray), and a disk's\n"
-		"superblock that is a copy of another disk's.\n"
+		"counts, entries, /lost+found reconnection, orphans, chunk files\n"
+		"(missing, overlong, misplaced, ownerless, stray), chunk copies (missing,\n"
+		"short, stale: made again from a whole one), and a disk's superblock\n"
+		"that is a copy of another disk's.\n"
 		"--list-problems prints every problem: code, pass, severity, whether -p\n"
 		"repairs it, message and repair.\n",
 		prog, prog, PROBLEM_LATCH_SHOW, PROBLEM_LATCH_SHOW);
@@ -292,6 +295,12 @@ int main(int argc, char **argv)
 			       "until truncated or removed\n",
 			       prog, f.lost_chunks, f.lost_chunks == 1 ? "" : "s", f.lost_files,
 			       f.lost_files == 1 ? "" : "s", f.lost_chunks == 1 ? "s" : "");
+		if (f.stale_copies)
+			/* Each is a problem (LSMFS-0518) too, latched: the sum here. */
+			printf("%s: %" PRIu64 " chunk cop%s stale (a write missed %s: under-replicated, "
+			       "not damaged), %" PRIu64 " made again\n", prog, f.stale_copies,
+			       f.stale_copies == 1 ? "y" : "ies", f.stale_copies == 1 ? "it" : "them",
+			       f.stale_rebuilt);
 	}
 	if (fsck_cancelled(&f)) {
 		printf("%s: cancelled\n", prog);

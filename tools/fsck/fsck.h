@@ -66,6 +66,27 @@ struct fsck_chunk {
 	/* A record naming a section past the count (LSMFS-0516): the number
 	 * it names; section is then chunk_section's.  CHUNK_HASHED: none. */
 	uint32_t bad_section;
+	/* Its copies (SCHEMA.md "Copies"): copy i's file is in
+	 * section_of_copy(section, i), those whose bit is set in stale lack
+	 * data (their files, if any, are not read). */
+	uint8_t copies, stale;
+	/* A record giving copies its section cannot have (no partner,
+	 * LSMFS-051A): the number it gives; copies is 1 then.  0: none. */
+	uint8_t bad_copies;
+};
+
+/* One copy of a chunk as pass 5 finds it (copies.c). */
+struct fsck_copy {
+	unsigned index;          /* copy index */
+	uint32_t section, disk;  /* disk: the section map's, UINT32_MAX when none */
+	bool here;               /* its disk is present (not missing, --degraded) */
+	bool stale;              /* the record says it lacks data */
+	bool exists;             /* its file is there */
+	bool good;               /* not stale, there, holding the record's durable length */
+	bool read;               /* to be read by a scrub (scrub.c) */
+	bool failed;             /* the scrub could not read it whole */
+	uint64_t size;
+	char file[LSMFS_META_PATH_MAX + 160];
 };
 
 struct store_options;
@@ -116,7 +137,14 @@ struct fsck {
 	uint64_t lost_chunks, lost_files; /* records marked lost with their disk (pass 5) */
 	uint64_t scrub_bytes, scrub_files, scrub_ns;
 	uint64_t scrub_summed, scrub_bad; /* files with checksums; blocks failing them */
-	uint8_t *scrub_buf;
+	/* scrub errors (a block failing its sum in a copy, a read error):
+	 * found, and of them rewritten from a good copy */
+	uint64_t scrub_errors, scrub_repaired;
+	uint64_t *scrub_left_inos; /* files with scrub errors left, in inode order */
+	size_t scrub_nleft, scrub_capleft;
+	uint8_t *scrub_buf;       /* SCRUB_READ bytes per copy */
+	uint64_t stale_copies, stale_rebuilt; /* copies marked stale (pass 5), and rebuilt */
+	uint32_t *pair_one_disk;  /* by section pair: two-copy chunks with both on one disk */
 	volatile sig_atomic_t *cancel;
 };
 
@@ -167,12 +195,37 @@ int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t le
 /* Rewrite chunk (ino, chunk)'s record naming section, its length, flags,
  * copies and sums as they were. */
 int fsck_put_chunk_section(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section);
+/* Rewrite chunk (ino, chunk)'s record at place (section, copies, stale),
+ * its length, flags and sums as they were. */
+int fsck_put_chunk_place(struct fsck *f, uint64_t ino, uint64_t chunk,
+			 const struct chunk_place *place);
 
-/* scrub.c: read chunk c's file whole (file: in c->section, the one its
- * record names, else the hash's), reporting read errors (LSMFS-050F) and
- * blocks that fail their sums (LSMFS-0515); then the figures, once. */
-void fsck_scrub_chunk(struct fsck *f, const struct fsck_chunk *c, const char *file);
+/* scrub.c: read the copies of chunk c marked read (cp[0..n), each its
+ * file whole), reporting read errors (LSMFS-050F) and each block that
+ * fails its sum in a copy: rewritten from a copy where it is good
+ * (LSMFS-051B), or left when no copy holds it good (LSMFS-0515).  A copy
+ * that could not be read whole is marked failed.  Then the figures, once. */
+void fsck_scrub_copies(struct fsck *f, const struct fsck_chunk *c, struct fsck_copy *cp,
+		       unsigned n);
 void fsck_scrub_report(struct fsck *f);
+
+/* copies.c: a chunk's copies (SCHEMA.md "Copies").  The index of the copy
+ * of c whose file belongs in section s, or -1. */
+int fsck_copy_in(const struct fsck *f, const struct fsck_chunk *c, uint32_t s);
+/* Records giving copies their section cannot have (LSMFS-051A): before
+ * pass 5 walks the disks. */
+void fsck_check_copy_records(struct fsck *f);
+/* Chunk c's record against its copies' files (missing, short, too long,
+ * stale; with --scrub read and verified), each repaired as -y or -p says;
+ * *last_lost: the inode of the last chunk counted lost. */
+void fsck_check_chunk(struct fsck *f, struct fsck_chunk *c, uint64_t *last_lost);
+/* After every chunk: section pairs holding two-copy chunks on one disk
+ * (LSMFS-0519). */
+void fsck_check_copy_disks(struct fsck *f);
+/* Remove every copy's file of chunk c (those not there are no error). */
+int fsck_unlink_chunk(struct fsck *f, const struct fsck_chunk *c);
+/* Copy src to a new file dst and make it durable (the directory not). */
+int fsck_copy_file(const char *src, const char *dst);
 
 /* load.c: open the store (read-only with -n) and build the model. */
 int fsck_load(struct fsck *f);

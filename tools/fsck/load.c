@@ -132,7 +132,7 @@ bool fsck_has_chunk(const struct fsck *f, uint64_t ino, uint64_t chunk)
 int fsck_model_add_chunk(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section)
 {
 	int rc = push_chunk(f, &(struct fsck_chunk){.ino = ino, .chunk = chunk, .section = section,
-						     .bad_section = CHUNK_HASHED});
+						     .bad_section = CHUNK_HASHED, .copies = 1});
 	if (rc == 0)
 		qsort(f->chunks, f->nchunks, sizeof(*f->chunks), fsck_cmp_chunk);
 	return rc;
@@ -369,9 +369,19 @@ static int take(struct fsck *f, const uint8_t *k, size_t kl, const uint8_t *v, s
 		struct fsck_chunk c = {.ino = kp.id, .chunk = kp.sub, .durable = cv.durable,
 				       .lost = chunk_value_lost(v, vl), .bad_section = CHUNK_HASHED};
 		/* The value parses: -EUCLEAN is a section past the count, which
-		 * pass 5 reports (LSMFS-0516); c.section is the hash's then. */
-		if (chunk_value_section(v, vl, c.ino, c.chunk, f->info.sections, &c.section))
-			c.bad_section = cv.section;
+		 * pass 5 reports (LSMFS-0516; c.section is the hash's then), or
+		 * copies the named section has no partner for (LSMFS-051A; one
+		 * copy then, in the section it names). */
+		struct chunk_place pl;
+		if (chunk_value_place(v, vl, c.ino, c.chunk, f->info.sections, &pl)) {
+			if (cv.section >= f->info.sections)
+				c.bad_section = cv.section;
+			else
+				c.bad_copies = cv.copies;
+		}
+		c.section = pl.section;
+		c.copies = pl.copies;
+		c.stale = pl.stale;
 		return push_chunk(f, &c);
 	}
 	case KEY_XATTR:
@@ -512,6 +522,8 @@ void fsck_unload(struct fsck *f)
 	free(f->inodes);
 	free(f->section_disk);
 	free(f->chunks_per_disk);
+	free(f->pair_one_disk);
+	free(f->scrub_left_inos);
 	free(f->scrub_buf); /* a scrub cancelled before its report */
 	f->scrub_buf = NULL;
 	if (f->st)

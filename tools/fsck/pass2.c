@@ -62,8 +62,11 @@ static uint64_t size_from_chunks(struct fsck *f, uint64_t ino)
 	uint32_t section = 0;
 	for (size_t i = 0; i < f->nchunks; i++)
 		if (f->chunks[i].ino == ino && f->chunks[i].chunk >= last) {
-			last = f->chunks[i].chunk;
-			section = f->chunks[i].section;
+			const struct fsck_chunk *c = &f->chunks[i];
+			last = c->chunk;
+			/* its first copy that holds data */
+			unsigned copy = c->copies > 1 && (c->stale & 1) ? 1 : 0;
+			section = section_of_copy(c->section, copy, f->info.sections);
 		}
 	char file[LSMFS_META_PATH_MAX + 160];
 	struct stat st;
@@ -271,13 +274,10 @@ void fsck_pass2_inodes(struct fsck *f)
 			continue;
 		/* the file, then its record: a crash between leaves a missing
 		 * chunk past EOF, which the next run drops too */
-		char file[LSMFS_META_PATH_MAX + 160];
 		uint8_t k[KEY_MAX];
-		uint32_t s = f->chunks[i].section;
-		int rc = fsck_chunk_file(f, in->ino, c, s, file, sizeof(file)) == 0 && unlink(file) &&
-					 errno != ENOENT
-				 ? -errno
-				 : fsck_del_key(f, k, key_chunk(k, in->ino, c));
+		int rc = fsck_unlink_chunk(f, &f->chunks[i]);
+		if (rc == 0)
+			rc = fsck_del_key(f, k, key_chunk(k, in->ino, c));
 		fsck_repaired(f, rc);
 		if (rc == 0) {
 			f->chunks[i--] = f->chunks[--f->nchunks]; /* re-sorted in pass 5 */

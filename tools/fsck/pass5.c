@@ -2,14 +2,17 @@
  * pass5.c: pass 5, data and disks: the superblocks (superblocks.c), the
  * section map, the disk records and the filesystem information against the
  * superblocks, every chunk file on every disk against the chunk records
- * (ownerless, misplaced, stray), and every chunk record against its file
- * (missing, too long).
+ * (ownerless, misplaced, stray), and every chunk record against its
+ * copies' files (copies.c: missing, short, too long, stale, two on one
+ * disk; read and verified with --scrub, scrub.c).
  *
  * A chunk's file belongs in the section its record names, else in
  * chunk_section's (fs/SCHEMA.md "Sharding", "Chunk checksums"): the record
  * is the only truth of where, so a file is found, moved home and given a
  * record by that section, never by the hash alone.  A record that names
- * a section past the count names nowhere (LSMFS-0516).
+ * a section past the count names nowhere (LSMFS-0516).  A chunk with two
+ * copies has a file in that section and one in its partner (s ^ 1): a
+ * file in either is the chunk's, not misplaced.
  */
 #include "fsck.h"
 
@@ -55,46 +58,6 @@ static int fsync_parent(const char *path)
 	return lsmfs_fsync_dir(dir);
 }
 
-/* Copy src to dst (a new file) and make it durable. */
-static int copy_file(const char *src, const char *dst)
-{
-	int in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
-	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (out < 0) {
-		int e = -errno;
-		close(in);
-		return e;
-	}
-	int rc = 0;
-	char *buf = malloc(1 << 20);
-	if (!buf)
-		rc = -ENOMEM;
-	for (;;) {
-		ssize_t n = rc ? 0 : read(in, buf, 1 << 20);
-		if (n < 0)
-			rc = -errno;
-		if (n <= 0)
-			break;
-		for (ssize_t done = 0; done < n && !rc;) {
-			ssize_t w = write(out, buf + done, (size_t)(n - done));
-			if (w < 0)
-				rc = -errno;
-			else
-				done += w;
-		}
-	}
-	free(buf);
-	if (!rc && fsync(out))
-		rc = -errno;
-	close(out);
-	close(in);
-	if (rc)
-		unlink(dst);
-	return rc;
-}
-
 /* Put a misplaced chunk file in section s on disk d (where its record
  * says): a rename on the same filesystem, else a durable copy renamed
  * into place before the original goes.  A file already at the
@@ -122,7 +85,7 @@ static int move_chunk(struct fsck *f, const char *src, uint32_t s, uint32_t d, u
 	if (errno != EXDEV)
 		return -errno;
 	snprintf(tmp, sizeof(tmp), "%s.fsck-tmp", dst);
-	int rc = copy_file(src, tmp);
+	int rc = fsck_copy_file(src, tmp);
 	if (!rc && rename(tmp, dst))
 		rc = -errno;
 	if (!rc)
@@ -249,6 +212,23 @@ static int reattach_chunk(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t
 	return fsck_model_add_chunk(f, ino, chunk, s);
 }
 
+/* The section a file of chunk c found in section s belongs in: s when
+ * it is a copy's (stale or not: a stale copy's file is left), else the
+ * first copy's whose file is not there (copy 0's when all are). */
+static uint32_t home_of(const struct fsck *f, const struct fsck_chunk *c, uint32_t s)
+{
+	if (fsck_copy_in(f, c, s) >= 0)
+		return s;
+	for (unsigned i = 0; i < c->copies; i++) {
+		uint32_t t = section_of_copy(c->section, i, f->info.sections);
+		char file[LSMFS_META_PATH_MAX + 160];
+		if (fsck_chunk_file(f, c->ino, c->chunk, t, file, sizeof(file)) == 0 &&
+		    access(file, F_OK) != 0 && errno == ENOENT)
+			return t;
+	}
+	return c->section;
+}
+
 /* One disk's section directories: every file must be a chunk with a record,
  * in the section its record names (else its hash's), on the disk the map
  * names. */
@@ -317,7 +297,7 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 			if (!c || c->bad_section != CHUNK_HASHED)
 				continue; /* left, gone to /lost+found, or its record names
 					   * nowhere (LSMFS-0516, reported before the walk) */
-			uint32_t want = c->section, want_disk = f->section_disk[want];
+			uint32_t want = home_of(f, c, s), want_disk = f->section_disk[want];
 			if ((want != s || want_disk != disk) && diskset_present(f->ds, want_disk) &&
 			    problem_fix(f, PR_CHUNK_MISPLACED,
 					&(struct problem_ctx){.disk = disk, .file = file,
@@ -484,6 +464,7 @@ void fsck_pass5_data(struct fsck *f)
 	if (f->nchunks) /* none: no array to sort (qsort wants one) */
 		qsort(f->chunks, f->nchunks, sizeof(*f->chunks), fsck_cmp_chunk);
 	check_named_sections(f);
+	fsck_check_copy_records(f);
 	/* The disks first: a misplaced chunk file moved home is no longer a
 	 * missing one (whose repair would drop its record). */
 	for (uint32_t d = 0; d < nd && !fsck_cancelled(f); d++)
@@ -491,63 +472,14 @@ void fsck_pass5_data(struct fsck *f)
 			walk_disk(f, d);
 	uint64_t last_lost = UINT64_MAX;
 	for (size_t i = 0; i < f->nchunks && !fsck_cancelled(f); i++) {
-		const struct fsck_chunk *c = &f->chunks[i];
+		struct fsck_chunk *c = &f->chunks[i];
 		if (c->bad_section != CHUNK_HASHED)
 			continue; /* its record names nowhere: reported, left */
-		uint32_t d = f->section_disk[c->section];
-		if (!diskset_present(f->ds, d))
-			continue; /* reported above, or on a disk missing (--degraded) */
-		f->chunks_per_disk[d]++;
-		char file[LSMFS_META_PATH_MAX + 160], path[4096];
-		fsck_chunk_file(f, c->ino, c->chunk, c->section, file, sizeof(file));
-		struct stat st;
-		bool found = stat(file, &st) == 0;
-		if (!found) {
-			if (errno == ENOENT && c->lost) {
-				/* Lost with its disk, as the record says: it reads as
-				 * EIO, which is what it must do; counted, no damage. */
-				f->lost_files += last_lost != c->ino; /* sorted by inode */
-				last_lost = c->ino;
-				f->lost_chunks++;
-			} else if (errno == ENOENT && c->durable == 0) {
-				/* Nothing was made durable there: a hole, as the
-				 * schema allows (a crash between the record and the
-				 * file's creation). */
-			} else if (errno == ENOENT) {
-				if (problem_fix(f, PR_CHUNK_MISSING,
-						&(struct problem_ctx){.ino = c->ino, .chunk = c->chunk,
-								      .file = file, .num = c->durable,
-								      .path = fsck_path_of(f, c->ino, path,
-											   sizeof(path))})) {
-					/* the record goes; the bytes read as zeros either way */
-					uint8_t k[KEY_MAX];
-					fsck_repaired(f, fsck_del_key(f, k, key_chunk(k, c->ino, c->chunk)));
-				}
-			} else {
-				problem_fix(f, PR_CHUNK_UNREADABLE,
-					    &(struct problem_ctx){.file = file, .err = errno});
-			}
-		} else if ((uint64_t)st.st_size < c->durable) {
-			if (problem_fix(f, PR_CHUNK_SHORT,
-					&(struct problem_ctx){.ino = c->ino, .chunk = c->chunk, .file = file,
-							      .num = (uint64_t)st.st_size,
-							      .num2 = c->durable,
-							      .path = fsck_path_of(f, c->ino, path,
-										   sizeof(path))}))
-				fsck_repaired(f, fsck_put_chunk_len(f, c->ino, c->chunk,
-								    (uint64_t)st.st_size));
-		} else if ((uint64_t)st.st_size > f->info.chunk_size &&
-			   problem_fix(f, PR_CHUNK_TOO_LONG,
-				       &(struct problem_ctx){.file = file, .num = (uint64_t)st.st_size,
-							     .num2 = f->info.chunk_size})) {
-			/* bytes past the chunk's end are never read */
-			fsck_repaired(f, truncate(file, (off_t)f->info.chunk_size) ? -errno : 0);
-		}
-		if (f->scrub && found)
-			fsck_scrub_chunk(f, c, file);
+		fsck_check_chunk(f, c, &last_lost);
 		if (i % 4096 == 0)
 			fsck_progress(f, 5, i, f->nchunks);
 	}
+	fsck_check_copy_disks(f);
 	if (f->scrub)
 		fsck_scrub_report(f);
 }

@@ -147,7 +147,8 @@ static const struct problem table[] = {
 	 "remove the chunk record (the lost bytes read as a hole)"},
 	{PR_CHUNK_TOO_LONG, "%f: %n bytes, longer than a chunk (%N)", PR_SEV_MINOR,
 	 PR_PREEN | PR_LATCH, "cut the file to the chunk size (bytes past it are never read)"},
-	/* Where its record says: the section it names, else the hash's. */
+	/* Where its record says: the section it names, else the hash's; for
+	 * a chunk with two copies, or that section's partner (copies.c). */
 	{PR_CHUNK_MISPLACED, "disk %d: %f belongs in section %S on disk %n", PR_SEV_ERROR,
 	 PR_PREEN | PR_LATCH, "move the file to its section's directory (a durable copy across disks)"},
 	{PR_CHUNK_OWNERLESS, "disk %d: %f: chunk %c of inode %i has no chunk record; %s",
@@ -200,10 +201,12 @@ static const struct problem table[] = {
 	{PR_DEVSTATS_GONE, "disk %n: the store has error counters (key E) for a slot no disk "
 	 "holds (a disk removed); remove them", PR_SEV_MINOR, PR_PREEN,
 	 "delete the error counters record"},
-	/* One copy: nothing to repair it from (the daemon reads it as EIO). */
+	/* No copy holds the block good (one copy, or every copy damaged
+	 * there): nothing to repair it from (the daemon reads it as EIO). */
 	{PR_CHUNK_CHECKSUM,
 	 "inode %i (%p) chunk %c: %f: the block of %N bytes at offset %n does not match its "
-	 "checksum (silent damage: reads of it fail with EIO)", PR_SEV_ERROR, 0, NULL},
+	 "checksum, and no copy holds it good (silent damage: reads of it fail with EIO)",
+	 PR_SEV_ERROR, 0, NULL},
 	/* Not preen: the record may go.  Why it goes rather than being
 	 * pointed at a file found elsewhere: pass5.c check_named_sections. */
 	{PR_CHUNK_BAD_SECTION,
@@ -212,6 +215,45 @@ static const struct problem table[] = {
 	 "name the section the hash gives when the file is there (length and sums kept), else remove "
 	 "the record (the walk of the disks then gives a file found elsewhere a record naming its "
 	 "section; with none, the bytes read as a hole)"},
+	/* Copies (fs/SCHEMA.md "Copies"): copy i of a chunk in
+	 * section_of_copy(its section, i).  A copy the record calls whole
+	 * whose file is gone or short: redundancy lost behind the daemon's
+	 * back (reads fall back to the other).  Preen: made from a copy that
+	 * is whole, nothing is lost.  Without a whole copy, the chunk's loss
+	 * is 0504 or 050E, as with one copy. */
+	{PR_COPY_MISSING,
+	 "inode %i (%p) chunk %c: copy %n, %f, is %s; make it again from copy %N (%t)",
+	 PR_SEV_ERROR, PR_PREEN | PR_LATCH,
+	 "copy the whole copy's file to a new file beside it, synced, and rename it into place"},
+	/* A stale copy is no damage: a write missed it (its disk away or
+	 * failing) and the record says so, so nothing reads it; the chunk
+	 * has one copy fewer than it should (btrfs: "missing"). */
+	{PR_COPY_STALE,
+	 "inode %i (%p) chunk %c: copy %n, in section %S on disk %d, is stale (a write missed "
+	 "it): under-replicated; make it again from copy %N (%f)",
+	 PR_SEV_MINOR, PR_PREEN | PR_LATCH,
+	 "copy the whole copy's file into its place (synced, renamed into place), then mark the "
+	 "copy whole in the record (synced)"},
+	/* The section map puts a section and its partner on one disk: the
+	 * chunks with two copies there lose both with that disk.  fsck does
+	 * not move sections (a move is lsmfs-disk's, online or offline). */
+	{PR_COPIES_ONE_DISK,
+	 "sections %S and %n are both on disk %d (%D): %N chunk%s with two copies there %t both "
+	 "copies on that one disk; move one of the two to another disk (lsmfs-disk DISKS move %n "
+	 "DISK)", PR_SEV_ERROR, PR_LATCH, NULL},
+	/* Not preen: a record damaged; nothing is lost by the repair (no
+	 * second copy can exist without a partner section). */
+	{PR_CHUNK_BAD_COPIES,
+	 "inode %i (%p) chunk %c: its record gives %n copies, but its section %S has no partner "
+	 "(the last of an odd count): one copy, in section %S",
+	 PR_SEV_ERROR, PR_LATCH,
+	 "rewrite the record with one copy, not stale (length and sums kept)"},
+	/* With --scrub: a block bad in one copy and good in another. */
+	{PR_COPY_CHECKSUM,
+	 "inode %i (%p) chunk %c: %f: the block of %N bytes at offset %n does not match its "
+	 "checksum; the copy %t holds it good: rewrite it from there",
+	 PR_SEV_ERROR, PR_PREEN | PR_LATCH,
+	 "write the good copy's block over the bad one (synced)"},
 };
 
 #define NPROBLEMS (sizeof(table) / sizeof(table[0]))

@@ -84,6 +84,11 @@ enum fsck_code {
 	PR_DEVSTATS_GONE = 0x0514,       /* pass 5: error counters of no disk */
 	PR_CHUNK_CHECKSUM = 0x0515,      /* pass 5 with --scrub */
 	PR_CHUNK_BAD_SECTION = 0x0516,   /* pass 5: a record naming no section there is */
+	PR_COPY_MISSING = 0x0517,        /* pass 5: chunk copies */
+	PR_COPY_STALE = 0x0518,
+	PR_COPIES_ONE_DISK = 0x0519,
+	PR_CHUNK_BAD_COPIES = 0x051a,
+	PR_COPY_CHECKSUM = 0x051b,       /* pass 5 with --scrub */
 };
 
 enum problem_severity {
@@ -137,7 +142,7 @@ enum problem_flag {
 #define PROBLEM_LATCH_SHOW 20
 /* Latched kinds one pass keeps count of: at least the rows with PR_LATCH
  * (problem_list checks). */
-#define PROBLEM_LATCHES 24
+#define PROBLEM_LATCHES 32
 
 /* One latched kind in this pass (struct fsck latches[]); all zero when
  * free, and again at each pass's end. */

@@ -47,12 +47,10 @@ int fsck_put_chunk_len(struct fsck *f, uint64_t ino, uint64_t chunk, uint64_t le
 	return store_put(f->st, k, kl, v, vl, STORE_WRITE_SYNC);
 }
 
-/* Value cv again naming section (its copies and stale mask kept), under
- * key k. */
+/* Value cv again at place, under key k. */
 static int put_placed(struct fsck *f, const uint8_t *k, size_t kl, const struct chunk_value *cv,
-		      uint32_t section)
+		      const struct chunk_place *place)
 {
-	struct chunk_place place = {.section = section, .copies = cv->copies, .stale = cv->stale};
 	uint8_t *v = malloc(CHUNK_COPIES_HDR + 4 * (size_t)cv->nsums);
 	uint32_t *sums = malloc((cv->nsums ? cv->nsums : 1) * sizeof(*sums));
 	int rc = v && sums ? 0 : -ENOMEM;
@@ -60,7 +58,7 @@ static int put_placed(struct fsck *f, const uint8_t *k, size_t kl, const struct 
 		sums[i] = chunk_value_sum(cv, i);
 	if (!rc)
 		rc = store_put(f->st, k, kl, v,
-			       chunk_value_put_place(cv->durable, cv->flags, cv->gen, &place, cv->shift,
+			       chunk_value_put_place(cv->durable, cv->flags, cv->gen, place, cv->shift,
 						     sums, cv->nsums, v),
 			       STORE_WRITE_SYNC);
 	free(sums);
@@ -68,7 +66,10 @@ static int put_placed(struct fsck *f, const uint8_t *k, size_t kl, const struct 
 	return rc;
 }
 
-int fsck_put_chunk_section(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section)
+/* Chunk (ino, chunk)'s record again at place, or (place NULL) at its own
+ * place naming section. */
+static int replace_place(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section,
+			 const struct chunk_place *place)
 {
 	uint8_t k[KEY_MAX];
 	size_t kl = key_chunk(k, ino, chunk);
@@ -78,12 +79,25 @@ int fsck_put_chunk_section(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_
 	if (rc)
 		return rc;
 	struct chunk_value cv;
-	if (chunk_value_parse(old, oldlen, &cv) || (cv.flags & CHUNK_LOST))
+	if (chunk_value_parse(old, oldlen, &cv) || (cv.flags & CHUNK_LOST)) {
 		rc = -EUCLEAN; /* not what pass 5 saw: left for the next run */
-	else
-		rc = put_placed(f, k, kl, &cv, section);
+	} else {
+		struct chunk_place pl = {.section = section, .copies = cv.copies, .stale = cv.stale};
+		rc = put_placed(f, k, kl, &cv, place ? place : &pl);
+	}
 	free(old);
 	return rc;
+}
+
+int fsck_put_chunk_section(struct fsck *f, uint64_t ino, uint64_t chunk, uint32_t section)
+{
+	return replace_place(f, ino, chunk, section, NULL);
+}
+
+int fsck_put_chunk_place(struct fsck *f, uint64_t ino, uint64_t chunk,
+			 const struct chunk_place *place)
+{
+	return replace_place(f, ino, chunk, place->section, place);
 }
 
 int fsck_put_entry(struct fsck *f, uint64_t parent, const char *name, uint64_t ino,
@@ -230,13 +244,9 @@ int fsck_clear_inode(struct fsck *f, struct fsck_inode *in)
 	/* Files first: a crash after leaves records of missing chunks (holes
 	 * of an inode about to go), never files without an owner. */
 	for (size_t i = 0; i < f->nchunks; i++) {
-		if (f->chunks[i].ino != ino)
-			continue;
-		char file[LSMFS_META_PATH_MAX + 160];
-		if (fsck_chunk_file(f, ino, f->chunks[i].chunk, f->chunks[i].section, file,
-				    sizeof(file)) == 0 &&
-		    unlink(file) && errno != ENOENT)
-			return -errno;
+		int rc = f->chunks[i].ino == ino ? fsck_unlink_chunk(f, &f->chunks[i]) : 0;
+		if (rc)
+			return rc;
 	}
 	struct store_batch *b = store_batch_new();
 	if (!b)

@@ -149,9 +149,19 @@ static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t 
 	}
 }
 
+/* " on disk D", or ", which has no disk", for section s. */
+static void on_disk(const struct insp *in, uint32_t s, char *out, size_t cap)
+{
+	if (in->section_disk[s] == UINT32_MAX)
+		snprintf(out, cap, ", which has no disk");
+	else
+		snprintf(out, cap, " on disk %u", in->section_disk[s]);
+}
+
 /* The section and disk of a chunk, by its record's value v (SCHEMA.md
  * "Chunk checksums": the section it names, else the hash's), as
- * ": section S on disk D".  A value naming one past the count says so; one
+ * ": section S on disk D", then its other copy's (SCHEMA.md "Copies")
+ * and which are stale.  A value naming one past the count says so; one
  * that does not decode gets the hash's (the caller says it is damaged). */
 static void chunk_place(const struct insp *in, uint64_t ino, uint64_t chunk, const uint8_t *v,
 			size_t vl, char *out, size_t cap)
@@ -159,19 +169,27 @@ static void chunk_place(const struct insp *in, uint64_t ino, uint64_t chunk, con
 	*out = '\0';
 	if (!in || !in->info.sections)
 		return;
-	uint32_t s;
+	struct chunk_place pl;
 	struct chunk_value cv;
 	bool decodes = chunk_value_parse(v, vl, &cv) == 0;
-	if (chunk_value_section(v, vl, ino, chunk, in->info.sections, &s) && decodes) {
+	bool damaged = chunk_value_place(v, vl, ino, chunk, in->info.sections, &pl) != 0;
+	if (damaged && decodes && cv.section >= in->info.sections) {
 		snprintf(out, cap, ": names section %u, past the %u sections", cv.section,
 			 in->info.sections);
 		return;
 	}
 	const char *named = decodes && cv.section != CHUNK_HASHED ? " (named)" : "";
-	if (in->section_disk[s] == UINT32_MAX)
-		snprintf(out, cap, ": section %u%s, which has no disk", s, named);
-	else
-		snprintf(out, cap, ": section %u%s on disk %u", s, named, in->section_disk[s]);
+	char d0[48], d1[48] = "", more[128] = "";
+	on_disk(in, pl.section, d0, sizeof(d0));
+	if (damaged && decodes)
+		snprintf(more, sizeof(more), ", %u copies but no partner section", cv.copies);
+	else if (pl.copies > 1) {
+		uint32_t t = section_of_copy(pl.section, 1, in->info.sections);
+		on_disk(in, t, d1, sizeof(d1));
+		snprintf(more, sizeof(more), "%s, copy 1 in section %u%s%s",
+			 pl.stale & 1 ? " (stale)" : "", t, d1, pl.stale & 2 ? " (stale)" : "");
+	}
+	snprintf(out, cap, ": section %u%s%s%s", pl.section, named, d0, more);
 }
 
 void insp_describe(const struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v,

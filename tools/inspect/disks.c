@@ -3,7 +3,8 @@
  * superblock, fs/SCHEMA.md "Superblock", beside the store's filesystem
  * info and inode counter) and sections (the section map, `P` keys, with
  * the chunk records of each section: the one a record names, else the
- * hash's, fs/SCHEMA.md "Sharding" and "Chunk checksums",
+ * hash's, fs/SCHEMA.md "Sharding" and "Chunk checksums", and the partner
+ * of that one for a second copy ("Copies"),
  * and the chunk files and bytes actually under <disk>/.lsmfs/sections/).
  */
 #include "inspect.h"
@@ -273,15 +274,22 @@ static void count_record(struct insp *in, const uint8_t *k, size_t kl, const uin
 	struct key_parts kp;
 	if (key_parse(k, kl, &kp) != 0 || kp.type->letter != KEY_CHUNK)
 		return; /* not a chunk key: keys shows it */
-	/* A damaged value (keys and fsck say so) counts where the hash puts it. */
-	uint32_t s;
-	(void)chunk_value_section(v, vl, kp.id, kp.sub, in->info.sections, &s);
-	rc->sec[s].records++;
-	if (diskset_present(in->ds, in->section_disk[s]))
-		rc->disk[in->section_disk[s]].records++;
+	/* A damaged value (keys and fsck say so) counts where the hash puts
+	 * it, or with copies its section has no partner for, once. */
+	struct chunk_place pl;
+	(void)chunk_value_place(v, vl, kp.id, kp.sub, in->info.sections, &pl);
+	for (unsigned i = 0; i < pl.copies; i++) {
+		uint32_t s = section_of_copy(pl.section, i, in->info.sections);
+		if (pl.stale >> i & 1)
+			continue; /* lacks data: a file of it may be there or not */
+		rc->sec[s].records++;
+		if (diskset_present(in->ds, in->section_disk[s]))
+			rc->disk[in->section_disk[s]].records++;
+	}
 }
 
-/* Chunk records, by the section they name (else hash to) and its disk. */
+/* Chunk records, by the section they name (else hash to) and its disk;
+ * a record with two copies in each copy's section (SCHEMA.md "Copies"). */
 static int count_records(struct insp *in, struct counts *sec, struct counts *disk)
 {
 	uint8_t prefix[1] = {KEY_CHUNK};

@@ -298,13 +298,59 @@ static int command_inode(struct insp *in, const char *what, uint64_t *ino, struc
 
 struct stat_ctx {
 	struct json *j;
-	uint64_t n, bytes_on_disk, missing;
+	uint64_t n, bytes_on_disk, missing, copies_stale, copies_missing;
 };
 
-/* A chunk: its file in the section its record names, else the hash's
- * (SCHEMA.md "Chunk checksums"); for a record that names one past the
- * count, or does not decode, the hash's is looked at and the record said
- * to be damaged. */
+/* One copy of a chunk: where its file is, and its length (-1: missing). */
+struct copy_at {
+	uint32_t section, disk; /* disk UINT32_MAX: the section has no disk here */
+	bool stale;             /* its record says it lacks data */
+	char path[LSMFS_META_PATH_MAX + 200];
+	int64_t len;
+};
+
+static void find_copy(const struct insp *in, uint64_t ino, uint64_t chunk, uint32_t s,
+		      bool stale, struct copy_at *c)
+{
+	c->section = s;
+	c->disk = in->section_disk[s];
+	c->stale = stale;
+	c->path[0] = '\0';
+	c->len = -1;
+	if (!diskset_present(in->ds, c->disk)) {
+		c->disk = UINT32_MAX;
+		return;
+	}
+	char root[LSMFS_META_PATH_MAX + 64], rel[96];
+	struct stat st;
+	section_disk_dir(in->ds->paths[c->disk], root, sizeof(root));
+	section_chunk_name(ino, chunk, s, rel, sizeof(rel));
+	snprintf(c->path, sizeof(c->path), "%s/%s", root, rel);
+	if (stat(c->path, &st) == 0)
+		c->len = st.st_size;
+}
+
+/* A copy in words: "section S, disk D: PATH N bytes". */
+static void say_copy(struct insp *in, const struct copy_at *c, const char *note, bool one)
+{
+	if (c->disk == UINT32_MAX)
+		fprintf(in->out, "section %u%s, which has no disk", c->section, note);
+	else if (c->len < 0)
+		fprintf(in->out, "section %u%s, disk %u: %s missing%s", c->section, note, c->disk,
+			c->path, c->stale ? "" : one ? " (a hole)" : "");
+	else
+		fprintf(in->out, "section %u%s, disk %u: %s %" PRId64 " bytes", c->section, note,
+			c->disk, c->path, c->len);
+	if (c->stale)
+		fprintf(in->out, " (stale: lacks data, not read)");
+	fputc('\n', in->out);
+}
+
+/* A chunk: its files in the section its record names, else the hash's
+ * (SCHEMA.md "Chunk checksums"), and with two copies copy 1's in that
+ * section's partner ("Copies"); for a record that names a section past
+ * the count, or does not decode, the hash's is looked at and the record
+ * said to be damaged. */
 static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
 		       void *ctx)
 {
@@ -313,75 +359,108 @@ static void show_chunk(struct insp *in, const uint8_t *k, size_t kl, const uint8
 	if (key_parse(k, kl, &kp) != 0 || kp.type->letter != KEY_CHUNK)
 		return;
 	uint64_t ino = kp.id, chunk = kp.sub;
-	uint32_t s;
 	struct chunk_value cv;
+	struct chunk_place pl;
 	bool decodes = chunk_value_parse(v, vl, &cv) == 0;
-	bool damaged = chunk_value_section(v, vl, ino, chunk, in->info.sections, &s) != 0;
+	bool damaged = chunk_value_place(v, vl, ino, chunk, in->info.sections, &pl) != 0;
 	bool placed = decodes && cv.section != CHUNK_HASHED;
-	char note[96] = "";
-	if (damaged && decodes)
+	bool past = damaged && decodes && cv.section >= in->info.sections;
+	char note[120] = "";
+	if (past)
 		snprintf(note, sizeof(note), " (its record names section %u, past the %u; by the hash)",
 			 cv.section, in->info.sections);
+	else if (damaged && decodes)
+		snprintf(note, sizeof(note), " (its record gives %u copies, but the section has no "
+			 "partner)", cv.copies);
 	else if (damaged)
 		snprintf(note, sizeof(note), " (its record does not decode; by the hash)");
-	uint32_t d = in->section_disk[s];
-	char path[LSMFS_META_PATH_MAX + 200] = "";
-	struct stat st;
-	int64_t len = -1;
-	if (diskset_present(in->ds, d)) {
-		char root[LSMFS_META_PATH_MAX + 64], rel[96];
-		section_disk_dir(in->ds->paths[d], root, sizeof(root));
-		section_chunk_name(ino, chunk, s, rel, sizeof(rel));
-		snprintf(path, sizeof(path), "%s/%s", root, rel);
-		if (stat(path, &st) == 0)
-			len = st.st_size;
+	struct copy_at cp[CHUNK_MAX_COPIES];
+	unsigned n = pl.copies <= CHUNK_MAX_COPIES ? pl.copies : CHUNK_MAX_COPIES;
+	bool any = false;
+	for (unsigned i = 0; i < n; i++) {
+		find_copy(in, ino, chunk, section_of_copy(pl.section, i, in->info.sections),
+			  pl.stale >> i & 1, &cp[i]);
+		if (cp[i].len >= 0)
+			c->bytes_on_disk += (uint64_t)cp[i].len;
+		any |= cp[i].len >= 0 && !cp[i].stale;
+		c->copies_stale += cp[i].stale;
 	}
+	for (unsigned i = 0; i < n && any; i++)
+		c->copies_missing += !cp[i].stale && cp[i].len < 0 && cp[i].disk != UINT32_MAX;
 	c->n++;
-	if (len >= 0)
-		c->bytes_on_disk += (uint64_t)len;
-	else
-		c->missing++;
+	c->missing += !any;
 	if (c->j) {
 		json_obj(c->j, NULL);
 		json_u64(c->j, "chunk", chunk);
-		json_u64(c->j, "section", s);
+		json_u64(c->j, "section", pl.section);
 		json_bool(c->j, "placed", placed); /* the record names the section */
-		if (damaged && decodes)
+		if (past)
 			json_u64(c->j, "section_named", cv.section); /* past the count */
 		json_bool(c->j, "record_damaged", damaged);
-		if (diskset_present(in->ds, d))
-			json_u64(c->j, "disk", d);
+		/* copy 0's, as before copies */
+		if (cp[0].disk != UINT32_MAX)
+			json_u64(c->j, "disk", cp[0].disk);
 		else
 			json_i64(c->j, "disk", -1);
-		json_str(c->j, "path", path);
-		json_i64(c->j, "length", len); /* -1: missing */
+		json_str(c->j, "path", cp[0].path);
+		json_i64(c->j, "length", cp[0].len); /* -1: missing */
+		if (damaged && decodes && !past)
+			json_u64(c->j, "copies_named", cv.copies); /* no partner for them */
+		json_arr(c->j, "copies");
+		for (unsigned i = 0; i < n; i++) {
+			json_obj(c->j, NULL);
+			json_u64(c->j, "copy", i);
+			json_u64(c->j, "section", cp[i].section);
+			if (cp[i].disk != UINT32_MAX)
+				json_u64(c->j, "disk", cp[i].disk);
+			else
+				json_i64(c->j, "disk", -1);
+			json_str(c->j, "path", cp[i].path);
+			json_i64(c->j, "length", cp[i].len);
+			json_bool(c->j, "stale", cp[i].stale);
+			json_close_obj(c->j);
+		}
+		json_close_arr(c->j);
 		json_close_obj(c->j);
 		return;
 	}
-	if (!diskset_present(in->ds, d))
-		fprintf(in->out, "  chunk %" PRIu64 ": section %u%s, which has no disk\n", chunk, s,
-			note);
-	else if (len < 0)
-		fprintf(in->out, "  chunk %" PRIu64 ": section %u%s, disk %u: %s missing (a hole)\n",
-			chunk, s, note, d, path);
-	else
-		fprintf(in->out, "  chunk %" PRIu64 ": section %u%s, disk %u: %s %" PRId64 " bytes\n",
-			chunk, s, note, d, path, len);
+	if (n == 1) {
+		fprintf(in->out, "  chunk %" PRIu64 ": ", chunk);
+		say_copy(in, &cp[0], note, true);
+		return;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		fprintf(in->out, "  chunk %" PRIu64 " copy %u: ", chunk, i);
+		say_copy(in, &cp[i], i ? "" : note, false);
+	}
+	if (n == 2 && cp[0].disk == cp[1].disk && cp[0].disk != UINT32_MAX)
+		fprintf(in->out, "  chunk %" PRIu64 ": both copies on disk %u (fsck.lsmfs: LSMFS-0519)\n",
+			chunk, cp[0].disk);
 }
 
 static void show_xattr(struct insp *in, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
 		       void *ctx)
 {
-	(void)v;
 	struct stat_ctx *c = ctx;
-	char name[4 * NAME_MAX_BYTES + 1];
+	char name[4 * NAME_MAX_BYTES + 1], val[4 * 32 + 1];
 	insp_escape(name, sizeof(name), k + 9, kl - 9);
+	/* lsmfs's own policies (user.lsmfs.copies, user.lsmfs.placement:
+	 * fs/engine/attr/policy.c) say how the file's chunks are kept: their
+	 * values are shown; anyone else's stay private. */
+	static const char own[] = "user.lsmfs.";
+	bool policy = kl - 9 > sizeof(own) - 1 && !memcmp(k + 9, own, sizeof(own) - 1) && vl <= 32;
+	if (policy)
+		insp_escape(val, sizeof(val), v, vl);
 	c->n++;
 	if (c->j) {
 		json_obj(c->j, NULL);
 		json_bytes(c->j, "name", k + 9, kl - 9);
 		json_u64(c->j, "bytes", vl);
+		if (policy)
+			json_bytes(c->j, "value", v, vl);
 		json_close_obj(c->j);
+	} else if (policy) {
+		fprintf(in->out, "  xattr %s: %zu bytes: %s\n", name, vl, val);
 	} else {
 		fprintf(in->out, "  xattr %s: %zu bytes\n", name, vl);
 	}
@@ -496,11 +575,17 @@ int insp_stat(struct insp *in, const char *what)
 		json_close_arr(&j);
 		json_u64(&j, "chunk_bytes_on_disks", chunks.bytes_on_disk);
 		json_u64(&j, "chunks_missing", chunks.missing);
+		json_u64(&j, "copies_stale", chunks.copies_stale);
+		json_u64(&j, "copies_missing", chunks.copies_missing);
 		json_arr(&j, "xattrs");
 	} else if (chunks.n) {
-		fprintf(in->out, "  %" PRIu64 " chunk%s, %" PRIu64 " bytes on the disks%s\n", chunks.n,
+		fprintf(in->out, "  %" PRIu64 " chunk%s, %" PRIu64 " bytes on the disks%s", chunks.n,
 			chunks.n == 1 ? "" : "s", chunks.bytes_on_disk,
 			chunks.missing ? ", some missing" : "");
+		if (chunks.copies_stale || chunks.copies_missing)
+			fprintf(in->out, "; copies: %" PRIu64 " stale, %" PRIu64 " missing",
+				chunks.copies_stale, chunks.copies_missing);
+		fputc('\n', in->out);
 	}
 	if (rc == 0)
 		rc = insp_scan(in, k, key_xattr_prefix(k, ino), show_xattr, &xattrs);

@@ -317,6 +317,14 @@ struct fs {
 	/* space.c: by disk, bytes promised to new chunks not yet written
 	 * (atomics): the room placement sees is the disk's free space less. */
 	uint64_t space_promised[LSMFS_MAX_DISKS];
+	/* space.c: promises of chunks whose slot went before they were
+	 * written whole (their writes go on through a new slot), kept a
+	 * little longer; under space_lock. */
+	pthread_mutex_t space_lock;
+	struct space_late {
+		uint32_t disk;
+		uint64_t bytes, until_ns;
+	} space_late[64];
 	int clock_fd;             /* clock.c: an unnamed file beside the store, or -1 */
 	/* members.c: paths and fds of disks detached (or replaced) while
 	 * open, freed at fs_close: a reader may still hold them. */

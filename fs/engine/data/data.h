@@ -63,6 +63,9 @@ int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, struct chunk
  * allocated) written bytes of it, or (UINT64_MAX) its slot goes. */
 void space_promise(struct fs *fs, struct chunk_fd *c);
 void space_keep(struct fs *fs, struct chunk_fd *c, uint64_t written);
+/* Its slot goes: the promise ends, or (late: the slot was evicted while
+ * the file may still write the chunk) is kept a few seconds more. */
+void space_unpromise(struct fs *fs, struct chunk_fd *c, bool late);
 
 /* Inline data of ino (NULL, 0 when none); malloc'd. */
 int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len);
