@@ -14,7 +14,8 @@
 #   - a copy's chunk file deleted by hand: rebuilt (1 error, repaired);
 #   - cancel, then resume: the run ends with every chunk counted once;
 #     likewise an unmount part way (interrupted, shown after the remount);
-#   - a rate limit: the scrub takes about bytes / rate.
+#   - a rate limit: the scrub takes about bytes / rate;
+#   - fsck.lsmfs -n --scrub clean at the end.
 NAME=test_scrub
 # shellcheck source=tests/lib/lib.sh
 source "$(dirname "$0")/../lib/lib.sh"
@@ -235,5 +236,6 @@ awk -v s="$secs" 'BEGIN { exit !(s >= 2.4 && s <= 8) }' ||
 	fail "$total bytes at $rate bytes/s took $secs s, not about 3"
 compare_all "at the end"
 umount_wait "$L" || fail "the last unmount"
+out=$("$FSCK" -n --scrub "$L" 2>&1) || fail "fsck -n --scrub after the scrubs: exit $?: $(grep -E 'LSMFS-|Scrub' <<<"$out" | head -5)"
 say "$total bytes at $rate bytes/s: $secs s"
 finish
