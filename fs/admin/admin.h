@@ -132,6 +132,25 @@ int lost_mark_missing(struct fs *fs, int (*out)(void *ctx, const char *line), vo
 		      uint64_t *files, uint64_t *chunks);
 void members_free(struct fs *fs);
 
+/* scrub.c: the online scrub (SCHEMA.md "Scrub", `lsmfs-disk scrub`): a
+ * thread that scrubs every chunk (every copy read and checked, bad blocks
+ * rewritten from a good copy, stale or damaged copies rebuilt), no faster
+ * than rate bytes/s (0: no limit), its progress in `M scrub`.
+ * scrub_start: a new scrub, or (resume) the last one going on from where
+ * it stopped with its counts and, unless rate_given, its rate; -EBUSY
+ * while one runs, -EROFS read-only, -ENOENT nothing to resume.
+ * scrub_cancel: the one running stops after its chunk, saved as
+ * cancelled, before it returns; -ENOENT when none runs.  scrub_status:
+ * one line of JSON to out: this mount's scrub, else the store's record.
+ * scrub_stop, at fs_close: a scrub running stops, saved as interrupted;
+ * its memory goes. */
+int scrub_start(struct fs *fs, bool resume, bool rate_given, uint64_t rate, char *err,
+		size_t errlen);
+int scrub_cancel(struct fs *fs, char *err, size_t errlen);
+int scrub_status(struct fs *fs, int (*out)(void *ctx, const char *line), void *ctx, char *err,
+		 size_t errlen);
+void scrub_stop(struct fs *fs);
+
 /* control.c: the control socket <store>/control, for lsmfs-disk, while
  * mounted read-write (fs_control, above, answers each request). */
 int control_start(struct fs *fs);

@@ -12,6 +12,8 @@
  *                      `progress <json>` lines as it goes;
  *   devstats [reset]   one line of JSON: each disk's error counters
  *                      (devstats.c), reset as they are read on request;
+ *   scrub start|resume [rate], scrub status, scrub cancel
+ *                      the online scrub (scrub.c);
  *   and the others SCHEMA.md lists.
  *
  * The socket is made mode 0600 by the daemon (root, normally), and every
@@ -367,6 +369,30 @@ static int move(struct fs *fs, uint32_t s, uint32_t d, bool evacuate,
 	return rc;
 }
 
+/* scrub start|resume [RATE], scrub status, scrub cancel (a is what
+ * follows "scrub "). */
+static int scrub_request(struct fs *fs, const char *a, int (*out)(void *, const char *), void *ctx,
+			 char *err, size_t errlen)
+{
+	if (!strcmp(a, "status"))
+		return scrub_status(fs, out, ctx, err, errlen);
+	if (!strcmp(a, "cancel"))
+		return scrub_cancel(fs, err, errlen);
+	bool resume = !strncmp(a, "resume", 6);
+	if (resume || !strncmp(a, "start", 5)) {
+		const char *r = a + (resume ? 6 : 5);
+		unsigned long long rate;
+		int used = 0;
+		if (!*r)
+			return scrub_start(fs, resume, false, 0, err, errlen);
+		if (r[0] == ' ' && r[1] >= '0' && r[1] <= '9' &&
+		    sscanf(r + 1, "%llu%n", &rate, &used) == 1 && !r[1 + used])
+			return scrub_start(fs, resume, true, rate, err, errlen);
+	}
+	return fs_set_err(err, errlen, -EINVAL, "scrub takes start [RATE], resume [RATE], status "
+			  "or cancel (RATE: bytes per second, 0 for no limit)");
+}
+
 int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char *line), void *ctx)
 {
 	char err[1024] = "";
@@ -411,6 +437,8 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 	} else if (sscanf(req, "copy-remove %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_META_COPIES ? copies_remove(fs, (uint32_t)d, err, sizeof(err))
 					       : -EINVAL;
+	} else if (!strncmp(req, "scrub ", 6)) {
+		rc = scrub_request(fs, req + 6, out, ctx, err, sizeof(err));
 	} else if (!strncmp(req, "backup ", 7)) {
 		rc = backup_write(fs, req + 7, out, ctx, err, sizeof(err));
 	} else if (sscanf(req, "drop-lost %lu%c", &d, &tail) == 1) {

@@ -33,6 +33,7 @@
 #define META_MOUNTED "mounted" /* fs/engine/background/sweep.c: mounted read-write, or a crash */
 #define META_MOVE "move"       /* fs/admin/move.c: a section move in progress */
 #define META_FILTER "filter"   /* the store's table filter policy, as text */
+#define META_SCRUB "scrub"     /* fs/admin/scrub.c: the last scrub, as it stood */
 
 #define NAME_MAX_BYTES 255
 /* Longest key: type, be64 parent, be64 hash, 255-byte name. */
@@ -205,6 +206,53 @@ int chunk_value_section(const uint8_t *p, size_t len, uint64_t ino, uint64_t chu
 int chunk_value_place(const uint8_t *p, size_t len, uint64_t ino, uint64_t chunk,
 		      uint32_t sections, struct chunk_place *place);
 
+
+/* What a scrub found (chunk_scrub, SCHEMA.md "Scrub"): chunks scrubbed,
+ * bytes read, errors (damage found, per copy), repaired, unrepaired (left:
+ * errors = repaired + unrepaired), copies rebuilt and not rebuilt, chunks
+ * skipped. */
+struct scrub_count {
+	uint64_t chunks, bytes, errors, repaired, unrepaired, rebuilt, unrebuilt, skipped;
+};
+/* The last scrub (`M scrub`, scrub_record.c; SCHEMA.md "Scrub"). */
+enum scrub_state {
+	SCRUB_NONE,        /* never scrubbed */
+	SCRUB_RUNNING,     /* (stored: running, or a daemon died while it ran) */
+	SCRUB_FINISHED,
+	SCRUB_CANCELLED,
+	SCRUB_INTERRUPTED, /* unmount, remount read-only */
+	SCRUB_FAILED,      /* stopped by an error (error) */
+	SCRUB_STATES
+};
+struct scrub_file {
+	uint64_t ino;
+	char *path;        /* malloc'd */
+};
+struct scrub_record {
+	uint8_t state;
+	uint64_t started, updated;     /* unix seconds: the first start, the last save */
+	uint64_t elapsed_ms;           /* scrubbing, over every run */
+	uint64_t ino, chunk;           /* where it goes on: every chunk before is done */
+	uint64_t rate;                 /* bytes/s, 0: no limit */
+	struct scrub_count count;
+	uint64_t total_chunks, total_bytes; /* an estimate, at the last start */
+	uint32_t error;                /* the errno that stopped it (failed) */
+	uint32_t files;                /* files with errors left */
+	size_t nnamed;                 /* those named below, the first found */
+	struct scrub_file *named;      /* malloc'd */
+};
+#define SCRUB_RECORD_VERSION 1
+#define SCRUB_RECORD_FIXED 138      /* the value up to the files */
+extern const char *const scrub_state_names[SCRUB_STATES];
+/* The value of r, malloc'd into *out (*len bytes): 0 or -ENOMEM. */
+int scrub_record_encode(const struct scrub_record *r, uint8_t **out, size_t *len);
+/* 0 and *r (its named files malloc'd: scrub_record_free), or -EUCLEAN
+ * (a value this version does not read), or -ENOMEM. */
+int scrub_record_decode(const uint8_t *v, size_t vl, struct scrub_record *r);
+void scrub_record_free(struct scrub_record *r);
+/* 1 and *r when the store st has one, 0 (and *r of state SCRUB_NONE)
+ * when not, or -errno. */
+int scrub_record_get(struct store *st, struct scrub_record *r);
 
 /* Disk record value (`K`): the disk's 16-byte UUID, then its path (no
  * NUL).  Into out (DISK_REC_MAX bytes); the length, or 0 when the path is

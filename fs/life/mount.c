@@ -173,6 +173,7 @@ int fs_open(struct lsmfs_diskset *ds, const struct fs_options *opt,
 	pthread_mutex_init(&fs->ino_lock, NULL);
 	pthread_mutex_init(&fs->bounce_lock, NULL);
 	pthread_mutex_init(&fs->unsynced_lock, NULL);
+	pthread_mutex_init(&fs->space_lock, NULL);
 	pthread_mutex_init(&fs->move_lock, NULL);
 	pthread_mutex_init(&fs->ctl.lock, NULL);
 	pthread_cond_init(&fs->ctl.cv, NULL);
@@ -316,6 +317,7 @@ int fs_close(struct fs *fs)
 {
 	int rc = 0;
 	control_stop(fs); /* a move under way rolls back first */
+	scrub_stop(fs);   /* saved as interrupted: a resume goes on */
 	rdonly_stop(fs);
 	diskwatch_stop(fs);
 	namer_stop(fs); /* what it holds is logged first */

@@ -204,7 +204,7 @@ only 'lsmfs-inspect --backup o' out
 
 # lsmfs-disk DISK[:DISK...]|MOUNTPOINT COMMAND [ARGS] [OPTIONS]
 only 'lsmfs-disk /mnt/lsmfs ' status list stats rebalance move add remove copy \
-    backup restore convert
+    backup restore convert scrub
 only 'lsmfs-disk /mnt/lsmfs convert --' --copies
 only 'lsmfs-disk /mnt/lsmfs convert --copies ' 1 2
 only 'lsmfs-disk disk0:disk1 re' rebalance remove restore
@@ -229,7 +229,15 @@ only 'lsmfs-disk /mnt/lsmfs stats -' -z --reset -c --check --json
 only 'lsmfs-disk /mnt/lsmfs st' status stats
 only 'lsmfs-disk /mnt/lsmfs add --' --force --weight --no-balance
 has 'lsmfs-disk --' --json --dry-run --weight --force --no-balance --evacuate --lost --reset \
-    --check
+    --check --rate
+only 'lsmfs-disk /mnt/lsmfs scrub ' start status cancel resume
+only 'lsmfs-disk /mnt/lsmfs scrub st' start status
+only 'lsmfs-disk /mnt/lsmfs scrub start -' -r --rate -B --json
+only 'lsmfs-disk /mnt/lsmfs scrub resume --' --rate --json
+only 'lsmfs-disk /mnt/lsmfs scrub status -' --json
+only 'lsmfs-disk /mnt/lsmfs scrub cancel -' # none
+only 'lsmfs-disk /mnt/lsmfs scrub start -r ' # a rate
+only 'lsmfs-disk /mnt/lsmfs scrub start --rate 50M ' # nothing more
 only 'lsmfs-disk /mnt/lsmfs remove --lost mi' missing
 only 'lsmfs-disk /mnt/lsmfs remove mi' # `missing` only with --lost
 only 'lsmfs-disk /mnt/lsmfs remove --lost d' data disk0 disk1

@@ -13,7 +13,11 @@
  *   - a truncater cuts the file to a random whole number of chunks, or
  *     makes it longer (a hole), now and then;
  *   - an fsync every few milliseconds (it records the chunks' durable
- *     lengths, which a write under way must not run ahead of).
+ *     lengths, which a write under way must not run ahead of);
+ *   - a scrub of each chunk in turn (chunk_scrub.c), the file having two
+ *     copies of each chunk: it must find no error (the sums it checks are
+ *     the file's as written, in write or not) and rewrite nothing a read
+ *     could then see torn.
  * Every chunk a read returns must be one version's bytes for that chunk or
  * zeros, never a mix, and the chunks of a group one version or zeros (a
  * read sees a write whole or not at all), and no read may fail: a truncate or write meeting a
@@ -52,7 +56,7 @@ static struct fs *fs;
 static uint64_t ino;
 static atomic_bool stop;
 static atomic_uint version = 1;
-static atomic_ulong nreads, nwrites, ntruncs;
+static atomic_ulong nreads, nwrites, ntruncs, nscrubs;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -197,6 +201,28 @@ static void *truncater(void *arg)
 	return NULL;
 }
 
+/* Every chunk scrubbed in turn, over and over: never an error. */
+static void *scrubber(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		for (uint64_t c = 0; c < NCHUNKS && !atomic_load(&stop); c++) {
+			struct scrub_count n = {0};
+			bool left = false;
+			int rc = chunk_scrub(fs, ino, c, &n, &left);
+			if (rc)
+				die("scrub of chunk %llu: %s", (unsigned long long)c, strerror(-rc));
+			if (n.errors || n.rebuilt || n.unrebuilt || left)
+				die("scrub of chunk %llu beside writes, truncates and fsyncs: %llu errors, "
+				    "%llu copies rebuilt, %llu not", (unsigned long long)c,
+				    (unsigned long long)n.errors, (unsigned long long)n.rebuilt,
+				    (unsigned long long)n.unrebuilt);
+			atomic_fetch_add(&nscrubs, n.chunks);
+		}
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -222,7 +248,11 @@ int main(int argc, char **argv)
 	if (fs_open(ds, &fo, NULL, NULL, &fs, err, sizeof(err)))
 		die("fs_open: %s", err);
 	struct stat st;
-	int rc = fs_mknod(fs, LSMFS_ROOT_INO, "f", S_IFREG | 0644, 0, 0, 0, 022, NULL, &st);
+	struct fs_caller root_caller = {0};
+	int rc = fs_setxattr(fs, LSMFS_ROOT_INO, "user.lsmfs.copies", "2", 1, 0, &root_caller);
+	if (rc)
+		die("copies=2 on the root: %s", strerror(-rc));
+	rc = fs_mknod(fs, LSMFS_ROOT_INO, "f", S_IFREG | 0644, 0, 0, 0, 022, NULL, &st);
 	if (rc)
 		die("mknod: %s", strerror(-rc));
 	ino = st.st_ino;
@@ -230,27 +260,31 @@ int main(int argc, char **argv)
 	 * disk: a write or truncate that did not wait for it would meet it. */
 	fs->io_delay_us = 200;
 
-	pthread_t t[READERS + 4];
+	pthread_t t[READERS + 5];
 	for (int i = 0; i < READERS; i++)
 		pthread_create(&t[i], NULL, reader, (void *)(uintptr_t)(i + 1));
 	pthread_create(&t[READERS], NULL, writer, (void *)(uintptr_t)0);
 	pthread_create(&t[READERS + 1], NULL, writer, (void *)(uintptr_t)1);
 	pthread_create(&t[READERS + 2], NULL, truncater, (void *)(uintptr_t)200);
 	pthread_create(&t[READERS + 3], NULL, syncer, NULL);
+	pthread_create(&t[READERS + 4], NULL, scrubber, NULL);
 	sleep(SECS);
 	atomic_store(&stop, true);
-	for (int i = 0; i < READERS + 4; i++)
+	for (int i = 0; i < READERS + 5; i++)
 		pthread_join(t[i], NULL);
-	if (atomic_load(&nreads) < 100 || atomic_load(&nwrites) < 10 || atomic_load(&ntruncs) < 10)
-		die("too little done to tell: %lu reads, %lu writes, %lu truncates",
-		    atomic_load(&nreads), atomic_load(&nwrites), atomic_load(&ntruncs));
+	if (atomic_load(&nreads) < 100 || atomic_load(&nwrites) < 10 || atomic_load(&ntruncs) < 10 ||
+	    atomic_load(&nscrubs) < 100)
+		die("too little done to tell: %lu reads, %lu writes, %lu truncates, %lu chunks scrubbed",
+		    atomic_load(&nreads), atomic_load(&nwrites), atomic_load(&ntruncs),
+		    atomic_load(&nscrubs));
 	if ((rc = fs_close(fs)))
 		die("fs_close: %s", strerror(-rc));
 	diskset_close(ds);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	if (system(cmd) != 0)
 		die("%s: failed", cmd);
-	printf("test_iogate: ok: %lu reads, %lu writes, %lu truncates\n", atomic_load(&nreads),
-	       atomic_load(&nwrites), atomic_load(&ntruncs));
+	printf("test_iogate: ok: %lu reads, %lu writes, %lu truncates, %lu chunks scrubbed\n",
+	       atomic_load(&nreads), atomic_load(&nwrites), atomic_load(&ntruncs),
+	       atomic_load(&nscrubs));
 	return 0;
 }

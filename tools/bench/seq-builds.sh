@@ -12,15 +12,20 @@
 # For comparing versions of the daemon side by side:
 #   git worktree add /tmp/old HEAD~1 && meson setup /tmp/old/build /tmp/old && ninja -C /tmp/old/build
 #   tools/bench/seq-builds.sh 5 2048 old=/tmp/old/build new=build
+# A build may be followed by mkfs options of its own, after commas
+# (NAME=BUILD_DIR,OPT,OPT...): one copy against two of the same build,
+#   tools/bench/seq-builds.sh 5 2048 one=build two=build,--data-copies,2
 # Needs root (drop_caches), fuse3, python3.
 set -euo pipefail
 rounds=${1:?usage: seq-builds.sh ROUNDS SIZE_MIB NAME=BUILD_DIR...} mib=${2:?SIZE_MIB}
 shift 2
 [[ $(id -u) == 0 ]] || { echo "seq-builds: needs root (to drop the page cache)" >&2; exit 2; }
-declare -A B
+declare -A B O
 order=()
 for kv in "$@"; do
-	B[${kv%%=*}]=$(cd "${kv#*=}" && pwd)
+	v=${kv#*=}
+	B[${kv%%=*}]=$(cd "${v%%,*}" && pwd)
+	O[${kv%%=*}]=$([[ $v == *,* ]] && tr ',' ' ' <<<"${v#*,}" || true)
 	order+=("${kv%%=*}")
 done
 S=$(mktemp -d "${TMPDIR:-/var/tmp}/seq-builds.XXXXXX")
@@ -33,7 +38,7 @@ trap cleanup EXIT
 for v in "${!B[@]}"; do
 	mkdir -p "$S/$v/d0" "$S/$v/d1" "$S/$v/mnt"
 	# shellcheck disable=SC2086
-	"${B[$v]}/mkfs/mkfs.lsmfs" -q ${MKFS_OPTS:-} "$S/$v/d0" "$S/$v/d1"
+	"${B[$v]}/mkfs/mkfs.lsmfs" -q ${MKFS_OPTS:-} ${O[$v]} "$S/$v/d0" "$S/$v/d1"
 	"${B[$v]}/fs/lsmfs" "$S/$v/d0:$S/$v/d1" "$S/$v/mnt"
 done
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }

@@ -1,8 +1,8 @@
 /*
  * disk.h: lsmfs-disk's parts: the session (session.c: a mounted daemon's
  * control socket, or the filesystem opened here), the status it reads
- * (status.c), the rebalance plan (plan.c) and the disks' error counters
- * (stats.c).  main.c holds the command line.
+ * (status.c), the rebalance plan (plan.c), the disks' error counters
+ * (stats.c) and the scrub (scrub.c).  main.c holds the command line.
  */
 #ifndef LSMFS_DISK_TOOL_H
 #define LSMFS_DISK_TOOL_H
@@ -18,6 +18,7 @@
 /* Exit codes (as btrfs/e2fsprogs-style tools: documented in --help). */
 #define EXIT_DONE 0
 #define EXIT_STOPPED 1   /* stopped with work left; run again to resume */
+#define EXIT_ERRORS_LEFT 4 /* scrub -B: errors left uncorrected (as fsck's 4) */
 #define EXIT_FAILED 8    /* operational error */
 #define EXIT_USAGE 16
 #define EXIT_NONZERO 64  /* stats --check: a counter is not 0 (as btrfs device stats -c) */
@@ -97,6 +98,16 @@ int status_disk(const struct status *st, uint32_t d);
  * (--json: the daemon's line); reset: zeroed as they are read; check: exit
  * EXIT_NONZERO when one was not 0.  An exit code. */
 int cmd_stats(struct session *s, bool reset, bool check, bool json);
+
+/* `scrub start|resume|status|cancel` (scrub.c): start and resume with
+ * rate (bytes/s, 0: none; rate_given: else the daemon's default, or the
+ * last run's for resume), wait (-B): until it ends; offline always.  An
+ * exit code. */
+int cmd_scrub(struct session *s, const char *what, bool rate_given, uint64_t rate, bool wait,
+	      bool json, volatile sig_atomic_t *stop);
+/* "50M", "1GiB", "1048576": bytes per second (K, M, G, T binary, with an
+ * optional i and B); 0, or -1 when it is not one. */
+int scrub_rate_parse(const char *text, uint64_t *rate);
 
 struct move {
 	uint32_t section, from, to;

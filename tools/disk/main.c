@@ -11,6 +11,8 @@
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT remove --lost DISK|missing
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT backup DIR
  *   lsmfs-disk DISK[:DISK...] restore DIR
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT scrub start|resume [-r RATE] [-B] [--json]
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT scrub status [--json] | scrub cancel
  *
  * With a daemon mounted on the disks, the daemon does the moves (its
  * control socket, fs/SCHEMA.md "Control requests"); without one, this
@@ -80,10 +82,21 @@ static void usage(FILE *f)
 		"                     the disks it was taken with, which hold the chunk\n"
 		"                     files; files whose chunk files went since are listed\n"
 		"                     (\"lost: PATH ...\") and read as EIO there\n"
+		"  scrub start        read every copy of every chunk, check it against its\n"
+		"                     checksums, rewrite a bad copy from a good one and\n"
+		"                     rebuild stale or missing copies, online, in the\n"
+		"                     background (offline: in the foreground)\n"
+		"  scrub status       the scrub running, or the last one: bytes scrubbed,\n"
+		"                     rate, errors found, corrected, uncorrectable, the\n"
+		"                     files with errors left\n"
+		"  scrub cancel       stop the scrub running, after the chunk under way\n"
+		"  scrub resume       go on with a scrub cancelled or interrupted (by an\n"
+		"                     unmount or a crash) from where it stopped\n"
 		"\n");
 	fprintf(f,
 		"Options:\n"
-		"      --json         status, stats: one JSON object, as the daemon reports it\n"
+		"      --json         status, stats, scrub status, scrub start -B: one JSON\n"
+		"                     object, as the daemon reports it\n"
 		"  -z, --reset        stats: print the counters, then zero them (each as it\n"
 		"                     is read: no error counted between is lost)\n"
 		"  -c, --check        stats: exit 64 when a counter (before -z) is not 0\n"
@@ -108,6 +121,11 @@ static void usage(FILE *f)
 		"                     as EIO there until truncated below them or removed;\n"
 		"                     its copy of the metadata store is replaced\n"
 		"      --copies K     convert: 1 or 2 copies of file data\n"
+		"  -r, --rate RATE    scrub start, resume: read at most RATE bytes per second\n"
+		"                     (K, M, G, T: binary units, as 50M; 0: no limit, the\n"
+		"                     default; resume keeps the last run's without it)\n"
+		"  -B                 scrub start, resume: wait for the scrub to end, print\n"
+		"                     its status; SIGINT cancels it\n"
 		"  -h, --help         this text\n"
 		"  -V, --version      the version\n"
 		"\n"
@@ -116,8 +134,9 @@ static void usage(FILE *f)
 		"disks itself, locked.  SIGINT stops after the section under way; run the\n"
 		"command again to go on.\n"
 		"\n"
-		"Exit status: 0 done, 1 stopped with work left (run again to resume),\n"
-		"8 operational error, 16 usage error, 64 (stats --check) a counter is not 0.\n");
+		"Exit status: 0 done, 1 stopped with work left (run again to resume; a\n"
+		"scrub: scrub resume), 4 (scrub -B) errors left uncorrected, 8 operational\n"
+		"error, 16 usage error, 64 (stats --check) a counter is not 0.\n");
 }
 
 static int cmd_status(struct session *s, bool json)
@@ -1107,6 +1126,8 @@ static int number(const char *text, double *out)
 int main(int argc, char **argv)
 {
 	enum { OPT_JSON = 256, OPT_WEIGHT, OPT_NO_BALANCE, OPT_EVACUATE, OPT_LOST, OPT_COPIES };
+	const char *rate_text = NULL;
+	bool wait = false;
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, OPT_JSON},
 		{"dry-run", no_argument, NULL, 'n'},
@@ -1117,6 +1138,7 @@ int main(int argc, char **argv)
 		{"lost", no_argument, NULL, OPT_LOST},
 		{"reset", no_argument, NULL, 'z'},
 		{"check", no_argument, NULL, 'c'},
+		{"rate", required_argument, NULL, 'r'},
 		{"copies", required_argument, NULL, OPT_COPIES},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -1127,7 +1149,7 @@ int main(int argc, char **argv)
 	long copies = 0;
 	char *weights[LSMFS_MAX_DISKS];
 	int nw = 0, c;
-	while ((c = getopt_long(argc, argv, "+nfzchV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+nfzcr:BhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_JSON:
 			json = true;
@@ -1155,6 +1177,12 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			check = true;
+			break;
+		case 'r':
+			rate_text = optarg;
+			break;
+		case 'B':
+			wait = true;
 			break;
 		case OPT_WEIGHT:
 			if (nw == LSMFS_MAX_DISKS) {
@@ -1194,6 +1222,12 @@ int main(int argc, char **argv)
 			reset = true;
 		} else if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "-c")) {
 			check = true;
+		} else if ((!strcmp(argv[i], "--rate") || !strcmp(argv[i], "-r")) && i + 1 < argc) {
+			rate_text = argv[++i];
+		} else if (!strncmp(argv[i], "--rate=", 7)) {
+			rate_text = argv[i] + 7;
+		} else if (!strcmp(argv[i], "-B")) {
+			wait = true;
 		} else if (!strcmp(argv[i], "--copies") && i + 1 < argc) {
 			copies = number_long(argv[++i]);
 		} else if (!strncmp(argv[i], "--copies=", 9)) {
@@ -1223,13 +1257,22 @@ int main(int argc, char **argv)
 	bool is_copy = !strcmp(cmd, "copy");
 	bool is_backup = !strcmp(cmd, "backup"), is_restore = !strcmp(cmd, "restore");
 	bool is_stats = !strcmp(cmd, "stats"), is_convert = !strcmp(cmd, "convert");
+	bool is_scrub = !strcmp(cmd, "scrub");
 	bool known = is_status || is_rebal || is_move || is_add || is_remove || is_copy ||
-		     is_backup || is_restore || is_stats || is_convert;
+		     is_backup || is_restore || is_stats || is_convert || is_scrub;
 	int want = is_copy ? (npos >= 4 ? npos : 4) : is_move ? 4
 		   : is_convert ? (npos == 3 ? 3 : 2)
-		   : is_add || is_remove || is_backup || is_restore ? 3 : 2;
+		   : is_add || is_remove || is_backup || is_restore || is_scrub ? 3 : 2;
 	double add_weight = -1;
-	bool bad = !known || npos != want || (json && !is_status && !is_stats) ||
+	/* scrub start and resume take -r and -B; status --json; so does -B. */
+	const char *sub = is_scrub && npos == 3 ? pos[2] : "";
+	bool scrub_runs = !strcmp(sub, "start") || !strcmp(sub, "resume");
+	bool scrub_known = scrub_runs || !strcmp(sub, "status") || !strcmp(sub, "cancel");
+	uint64_t rate = 0;
+	bool bad_rate = rate_text && scrub_rate_parse(rate_text, &rate);
+	bool bad = !known || npos != want || (is_scrub && !scrub_known) ||
+		   ((rate_text || wait) && !scrub_runs) || bad_rate ||
+		   (json && !is_status && !is_stats && strcmp(sub, "status") && !(scrub_runs && wait)) ||
 		   ((reset || check) && !is_stats) ||
 		   (dry && !is_rebal && !is_remove) || (nw && !is_rebal && !is_add) ||
 		   ((force || no_balance) && !is_add) || (evacuate && !is_remove) ||
@@ -1240,6 +1283,11 @@ int main(int argc, char **argv)
 	if (bad) {
 		if (!known)
 			fprintf(stderr, PROG ": unknown command %s\n", cmd);
+		else if (is_scrub && !scrub_known)
+			fprintf(stderr, PROG ": scrub start|resume [-r RATE] [-B] | status | cancel\n");
+		else if (bad_rate)
+			fprintf(stderr, PROG ": %s: not a rate (bytes per second, as 50M or 1G)\n",
+				rate_text);
 		else if (is_add && nw)
 			fprintf(stderr, PROG ": add: --weight takes one number >= 0 (the new disk's)\n");
 		usage(stderr);
@@ -1253,7 +1301,7 @@ int main(int argc, char **argv)
 		return cmd_restore(pos[0], pos[2]);
 	struct session s;
 	/* stats without -z only reads, as status (a disk missing is fine). */
-	bool reads = is_status || (is_stats && !reset);
+	bool reads = is_status || (is_stats && !reset) || (is_scrub && !scrub_runs);
 	int rc = session_open(&s, pos[0], !reads && !dry, reads || lost);
 	if (rc)
 		return rc;
@@ -1273,6 +1321,8 @@ int main(int argc, char **argv)
 		rc = cmd_copy(&s, pos, npos);
 	else if (is_backup)
 		rc = cmd_backup(&s, pos[2]);
+	else if (is_scrub)
+		rc = cmd_scrub(&s, sub, rate_text != NULL, rate, wait, json, &stop_asked);
 	else if (is_convert)
 		rc = cmd_convert(&s, npos == 3 ? pos[2] : pos[0], (unsigned)copies);
 	else if ((rc = cmd_move(&s, pos[2], pos[3])) == EXIT_USAGE)

@@ -116,8 +116,19 @@ static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t 
 	bool is_fs = kl == 1 + strlen(META_FS) && !memcmp(k + 1, META_FS, kl - 1);
 	bool is_next = kl == 1 + strlen(META_NEXT_INO) && !memcmp(k + 1, META_NEXT_INO, kl - 1);
 	bool is_move = kl == 1 + strlen(META_MOVE) && !memcmp(k + 1, META_MOVE, kl - 1);
+	bool is_scrub = kl == 1 + strlen(META_SCRUB) && !memcmp(k + 1, META_SCRUB, kl - 1);
 	struct section_move m;
-	if (is_move && section_move_decode(v, vl, &m) == 0) {
+	struct scrub_record sr;
+	if (is_scrub && scrub_record_decode(v, vl, &sr) == 0) {
+		const struct scrub_count *c = &sr.count;
+		snprintf(out, cap, "M %s -> %s at inode %" PRIu64 " chunk %" PRIu64 ": %" PRIu64
+			 " chunks, %" PRIu64 " bytes, %" PRIu64 " errors (%" PRIu64 " repaired, %"
+			 PRIu64 " left), %" PRIu64 " copies rebuilt, %" PRIu64 " skipped, %" PRIu32
+			 " files with errors left", name, scrub_state_names[sr.state], sr.ino, sr.chunk,
+			 c->chunks, c->bytes, c->errors, c->repaired, c->unrepaired, c->rebuilt,
+			 c->skipped, sr.files);
+		scrub_record_free(&sr);
+	} else if (is_move && section_move_decode(v, vl, &m) == 0) {
 		snprintf(out, cap, "M %s -> section %u moving from disk %u to disk %u", name, m.section,
 			 m.from, m.to);
 	} else if (is_next && vl == 8) {
@@ -134,7 +145,7 @@ static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t 
 	} else {
 		insp_hex(b, sizeof(b), v, vl < 64 ? vl : 64);
 		snprintf(out, cap, "M %s -> %s%s%s", name, b, vl > 64 ? "..." : "",
-			 is_fs || is_next || is_move ? " (does not decode)" : "");
+			 is_fs || is_next || is_move || is_scrub ? " (does not decode)" : "");
 	}
 }
 

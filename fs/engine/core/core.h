@@ -308,12 +308,23 @@ struct fs {
 		int active;               /* connections being served */
 		struct move_progress now; /* of the move under way */
 	} ctl;
+	/* admin/scrub.c: the online scrub (opaque here): made by the first
+	 * scrub request (under ctl.lock), freed at fs_close. */
+	struct scrub *scrub;
 	uint8_t *section_changed; /* bitmap: a chunk file made or removed there (atomics) */
 	int *sections_fd;         /* disk index -> fd of <disk>/.lsmfs/sections */
 	bool under_copied_said;   /* space.c: a chunk got fewer copies than asked (atomic) */
 	/* space.c: by disk, bytes promised to new chunks not yet written
 	 * (atomics): the room placement sees is the disk's free space less. */
 	uint64_t space_promised[LSMFS_MAX_DISKS];
+	/* space.c: promises of chunks whose slot went before they were
+	 * written whole (their writes go on through a new slot), kept a
+	 * little longer; under space_lock. */
+	pthread_mutex_t space_lock;
+	struct space_late {
+		uint32_t disk;
+		uint64_t bytes, until_ns;
+	} space_late[64];
 	int clock_fd;             /* clock.c: an unnamed file beside the store, or -1 */
 	/* members.c: paths and fds of disks detached (or replaced) while
 	 * open, freed at fs_close: a reader may still hold them. */
@@ -463,12 +474,16 @@ struct fs {
  * until iogate_end; it lets the lock go for a chunk's I/O between
  * iogate_out and iogate_back (slot c pinned).  A change of the file's
  * layout calls iogate_drain first; iogate_wait waits for a pin, a turn or
- * a drain to go. */
+ * a drain to go.  iogate_drain_read drains, then begins a read at once,
+ * taking no turn: the caller is alone in the file's gate (no slot pinned)
+ * for what needs it quiet, and its I/O then runs beside other reads, with
+ * the lock let go, until iogate_end (a chunk's scrub, chunk_scrub.c). */
 bool iogate_try_begin(struct fs *fs, struct fs_inode *in, bool write);
 void iogate_unwait(struct fs *fs, struct fs_inode *in);
 void iogate_begin_read(struct fs *fs, struct fs_inode *in);
 void iogate_end(struct fs *fs, struct fs_inode *in, bool write);
 void iogate_drain(struct fs *fs, struct fs_inode *in);
+void iogate_drain_read(struct fs *fs, struct fs_inode *in);
 void iogate_out(struct fs *fs, struct fs_inode *in, struct chunk_fd *c);
 void iogate_back(struct fs *fs, struct fs_inode *in, struct chunk_fd *c);
 void iogate_wait(struct fs *fs, struct fs_inode *in);

@@ -25,7 +25,10 @@
  *     last release) drains first: it waits, with the lock let go, until
  *     nothing is under way, while nothing new begins.  An operation under
  *     way never waits for a drain or for a waiting operation, so every
- *     wait ends when the operations under way end.
+ *     wait ends when the operations under way end;
+ *   - a chunk's scrub drains, then is a read (iogate_drain_read): alone
+ *     for the moment it lets the chunk's slot go, then beside other reads
+ *     for its I/O, which writes and layout changes wait for.
  * A pinned slot is neither evicted nor reopened: chunk_open waits for it
  * instead (iogate_wait).
  *
@@ -107,6 +110,15 @@ void iogate_drain(struct fs *fs, struct fs_inode *in)
 	 * lock go (the layout change is done under it). */
 	if (--in->io_drain == 0)
 		pthread_cond_broadcast(cv_of(fs, in->ino));
+}
+
+void iogate_drain_read(struct fs *fs, struct fs_inode *in)
+{
+	iogate_drain(fs, in);
+	/* Nothing under way, and nothing began since (the lock is held): a
+	 * read now, whatever the turns say.  Writers and drains waiting wait
+	 * for it as for any read under way; it never waits for them. */
+	in->io_ops++;
 }
 
 void iogate_out(struct fs *fs, struct fs_inode *in, struct chunk_fd *c)

@@ -133,7 +133,7 @@ int chunk_mark_dirty(struct fs_inode *in, uint64_t chunk)
 /* The slot's chunk goes (its sums with it). */
 static void slot_close(struct fs *fs, struct chunk_fd *c)
 {
-	space_keep(fs, c, UINT64_MAX);
+	space_unpromise(fs, c, false);
 	copies_close(c);
 	c->used = false;
 	c->failed = 0;
@@ -642,6 +642,10 @@ again:;
 	if (victim->used && victim->chunk == chunk) {
 		keep = victim->sums;
 		victim->sums = NULL;
+	} else if (victim->used) {
+		/* Evicted: its chunk may be written again through another
+		 * slot, which has no promise of room for it. */
+		space_unpromise(fs, victim, true);
 	}
 	slot_retire(fs, in->ino, victim);
 	victim->used = true;

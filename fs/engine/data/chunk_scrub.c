@@ -1,20 +1,41 @@
 /*
- * chunk_scrub.c: scrubbing one chunk, and changing its copies (SCHEMA.md
- * "Copies").  Scrub: every
- * copy read whole and each block checked against its sum; a block that
- * fails in one copy rewritten from a copy where it is good; a stale copy
- * (or one whose file is gone) rebuilt from a good one when its disk is
- * usable and is not the good copy's, then no longer stale in the record.
+ * chunk_scrub.c: scrubbing one chunk (SCHEMA.md "Scrub"), and changing its
+ * copies (SCHEMA.md "Copies", chunk_convert below).  Scrub: every copy read
+ * whole from its disk and each block checked against its sum; a block
+ * that fails in one copy rewritten from a copy where it is good; a copy
+ * that is stale, missing, shorter than its durable length or unreadable
+ * made again whole from a good one when its disk is usable and is not the
+ * good copy's, then no longer stale in the record.
  *
- * Under the inode's lock, with nothing of the inode's I/O under way
- * (iogate_drain): a reader or writer of the file waits for at most one
- * chunk's scrub.  The chunk's cached slot, if any, is let go first (its
- * sums are the record's then), and reopened by its next use with the
- * record's copies.  A chunk in write (its record marked: written since
- * its sums were recorded, or left so by a crash the sweep has not yet
- * repaired) has no sums to trust: skipped and counted.  So is a record
- * without sums (made before them): its copies are rebuilt but not
- * checked.  Memory: two buffers of SCRUB_PIECE, whatever the chunk size.
+ * Locking.  Under the inode's lock, alone in the file's I/O gate
+ * (iogate_drain_read), the chunk's cached slot is let go (its changed
+ * sums into the record first), so that the record is the chunk's whole
+ * truth, and the record is read.  Then the scrub is a read under way
+ * (iogate.c): writes, truncations and fsyncs of the file wait for it,
+ * reads go on beside it, and its I/O runs with the inode's lock let go
+ * (no other inode of the lock's stripe waits for a disk), inside the gates
+ * of the copies' sections, entered as a change so that a section move
+ * copies the chunk again after it.  The lock is taken again to clear the
+ * stale bits of the copies rebuilt.  A writer of the file waits for at
+ * most one chunk's scrub.  Reads beside it may find a block bad before the
+ * scrub rewrote it, and heal it as well: the same good bytes.
+ *
+ * Which sums it trusts: those a read trusts (sums.c): a record's not in
+ * write, or in write by this mount (its slot let go).  A chunk in write
+ * since another mount (a crash the sweep has not yet repaired) has none
+ * to trust: skipped and counted; so are lost and damaged records and
+ * chunks none of whose copies is on a usable disk.  A record without sums
+ * (made before them): its copies are read and rebuilt, not checked.
+ *
+ * Counts (struct scrub_count, data.h): an error is damage found in one
+ * copy: a block failing its sum, or the copy missing, shorter than its
+ * durable length or unreadable.  Each error is repaired (the block
+ * rewritten, or the copy rebuilt) or left (unrepaired), so errors =
+ * repaired + unrepaired.  A copy its record says is stale is no error:
+ * rebuilt or unrebuilt, as is every copy that needed making whole.
+ * Reads go through the page cache, dropped before and after (as
+ * fsck.lsmfs --scrub): the bytes checked are the disk's, and a scrub does
+ * not fill the cache.  Memory: one buffer of SCRUB_PIECE per copy.
  */
 #include "data.h"
 
@@ -35,12 +56,101 @@ struct scrub_copy {
 	int fd;          /* read-only; -1: none */
 	uint64_t size;
 	bool usable;     /* its disk takes I/O */
-	bool rebuild;    /* stale, or its file gone: to be made from a good one */
-	bool failed;     /* could not be read or rewritten: left bad */
+	bool stale;      /* its record says it lacks data */
+	bool rebuild;    /* stale, missing, short or unopenable: made from a good one */
+	bool failed;     /* a read or a rewrite of it failed: made from a good one */
+	uint64_t errors; /* its errors that only its rebuild repairs */
 	char rel[96];
 };
 
-/* Rewrite n bytes at off of copy c from buf. */
+/* One chunk's scrub. */
+struct scrub_chunk {
+	struct fs *fs;
+	uint64_t ino, chunk, durable;
+	struct chunk_value cv;  /* points into the record's value */
+	struct chunk_place pl;
+	bool sums;              /* the record's sums are trusted */
+	struct scrub_copy cp[CHUNK_MAX_COPIES];
+	char *buf[CHUNK_MAX_COPIES];
+	struct scrub_count *sc;
+	bool unrepaired;        /* an error left */
+};
+
+/* Copy c is damaged: an error that its rebuild repairs, or leaves. */
+static void copy_damaged(struct scrub_chunk *k, struct scrub_copy *c, const char *what, int err)
+{
+	chunk_log_error(k->fs, c->section, DEVSTAT_READ, c->rel, what, err);
+	k->sc->errors++;
+	c->errors++;
+	c->rebuild = true;
+}
+
+/* Open every copy that should hold data; decide which are to be rebuilt.
+ * 0, or 1 when the chunk is a hole (no copy has a file and nothing was
+ * made durable) or none of its copies is on a usable disk. */
+static int open_copies(struct scrub_chunk *k)
+{
+	struct fs *fs = k->fs;
+	unsigned missing = 0, present = 0, usable = 0;
+	for (unsigned i = 0; i < k->pl.copies; i++) {
+		struct scrub_copy *c = &k->cp[i];
+		c->section = section_of_copy(k->pl.section, i, fs->info.sections);
+		c->disk = section_disk_of(fs, c->section);
+		c->usable = disk_usable(fs, c->disk);
+		section_chunk_name(k->ino, k->chunk, c->section, c->rel, sizeof(c->rel));
+		c->stale = c->rebuild = k->pl.stale >> i & 1;
+		usable += c->usable;
+		if (!c->usable || c->stale)
+			continue;
+		c->fd = openat(chunk_dirfd(fs, c->section), c->rel, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (c->fd < 0 && errno == ENOENT) {
+			missing |= 1u << i;
+			continue;
+		}
+		if (c->fd < 0 || fstat(c->fd, &st) != 0) {
+			int e = errno;
+			if (c->fd >= 0)
+				close(c->fd);
+			c->fd = -1;
+			copy_damaged(k, c, "scrub: opening ", e);
+			continue;
+		}
+		present++;
+		c->size = (uint64_t)st.st_size;
+		if (c->size < k->durable) {
+			close(c->fd);
+			c->fd = -1;
+			copy_damaged(k, c, "scrub: shorter than the length its record says was made "
+				     "durable: ", EIO);
+			continue;
+		}
+		/* The disk's bytes, not the cache's. */
+		(void)posix_fadvise(c->fd, 0, 0, POSIX_FADV_DONTNEED); /* a hint */
+		(void)posix_fadvise(c->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	}
+	if (!usable)
+		return 1;
+	if (missing && !present && !k->durable) {
+		bool damaged = false;
+		for (unsigned i = 0; i < k->pl.copies; i++)
+			damaged |= k->cp[i].errors != 0;
+		if (!damaged)
+			return 1; /* a hole: nothing was written there */
+	}
+	for (unsigned i = 0; i < k->pl.copies; i++)
+		if (missing >> i & 1)
+			copy_damaged(k, &k->cp[i], "scrub: missing ", ENOENT);
+	return 0;
+}
+
+/* Can copy c be read now? */
+static bool readable(const struct scrub_copy *c)
+{
+	return c->fd >= 0 && !c->rebuild && !c->failed;
+}
+
+/* Rewrite n bytes at off of copy c from buf, synced. */
 static int rewrite(struct fs *fs, struct scrub_copy *c, const char *buf, size_t n, uint64_t off)
 {
 	int fd = openat(chunk_dirfd(fs, c->section), c->rel, O_WRONLY | O_CLOEXEC);
@@ -54,15 +164,101 @@ static int rewrite(struct fs *fs, struct scrub_copy *c, const char *buf, size_t 
 	return rc;
 }
 
-/* Make copy t whole from copy f (good, size bytes): a new file, synced,
- * its directory synced. */
+/* Check the piece [off, off + n) of every readable copy (copy i's bytes
+ * in buf[i], got[i] of them from its file, the rest zeros), rewriting a
+ * block bad in one from one where it is good. */
+static void check_piece(struct scrub_chunk *k, const size_t *got, uint64_t off, size_t n)
+{
+	struct fs *fs = k->fs;
+	struct scrub_count *sc = k->sc;
+	unsigned shift = k->cv.shift;
+	uint64_t bs = (uint64_t)1 << shift;
+	for (uint64_t b = 0; b < n; b += bs) {
+		uint32_t want = chunk_value_sum(&k->cv, (uint32_t)((off + b) >> shift));
+		if (!want)
+			continue; /* not known: nothing to check */
+		int good = -1;
+		bool bad[CHUNK_MAX_COPIES] = {false};
+		size_t have[CHUNK_MAX_COPIES] = {0};
+		for (unsigned i = 0; i < k->pl.copies; i++) {
+			if (!readable(&k->cp[i]))
+				continue;
+			have[i] = got[i] > b ? got[i] - b : 0;
+			if (have[i] > bs)
+				have[i] = bs;
+			if (sums_block(k->buf[i] + b, have[i], (size_t)bs, k->ino, k->chunk) != want)
+				bad[i] = true;
+			else if (good < 0)
+				good = (int)i;
+		}
+		uint64_t pos = k->chunk * fs->info.chunk_size + off + b;
+		for (unsigned i = 0; i < k->pl.copies; i++) {
+			struct scrub_copy *c = &k->cp[i];
+			if (!bad[i])
+				continue;
+			sc->errors++;
+			devstats_count(fs, c->disk, DEVSTAT_CHECKSUM);
+			if (good < 0) {
+				sc->unrepaired++;
+				k->unrepaired = true;
+				fs_log_named(fs, k->ino, "bytes %" PRIu64 "..%" PRIu64 " of the file (offset %"
+					     PRIu64 " of chunk file %s on disk %" PRIu32 "): checksum "
+					     "mismatch, no good copy: scrub left it", pos, pos + bs - 1,
+					     off + b, c->rel, c->disk);
+				continue;
+			}
+			if (rewrite(fs, c, k->buf[good] + b, have[good], off + b)) {
+				c->failed = true; /* made again whole, if it can be */
+				c->errors++;
+				continue;
+			}
+			sc->repaired++;
+			devstats_count(fs, c->disk, DEVSTAT_REPAIRED);
+			fs_log_named(fs, k->ino, "bytes %" PRIu64 "..%" PRIu64 " of the file (offset %"
+				     PRIu64 " of chunk file %s on disk %" PRIu32 "): checksum mismatch, "
+				     "rewritten by scrub from the copy on disk %" PRIu32, pos,
+				     pos + bs - 1, off + b, c->rel, c->disk, k->cp[good].disk);
+		}
+	}
+}
+
+/* Every readable copy read whole, piece by piece, and checked. */
+static void read_copies(struct scrub_chunk *k)
+{
+	uint64_t size = 0;
+	for (unsigned i = 0; i < k->pl.copies; i++)
+		if (readable(&k->cp[i]) && k->cp[i].size > size)
+			size = k->cp[i].size;
+	for (uint64_t off = 0; off < size; off += SCRUB_PIECE) {
+		size_t n = size - off < SCRUB_PIECE ? (size_t)(size - off) : SCRUB_PIECE;
+		size_t got[CHUNK_MAX_COPIES] = {0};
+		for (unsigned i = 0; i < k->pl.copies; i++) {
+			struct scrub_copy *c = &k->cp[i];
+			if (!readable(c))
+				continue;
+			int r = lsmfs_pread_full(c->fd, k->buf[i], n, (off_t)off, &got[i]);
+			k->sc->bytes += got[i];
+			if (r) {
+				c->failed = true;
+				copy_damaged(k, c, "scrub: reading ", -r);
+			} else if (got[i] < n) {
+				memset(k->buf[i] + got[i], 0, n - got[i]); /* as the sums count them */
+			}
+		}
+		if (k->sums)
+			check_piece(k, got, off, n);
+	}
+}
+
+/* Make copy t whole from copy f (good, f->size bytes): a new file,
+ * synced, its directory synced. */
 static int rebuild(struct fs *fs, struct scrub_copy *f, struct scrub_copy *t, char *buf)
 {
 	int dirfd = chunk_dirfd(fs, t->section);
 	char sdir[SECTION_NAME_MAX];
 	section_dir_name(t->section, sdir);
 	if (mkdirat(dirfd, sdir, 0700) == 0)
-		(void)fsync(dirfd); /* a new section directory: rare */
+		(void)fsync(dirfd); /* a new section directory: rare; a failure shows below */
 	int fd = openat(dirfd, t->rel, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int rc = fd < 0 ? -errno : 0;
 	for (uint64_t off = 0; !rc && off < f->size; off += SCRUB_PIECE) {
@@ -75,8 +271,10 @@ static int rebuild(struct fs *fs, struct scrub_copy *f, struct scrub_copy *t, ch
 	}
 	if (!rc && fdatasync(fd) != 0)
 		rc = -errno;
-	if (fd >= 0)
+	if (fd >= 0) {
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); /* synced: clean pages */
 		close(fd);
+	}
 	if (!rc) {
 		int sfd = openat(dirfd, sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (sfd < 0 || fsync(sfd) != 0)
@@ -90,194 +288,105 @@ static int rebuild(struct fs *fs, struct scrub_copy *f, struct scrub_copy *t, ch
 	return rc;
 }
 
-/* Check the piece [off, off + n) of every readable copy, rewriting a
- * block bad in one from one where it is good.  bufs[i]: copy i's bytes. */
-static void check_piece(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_value *cv,
-			unsigned shift, struct scrub_copy *cp, unsigned ncp, char **bufs,
-			size_t *got, uint64_t off, size_t n, struct scrub_count *sc,
-			bool *unrepaired)
+/* Every copy to be made whole, made from a good one (read whole, not
+ * failed: its bad blocks, if any, were rewritten from another, or no copy
+ * had them good).  Returns the stale copies rebuilt, as a mask. */
+static uint8_t rebuild_copies(struct scrub_chunk *k)
 {
-	uint64_t bs = (uint64_t)1 << shift;
-	for (uint64_t b = 0; b < n; b += bs) {
-		uint32_t block = (uint32_t)((off + b) >> shift);
-		uint32_t want = chunk_value_sum(cv, block);
-		if (!want)
-			continue; /* not known: nothing to check */
-		int good = -1;
-		bool bad[CHUNK_MAX_COPIES] = {false};
-		for (unsigned i = 0; i < ncp; i++) {
-			if (cp[i].fd < 0 || cp[i].rebuild || cp[i].failed)
-				continue;
-			size_t have = got[i] > b ? got[i] - b : 0;
-			if (have > bs)
-				have = bs;
-			if (sums_block(bufs[i] + b, have, (size_t)bs, ino, chunk) == want) {
-				if (good < 0)
-					good = (int)i;
-			} else {
-				bad[i] = true;
-			}
-		}
-		for (unsigned i = 0; i < ncp; i++) {
-			if (!bad[i])
-				continue;
-			sc->errors++;
-			devstats_count(fs, cp[i].disk, DEVSTAT_CHECKSUM);
-			uint64_t pos = chunk * fs->info.chunk_size + off + b;
-			if (good < 0) {
-				sc->unrepaired++;
-				*unrepaired = true;
-				fs_log_named(fs, ino, "bytes %" PRIu64 "..%" PRIu64 " of the file (offset %"
-					     PRIu64 " of chunk file %s on disk %" PRIu32 "): checksum "
-					     "mismatch, no good copy: scrub left it", pos, pos + bs - 1,
-					     off + b, cp[i].rel, cp[i].disk);
-				continue;
-			}
-			size_t have = got[good] > b ? got[good] - b : 0;
-			if (have > bs)
-				have = bs;
-			int rc = rewrite(fs, &cp[i], bufs[good] + b, have, off + b);
-			if (rc) {
-				sc->unrepaired++;
-				*unrepaired = true;
-				cp[i].failed = true;
-				continue;
-			}
-			sc->repaired++;
-			devstats_count(fs, cp[i].disk, DEVSTAT_REPAIRED);
-			fs_log_named(fs, ino, "bytes %" PRIu64 "..%" PRIu64 " of the file (offset %" PRIu64
-				     " of chunk file %s on disk %" PRIu32 "): checksum mismatch, "
-				     "rewritten by scrub from the copy on disk %" PRIu32, pos,
-				     pos + bs - 1, off + b, cp[i].rel, cp[i].disk, cp[good].disk);
-		}
-	}
-}
-
-static int scrub_locked(struct fs *fs, struct fs_inode *in, uint64_t chunk,
-			struct scrub_count *sc, bool *unrepaired)
-{
-	uint64_t ino = in->ino;
-	void *val;
-	size_t vl;
-	uint64_t durable = 0;
-	bool lost = false;
-	int rc = chunk_record_fetch(fs, ino, chunk, &val, &vl, &durable, &lost);
-	if (rc <= 0)
-		return rc; /* gone meanwhile */
-	rc = 0;
-	struct chunk_value cv;
-	struct chunk_place pl;
-	if (lost || chunk_value_parse(val, vl, &cv) ||
-	    chunk_value_place(val, vl, ino, chunk, fs->info.sections, &pl)) {
-		free(val);
-		sc->skipped++; /* lost with its disk, or damaged: fsck's */
-		return 0;
-	}
-	if (cv.flags & CHUNK_INWRITE) {
-		free(val);
-		sc->skipped++; /* in write: no sums to trust yet */
-		return 0;
-	}
-	bool sums = (cv.flags & CHUNK_SUMS) && cv.shift == sums_block_shift(fs->info.chunk_size);
-	struct scrub_copy cp[CHUNK_MAX_COPIES];
-	char *bufs[CHUNK_MAX_COPIES] = {NULL, NULL};
-	unsigned ncp = pl.copies;
+	struct fs *fs = k->fs;
+	struct scrub_count *sc = k->sc;
 	int good = -1;
-	sc->chunks++;
-	for (unsigned i = 0; i < ncp; i++) {
-		struct scrub_copy *c = &cp[i];
-		*c = (struct scrub_copy){.fd = -1};
-		c->section = section_of_copy(pl.section, i, fs->info.sections);
-		c->disk = section_disk_of(fs, c->section);
-		c->usable = disk_usable(fs, c->disk);
-		section_chunk_name(ino, chunk, c->section, c->rel, sizeof(c->rel));
-		c->rebuild = pl.stale >> i & 1;
-		if (!c->usable || c->rebuild)
-			continue;
-		c->fd = openat(chunk_dirfd(fs, c->section), c->rel, O_RDONLY | O_CLOEXEC);
-		struct stat st;
-		if (c->fd < 0 && errno == ENOENT && durable == 0 && ncp == 1) {
-			continue; /* a hole: nothing synced there */
-		} else if (c->fd < 0 || fstat(c->fd, &st) != 0) {
-			int e = errno;
-			chunk_log_error(fs, c->section, DEVSTAT_READ, c->rel, "scrub: opening ", e);
-			if (c->fd >= 0)
-				close(c->fd);
-			c->fd = -1;
-			c->rebuild = true; /* gone or unreadable: made again from a good one */
-			continue;
-		}
-		c->size = (uint64_t)st.st_size;
-		if (c->size < durable) {
-			chunk_log_error(fs, c->section, DEVSTAT_READ, c->rel, "scrub: shorter than its "
-					"durable length ", EIO);
-			c->rebuild = true;
-		}
-	}
-	for (unsigned i = 0; i < ncp && !rc; i++)
-		if (!(bufs[i] = malloc(SCRUB_PIECE)))
-			rc = -ENOMEM;
-	uint64_t size = 0;
-	for (unsigned i = 0; i < ncp; i++)
-		if (cp[i].fd >= 0 && !cp[i].rebuild && cp[i].size > size)
-			size = cp[i].size;
-	for (uint64_t off = 0; !rc && off < size; off += SCRUB_PIECE) {
-		size_t n = size - off < SCRUB_PIECE ? (size_t)(size - off) : SCRUB_PIECE, got[CHUNK_MAX_COPIES] = {0};
-		for (unsigned i = 0; i < ncp; i++) {
-			if (cp[i].fd < 0 || cp[i].rebuild || cp[i].failed)
-				continue;
-			int r = lsmfs_pread_full(cp[i].fd, bufs[i], n, (off_t)off, &got[i]);
-			sc->bytes += got[i];
-			if (r) {
-				chunk_log_error(fs, cp[i].section, DEVSTAT_READ, cp[i].rel, "scrub: reading ", -r);
-				cp[i].failed = true;
-				sc->errors++;
-			} else if (got[i] < n) {
-				memset(bufs[i] + got[i], 0, n - got[i]);
-			}
-		}
-		if (sums)
-			check_piece(fs, ino, chunk, &cv, cv.shift, cp, ncp, bufs, got, off, n, sc,
-				    unrepaired);
-	}
-	/* The good copy: read whole and not failed (its bad blocks, if any,
-	 * were rewritten from the other). */
-	for (unsigned i = 0; i < ncp && good < 0; i++)
-		if (cp[i].fd >= 0 && !cp[i].rebuild && !cp[i].failed)
+	for (unsigned i = 0; i < k->pl.copies && good < 0; i++)
+		if (readable(&k->cp[i]))
 			good = (int)i;
 	uint8_t fixed = 0;
-	for (unsigned i = 0; !rc && i < ncp; i++) {
-		if (!cp[i].rebuild && !cp[i].failed)
+	for (unsigned i = 0; i < k->pl.copies; i++) {
+		struct scrub_copy *c = &k->cp[i];
+		if (!c->rebuild && !c->failed)
 			continue;
-		if (!cp[i].usable || good < 0 || cp[i].disk == cp[good].disk) {
-			if (!cp[i].failed)
-				sc->unrebuilt++; /* no disk for it yet, or no good copy */
-			continue;
-		}
-		if (rebuild(fs, &cp[good], &cp[i], bufs[i])) {
+		/* No disk for it now, no good copy, or only on the good
+		 * copy's disk (never two copies on one disk). */
+		if (!c->usable || good < 0 || c->disk == k->cp[good].disk ||
+		    rebuild(fs, &k->cp[good], c, k->buf[i])) {
 			sc->unrebuilt++;
+			sc->unrepaired += c->errors;
+			k->unrepaired |= c->errors != 0;
 			continue;
 		}
 		sc->rebuilt++;
-		fixed |= (uint8_t)(1u << i);
-		fs_log_named(fs, ino, "chunk %" PRIu64 ": copy %u rebuilt by scrub on disk %" PRIu32
-			     " from the copy on disk %" PRIu32, chunk, i, cp[i].disk, cp[good].disk);
+		sc->repaired += c->errors;
+		if (c->errors)
+			devstats_count(fs, c->disk, DEVSTAT_REPAIRED);
+		if (c->stale)
+			fixed |= (uint8_t)(1u << i);
+		fs_log_named(fs, k->ino, "chunk %" PRIu64 ": copy %u (%s on disk %" PRIu32 ") %s by "
+			     "scrub from the copy on disk %" PRIu32, k->chunk, i, c->rel, c->disk,
+			     c->stale ? "was stale: rebuilt" : "rebuilt", k->cp[good].disk);
 	}
-	if (!rc && (fixed & pl.stale))
-		rc = chunk_restale(fs, in, chunk, 0, fixed & pl.stale, NULL);
-	for (unsigned i = 0; i < ncp; i++) {
-		if (cp[i].fd >= 0)
-			close(cp[i].fd);
-		free(bufs[i]);
+	return fixed;
+}
+
+/* The record read (under the lock): 1 to scrub it, 0 when there is
+ * nothing to scrub (gone, or skipped and counted), or -errno. */
+static int load(struct scrub_chunk *k, void **val)
+{
+	struct fs *fs = k->fs;
+	size_t vl;
+	bool lost = false;
+	int rc = chunk_record_fetch(fs, k->ino, k->chunk, val, &vl, &k->durable, &lost);
+	if (rc <= 0)
+		return rc; /* gone meanwhile */
+	if (lost || chunk_value_parse(*val, vl, &k->cv) ||
+	    chunk_value_place(*val, vl, k->ino, k->chunk, fs->info.sections, &k->pl)) {
+		k->sc->skipped++; /* lost with its disk, or damaged: fsck's */
+		return 0;
+	}
+	if ((k->cv.flags & CHUNK_INWRITE) && k->cv.gen != fs->mount_gen) {
+		k->sc->skipped++; /* in write since a crash: no sums to trust yet */
+		return 0;
+	}
+	k->sums = (k->cv.flags & CHUNK_SUMS) && k->cv.shift == sums_block_shift(fs->info.chunk_size);
+	return 1;
+}
+
+/* The I/O, outside the inode's lock, inside the sections' gates: the
+ * stale copies rebuilt, as a mask, into *fixed. */
+static int scrub_copies(struct scrub_chunk *k, uint8_t *fixed)
+{
+	*fixed = 0;
+	for (unsigned i = 0; i < k->pl.copies; i++)
+		if (!(k->buf[i] = malloc(SCRUB_PIECE)))
+			return -ENOMEM;
+	if (open_copies(k)) {
+		k->sc->skipped++; /* a hole, or no copy on a usable disk */
+		return 0;
+	}
+	k->sc->chunks++;
+	read_copies(k);
+	*fixed = rebuild_copies(k);
+	return 0;
+}
+
+/* A chunk's scrub done: its descriptors (the pages it read dropped) and
+ * buffers go. */
+static void scrub_done(struct scrub_chunk *k, void *val)
+{
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++) {
+		if (k->cp[i].fd >= 0) {
+			(void)posix_fadvise(k->cp[i].fd, 0, 0, POSIX_FADV_DONTNEED); /* a hint */
+			close(k->cp[i].fd);
+		}
+		free(k->buf[i]);
 	}
 	free(val);
-	return rc;
 }
 
 int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count *sc,
 		bool *unrepaired)
 {
 	*unrepaired = false;
+	if (!fs_writable(fs))
+		return -EROFS;
 	int rc;
 	struct fs_inode *in = inode_get(fs, ino, &rc);
 	if (!in)
@@ -288,29 +397,60 @@ int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count 
 		inode_put(fs, in);
 		return 0;
 	}
-	iogate_drain(fs, in);
-	/* What the file wrote since its last fsync is made durable and its
-	 * sums recorded first (as an fsync would), so that its chunks are no
-	 * longer in write; then the chunk's cached slot goes, so that the
-	 * record is the chunk's whole truth and the next use opens the copies
-	 * as the scrub leaves them. */
-	rc = chunk_sync_dirty(fs, in, 0);
-	if (rc)
-		fs_logf(fs, "scrub: inode %" PRIu64 ": syncing what it wrote: %s (its chunks in write "
-			"are left)", ino, strerror(-rc));
+	iogate_drain_read(fs, in);
+	/* Alone in the gate: its cached slot goes (its changed sums into the
+	 * record first), so that the record is the chunk's whole truth. */
 	chunk_let_go(fs, in, chunk);
-	int mark = section_mark();
-	struct chunk_place pl;
-	rc = chunk_where(fs, ino, chunk, &pl, NULL);
+	struct scrub_chunk k = {.fs = fs, .ino = ino, .chunk = chunk, .sc = sc};
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++)
+		k.cp[i].fd = -1;
+	void *val = NULL;
+	rc = load(&k, &val);
+	uint8_t fixed = 0;
 	if (rc > 0) {
-		chunk_enter(fs, &pl, ino, chunk, true);
-		rc = scrub_locked(fs, in, chunk, sc, unrepaired);
+		inode_unlock(fs, in);
+		int mark = section_mark();
+		chunk_enter(fs, &k.pl, ino, chunk, true);
+		rc = scrub_copies(&k, &fixed);
+		section_release(fs, mark); /* the innermost lock (gate.c) */
+		inode_lock(fs, in);
 	}
-	section_release(fs, mark);
+	if (rc >= 0 && fixed) {
+		/* Slots reads opened meanwhile (read-only: a write reopens from
+		 * the record) go, to be reopened with the copies rebuilt; one a
+		 * read has pinned learns the change (chunk_restale). */
+		chunk_let_go(fs, in, chunk);
+		rc = chunk_restale(fs, in, chunk, 0, fixed, NULL);
+	}
+	iogate_end(fs, in, false);
 	inode_unlock(fs, in);
 	inode_put(fs, in);
+	scrub_done(&k, val);
+	*unrepaired = k.unrepaired;
 	return rc < 0 ? rc : 0;
 }
+
+/* chunk_convert's scrub: the same, with in's lock held throughout (the
+ * caller drained the file, let its slot go and entered the sections'
+ * gates): the copy it just marked stale is made. */
+static int scrub_locked(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+			struct scrub_count *sc, bool *unrepaired)
+{
+	struct scrub_chunk k = {.fs = fs, .ino = in->ino, .chunk = chunk, .sc = sc};
+	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++)
+		k.cp[i].fd = -1;
+	void *val = NULL;
+	uint8_t fixed = 0;
+	int rc = load(&k, &val);
+	if (rc > 0)
+		rc = scrub_copies(&k, &fixed);
+	if (rc >= 0 && fixed)
+		rc = chunk_restale(fs, in, chunk, 0, fixed, NULL);
+	scrub_done(&k, val);
+	*unrepaired = k.unrepaired;
+	return rc < 0 ? rc : 0;
+}
+
 
 /* The section of chunk's copy i (name into rel), and whether its disk
  * takes I/O. */

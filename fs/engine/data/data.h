@@ -63,6 +63,9 @@ int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, struct chunk
  * allocated) written bytes of it, or (UINT64_MAX) its slot goes. */
 void space_promise(struct fs *fs, struct chunk_fd *c);
 void space_keep(struct fs *fs, struct chunk_fd *c, uint64_t written);
+/* Its slot goes: the promise ends, or (late: the slot was evicted while
+ * the file may still write the chunk) is kept a few seconds more. */
+void space_unpromise(struct fs *fs, struct chunk_fd *c, bool late);
 
 /* Inline data of ino (NULL, 0 when none); malloc'd. */
 int data_inline_get(struct fs *fs, uint64_t ino, char **buf, size_t *len);
@@ -149,11 +152,9 @@ int chunk_restale(struct fs *fs, struct fs_inode *in, uint64_t chunk, uint8_t se
 int chunk_set_place(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 		    const struct chunk_place *place);
 /* chunk_scrub.c: scrub chunk (ino, chunk) (see there), taking ino's lock;
- * what it found added to *n; *unrepaired: bytes of it no copy holds good
- * (the caller names the file).  0, or -errno of the scrub itself. */
-struct scrub_count {
-	uint64_t chunks, bytes, errors, repaired, unrepaired, rebuilt, unrebuilt, skipped;
-};
+ * what it found added to *n (struct scrub_count: schema.h);
+ * *unrepaired: it has errors left (the caller names the file).  0,
+ * -EROFS when the filesystem is read-only, or -errno of the scrub itself. */
 int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count *n,
 		bool *unrepaired);
 /* chunk_scrub.c: chunk (ino, chunk) to `copies` copies (SCHEMA.md

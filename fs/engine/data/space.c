@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 
 struct space_group {
 	dev_t dev;
@@ -147,7 +148,35 @@ static uint64_t disk_room(struct fs *fs, uint32_t d)
 		return 0;
 	uint64_t free = (uint64_t)sv.f_bavail * sv.f_frsize;
 	uint64_t promised = __atomic_load_n(&fs->space_promised[d], __ATOMIC_RELAXED);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	uint64_t t = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	pthread_mutex_lock(&fs->space_lock);
+	for (size_t i = 0; i < sizeof(fs->space_late) / sizeof(fs->space_late[0]); i++)
+		if (fs->space_late[i].bytes && fs->space_late[i].disk == d &&
+		    fs->space_late[i].until_ns > t)
+			promised += fs->space_late[i].bytes;
+	pthread_mutex_unlock(&fs->space_lock);
 	return free > promised ? free - promised : 0;
+}
+
+/* A promise whose slot went before its chunk was written whole: kept for
+ * SPACE_LATE_NS more (the writes of the chunk go on through a slot opened
+ * again, which has none), in the oldest place of the ring. */
+#define SPACE_LATE_NS 3000000000u
+static void promise_late(struct fs *fs, uint32_t d, uint64_t bytes)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	uint64_t t = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	pthread_mutex_lock(&fs->space_lock);
+	size_t oldest = 0;
+	for (size_t i = 0; i < sizeof(fs->space_late) / sizeof(fs->space_late[0]); i++)
+		if (fs->space_late[i].until_ns < fs->space_late[oldest].until_ns)
+			oldest = i;
+	fs->space_late[oldest] = (struct space_late){.disk = d, .bytes = bytes,
+						     .until_ns = t + SPACE_LATE_NS};
+	pthread_mutex_unlock(&fs->space_lock);
 }
 
 void space_promise(struct fs *fs, struct chunk_fd *c)
@@ -165,6 +194,15 @@ void space_promise(struct fs *fs, struct chunk_fd *c)
 	}
 }
 
+void space_unpromise(struct fs *fs, struct chunk_fd *c, bool late)
+{
+	uint64_t left = c->promised;
+	space_keep(fs, c, UINT64_MAX);
+	for (unsigned i = 0; late && left && i < CHUNK_MAX_COPIES; i++)
+		if (c->promised_disk[i] != UINT32_MAX)
+			promise_late(fs, c->promised_disk[i], left);
+}
+
 void space_keep(struct fs *fs, struct chunk_fd *c, uint64_t written)
 {
 	uint64_t less = written < c->promised ? written : c->promised;
@@ -172,9 +210,10 @@ void space_keep(struct fs *fs, struct chunk_fd *c, uint64_t written)
 		return;
 	c->promised -= less;
 	for (unsigned i = 0; i < CHUNK_MAX_COPIES; i++)
-		if (c->promised_disk[i] != UINT32_MAX)
+		if (c->promised_disk[i] != UINT32_MAX) {
 			__atomic_sub_fetch(&fs->space_promised[c->promised_disk[i]], less,
 					   __ATOMIC_RELAXED);
+		}
 }
 
 /*
