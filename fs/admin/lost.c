@@ -454,7 +454,10 @@ static int drop_locked(struct fs *fs, uint32_t d, uint32_t *target,
 		goto out;
 	}
 	uint64_t rebuilt = 0, left = 0;
-	if (dr.staled) {
+	/* Every stale copy, not only those marked now: a copy on the dead
+	 * disk may have gone stale before (a write it missed while the disk
+	 * was failing or missing). */
+	{
 		rc = rebuild_stale(&dr, &rebuilt, &left);
 		if (rc)
 			fs_logf(fs, "dropping disk %u: rebuilding the copies it held: %s (a scrub "
