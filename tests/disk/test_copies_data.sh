@@ -117,8 +117,8 @@ awk -v k1="$k1ino" '$1 == k1 && $3 != 1' "$T/copies" | grep -q . &&
 	fail "chunks of the copies=1 file not in one copy: $(awk -v k1="$k1ino" '$1 == k1' "$T/copies" | head -3)"
 
 # 40 flips over the chunk files of f*, both copies, never the same block
-# of both (nor twice the same block): one line per flip in $T/flips,
-# "name block copy disk chunkfile offset-in-chunk-file".
+# of both (nor twice the same block): one line per flip in $T/flips, "ino
+# chunk block-of-chunk copy disk chunk-file offset-in-it".
 records "$L" > "$T/records"
 python3 - "$seed" "$D0" "$D1" "$T/records" "$k1ino" > "$T/flips" <<'PY' || fail "flipping bytes"
 import os, random, sys
@@ -155,11 +155,10 @@ while len(flipped) < 40:
         f.write(bytes([b ^ r.randrange(1, 256)]))
     print(ino, chunk, off // 4096, copy, d, p, off)
 PY
-# As names and blocks of the file.
-declare -A fname=()
-for ino in "${!ino_name[@]}"; do fname[$ino]=${ino_name[$ino]}; done
-while read -r ino chunk blk copy d path off; do
-	echo "${fname[$ino]} $((chunk * CS / 4096 + blk)) $copy $d $path $((blk * 4096)) $((chunk * CS + blk * 4096))"
+# In $T/flipped, by file: "name block-of-file copy disk chunk-file
+# offset-of-the-block-in-it offset-of-the-block-in-the-file".
+while read -r ino chunk blk copy d path _; do
+	echo "${ino_name[$ino]} $((chunk * CS / 4096 + blk)) $copy $d $path $((blk * 4096)) $((chunk * CS + blk * 4096))"
 done < "$T/flips" > "$T/flipped"
 n0=$(awk '$3 == 0' "$T/flipped" | wc -l)
 n1=$(awk '$3 == 1' "$T/flipped" | wc -l)
@@ -188,7 +187,6 @@ done < "$T/flipped"
 [[ $(grep -c "checksum mismatch" "$T/daemon.log") == "$n0" ]] ||
 	fail "$(grep -c "checksum mismatch" "$T/daemon.log") mismatches logged, not $n0: $(grep mismatch "$T/daemon.log" | head -3)"
 
-# K = 1: a flipped block of k1/one reads EIO, the log naming it.
 umount_wait "$L" || fail "unmount after the reads"
 # Copy 0's flipped blocks hold the plain bytes again.
 while read -r name blk copy d path within off; do
@@ -197,6 +195,7 @@ while read -r name blk copy d path within off; do
 		<(dd if="$P/$name" bs=4096 skip=$((off / 4096)) count=1 status=none) ||
 		fail "$name block $blk: copy 0 ($path) not healed after the read"
 done < "$T/flipped"
+# K = 1: a flipped block of k1/one reads EIO, the log naming it.
 k1file=$(find "$D0/.lsmfs/sections" "$D1/.lsmfs/sections" -name "$k1ino.1")
 k1disk=${k1file#"$T"/d}
 k1disk=${k1disk%%/*}
