@@ -231,6 +231,27 @@ int copies_heal(struct fs *fs, uint64_t ino, const struct chunk_fd *c, unsigned 
 	return 0;
 }
 
+int copies_copy_body(int in, int out, uint64_t size, char *buf, size_t piece, bool short_ok,
+		     bool *src_failed)
+{
+	*src_failed = false;
+	for (uint64_t off = 0; off < size; off += piece) {
+		size_t want = size - off < piece ? (size_t)(size - off) : piece, got = 0;
+		int rc = lsmfs_pread_full(in, buf, want, (off_t)off, &got);
+		if (!rc && got < want && !short_ok)
+			rc = -EIO; /* the source came short under us */
+		if (rc) {
+			*src_failed = true;
+			return rc;
+		}
+		if ((rc = lsmfs_pwrite_full(out, buf, got, (off_t)off)))
+			return rc;
+		if (got < want)
+			break; /* short_ok: what it has */
+	}
+	return 0;
+}
+
 /* After a crash, the copies of a chunk in write then may differ where no
  * fsync had reached: the first copy that opened is taken for all, copied
  * over the others (the sums are then computed from it): by the sync that
@@ -253,15 +274,11 @@ int copies_resync(struct fs *fs, uint64_t ino, uint64_t chunk, struct chunk_plac
 		section_chunk_name(ino, chunk, section, rel, sizeof(rel));
 		int out = openat(chunk_dirfd(fs, section), rel, O_WRONLY | O_CLOEXEC);
 		int e = out < 0 ? -errno : 0;
-		for (off_t off = 0; !e && off < st.st_size; off += 1 << 20) {
-			size_t got = 0;
-			int r = lsmfs_pread_full(fds[from], buf, 1u << 20, off, &got);
-			if (r)
-				rc = r; /* the source failing: the chunk's sync fails */
-			else
-				e = lsmfs_pwrite_full(out, buf, got, off);
-			if (r || got < (1u << 20))
-				break;
+		bool src_failed = false;
+		if (!e && (e = copies_copy_body(fds[from], out, (uint64_t)st.st_size, buf, 1u << 20,
+						true, &src_failed)) && src_failed) {
+			rc = e; /* the source failing: the chunk's sync fails */
+			e = 0;
 		}
 		if (!e && !rc && ftruncate(out, st.st_size) != 0)
 			e = -errno;

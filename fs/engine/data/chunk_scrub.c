@@ -261,14 +261,9 @@ static int rebuild(struct fs *fs, struct scrub_copy *f, struct scrub_copy *t, ch
 		(void)fsync(dirfd); /* a new section directory: rare; a failure shows below */
 	int fd = openat(dirfd, t->rel, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int rc = fd < 0 ? -errno : 0;
-	for (uint64_t off = 0; !rc && off < f->size; off += SCRUB_PIECE) {
-		size_t want = f->size - off < SCRUB_PIECE ? (size_t)(f->size - off) : SCRUB_PIECE, got;
-		rc = lsmfs_pread_full(f->fd, buf, want, (off_t)off, &got);
-		if (!rc && got < want)
-			rc = -EIO; /* the good copy came short under us */
-		if (!rc)
-			rc = lsmfs_pwrite_full(fd, buf, got, (off_t)off);
-	}
+	bool src_failed;
+	if (!rc)
+		rc = copies_copy_body(f->fd, fd, f->size, buf, SCRUB_PIECE, false, &src_failed);
 	if (!rc && fdatasync(fd) != 0)
 		rc = -errno;
 	if (fd >= 0) {

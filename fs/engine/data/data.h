@@ -263,6 +263,12 @@ int copies_resync(struct fs *fs, uint64_t ino, uint64_t chunk, struct chunk_plac
 		  int fds[CHUNK_MAX_COPIES], unsigned from);
 int copies_heal(struct fs *fs, uint64_t ino, const struct chunk_fd *c, unsigned i,
 		const char *buf, size_t n, uint64_t off);
+/* The first size bytes of file in into out, piece bytes at a time through
+ * buf: 0, or the first error, *src_failed saying whether reading in
+ * failed (in coming short of size is such a failure, -EIO, unless
+ * short_ok: then what it has is copied). */
+int copies_copy_body(int in, int out, uint64_t size, char *buf, size_t piece, bool short_ok,
+		     bool *src_failed);
 
 /* sums.c: the checksums of chunk blocks (SCHEMA.md "Chunk checksums"),
  * kept with each chunk slot.  sums_init_mount: this mount's number.
