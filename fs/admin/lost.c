@@ -157,10 +157,8 @@ static bool file_there(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t s)
 static int mark_all(struct dropper *dr)
 {
 	struct fs *fs = dr->fs;
-	uint8_t lo[1] = {KEY_CHUNK}, hi[1] = {KEY_CHUNK + 1};
-	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
 	struct store_iter *it;
-	int rc = store_iter_new(fs->st, &io, &it);
+	int rc = chunk_records_from(fs, 0, 0, &it);
 	if (rc)
 		return rc;
 	dr->nchunk = 0;
@@ -301,10 +299,8 @@ static int switch_all(struct dropper *dr, const struct section_move *m, bool mov
 static int rebuild_stale(struct dropper *dr, uint64_t *rebuilt, uint64_t *left)
 {
 	struct fs *fs = dr->fs;
-	uint8_t lo[1] = {KEY_CHUNK}, hi[1] = {KEY_CHUNK + 1};
-	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
 	struct store_iter *it;
-	int rc = store_iter_new(fs->st, &io, &it);
+	int rc = chunk_records_from(fs, 0, 0, &it);
 	if (rc)
 		return rc;
 	struct scrub_count sc = {0};

@@ -235,12 +235,8 @@ static int list_source(struct mover *mv, struct listing *l)
  * the section names a file to try. */
 static int list_records(struct mover *mv, struct listing *l)
 {
-	uint8_t lo[KEY_MAX], hi[KEY_MAX];
-	lo[0] = KEY_CHUNK;
-	hi[0] = KEY_CHUNK + 1;
-	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
 	struct store_iter *it;
-	int rc = store_iter_new(mv->fs->st, &io, &it);
+	int rc = chunk_records_from(mv->fs, 0, 0, &it);
 	if (rc)
 		return rc;
 	for (store_iter_seek_first(it); store_iter_valid(it) && !rc; store_iter_next(it)) {

@@ -243,11 +243,9 @@ static uint8_t stopping(struct fs *fs, struct scrub *s)
  * sums reach). */
 static void count_total(struct fs *fs, struct scrub *s)
 {
-	uint8_t lo[1] = {KEY_CHUNK}, hi[1] = {KEY_CHUNK + 1};
-	struct store_iter_options io = {.lower = lo, .lower_len = 1, .upper = hi, .upper_len = 1};
 	struct store_iter *it;
 	uint64_t chunks = 0, bytes = 0;
-	int rc = store_iter_new(fs->st, &io, &it);
+	int rc = chunk_records_from(fs, 0, 0, &it);
 	if (rc)
 		return;
 	for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
@@ -278,12 +276,9 @@ static void count_total(struct fs *fs, struct scrub *s)
  * chunk pairs), *n of them: 0 or -errno. */
 static int next_batch(struct fs *fs, uint64_t ino, uint64_t chunk, uint64_t (*keys)[2], size_t *n)
 {
-	uint8_t lo[KEY_MAX], hi[1] = {KEY_CHUNK + 1};
-	struct store_iter_options io = {.lower = lo, .lower_len = key_chunk(lo, ino, chunk),
-					.upper = hi, .upper_len = 1};
 	struct store_iter *it;
 	*n = 0;
-	int rc = store_iter_new(fs->st, &io, &it);
+	int rc = chunk_records_from(fs, ino, chunk, &it);
 	if (rc)
 		return rc;
 	for (store_iter_seek_first(it); store_iter_valid(it) && *n < SCRUB_BATCH; store_iter_next(it)) {

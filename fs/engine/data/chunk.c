@@ -714,6 +714,17 @@ static int range_iter(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 	return store_iter_new(fs->st, &io, it);
 }
 
+int chunk_records_from(struct fs *fs, uint64_t ino, uint64_t chunk, struct store_iter **it)
+{
+	uint8_t lo[KEY_MAX], hi[1] = {KEY_CHUNK + 1};
+	size_t ll = key_chunk(lo, ino, chunk);
+	/* From the start: every key of the kind, damaged short ones too
+	 * (the callers step over them). */
+	struct store_iter_options io = {.lower = lo, .lower_len = ino || chunk ? ll : 1,
+					.upper = hi, .upper_len = 1};
+	return store_iter_new(fs->st, &io, it);
+}
+
 /*
  * Remove the chunks [from, to) of ino that have records: files first, then
  * the records into b.  The work is one step per chunk that exists, found

@@ -188,6 +188,9 @@ int chunk_scan(struct fs *fs, uint64_t ino, uint64_t from, uint64_t to,
 	       int (*fn)(void *ctx, uint64_t chunk, uint64_t durable,
 			 const struct chunk_place *place),
 	       void *ctx);
+/* An iterator over every chunk record of every inode, from (ino, chunk)
+ * on ((0, 0): all of them), in key order. */
+int chunk_records_from(struct fs *fs, uint64_t ino, uint64_t chunk, struct store_iter **it);
 /* 1 when ino has a chunk record (whatever its flags say), 0 when it has
  * none, or -errno: one store seek. */
 int chunk_any(struct fs *fs, uint64_t ino);
