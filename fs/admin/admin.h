@@ -114,13 +114,15 @@ int members_reconcile(struct fs *fs);
  * store. */
 int lost_drop_disk(struct fs *fs, uint32_t d, int (*out)(void *ctx, const char *line), void *ctx,
 		   char *err, size_t errlen);
+/* convert.c: the chunks of ino to `copies` copies (SCHEMA.md "Copies";
+ * 0: as many as each has) and (placement >= 0, an enum placement) where
+ * that placement puts them ("Placement"), one at a time; one line
+ * `converted {json}` to out. */
+int convert_file(struct fs *fs, uint64_t ino, unsigned copies, int placement,
+		 int (*out)(void *ctx, const char *line), void *ctx, char *err, size_t errlen);
 /* backup.c: an online backup of the store into dir (absolute, empty or
  * made; SCHEMA.md "Backups"); out hears `backup {json}` (tables, bytes,
  * sequence, dir). */
-/* convert.c: the chunks of ino to `copies` copies (SCHEMA.md "Copies"),
- * one at a time; one line `converted {json}` to out. */
-int convert_file(struct fs *fs, uint64_t ino, unsigned copies,
-		 int (*out)(void *ctx, const char *line), void *ctx, char *err, size_t errlen);
 int backup_write(struct fs *fs, const char *dir, int (*out)(void *ctx, const char *line), void *ctx,
 		 char *err, size_t errlen);
 /* backup.c: what fs_open does for a restore (fs_options.restoring). */

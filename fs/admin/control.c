@@ -398,7 +398,7 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 	char err[1024] = "";
 	int rc;
 	unsigned long s, d;
-	char tail;
+	char tail, pname[16];
 	if (!strcmp(req, "status")) {
 		rc = status(fs, out, ctx);
 	} else if (!strcmp(req, "devstats") || !strcmp(req, "devstats reset")) {
@@ -444,9 +444,14 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 	} else if (sscanf(req, "drop-lost %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_DISKS ? lost_drop_disk(fs, (uint32_t)d, out, ctx, err, sizeof(err))
 					 : -EINVAL;
-	} else if (sscanf(req, "convert %lu %lu%c", &s, &d, &tail) == 2) {
-		rc = d <= CHUNK_MAX_COPIES ? convert_file(fs, s, (unsigned)d, out, ctx, err, sizeof(err))
-					   : -EINVAL;
+	} else if (sscanf(req, "convert %lu %lu %15s%c", &s, &d, pname, &tail) == 3) {
+		/* convert INO COPIES PLACEMENT: COPIES 0 and PLACEMENT "-"
+		 * leave that as it is. */
+		enum placement p = PLACE_SPREAD;
+		rc = d <= CHUNK_MAX_COPIES && (!strcmp(pname, "-") || !policy_parse(pname, &p))
+			     ? convert_file(fs, s, (unsigned)d, strcmp(pname, "-") ? (int)p : -1, out,
+					    ctx, err, sizeof(err))
+			     : -EINVAL;
 	} else if (sscanf(req, "detach %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_DISKS ? members_detach(fs, (uint32_t)d, err, sizeof(err)) : -EINVAL;
 		if (!rc && fs->se)

@@ -30,10 +30,10 @@ static int collect(void *ctx, uint64_t chunk, uint64_t durable, const struct chu
 	return chunk_list_append(&l->v, &l->n, &l->cap, chunk);
 }
 
-int convert_file(struct fs *fs, uint64_t ino, unsigned copies,
+int convert_file(struct fs *fs, uint64_t ino, unsigned copies, int placement,
 		 int (*out)(void *ctx, const char *line), void *ctx, char *err, size_t errlen)
 {
-	if (copies < 1 || copies > CHUNK_MAX_COPIES)
+	if (copies > CHUNK_MAX_COPIES)
 		return fs_set_err(err, errlen, -EINVAL, "copies %u: 1 to %d", copies, CHUNK_MAX_COPIES);
 	if (!fs_writable(fs))
 		return fs_set_err(err, errlen, -EROFS, "mounted read-only");
@@ -50,7 +50,7 @@ int convert_file(struct fs *fs, uint64_t ino, unsigned copies,
 	uint64_t done = 0, left = 0, busy = 0;
 	for (size_t i = 0; !rc && i < l.n; i++) {
 		int outcome;
-		rc = chunk_convert(fs, ino, l.v[i], copies, &sc, &outcome);
+		rc = chunk_convert(fs, ino, l.v[i], copies, placement, &sc, &outcome);
 		done += outcome == CONVERT_DONE;
 		left += outcome == CONVERT_LEFT;
 		busy += outcome == CONVERT_BUSY;

@@ -205,8 +205,9 @@ only 'lsmfs-inspect --backup o' out
 # lsmfs-disk DISK[:DISK...]|MOUNTPOINT COMMAND [ARGS] [OPTIONS]
 only 'lsmfs-disk /mnt/lsmfs ' status list stats rebalance move add remove copy \
     backup restore convert scrub
-only 'lsmfs-disk /mnt/lsmfs convert --' --copies
+only 'lsmfs-disk /mnt/lsmfs convert --' --copies --placement
 only 'lsmfs-disk /mnt/lsmfs convert --copies ' 1 2
+only 'lsmfs-disk /mnt/lsmfs convert --placement ' spread together
 only 'lsmfs-disk disk0:disk1 re' rebalance remove restore
 has 'lsmfs-disk ' /mnt/lsmfs '/mnt/with space' disk0 disk1 # lsmfs mounts too
 lacks 'lsmfs-disk ' /mnt/other disk-file # another FUSE filesystem, a file

@@ -73,11 +73,12 @@ static void usage(FILE *f)
 		"  copy move N DISK   copy add DISK, then copy remove N\n"
 		"  backup DIR         a consistent copy of the metadata store in DIR (new or\n"
 		"                     empty), taken while mounted; chunk files are not in it\n"
-		"  convert --copies K [PATH]\n"
+		"  convert [--copies K] [--placement P] [PATH]\n"
 		"                     (mounted) the tree at PATH (default: all of it) to K\n"
-		"                     copies of file data: each directory's and file's\n"
-		"                     user.lsmfs.copies, and the chunks already written,\n"
-		"                     online, one chunk at a time (crash-safe: run it again)\n"
+		"                     copies of file data and placement P: each directory's\n"
+		"                     and file's user.lsmfs.copies and user.lsmfs.placement,\n"
+		"                     and the chunks already written, online, one chunk at\n"
+		"                     a time (crash-safe: run it again)\n"
 		"  restore DIR        (unmounted) put backup DIR's metadata store back onto\n"
 		"                     the disks it was taken with, which hold the chunk\n"
 		"                     files; files whose chunk files went since are listed\n"
@@ -121,6 +122,9 @@ static void usage(FILE *f)
 		"                     as EIO there until truncated below them or removed;\n"
 		"                     its copy of the metadata store is replaced\n"
 		"      --copies K     convert: 1 or 2 copies of file data\n"
+		"      --placement P  convert: spread (each chunk in its hash section, over\n"
+		"                     every disk) or together (every chunk of a file in\n"
+		"                     the section of its first, on one disk)\n"
 		"  -r, --rate RATE    scrub start, resume: read at most RATE bytes per second\n"
 		"                     (K, M, G, T: binary units, as 50M; 0: no limit, the\n"
 		"                     default; resume keeps the last run's without it)\n"
@@ -926,7 +930,8 @@ static void backup_line(void *ctx, const char *text)
 /* The walk of a convert: nftw has no context argument. */
 static struct {
 	struct session *s;
-	char copies[2];
+	char copies[2];        /* "" when kept */
+	const char *placement; /* NULL when kept */
 	uint64_t files, chunks, changed, left, busy, bytes, failed;
 	dev_t dev;
 } conv;
@@ -946,6 +951,12 @@ static void convert_line(void *ctx, const char *text)
 	}
 }
 
+static void convert_attr(const char *path, const char *name, const char *value)
+{
+	if (setxattr(path, name, value, strlen(value), 0) != 0)
+		fprintf(stderr, PROG ": %s: setting %s: %s\n", path, name, strerror(errno));
+}
+
 static int convert_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	(void)ftw;
@@ -956,12 +967,15 @@ static int convert_one(const char *path, const struct stat *st, int type, struct
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
 		return 0;
 	/* What is made or written from now on follows it too. */
-	if (setxattr(path, "user.lsmfs.copies", conv.copies, 1, 0) != 0)
-		fprintf(stderr, PROG ": %s: setting user.lsmfs.copies: %s\n", path, strerror(errno));
+	if (conv.copies[0])
+		convert_attr(path, "user.lsmfs.copies", conv.copies);
+	if (conv.placement)
+		convert_attr(path, "user.lsmfs.placement", conv.placement);
 	if (!S_ISREG(st->st_mode))
 		return 0;
-	char req[64], err[1200];
-	snprintf(req, sizeof(req), "convert %llu %s", (unsigned long long)st->st_ino, conv.copies);
+	char req[96], err[1200];
+	snprintf(req, sizeof(req), "convert %llu %s %s", (unsigned long long)st->st_ino,
+		 conv.copies[0] ? conv.copies : "0", conv.placement ? conv.placement : "-");
 	if (session_ask(conv.s, req, convert_line, NULL, err, sizeof(err))) {
 		fprintf(stderr, PROG ": %s: %s\n", path, err);
 		conv.failed++;
@@ -973,10 +987,11 @@ static int convert_one(const char *path, const struct stat *st, int type, struct
 	return 0;
 }
 
-/* `MNT convert --copies K [PATH]`: the tree at PATH (default: all of it)
- * to K copies: the policy attribute of each directory and file, and the
- * chunks of each file, converted online by the daemon, one at a time. */
-static int cmd_convert(struct session *s, const char *path, unsigned copies)
+/* `MNT convert [--copies K] [--placement P] [PATH]`: the tree at PATH
+ * (default: all of it) to K copies and placement P: the policy
+ * attributes of each directory and file, and the chunks of each file,
+ * converted online by the daemon, one at a time. */
+static int cmd_convert(struct session *s, const char *path, unsigned copies, const char *placement)
 {
 	if (!s->mounted || s->sock < 0) {
 		fprintf(stderr, PROG ": convert works on a mounted filesystem: give its mount point\n");
@@ -988,7 +1003,8 @@ static int cmd_convert(struct session *s, const char *path, unsigned copies)
 		return EXIT_FAILED;
 	}
 	conv.s = s;
-	conv.copies[0] = (char)('0' + copies);
+	conv.copies[0] = copies ? (char)('0' + copies) : '\0';
+	conv.placement = placement;
 	conv.dev = st.st_dev;
 	if (nftw(path, convert_one, 64, FTW_PHYS | FTW_MOUNT) < 0) {
 		fprintf(stderr, PROG ": walking %s: %s\n", path, strerror(errno));
@@ -996,14 +1012,19 @@ static int cmd_convert(struct session *s, const char *path, unsigned copies)
 	}
 	if (isatty(2))
 		fputc('\n', stderr);
-	char b[32];
+	char b[32], to[64];
 	size_format(conv.bytes, b, sizeof(b));
-	printf("converted %s to %u cop%s: %" PRIu64 " files, %" PRIu64 " of %" PRIu64 " chunks "
-	       "changed, %s copied", path, copies, copies == 1 ? "y" : "ies", conv.files,
-	       conv.changed, conv.chunks, b);
+	if (copies && placement)
+		snprintf(to, sizeof(to), "%u cop%s, %s", copies, copies == 1 ? "y" : "ies", placement);
+	else if (copies)
+		snprintf(to, sizeof(to), "%u cop%s", copies, copies == 1 ? "y" : "ies");
+	else
+		snprintf(to, sizeof(to), "%s", placement);
+	printf("converted %s to %s: %" PRIu64 " files, %" PRIu64 " of %" PRIu64 " chunks "
+	       "changed, %s copied", path, to, conv.files, conv.changed, conv.chunks, b);
 	if (conv.left)
-		printf("; %" PRIu64 " left with fewer copies (no second disk for them: add a disk "
-		       "or rebalance, then scrub)", conv.left);
+		printf("; %" PRIu64 " left as they were (no disk, or no room, for them now: add a "
+		       "disk or rebalance, then run it again or scrub)", conv.left);
 	if (conv.busy)
 		printf("; %" PRIu64 " in write now (run it again)", conv.busy);
 	printf("\n");
@@ -1125,7 +1146,8 @@ static int number(const char *text, double *out)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_WEIGHT, OPT_NO_BALANCE, OPT_EVACUATE, OPT_LOST, OPT_COPIES };
+	enum { OPT_JSON = 256, OPT_WEIGHT, OPT_NO_BALANCE, OPT_EVACUATE, OPT_LOST, OPT_COPIES,
+	       OPT_PLACEMENT };
 	const char *rate_text = NULL;
 	bool wait = false;
 	static const struct option longopts[] = {
@@ -1140,6 +1162,7 @@ int main(int argc, char **argv)
 		{"check", no_argument, NULL, 'c'},
 		{"rate", required_argument, NULL, 'r'},
 		{"copies", required_argument, NULL, OPT_COPIES},
+		{"placement", required_argument, NULL, OPT_PLACEMENT},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -1147,6 +1170,7 @@ int main(int argc, char **argv)
 	bool json = false, dry = false, force = false, no_balance = false, evacuate = false;
 	bool lost = false, reset = false, check = false;
 	long copies = 0;
+	const char *placement = NULL;
 	char *weights[LSMFS_MAX_DISKS];
 	int nw = 0, c;
 	while ((c = getopt_long(argc, argv, "+nfzcr:BhV", longopts, NULL)) != -1) {
@@ -1173,7 +1197,10 @@ int main(int argc, char **argv)
 			reset = true;
 			break;
 		case OPT_COPIES:
-			copies = number_long(optarg);
+			copies = number_long(optarg) ? number_long(optarg) : -1;
+			break;
+		case OPT_PLACEMENT:
+			placement = optarg;
 			break;
 		case 'c':
 			check = true;
@@ -1229,9 +1256,14 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "-B")) {
 			wait = true;
 		} else if (!strcmp(argv[i], "--copies") && i + 1 < argc) {
-			copies = number_long(argv[++i]);
+			copies = number_long(argv[i + 1]) ? number_long(argv[i + 1]) : -1;
+			i++;
 		} else if (!strncmp(argv[i], "--copies=", 9)) {
-			copies = number_long(argv[i] + 9);
+			copies = number_long(argv[i] + 9) ? number_long(argv[i] + 9) : -1;
+		} else if (!strcmp(argv[i], "--placement") && i + 1 < argc) {
+			placement = argv[++i];
+		} else if (!strncmp(argv[i], "--placement=", 12)) {
+			placement = argv[i] + 12;
 		} else if (!strcmp(argv[i], "--weight") && i + 1 < argc && nw < LSMFS_MAX_DISKS) {
 			weights[nw++] = argv[++i];
 		} else if (!strncmp(argv[i], "--weight=", 9) && nw < LSMFS_MAX_DISKS) {
@@ -1278,8 +1310,11 @@ int main(int argc, char **argv)
 		   ((force || no_balance) && !is_add) || (evacuate && !is_remove) ||
 		   (lost && (!is_remove || evacuate || dry)) ||
 		   (is_add && (nw > 1 || (nw == 1 && number(weights[0], &add_weight)))) ||
-		   (copies && !is_convert) ||
-		   (is_convert && (copies < 1 || copies > CHUNK_MAX_COPIES));
+		   ((copies || placement) && !is_convert) ||
+		   (is_convert && ((!copies && !placement) || copies < 0 ||
+				   copies > CHUNK_MAX_COPIES ||
+				   (placement && strcmp(placement, "spread") &&
+				    strcmp(placement, "together"))));
 	if (bad) {
 		if (!known)
 			fprintf(stderr, PROG ": unknown command %s\n", cmd);
@@ -1324,7 +1359,7 @@ int main(int argc, char **argv)
 	else if (is_scrub)
 		rc = cmd_scrub(&s, sub, rate_text != NULL, rate, wait, json, &stop_asked);
 	else if (is_convert)
-		rc = cmd_convert(&s, npos == 3 ? pos[2] : pos[0], (unsigned)copies);
+		rc = cmd_convert(&s, npos == 3 ? pos[2] : pos[0], (unsigned)copies, placement);
 	else if ((rc = cmd_move(&s, pos[2], pos[3])) == EXIT_USAGE)
 		fprintf(stderr, PROG ": move takes a section number and a disk index\n");
 	session_close(&s);

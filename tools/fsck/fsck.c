@@ -54,9 +54,9 @@ static void usage(FILE *out)
 		"tables and commit logs, superblocks from the other disks' copies, store\n"
 		"records from the superblocks, inode records from their keys, link\n"
 		"counts, entries, /lost+found reconnection, orphans, chunk files\n"
-		"(missing, overlong, misplaced, ownerless, stray), chunk copies (missing,\n"
-		"short, stale: made again from a whole one), and a disk's superblock\n"
-		"that is a copy of another disk's.\n"
+		"(missing, overlong, misplaced, ownerless, stray, leftover), chunk copies\n"
+		"(missing, short, stale: made again from a whole one), and a disk's\n"
+		"superblock that is a copy of another disk's.\n"
 		"--list-problems prints every problem: code, pass, severity, whether -p\n"
 		"repairs it, message and repair.\n",
 		prog, prog, PROBLEM_LATCH_SHOW, PROBLEM_LATCH_SHOW);

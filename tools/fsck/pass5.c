@@ -229,6 +229,23 @@ static uint32_t home_of(const struct fsck *f, const struct fsck_chunk *c, uint32
 	return c->section;
 }
 
+/* Has every copy of c that is not stale its file (on a disk here)?  Then
+ * a file of c in another section is a leftover of a relocation cut short
+ * (fs/engine/data/chunk_relocate.c): the chunk is whole without it. */
+static bool copies_there(const struct fsck *f, const struct fsck_chunk *c)
+{
+	for (unsigned i = 0; i < c->copies; i++) {
+		char file[LSMFS_META_PATH_MAX + 160];
+		struct stat st;
+		if (!(c->stale >> i & 1) &&
+		    (fsck_chunk_file(f, c->ino, c->chunk, section_of_copy(c->section, i, f->info.sections),
+				     file, sizeof(file)) ||
+		     lstat(file, &st) || !S_ISREG(st.st_mode)))
+			return false;
+	}
+	return true;
+}
+
 /* One disk's section directories: every file must be a chunk with a record,
  * in the section its record names (else its hash's), on the disk the map
  * names. */
@@ -297,6 +314,14 @@ static void walk_disk(struct fsck *f, uint32_t disk)
 			if (!c || c->bad_section != CHUNK_HASHED)
 				continue; /* left, gone to /lost+found, or its record names
 					   * nowhere (LSMFS-0516, reported before the walk) */
+			if (fsck_copy_in(f, c, s) < 0 && copies_there(f, c)) {
+				if (problem_fix(f, PR_CHUNK_LEFTOVER,
+						&(struct problem_ctx){.disk = disk, .file = file,
+								      .ino = ino, .chunk = chunk,
+								      .section = c->section}))
+					fsck_repaired(f, unlink(file) ? -errno : fsync_parent(file));
+				continue;
+			}
 			uint32_t want = home_of(f, c, s), want_disk = f->section_disk[want];
 			if ((want != s || want_disk != disk) && diskset_present(f->ds, want_disk) &&
 			    problem_fix(f, PR_CHUNK_MISPLACED,

@@ -254,6 +254,14 @@ static const struct problem table[] = {
 	 "checksum; the copy %t holds it good: rewrite it from there",
 	 PR_SEV_ERROR, PR_PREEN | PR_LATCH,
 	 "write the good copy's block over the bad one (synced)"},
+	/* A chunk's file in a section none of its copies is in, while each
+	 * copy the record names has its file: what a relocation (convert
+	 * --placement) cut short by a crash leaves, before the mount's sweep
+	 * removes it; reads never see it. */
+	{PR_CHUNK_LEFTOVER,
+	 "disk %d: %f: the record of inode %i chunk %c puts it in section %S, and every copy of it "
+	 "is in its place: this file is the leftover of a relocation cut short; remove it",
+	 PR_SEV_MINOR, PR_PREEN | PR_LATCH, "remove the file (its directory synced)"},
 };
 
 #define NPROBLEMS (sizeof(table) / sizeof(table[0]))

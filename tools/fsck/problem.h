@@ -89,6 +89,7 @@ enum fsck_code {
 	PR_COPIES_ONE_DISK = 0x0519,
 	PR_CHUNK_BAD_COPIES = 0x051a,
 	PR_COPY_CHECKSUM = 0x051b,       /* pass 5 with --scrub */
+	PR_CHUNK_LEFTOVER = 0x051c,      /* pass 5: a relocation cut short */
 };
 
 enum problem_severity {

@@ -29,6 +29,8 @@ int policy_check(const char *name, const void *val, size_t len);
 int policy_inherit(struct fs *fs, struct fs_inode *dir, uint64_t ino, struct inode_rec *r,
 		   struct store_batch *b);
 int policy_placement(struct fs *fs, const struct fs_inode *in, enum placement *out);
+/* A placement by its name ("spread", "together"): 0, or -EINVAL. */
+int policy_parse(const char *name, enum placement *out);
 /* The copies in's new chunks get (1, or up to CHUNK_MAX_COPIES). */
 int policy_copies(struct fs *fs, const struct fs_inode *in, unsigned *out);
 

@@ -39,6 +39,11 @@ static int parse(const void *val, size_t len, enum placement *out)
 	return -EINVAL;
 }
 
+int policy_parse(const char *name, enum placement *out)
+{
+	return parse(name, strlen(name), out);
+}
+
 /* "1" or "2" (up to CHUNK_MAX_COPIES). */
 static int parse_copies(const void *val, size_t len, unsigned *out)
 {

@@ -19,7 +19,9 @@
  * SCHEMA.md "Placement"), the check and the removal under the inode's
  * stripe lock, which every chunk creation holds, so that a file being
  * created now is never taken.  A file whose chunk's record names another
- * section, and files of other names, are left for fsck.  A clean unmount deletes the key after
+ * section is the leftover of a relocation cut short (chunk_relocate.c)
+ * when every live copy the record names has its file: removed too; else
+ * it is left for fsck, as are files of other names.  A clean unmount deletes the key after
  * the disks are synced, when the sweep finished or none was needed.  An
  * unmount waits for a sweep under way to end (it drains the reclaim
  * thread, as it does the orphans); a remount read-only stops it half way
@@ -100,6 +102,29 @@ static DIR *open_dir(struct fs *fs, uint32_t d, const char *rel, int *err)
 	return dir;
 }
 
+/* Has every copy of the chunk at pl that is not stale its file, on a
+ * usable disk?  (Inside the copies' gates: a move switching one of them
+ * is not half seen.) */
+static bool copies_there(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_place *pl)
+{
+	int mark = section_mark();
+	chunk_enter(fs, pl, ino, chunk, false);
+	bool all = true;
+	for (unsigned i = 0; all && i < pl->copies; i++) {
+		uint32_t s = section_of_copy(pl->section, i, fs->info.sections);
+		if (pl->stale >> i & 1)
+			continue;
+		char rel[96];
+		struct stat st;
+		section_chunk_name(ino, chunk, s, rel, sizeof(rel));
+		all = disk_usable(fs, section_disk_of(fs, s)) &&
+		      fstatat(chunk_dirfd(fs, s), rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		      S_ISREG(st.st_mode);
+	}
+	section_release(fs, mark);
+	return all;
+}
+
 /* One section directory of disk d.  0, 1 when stopped, or an error
  * (logged). */
 static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char *sname,
@@ -146,12 +171,15 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 		/* Its file when a copy of the chunk is in this section. */
 		struct chunk_place pl = {.section = section, .copies = 1};
 		bool ours = !val;
-		if (val && chunk_value_place(val, vl, ino, chunk, fs->info.sections, &pl) == 0)
-			for (unsigned i = 0; i < pl.copies; i++)
-				ours |= section_of_copy(pl.section, i, fs->info.sections) == section;
+		bool placed = val && chunk_value_place(val, vl, ino, chunk, fs->info.sections, &pl) == 0;
+		for (unsigned i = 0; placed && i < pl.copies; i++)
+			ours |= section_of_copy(pl.section, i, fs->info.sections) == section;
 		free(val);
 		if (has == 1 && !ours)
-			has = 2; /* its record puts the chunk elsewhere (or is damaged): fsck's */
+			/* Its record puts the chunk elsewhere: with every
+			 * live copy there, a leftover of a relocation cut
+			 * short (chunk_relocate.c); else damage, fsck's. */
+			has = placed && copies_there(fs, ino, chunk, &pl) ? 0 : 2;
 		int e = 0;
 		bool full = false;
 		if (has == 1 && section_disk_of(fs, section) == d && (durable == 0 || inwrite)) {

@@ -524,7 +524,42 @@ static int lower_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 	return rc;
 }
 
-int chunk_convert(struct fs *fs, uint64_t ino, uint64_t chunk, unsigned copies,
+/* chunk, with no copies to change, moved where placement p puts it
+ * (space_relocation, chunk_relocate).  *outcome: SAME, DONE or LEFT. */
+static int relocate(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum placement p,
+		    struct scrub_count *sc, int *outcome)
+{
+	*outcome = CONVERT_SAME;
+	void *val;
+	size_t vl;
+	uint64_t durable = 0;
+	bool lost = false;
+	int rc = chunk_record_fetch(fs, in->ino, chunk, &val, &vl, &durable, &lost);
+	if (rc <= 0)
+		return rc;
+	struct chunk_value cv;
+	struct chunk_place pl;
+	uint32_t target;
+	if (lost || chunk_value_parse(val, vl, &cv) ||
+	    chunk_value_place(val, vl, in->ino, chunk, fs->info.sections, &pl)) {
+		*outcome = CONVERT_LEFT; /* lost, or damaged: fsck's */
+		rc = 0;
+	} else if ((rc = space_relocation(fs, in, chunk, p, &pl, &target)) == -ENOSPC) {
+		*outcome = CONVERT_LEFT; /* no room, or no disk, for it there now */
+		rc = 0;
+	} else if (rc == 0) {
+		rc = chunk_relocate(fs, in, chunk, &pl, target, &sc->bytes);
+		*outcome = rc ? CONVERT_LEFT : CONVERT_DONE;
+		if (rc != -EROFS && rc != -ENOMEM)
+			rc = 0; /* a chunk file that failed (logged): left where it is */
+	} else if (rc == 1) {
+		rc = 0;
+	}
+	free(val);
+	return rc;
+}
+
+int chunk_convert(struct fs *fs, uint64_t ino, uint64_t chunk, unsigned copies, int placement,
 		  struct scrub_count *sc, int *outcome)
 {
 	*outcome = CONVERT_SAME;
@@ -561,6 +596,8 @@ int chunk_convert(struct fs *fs, uint64_t ino, uint64_t chunk, unsigned copies,
 	} else if (rc > 0 && (cv.flags & CHUNK_INWRITE)) {
 		rc = 0;
 		*outcome = CONVERT_BUSY; /* in write: its sums to come; again later */
+	} else if (rc > 0 && !copies) {
+		rc = 0;
 	} else if (rc > 0 && pl.copies == copies && pl.stale) {
 		/* As many copies already, one of them stale (a conversion cut
 		 * short, a disk that failed): made again where it can be. */
@@ -581,6 +618,12 @@ int chunk_convert(struct fs *fs, uint64_t ino, uint64_t chunk, unsigned copies,
 		rc = 0;
 	}
 	free(val);
+	if (!rc && placement >= 0 && (*outcome == CONVERT_SAME || *outcome == CONVERT_DONE)) {
+		int moved;
+		rc = relocate(fs, in, chunk, (enum placement)placement, sc, &moved);
+		if (moved != CONVERT_SAME)
+			*outcome = moved;
+	}
 	section_release(fs, mark);
 	inode_unlock(fs, in);
 	inode_put(fs, in);

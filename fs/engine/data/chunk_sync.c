@@ -206,8 +206,15 @@ static int sync_inode_chunks(struct fs *fs, uint64_t ino, struct fs_inode *in,
 			for (unsigned j = 0; j < pl[i].copies; j++)
 				if (!(pl[i].stale >> j & 1) && fds[i][j] < 0)
 					pl[i].stale |= (uint8_t)(1u << j);
-			if (crashed && opened > 1)
+			if (crashed && opened > 1) {
+				/* Inside the copies' gates, entered as a change:
+				 * a move of either section under way copies the
+				 * chunk again after this writes it (gate.c). */
+				int mark = section_mark();
+				chunk_enter(fs, &pl[i], ino, chunk, true);
 				err[i] = copies_resync(fs, ino, chunk, &pl[i], fds[i], first);
+				section_release(fs, mark);
+			}
 		}
 		for (size_t i = 0; i < n; i++) {
 			uint64_t chunk = dirty[base + i];

@@ -58,6 +58,15 @@ int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_
  * (policy.c), under its lock: 0 and *section, or -ENOSPC when no usable
  * disk has room for a chunk. */
 int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, struct chunk_place *place);
+/* Where chunk (placed at pl) goes when its file's chunks are made to
+ * follow placement p (`lsmfs-disk convert --placement`, chunk_relocate.c):
+ * the section of the file's first chunk (together) or its hash section
+ * (spread), for two copies that section's pair.  0 and *target; 1 when it
+ * is there already; -ENOSPC when a copy's new disk is not usable, cannot
+ * take a chunk (a copy on its own disk needs no room: a link) or would be
+ * the other copy's; or -errno.  Under in's lock. */
+int space_relocation(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum placement p,
+		     const struct chunk_place *pl, uint32_t *target);
 /* A chunk just made (slot c) is promised its size on each live copy's
  * disk, which placement counts as taken; space_keep: it wrote (or
  * allocated) written bytes of it, or (UINT64_MAX) its slot goes. */
@@ -158,10 +167,20 @@ int chunk_set_place(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 int chunk_scrub(struct fs *fs, uint64_t ino, uint64_t chunk, struct scrub_count *n,
 		bool *unrepaired);
 /* chunk_scrub.c: chunk (ino, chunk) to `copies` copies (SCHEMA.md
- * "Copies"), taking ino's lock: *outcome says what came of it. */
+ * "Copies"; 0: as many as it has), then (placement >= 0: an enum
+ * placement) moved where that placement puts it (chunk_relocate), taking
+ * ino's lock: *outcome says what came of it (LEFT: a step it needs could
+ * not be taken now: no disk or no room for it, or a copy unreadable). */
 enum { CONVERT_SAME, CONVERT_DONE, CONVERT_LEFT, CONVERT_BUSY };
-int chunk_convert(struct fs *fs, uint64_t ino, uint64_t chunk, unsigned copies,
+int chunk_convert(struct fs *fs, uint64_t ino, uint64_t chunk, unsigned copies, int placement,
 		  struct scrub_count *n, int *outcome);
+/* chunk_relocate.c: chunk's copies (at pl) moved to the same copies of
+ * section target, crash-safe (see there); the bytes copied added to
+ * *bytes.  Under in's lock, drained, its slot let go, its record not in
+ * write; the caller's section mark releases the gates entered.  0 or
+ * -errno (nothing moved; logged). */
+int chunk_relocate(struct fs *fs, struct fs_inode *in, uint64_t chunk,
+		   const struct chunk_place *pl, uint32_t target, uint64_t *bytes);
 /* Keep rec.blocks in step with what the chunk file holds now (its
  * st_blocks, read by the caller outside the lock: _blocks). */
 void chunk_account(struct fs_inode *in, struct chunk_fd *c);

@@ -386,3 +386,34 @@ int space_place(struct fs *fs, struct fs_inode *in, uint64_t chunk, struct chunk
 	}
 	return most_room(fs, h, section_disk_of(fs, h), &place->section);
 }
+
+int space_relocation(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum placement p,
+		     const struct chunk_place *pl, uint32_t *target)
+{
+	uint32_t n = fs->info.sections, want = chunk_section(in->ino, chunk, n);
+	if (p == PLACE_TOGETHER) {
+		int rc = home_of(fs, in->ino, &want);
+		if (rc <= 0)
+			return rc < 0 ? rc : 1; /* no record: nothing to put together */
+	}
+	/* Where it is already: its section, or (two copies) its pair. */
+	if (pl->copies == 1 ? pl->section == want : (pl->section ^ want) <= 1)
+		return 1;
+	if (pl->copies > 1) {
+		uint32_t t = section_of_copy(want, 1, n);
+		if (t == UINT32_MAX || section_disk_of(fs, want) == section_disk_of(fs, t))
+			return -ENOSPC; /* no pair on two disks there (a rebalance may make one) */
+	}
+	/* Each copy goes to the same copy of want: on its own disk a link,
+	 * else onto a disk that can take a new chunk. */
+	for (unsigned i = 0; i < pl->copies; i++) {
+		uint32_t from = section_of_copy(pl->section, i, n), to = section_of_copy(want, i, n);
+		uint32_t d = section_disk_of(fs, to);
+		if (!disk_usable(fs, d))
+			return -ENOSPC;
+		if (d != section_disk_of(fs, from) && takes_chunk(fs, to) == UINT32_MAX)
+			return -ENOSPC;
+	}
+	*target = want;
+	return 0;
+}
