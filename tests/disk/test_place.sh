@@ -14,7 +14,10 @@
 #     equal; fsck -n clean;
 #   - a degraded mount (disk 2 of three missing, -o degraded): 40 new
 #     files of 4 MiB, each fsync'd, no error; a clean unmount; mounted
-#     whole, every file equal to its plain copy; fsck -n clean.
+#     whole, every file equal to its plain copy; fsck -n clean;
+#   - two copies over a 96 MiB and a 256 MiB tmpfs: f_bavail is what two
+#     copies can take (as btrfs raid1: no more than the smaller disk), and
+#     fallocate past it is ENOSPC.
 # Needs root (tmpfs mounts) and /dev/fuse; exit 77 without them.
 NAME=test_place
 # shellcheck source=tests/lib/lib.sh
@@ -184,5 +187,31 @@ say "degraded: mounted whole, $((40 - bad)) of 40 files equal to their plain cop
 [[ $bad == 0 ]] || fail "degraded: $bad of 40 files differ from their plain copies, mounted whole"
 umount_wait "$L" || fail "degraded: unmount of the three disks"
 fsck_clean "$L" "degraded, then whole"
+
+# ---- 4. two copies: each byte takes room on two disks ----
+tmpfs "$T/k0" 96m
+tmpfs "$T/k1" 256m
+K0=$T/k0/d K1=$T/k1/d
+mkdir -p "$K0" "$K1" "$T/meta4"
+"$MKFS" -q --data-copies 2 --meta "$T/meta4" "$K0" "$K1" || { echo "mkfs (two copies) failed" >&2; exit 1; }
+L=$K0:$K1
+mount_fg "$T/daemon.log" "$L" || { echo "mount (two copies) failed" >&2; exit 1; }
+# As btrfs raid1: half the room, and no more than the smaller disk holds
+# (every chunk has a copy there): the 96 MiB disk's free space.
+a0=$(avail "$T/k0") a1=$(avail "$T/k1")
+want=$(( (a0 + a1) / 2 < a0 + a1 - (a0 > a1 ? a0 : a1) ? (a0 + a1) / 2 : a0 + a1 - (a0 > a1 ? a0 : a1) ))
+bavail=$(avail "$M")
+say "two copies: disks $(mib "$a0") + $(mib "$a1") MiB free, f_bavail $(mib "$bavail") MiB (for two copies: $(mib "$want"))"
+((bavail >= want - tol && bavail <= want + tol)) ||
+	fail "two copies: f_bavail $(mib "$bavail") MiB, two copies fit in $(mib "$want") MiB"
+# fallocate counts the two copies: more than f_bavail is ENOSPC, at once;
+# what fits, fits.
+if fallocate -l $((bavail + 3 * CS)) "$M/too-big" 2>/dev/null; then
+	fail "two copies: fallocate of $(mib $((bavail + 3 * CS))) MiB succeeded with $(mib "$bavail") MiB for two copies"
+fi
+rm -f "$M/too-big"
+fallocate -l $((bavail / 2)) "$M/fits" || fail "two copies: fallocate of half of f_bavail failed"
+umount_wait "$L" || fail "two copies: unmount"
+fsck_clean "$L" "two copies, fallocate"
 
 finish

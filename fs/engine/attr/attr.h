@@ -33,6 +33,8 @@ int policy_placement(struct fs *fs, const struct fs_inode *in, enum placement *o
 int policy_parse(const char *name, enum placement *out);
 /* The copies in's new chunks get (1, or up to CHUNK_MAX_COPIES). */
 int policy_copies(struct fs *fs, const struct fs_inode *in, unsigned *out);
+/* The root's copies: the filesystem's default (statfs's f_bavail). */
+int policy_root_copies(struct fs *fs, unsigned *out);
 
 /* Under the inode lock: remove security.capability, as a write or an
  * owner change must (the record is left to the caller). */

@@ -119,6 +119,20 @@ int policy_placement(struct fs *fs, const struct fs_inode *in, enum placement *o
 	return 0;
 }
 
+int policy_root_copies(struct fs *fs, unsigned *out)
+{
+	*out = 1;
+	void *val;
+	size_t len;
+	int rc = get(fs, LSMFS_ROOT_INO, POLICY_COPIES_XATTR, true, &val, &len);
+	if (rc || !val)
+		return rc;
+	if (parse_copies(val, len, out))
+		*out = 1;
+	free(val);
+	return 0;
+}
+
 int policy_copies(struct fs *fs, const struct fs_inode *in, unsigned *out)
 {
 	*out = 1;

@@ -48,11 +48,13 @@ int data_punch(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end);
 int fs_fsync(struct fs *fs, uint64_t ino, bool datasync);
 
 /* space.c (SCHEMA.md "Free space"): statfs, with f_bavail what the
- * placement of chunks can take; and can the disks take the chunks of ino's
- * [off, end), less the `have` bytes the file holds: 0 or -ENOSPC. */
+ * placement of chunks can take in the copies the root asks for; and can
+ * the disks take the chunks of in's [off, end) in its copies, less the
+ * `have` bytes the file holds (on all its copies' disks): 0 or -ENOSPC.
+ * Under in's lock. */
 int fs_statfs(struct fs *fs, struct statvfs *out);
 
-int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_t have);
+int space_check(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end, uint64_t have);
 
 /* The section for new chunk of in (SCHEMA.md "Placement"), by its policy
  * (policy.c), under its lock: 0 and *section, or -ENOSPC when no usable

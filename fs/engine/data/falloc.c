@@ -155,7 +155,7 @@ static int allocate(struct fs *fs, struct fs_inode *in, int mode, uint64_t off, 
 	}
 	/* What the file holds already may be in the range: only the rest
 	 * must fit. */
-	if ((rc = space_check(fs, in->ino, off, end, r->blocks * 512)))
+	if ((rc = space_check(fs, in, off, end, r->blocks * 512)))
 		return rc;
 	if (!keep && end > r->size && (rc = data_zero_gap(fs, in, r->size, end)))
 		return rc;

@@ -17,9 +17,11 @@
  * share its space):
  *
  *   - statfs's f_bavail is that sum, each group's rounded down to whole
- *     chunks (what new chunks can take); f_blocks and f_bfree are the
- *     disks' own, so that df's "used" is what the disks hold.
- *   - fallocate must fit the range (less what the file holds already).
+ *     chunks (what new chunks can take), for data in the root's copies
+ *     (space_for_copies); f_blocks and f_bfree are the disks' own, so
+ *     that df's "used" is what the disks hold.
+ *   - fallocate must fit the range in the file's copies (less what the
+ *     file holds already).
  *
  * Disks that are missing or found replaced hold no room.  A disk with
  * less than a chunk free takes no new chunk: the chunks it has may still
@@ -43,6 +45,7 @@ struct space_group {
 	dev_t dev;
 	uint64_t blocks, bfree, bavail; /* bytes */
 	uint64_t sections;
+	uint32_t disks; /* usable disks holding a section */
 };
 
 struct space {
@@ -77,10 +80,15 @@ static int space_read(struct fs *fs, struct space *sp)
 		g->bfree = (uint64_t)sv.f_bfree * sv.f_frsize;
 		g->bavail = (uint64_t)sv.f_bavail * sv.f_frsize;
 	}
+	uint64_t holds = 0; /* disks holding a section, by bit */
 	for (uint32_t s = 0; s < fs->info.sections; s++) {
 		uint32_t d = section_disk_of(fs, s);
-		if (d < LSMFS_MAX_DISKS && sp->group_of[d] != UINT32_MAX)
+		if (d < LSMFS_MAX_DISKS && sp->group_of[d] != UINT32_MAX) {
 			sp->g[sp->group_of[d]].sections++;
+			if (!(holds >> d & 1))
+				sp->g[sp->group_of[d]].disks++;
+			holds |= 1ull << d;
+		}
 	}
 	return 0;
 }
@@ -95,6 +103,29 @@ static uint64_t space_for_data(const struct space *sp, uint64_t chunk_size)
 		if (sp->g[i].sections)
 			avail += sp->g[i].bavail / chunk_size * chunk_size;
 	return avail;
+}
+
+/* What new data kept in `copies` copies can take (each byte on `copies`
+ * disks): for two, as btrfs's raid1 reports it, half the room, and no
+ * more than the room outside the group with the most, whose chunks need
+ * their other copy elsewhere, unless that group has two disks that can
+ * hold both (disks that are directories of one filesystem). */
+static uint64_t space_for_copies(const struct space *sp, uint64_t chunk_size, unsigned copies)
+{
+	uint64_t all = space_for_data(sp, chunk_size);
+	if (copies < 2)
+		return all;
+	uint64_t most = 0;
+	uint32_t most_disks = 0;
+	for (uint32_t i = 0; i < sp->n; i++) {
+		uint64_t a = sp->g[i].sections ? sp->g[i].bavail / chunk_size * chunk_size : 0;
+		if (a > most) {
+			most = a;
+			most_disks = sp->g[i].disks;
+		}
+	}
+	uint64_t half = all / 2 / chunk_size * chunk_size;
+	return most_disks >= 2 || all - most >= half ? half : all - most;
 }
 
 int fs_statfs(struct fs *fs, struct statvfs *out)
@@ -114,7 +145,12 @@ int fs_statfs(struct fs *fs, struct statvfs *out)
 	out->f_frsize = bs;
 	out->f_blocks = blocks / bs;
 	out->f_bfree = bfree / bs;
-	out->f_bavail = space_for_data(&sp, fs->info.chunk_size) / bs;
+	/* As the root's copies ask (the filesystem's default): a tree that
+	 * asks for other copies uses the room at its own rate. */
+	unsigned copies = 1;
+	if ((rc = policy_root_copies(fs, &copies)))
+		return rc;
+	out->f_bavail = space_for_copies(&sp, fs->info.chunk_size, copies) / bs;
 	pthread_mutex_lock(&fs->ino_lock);
 	uint64_t used = fs->next_ino;
 	pthread_mutex_unlock(&fs->ino_lock);
@@ -127,14 +163,18 @@ int fs_statfs(struct fs *fs, struct statvfs *out)
 	return 0;
 }
 
-int space_check(struct fs *fs, uint64_t ino, uint64_t off, uint64_t end, uint64_t have)
+int space_check(struct fs *fs, struct fs_inode *in, uint64_t off, uint64_t end, uint64_t have)
 {
-	(void)ino; /* its chunks go wherever there is room */
 	struct space sp;
+	unsigned copies;
 	int rc = space_read(fs, &sp);
+	if (!rc)
+		rc = policy_copies(fs, in, &copies);
 	if (rc)
 		return rc;
-	return end - off > space_for_data(&sp, fs->info.chunk_size) + have ? -ENOSPC : 0;
+	/* have: what the file holds, on every copy's disk. */
+	return end - off > space_for_copies(&sp, fs->info.chunk_size, copies) + have / copies
+		       ? -ENOSPC : 0;
 }
 
 /* Bytes free on disk d for new chunk files (0 when it cannot be asked):
