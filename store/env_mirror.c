@@ -11,13 +11,15 @@
  * dropped: written no more, reported through the failed() hook, which
  * records it durably (the daemon marks it stale in the superblocks) before
  * the operation returns, so nothing that copy lacks is acknowledged before
- * the copy is known to lack it.  A full disk (ENOSPC, EDQUOT) or a
- * resource error (ENOMEM, EMFILE) fails the operation instead: the store
- * handles those as it does with one copy (it cuts a log back, retries a
- * flush), and dropping a copy for a transient shortage would give away
- * redundancy for nothing.  An error every live copy returns is the
- * operation's error, and drops nothing.  The last live copy is never
- * dropped.
+ * the copy is known to lack it.  So is a copy whose disk is full (ENOSPC,
+ * EDQUOT) while another took the operation: one full disk stops no write
+ * the others can take (the copy is brought up to date at the next open).
+ * A resource error (ENOMEM, EMFILE) fails the operation instead, as a
+ * full disk does in every copy: the store handles those as it does with
+ * one copy (it cuts a log back, retries a flush), and dropping a copy for
+ * a transient shortage would give away redundancy for nothing.  An error
+ * every live copy returns is the operation's error, and drops nothing.
+ * The last live copy is never dropped.
  *
  * Reads use the first live copy that has the file.  A read error, a file
  * missing in one copy, or bytes that fail the reader's check
@@ -174,6 +176,14 @@ static bool copy_error(int err)
 	}
 }
 
+/* Is err a full disk?  Alone it fails the operation (the store's "Full
+ * disk"); while another copy took the operation, the full copy is
+ * dropped, so that one full disk stops no write the others can take. */
+static bool space_error(int err)
+{
+	return err == -ENOSPC || err == -EDQUOT;
+}
+
 static int drop_locked(struct mirror *m, size_t i, int err, const char *what)
 {
 	if (!live(m, i))
@@ -231,9 +241,10 @@ static int drop(struct mirror *m, size_t i, int err, const char *what)
 
 /*
  * Fold per-copy results: rcs[i] for every live copy i in mask.  Every one
- * failed: their first error, nothing dropped.  A space or resource error:
- * that error (copies that failed otherwise are dropped all the same).
- * Else the failed copies are dropped and the operation succeeds.
+ * failed: their first error, nothing dropped.  A resource error: that
+ * error (copies that failed otherwise are dropped all the same).  Else
+ * the failed copies (a full disk's too) are dropped and the operation
+ * succeeds.
  */
 static int settle(struct mirror *m, int *rcs, unsigned mask, const char *path,
 		  const char *op)
@@ -256,7 +267,7 @@ static int settle(struct mirror *m, int *rcs, unsigned mask, const char *path,
 			any_ok = true;
 		else if (!first)
 			first = rcs[i];
-		if (rcs[i] && !copy_error(rcs[i]) && !soft)
+		if (rcs[i] && !copy_error(rcs[i]) && !space_error(rcs[i]) && !soft)
 			soft = rcs[i];
 	}
 	if (!first)
@@ -265,7 +276,7 @@ static int settle(struct mirror *m, int *rcs, unsigned mask, const char *path,
 		return first;
 	int ret = soft;
 	for (size_t i = 0; i < m->n; i++) {
-		if (!(mask & (1u << i)) || !rcs[i] || !copy_error(rcs[i]))
+		if (!(mask & (1u << i)) || !rcs[i] || (!copy_error(rcs[i]) && !space_error(rcs[i])))
 			continue;
 		char what[600];
 		const char *slash = strrchr(path, '/');

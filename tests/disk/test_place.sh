@@ -17,7 +17,10 @@
 #     whole, every file equal to its plain copy; fsck -n clean;
 #   - two copies over a 96 MiB and a 256 MiB tmpfs: f_bavail is what two
 #     copies can take (as btrfs raid1: no more than the smaller disk), and
-#     fallocate past it is ENOSPC.
+#     fallocate past it is ENOSPC;
+#   - two copies of the store, one on a disk filled from outside: 200
+#     mkdirs and small files succeed (the full copy is dropped, said), the
+#     mount after room came back brings it up to date, fsck clean.
 # Needs root (tmpfs mounts) and /dev/fuse; exit 77 without them.
 NAME=test_place
 # shellcheck source=tests/lib/lib.sh
@@ -213,5 +216,38 @@ rm -f "$M/too-big"
 fallocate -l $((bavail / 2)) "$M/fits" || fail "two copies: fallocate of half of f_bavail failed"
 umount_wait "$L" || fail "two copies: unmount"
 fsck_clean "$L" "two copies, fallocate"
+
+# ---- 5. a copy of the store on a full disk ----
+# Two copies of the store, one on a disk filled from outside: directories
+# and small files are still made (the full copy is dropped, stale, said);
+# the mount after room came back brings it up to date; fsck clean.
+tmpfs "$T/s0" 64m
+tmpfs "$T/s1" 256m
+S0=$T/s0/d S1=$T/s1/d
+mkdir -p "$S0" "$S1"
+"$MKFS" -q --meta-copies 2 "$S0" "$S1" || { echo "mkfs (store copies) failed" >&2; exit 1; }
+L=$S0:$S1
+mount_fg "$T/daemon.log" "$L" || { echo "mount (store copies) failed" >&2; exit 1; }
+head -c $((100 * MiB)) /dev/zero > "$T/s0/filler" 2>/dev/null
+bad=0 first=""
+for i in $(seq 200); do
+	if ! err=$( { mkdir "$M/d$i" && echo "$i" > "$M/d$i/f"; } 2>&1); then
+		bad=$((bad + 1))
+		[[ -n $first ]] || first="d$i: $err"
+	fi
+done
+say "store copy on a full disk: $bad of 200 mkdirs (and small files) failed${first:+ (first: $first)}"
+[[ $bad == 0 ]] || { fail "store copy on a full disk: $bad of 200 mkdirs failed; $first"; log_tail; }
+out=$("$DISK" "$M" status 2>&1)
+grep -q "DEGRADED" <<<"$out" || fail "store copy on a full disk: status does not say DEGRADED: $out"
+grep -q "No space left" "$T/daemon.log" || fail "store copy on a full disk: the log does not say why the copy was dropped"
+rm -f "$T/s0/filler"
+umount_wait "$L" || fail "store copy on a full disk: unmount"
+mount_fg "$T/daemon.log" "$L" || fail "store copy on a full disk: mount with room again"
+out=$("$DISK" "$M" status 2>&1)
+grep -q "DEGRADED" <<<"$out" && fail "store copy on a full disk: still DEGRADED with room again: $out"
+[[ $(cat "$M/d200/f" 2>/dev/null) == 200 ]] || fail "store copy on a full disk: d200/f after the remount"
+umount_wait "$L" || fail "store copy on a full disk: unmount after"
+fsck_clean "$L" "store copy on a full disk"
 
 finish
