@@ -200,3 +200,49 @@ void status_free(struct status *st)
 	free(st->json);
 	memset(st, 0, sizeof(*st));
 }
+
+int status_find_disk(const struct status *st, const char *disk)
+{
+	char *end;
+	errno = 0;
+	unsigned long i = strtoul(disk, &end, 10);
+	if (*disk && !*end && !errno)
+		return i < LSMFS_MAX_DISKS ? status_disk(st, (uint32_t)i) : -1;
+	char *path = realpath(disk, NULL);
+	int found = -1;
+	for (uint32_t j = 0; j < st->ndisks; j++)
+		if (!strcmp(st->disk[j].path, path ? path : disk) ||
+		    (st->disk[j].missing && !strcmp(st->disk[j].path, disk)))
+			found = (int)j;
+	free(path);
+	return found;
+}
+
+int status_find_gone(const struct status *st, const char *disk, const char *cmd)
+{
+	int at = -1;
+	if (!strcmp(disk, "missing")) {
+		for (uint32_t i = 0; i < st->ndisks; i++)
+			if (st->disk[i].missing) {
+				if (at >= 0) {
+					fprintf(stderr, PROG ": more than one disk is missing: name one\n");
+					return -1;
+				}
+				at = (int)i;
+			}
+		if (at < 0)
+			fprintf(stderr, PROG ": no disk is missing\n");
+		return at;
+	}
+	if ((at = status_find_disk(st, disk)) < 0) {
+		fprintf(stderr, PROG ": %s: not a disk of this filesystem\n", disk);
+		return -1;
+	}
+	if (st->disk[at].usable) {
+		fprintf(stderr, PROG ": disk %u (%s) is there: --lost is for a disk that is gone "
+			"(mount -o degraded without it); %s it without --lost%s\n", st->disk[at].index,
+			st->disk[at].path, cmd, " (with --evacuate when it fails)");
+		return -1;
+	}
+	return at;
+}
