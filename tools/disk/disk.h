@@ -2,9 +2,9 @@
  * disk.h: lsmfs-disk's parts: the session (session.c: a mounted daemon's
  * control socket, or the filesystem opened here), the status it reads
  * (status.c), the rebalance plan (plan.c), the section moves a command
- * runs (moves.c), the store's copies it moves (storecopy.c), the disks'
- * error counters (stats.c) and the scrub (scrub.c).  main.c holds the
- * command line.
+ * runs (moves.c), the store's copies it moves (storecopy.c), a disk
+ * replaced (replace.c), the disks' error counters (stats.c) and the scrub
+ * (scrub.c).  main.c holds the command line.
  */
 #ifndef LSMFS_DISK_TOOL_H
 #define LSMFS_DISK_TOOL_H
@@ -81,6 +81,13 @@ struct status {
 	uint32_t data_copies;       /* the root's user.lsmfs.copies (0: not said) */
 	uint32_t usable_disks;
 	char placement[16];
+	/* A disk replace recorded (`replace`: fs/SCHEMA.md "Replacing a
+	 * disk"): its old disk, whether that is a member still, and its new
+	 * disk (-1: not a member). */
+	bool replacing;
+	uint32_t replace_old;
+	bool replace_old_member;
+	int64_t replace_new;
 	uint32_t ncopies;           /* the store's copies, by number */
 	struct {
 		int64_t disk;       /* -1: a directory of its own */
@@ -200,5 +207,15 @@ int storecopy_move_off(struct session *s, const struct status *st, uint32_t idx,
 /* Every copy of the store on disk idx so moved, *st read again after
  * each. */
 int storecopy_off_disk(struct session *s, struct status *st, uint32_t idx, uint32_t prefer);
+
+/* `replace OLD NEWDISK` (replace.c; fs/SCHEMA.md "Replacing a disk"): an
+ * exit code. */
+int cmd_replace(struct session *s, const char *old, const char *newdisk, bool force, bool dry,
+		bool lost, bool evacuate, volatile sig_atomic_t *stop);
+/* Offline, a replace run again after its new disk was added: target (a
+ * DISK[:DISK...] list) with NEWDISK appended, malloc'd, when NEWDISK is a
+ * member of target's filesystem by its own superblock and not in the
+ * list; else NULL (target as it is). */
+char *replace_target(const char *target, const char *newdisk);
 
 #endif

@@ -9,6 +9,7 @@
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT add NEWDISK [-f] [--weight W] [--no-balance]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT remove DISK [--dry-run] [--evacuate]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT remove --lost DISK|missing
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT replace OLD|missing NEWDISK [-f] [-n] [--lost|--evacuate]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT backup DIR
  *   lsmfs-disk DISK[:DISK...] restore DIR
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT scrub start|resume [-r RATE] [-B] [--json]
@@ -67,6 +68,15 @@ static void usage(FILE *f)
 		"  remove DISK        move every section off DISK (an index or a path), and\n"
 		"                     its copy of the metadata store to a disk without one,\n"
 		"                     then detach it: it keeps only a retired superblock\n"
+		"  replace OLD NEWDISK\n"
+		"                     the new directory NEWDISK takes the place of disk OLD\n"
+		"                     (an index, a path, or `missing`): added, then OLD's\n"
+		"                     sections moved straight onto it and its copy of the\n"
+		"                     metadata store too, then OLD detached as remove does;\n"
+		"                     OLD gone (missing from a degraded mount, or --lost):\n"
+		"                     its sections go to NEWDISK, every chunk with another\n"
+		"                     copy gets its copy back there, and the files whose\n"
+		"                     bytes were only on OLD are listed (\"lost: PATH ...\")\n"
 		"  copy add DISK      a new copy of the metadata store on DISK, filled while\n"
 		"                     in use (restores the copy count after a copy failed)\n"
 		"  copy remove N      remove copy N of the metadata store (not the last)\n"
@@ -100,26 +110,29 @@ static void usage(FILE *f)
 		"  -z, --reset        stats: print the counters, then zero them (each as it\n"
 		"                     is read: no error counted between is lost)\n"
 		"  -c, --check        stats: exit 64 when a counter (before -z) is not 0\n"
-		"  -n, --dry-run      rebalance, remove: print the plan (moves, bytes, an\n"
-		"                     estimate of the time), change nothing\n"
+		"  -n, --dry-run      rebalance, remove, replace: print the plan (moves,\n"
+		"                     bytes, an estimate of the time), change nothing\n"
 		"      --weight I=W   rebalance: disk I weighs W (default: the room lsmfs can\n"
 		"                     have on it, in GiB: its free space plus what lsmfs\n"
 		"                     holds there; 0: move everything off it); may be\n"
 		"                     repeated\n"
 		"      --weight W     add: the new disk weighs W in the rebalance after it\n"
-		"  -f, --force        add: take NEWDISK even when it is not empty\n"
+		"  -f, --force        add, replace: take NEWDISK even when it is not empty\n"
 		"      --no-balance   add: only add the disk, move nothing\n"
-		"      --evacuate     remove: the disk is failing: what cannot be read is\n"
-		"                     listed by path (\"unreadable: PATH: bytes A..B ...\"),\n"
-		"                     not copied (it reads as EIO until fsck.lsmfs -y makes\n"
-		"                     it a hole), and stops nothing; exit 0 once the disk\n"
-		"                     is removed, whatever was lost (the list says)\n"
-		"      --lost         remove: the disk is dead for good and gone (mounted\n"
-		"                     without it, lsmfs -o degraded; DISK may be `missing`): its\n"
-		"                     sections go, empty, to the other disks; the files that\n"
-		"                     had bytes on it are listed (\"lost: PATH ...\") and read\n"
-		"                     as EIO there until truncated below them or removed;\n"
-		"                     its copy of the metadata store is replaced\n"
+		"      --evacuate     remove, replace: the disk is failing: what cannot be\n"
+		"                     read is listed by path (\"unreadable: PATH: bytes\n"
+		"                     A..B ...\"), not copied (it reads as EIO until\n"
+		"                     fsck.lsmfs -y makes it a hole), and stops nothing;\n"
+		"                     exit 0 once the disk is removed, whatever was lost\n"
+		"                     (the list says)\n"
+		"      --lost         remove, replace: the disk is dead for good and gone\n"
+		"                     (mounted without it, lsmfs -o degraded; DISK may be\n"
+		"                     `missing`): its sections go, empty, to the other disks\n"
+		"                     (replace: to NEWDISK); a chunk with a copy elsewhere\n"
+		"                     gets its copy back, the files that had bytes only on\n"
+		"                     it are listed (\"lost: PATH ...\") and read as EIO\n"
+		"                     there until truncated below them or removed; its\n"
+		"                     copy of the metadata store is replaced\n"
 		"      --copies K     convert: 1 or 2 copies of file data\n"
 		"  -r, --rate RATE    scrub start, resume: read at most RATE bytes per second\n"
 		"                     (K, M, G, T: binary units, as 50M; 0: no limit, the\n"
@@ -218,6 +231,13 @@ static int cmd_status(struct session *s, bool json)
 			       st.copy[c].state);
 		else
 			printf("  copy %u: %s(its path unknown): %s\n", c, where, st.copy[c].state);
+	}
+	if (st.replacing && st.replace_old_member && st.replace_new >= 0) {
+		int n = status_disk(&st, (uint32_t)st.replace_new);
+		const char *np = n >= 0 ? st.disk[n].path : "NEWDISK";
+		printf("disk %u is being replaced by disk %" PRId64 " (%s): unless that runs now, "
+		       "replace %u %s again goes on\n", st.replace_old, st.replace_new, np,
+		       st.replace_old, np);
 	}
 	if (st.moving) {
 		char done[32], total[32];
@@ -848,10 +868,10 @@ int main(int argc, char **argv)
 	bool is_copy = !strcmp(cmd, "copy");
 	bool is_backup = !strcmp(cmd, "backup"), is_restore = !strcmp(cmd, "restore");
 	bool is_stats = !strcmp(cmd, "stats"), is_convert = !strcmp(cmd, "convert");
-	bool is_scrub = !strcmp(cmd, "scrub");
-	bool known = is_status || is_rebal || is_move || is_add || is_remove || is_copy ||
+	bool is_scrub = !strcmp(cmd, "scrub"), is_replace = !strcmp(cmd, "replace");
+	bool known = is_status || is_rebal || is_move || is_add || is_remove || is_copy || is_replace ||
 		     is_backup || is_restore || is_stats || is_convert || is_scrub;
-	int want = is_copy ? (npos >= 4 ? npos : 4) : is_move ? 4
+	int want = is_copy ? (npos >= 4 ? npos : 4) : is_move || is_replace ? 4
 		   : is_convert ? (npos == 3 ? 3 : 2)
 		   : is_add || is_remove || is_backup || is_restore || is_scrub ? 3 : 2;
 	double add_weight = -1;
@@ -865,9 +885,10 @@ int main(int argc, char **argv)
 		   ((rate_text || wait) && !scrub_runs) || bad_rate ||
 		   (json && !is_status && !is_stats && strcmp(sub, "status") && !(scrub_runs && wait)) ||
 		   ((reset || check) && !is_stats) ||
-		   (dry && !is_rebal && !is_remove) || (nw && !is_rebal && !is_add) ||
-		   ((force || no_balance) && !is_add) || (evacuate && !is_remove) ||
-		   (lost && (!is_remove || evacuate || dry)) ||
+		   (dry && !is_rebal && !is_remove && !is_replace) || (nw && !is_rebal && !is_add) ||
+		   (force && !is_add && !is_replace) || (no_balance && !is_add) ||
+		   (evacuate && !is_remove && !is_replace) ||
+		   (lost && (evacuate || (is_remove ? dry : !is_replace))) ||
 		   (is_add && (nw > 1 || (nw == 1 && number(weights[0], &add_weight)))) ||
 		   (copies && !is_convert) ||
 		   (is_convert && (copies < 1 || copies > CHUNK_MAX_COPIES));
@@ -893,7 +914,11 @@ int main(int argc, char **argv)
 	struct session s;
 	/* stats without -z only reads, as status (a disk missing is fine). */
 	bool reads = is_status || (is_stats && !reset) || (is_scrub && !scrub_runs);
-	int rc = session_open(&s, pos[0], !reads && !dry, reads || lost);
+	/* A replace going on offline: its new disk may be a member now. */
+	char *spec = is_replace ? replace_target(pos[0], pos[3]) : NULL;
+	bool gone = lost || (is_replace && !strcmp(pos[2], "missing"));
+	int rc = session_open(&s, spec ? spec : pos[0], !reads && !dry, reads || gone);
+	free(spec);
 	if (rc)
 		return rc;
 	if (is_status)
@@ -904,6 +929,8 @@ int main(int argc, char **argv)
 		rc = cmd_rebalance(&s, dry, weights, nw);
 	else if (is_add)
 		rc = cmd_add(&s, pos[2], force, add_weight, !no_balance);
+	else if (is_replace)
+		rc = cmd_replace(&s, pos[2], pos[3], force, dry, lost, evacuate, &stop_asked);
 	else if (is_remove && lost)
 		rc = cmd_remove_lost(&s, pos[2]);
 	else if (is_remove)

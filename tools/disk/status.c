@@ -167,6 +167,19 @@ int status_read(struct session *s, struct status *st, char *err, size_t errlen)
 	for (uint32_t i = 0; i < st->sections; i++)
 		st->section_disk[i] = (uint32_t)map[i];
 	free(map);
+	const struct jv *r = jv_get(j, "replace");
+	if (r && r->type == JV_OBJECT) { /* absent from older daemons */
+		uint64_t o, nw;
+		const struct jv *om = jv_get(r, "old_member");
+		if (u64_of(r, "old", &o) || o >= LSMFS_MAX_DISKS || !om || om->type != JV_BOOL) {
+			rc = -EINVAL;
+			goto out;
+		}
+		st->replacing = true;
+		st->replace_old = (uint32_t)o;
+		st->replace_old_member = om->b;
+		st->replace_new = u64_of(r, "new", &nw) == 0 && nw < LSMFS_MAX_DISKS ? (int64_t)nw : -1;
+	}
 	const struct jv *m = jv_get(j, "move");
 	if (m && m->type == JV_OBJECT) {
 		uint64_t sec, from, to;
