@@ -98,6 +98,11 @@ int move_recover(struct fs *fs, uint32_t leaving);
  * records and count set from the superblocks.  members_free at close. */
 int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, char *err,
 		size_t errlen);
+/* The same inside members_change_begin/end (replace.c), the new disk's
+ * UUID given (uuid: the one a record names) or made (NULL); dry: only the
+ * checks, *index the slot it would take (the lock not needed). */
+int members_add_locked(struct fs *fs, const char *path, bool force, const uint8_t *uuid, bool dry,
+		       uint32_t *index, char *err, size_t errlen);
 int members_detach(struct fs *fs, uint32_t d, char *err, size_t errlen);
 /* The same inside members_change_begin/end; also a disk missing from a
  * degraded mount, once it holds no section (lost.c). */
@@ -114,6 +119,30 @@ int members_reconcile(struct fs *fs);
  * store. */
 int lost_drop_disk(struct fs *fs, uint32_t d, int (*out)(void *ctx, const char *line), void *ctx,
 		   char *err, size_t errlen);
+/* The same inside members_change_begin/end, every section going to disk
+ * `to` (usable, not d: a replace's new disk), or, UINT32_MAX, spread as
+ * above. */
+int lost_drop_disk_locked(struct fs *fs, uint32_t d, uint32_t to,
+			  int (*out)(void *ctx, const char *line), void *ctx, char *err,
+			  size_t errlen);
+/* replace.c: a disk replaced by a new one (SCHEMA.md "Replacing a disk").
+ * replace_begin: `M replace` recorded, then path added as a disk (empty
+ * but for lost+found, unless force), out hearing `replace {json}` (old,
+ * new: its index, resumed: the replace was under way already, done: and
+ * is over but for its record, dry); dry: only checked, nothing written.
+ * -EBUSY while another replace is under way.  Between the two, lsmfs-disk
+ * moves old's sections and copy of the store to the new disk.
+ * replace_end: old detached, or, gone, dropped as lost with its sections
+ * given to the new disk (out hears lost_drop_disk's lines), then the
+ * record deleted; `replaced {json}` (old, new).  replace_json: the record
+ * for the status: null, or {old, old_member, new (null: no member)}. */
+struct json_out;
+int replace_begin(struct fs *fs, uint32_t old, const char *path, bool force, bool dry,
+		  int (*out)(void *ctx, const char *line), void *ctx, char *err, size_t errlen);
+int replace_end(struct fs *fs, uint32_t old, int (*out)(void *ctx, const char *line), void *ctx,
+		char *err, size_t errlen);
+void replace_json(struct fs *fs, struct json_out *o);
+
 /* convert.c: the chunks of ino to `copies` copies (SCHEMA.md "Copies";
  * 0: as many as each has) and (placement >= 0, an enum placement) where
  * that placement puts them ("Placement"), one at a time; one line

@@ -14,6 +14,8 @@
  *                      (devstats.c), reset as they are read on request;
  *   scrub start|resume [rate], scrub status, scrub cancel
  *                      the online scrub (scrub.c);
+ *   replace <old> [-n ][-f ]<path>, replace-end <old>
+ *                      a disk replaced (replace.c);
  *   and the others SCHEMA.md lists.
  *
  * The socket is made mode 0600 by the daemon (root, normally), and every
@@ -194,7 +196,9 @@ static int status(struct fs *fs, int (*out)(void *, const char *), void *ctx)
 	json_put(&o, "],\"section_bytes\":[");
 	for (uint32_t s = 0; s < n; s++)
 		json_put(&o, "%s%" PRIu64, s ? "," : "", bytes[s]);
-	json_put(&o, "],\"move\":");
+	json_put(&o, "],\"replace\":");
+	replace_json(fs, &o);
+	json_put(&o, ",\"move\":");
 	pthread_mutex_lock(&fs->ctl.lock);
 	struct move_progress p = fs->ctl.now;
 	bool moving = fs->ctl.moving;
@@ -399,6 +403,7 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 	int rc;
 	unsigned long s, d;
 	char tail, pname[16];
+	int used = 0;
 	if (!strcmp(req, "status")) {
 		rc = status(fs, out, ctx);
 	} else if (!strcmp(req, "devstats") || !strcmp(req, "devstats reset")) {
@@ -452,6 +457,20 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 			     ? convert_file(fs, s, (unsigned)d, strcmp(pname, "-") ? (int)p : -1, out,
 					    ctx, err, sizeof(err))
 			     : -EINVAL;
+	} else if (!strncmp(req, "replace ", 8) && req[8] >= '0' && req[8] <= '9' &&
+		   sscanf(req + 8, "%lu%n", &d, &used) == 1 && req[8 + used] == ' ') {
+		/* replace <old> [-n ][-f ]<absolute path> */
+		const char *a = req + 8 + used + 1;
+		bool dry = !strncmp(a, "-n ", 3);
+		a += dry ? 3 : 0;
+		bool force = !strncmp(a, "-f ", 3);
+		a += force ? 3 : 0;
+		rc = d < LSMFS_MAX_DISKS ? replace_begin(fs, (uint32_t)d, a, force, dry, out, ctx, err,
+							 sizeof(err))
+					 : -EINVAL;
+	} else if (sscanf(req, "replace-end %lu%c", &d, &tail) == 1) {
+		rc = d < LSMFS_MAX_DISKS ? replace_end(fs, (uint32_t)d, out, ctx, err, sizeof(err))
+					 : -EINVAL;
 	} else if (sscanf(req, "detach %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_DISKS ? members_detach(fs, (uint32_t)d, err, sizeof(err)) : -EINVAL;
 		if (!rc && fs->se)

@@ -15,7 +15,8 @@
  *      the mount's repair or the next truncate settles).  A chunk without
  *      record was a hole and stays one.
  *   2. every section of the disk goes, empty, to the other usable disks
- *      (the one holding the fewest sections first): its directory made
+ *      (the one holding the fewest sections first; or all to the one
+ *      disk a replace names, replace.c): its directory made
  *      there (a leftover of an old move emptied first) and synced, then
  *      every `P` entry in one synced batch (with `M move` when a move
  *      from or to the disk was recorded), then the map in memory, each
@@ -373,7 +374,7 @@ static void report(struct dropper *dr, int (*out)(void *, const char *), void *c
 	}
 }
 
-static int drop_locked(struct fs *fs, uint32_t d, uint32_t *target,
+static int drop_locked(struct fs *fs, uint32_t d, uint32_t to, uint32_t *target,
 		       int (*out)(void *, const char *), void *ctx, char *err, size_t errlen)
 {
 	struct lsmfs_diskset *ds = fs->ds;
@@ -396,6 +397,9 @@ static int drop_locked(struct fs *fs, uint32_t d, uint32_t *target,
 	if (!usable)
 		return fs_set_err(err, errlen, -ENOSPC, "no other usable disk to take disk %u's sections",
 			       d);
+	if (to != UINT32_MAX && (to >= LSMFS_MAX_DISKS || !(usable >> to & 1)))
+		return fs_set_err(err, errlen, -EINVAL, "disk %u cannot take disk %u's sections: it is "
+			       "%s", to, d, to == d ? "that disk" : "not a usable disk of the filesystem");
 	struct section_move m;
 	int rc = section_move_get(fs->st, &m);
 	if (rc < 0)
@@ -418,7 +422,7 @@ static int drop_locked(struct fs *fs, uint32_t d, uint32_t *target,
 		 * copies stay on two disks, but when no other disk is left. */
 		uint32_t partner = section_of_copy(s, 1, n);
 		uint32_t pd = partner == UINT32_MAX ? UINT32_MAX : section_disk_of(fs, partner);
-		uint32_t best = UINT32_MAX;
+		uint32_t best = to;
 		for (int pass = 0; pass < 2 && best == UINT32_MAX; pass++)
 			for (uint32_t t = 0; t < ds->ndisks; t++)
 				if ((usable >> t & 1) && (pass || t != pd) &&
@@ -497,17 +501,25 @@ int lost_mark_missing(struct fs *fs, int (*out)(void *ctx, const char *line), vo
 	return rc;
 }
 
-int lost_drop_disk(struct fs *fs, uint32_t d, int (*out)(void *ctx, const char *line), void *ctx,
-		   char *err, size_t errlen)
+int lost_drop_disk_locked(struct fs *fs, uint32_t d, uint32_t to,
+			  int (*out)(void *ctx, const char *line), void *ctx, char *err,
+			  size_t errlen)
 {
 	uint32_t *target = malloc(fs->info.sections * sizeof(*target));
 	if (!target)
 		return fs_set_err(err, errlen, -ENOMEM, "out of memory");
+	int rc = drop_locked(fs, d, to, target, out, ctx, err, errlen);
+	free(target);
+	return rc;
+}
+
+int lost_drop_disk(struct fs *fs, uint32_t d, int (*out)(void *ctx, const char *line), void *ctx,
+		   char *err, size_t errlen)
+{
 	int rc = members_change_begin(fs, err, errlen);
 	if (!rc) {
-		rc = drop_locked(fs, d, target, out, ctx, err, errlen);
+		rc = lost_drop_disk_locked(fs, d, UINT32_MAX, out, ctx, err, errlen);
 		members_change_end(fs);
 	}
-	free(target);
 	return rc;
 }

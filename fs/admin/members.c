@@ -175,8 +175,10 @@ static bool add_leftover(const char *path)
 
 /* May path become a disk of fs?  Empty (but for lost+found, as an ext4
  * mount point has), or with force anything but another filesystem's or a
- * member's .lsmfs. */
-static int check_new_disk(struct fs *fs, const char *path, bool force, char *err, size_t errlen)
+ * member's .lsmfs.  A former member's leftover section directories go,
+ * unless dry. */
+static int check_new_disk(struct fs *fs, const char *path, bool force, bool dry, char *err,
+			  size_t errlen)
 {
 	DIR *d = opendir(path);
 	if (!d)
@@ -223,7 +225,7 @@ static int check_new_disk(struct fs *fs, const char *path, bool force, char *err
 					       "this filesystem", path, i);
 		/* This filesystem's, no longer a member: removed earlier, or
 		 * an addition cut short.  Taken again. */
-		rc = clear_sections(path, err, errlen);
+		rc = dry ? 0 : clear_sections(path, err, errlen);
 		if (rc)
 			return rc;
 	}
@@ -254,8 +256,10 @@ static void keep_gone(struct fs *fs, char *path, int fd)
 	} /* else a leak of one path and fd: never a dangling pointer */
 }
 
-static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *index, char *err,
-		      size_t errlen)
+/* The addition itself, inside members_change_begin/end, check_outside
+ * done; dry: only its checks, *index the slot it would take. */
+static int add_locked(struct fs *fs, const char *given, bool force, const uint8_t *uuid, bool dry,
+		      uint32_t *index, char *err, size_t errlen)
 {
 	struct lsmfs_diskset *ds = fs->ds;
 	char *path = realpath(given, NULL);
@@ -281,7 +285,7 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 			goto fail;
 		}
 	}
-	if ((rc = check_new_disk(fs, path, force, err, errlen)))
+	if ((rc = check_new_disk(fs, path, force, dry, err, errlen)))
 		goto fail;
 
 	/* The lowest empty slot: a removed disk's index is taken again only
@@ -294,9 +298,16 @@ static int add_locked(struct fs *fs, const char *given, bool force, uint32_t *in
 			     LSMFS_MAX_DISKS);
 		goto fail;
 	}
+	if (dry) {
+		*index = k;
+		free(path);
+		return 0;
+	}
 	struct lsmfs_super nsb = ds->sb, dsb;
 	nsb.generation++;
-	if ((rc = lsmfs_uuid_generate(nsb.disk_uuids[k])))
+	if (uuid)
+		memcpy(nsb.disk_uuids[k], uuid, 16);
+	else if ((rc = lsmfs_uuid_generate(nsb.disk_uuids[k])))
 		goto fail;
 	if (k >= nsb.disk_count)
 		nsb.disk_count = k + 1;
@@ -446,7 +457,7 @@ static bool below(int fd, dev_t dev, ino_t ino)
  * the mount (its chunk files would be files of the filesystem itself,
  * each write waiting on the daemon making it: a deadlock), not inside a
  * member's .lsmfs (its sections, the store) nor inside a copy of the
- * store (a --meta directory).  Checked before the disk set is locked and
+ * store (a --meta directory).  Checked before the new disk is locked and
  * before anything is written: only the resolved path is looked at. */
 static int check_outside(struct fs *fs, const char *path, char *err, size_t errlen)
 {
@@ -483,20 +494,24 @@ static int check_outside(struct fs *fs, const char *path, char *err, size_t errl
 	return rc;
 }
 
-int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, char *err,
-		size_t errlen)
+int members_add_locked(struct fs *fs, const char *path, bool force, const uint8_t *uuid, bool dry,
+		       uint32_t *index, char *err, size_t errlen)
 {
 	char *real = realpath(path, NULL);
 	if (!real)
 		return fs_set_err(err, errlen, -errno, "%s: %s", path, strerror(errno));
 	int rc = check_outside(fs, real, err, errlen);
 	free(real);
+	return rc ? rc : add_locked(fs, path, force, uuid, dry, index, err, errlen);
+}
+
+int members_add(struct fs *fs, const char *path, bool force, uint32_t *index, char *err,
+		size_t errlen)
+{
+	int rc = members_change_begin(fs, err, errlen);
 	if (rc)
 		return rc;
-	rc = members_change_begin(fs, err, errlen);
-	if (rc)
-		return rc;
-	rc = add_locked(fs, path, force, index, err, errlen);
+	rc = members_add_locked(fs, path, force, NULL, false, index, err, errlen);
 	members_change_end(fs);
 	return rc;
 }

@@ -34,6 +34,7 @@
 #define META_MOVE "move"       /* fs/admin/move.c: a section move in progress */
 #define META_FILTER "filter"   /* the store's table filter policy, as text */
 #define META_SCRUB "scrub"     /* fs/admin/scrub.c: the last scrub, as it stood */
+#define META_REPLACE "replace" /* fs/admin/replace.c: a disk being replaced */
 
 #define NAME_MAX_BYTES 255
 /* Longest key: type, be64 parent, be64 hash, 255-byte name. */
@@ -253,6 +254,22 @@ void scrub_record_free(struct scrub_record *r);
 /* 1 and *r when the store st has one, 0 (and *r of state SCRUB_NONE)
  * when not, or -errno. */
 int scrub_record_get(struct store *st, struct scrub_record *r);
+
+/* A disk being replaced (`M replace`, replace_record.c; SCHEMA.md
+ * "Replacing a disk"): the old disk by index and UUID, the new one by
+ * UUID (its index is the slot that has it). */
+struct replace_record {
+	uint32_t old;
+	uint8_t old_uuid[16], new_uuid[16];
+};
+#define REPLACE_RECORD_VERSION 1
+#define REPLACE_RECORD_LEN 37
+void replace_record_encode(const struct replace_record *r, uint8_t out[REPLACE_RECORD_LEN]);
+/* 0 and *r, or -EUCLEAN (a value this version does not read, an index
+ * past the disks, a UUID of zeros, or the two the same). */
+int replace_record_decode(const uint8_t *v, size_t vl, struct replace_record *r);
+/* 1 and *r when the store st has one, 0 when not, or -errno. */
+int replace_record_get(struct store *st, struct replace_record *r);
 
 /* Disk record value (`K`): the disk's 16-byte UUID, then its path (no
  * NUL).  Into out (DISK_REC_MAX bytes); the length, or 0 when the path is

@@ -203,12 +203,12 @@ only 'lsmfs-inspect disk0 super ' # no argument
 only 'lsmfs-inspect --backup o' out
 
 # lsmfs-disk DISK[:DISK...]|MOUNTPOINT COMMAND [ARGS] [OPTIONS]
-only 'lsmfs-disk /mnt/lsmfs ' status list stats rebalance move add remove copy \
-    backup restore convert scrub
+only 'lsmfs-disk /mnt/lsmfs ' status list stats rebalance move add remove replace \
+    copy backup restore convert scrub
 only 'lsmfs-disk /mnt/lsmfs convert --' --copies --placement
 only 'lsmfs-disk /mnt/lsmfs convert --copies ' 1 2
 only 'lsmfs-disk /mnt/lsmfs convert --placement ' spread together
-only 'lsmfs-disk disk0:disk1 re' rebalance remove restore
+only 'lsmfs-disk disk0:disk1 re' rebalance remove replace restore
 has 'lsmfs-disk ' /mnt/lsmfs '/mnt/with space' disk0 disk1 # lsmfs mounts too
 lacks 'lsmfs-disk ' /mnt/other disk-file # another FUSE filesystem, a file
 lacks 'lsmfs-disk ' /mnt/a:b # a ':' makes it a disk list
@@ -242,6 +242,11 @@ only 'lsmfs-disk /mnt/lsmfs scrub start --rate 50M ' # nothing more
 only 'lsmfs-disk /mnt/lsmfs remove --lost mi' missing
 only 'lsmfs-disk /mnt/lsmfs remove mi' # `missing` only with --lost
 only 'lsmfs-disk /mnt/lsmfs remove --lost d' data disk0 disk1
+only 'lsmfs-disk /mnt/lsmfs replace --' --dry-run --force --evacuate --lost
+only 'lsmfs-disk /mnt/lsmfs replace mi' missing
+only 'lsmfs-disk /mnt/lsmfs replace d' data disk0 disk1
+only 'lsmfs-disk /mnt/lsmfs replace missing d' data disk0 disk1
+only 'lsmfs-disk /mnt/lsmfs replace -f 1 disk1 ' # nothing more
 
 # lsmfs-bench seqwrite [DIR...] [OPTIONS]
 only 'lsmfs-bench ' seqwrite

@@ -1,8 +1,10 @@
 /*
  * disk.h: lsmfs-disk's parts: the session (session.c: a mounted daemon's
  * control socket, or the filesystem opened here), the status it reads
- * (status.c), the rebalance plan (plan.c), the disks' error counters
- * (stats.c) and the scrub (scrub.c).  main.c holds the command line.
+ * (status.c), the rebalance plan (plan.c), the section moves a command
+ * runs (moves.c), the store's copies it moves (storecopy.c), a disk
+ * replaced (replace.c), the disks' error counters (stats.c) and the scrub
+ * (scrub.c).  main.c holds the command line.
  */
 #ifndef LSMFS_DISK_TOOL_H
 #define LSMFS_DISK_TOOL_H
@@ -11,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "fs.h"
 
@@ -78,6 +81,13 @@ struct status {
 	uint32_t data_copies;       /* the root's user.lsmfs.copies (0: not said) */
 	uint32_t usable_disks;
 	char placement[16];
+	/* A disk replace recorded (`replace`: fs/SCHEMA.md "Replacing a
+	 * disk"): its old disk, whether that is a member still, and its new
+	 * disk (-1: not a member). */
+	bool replacing;
+	uint32_t replace_old;
+	bool replace_old_member;
+	int64_t replace_new;
 	uint32_t ncopies;           /* the store's copies, by number */
 	struct {
 		int64_t disk;       /* -1: a directory of its own */
@@ -93,6 +103,14 @@ int status_errors(const struct jv *obj, uint64_t count[DEVSTAT_KINDS]);
 void status_free(struct status *st);
 /* The index in st->disk of disk index d; -1 when none. */
 int status_disk(const struct status *st, uint32_t d);
+/* The index in st->disk of DISK given as an index or as a path (resolved,
+ * matched to a disk's; a missing disk's by the path it had); -1 when
+ * none. */
+int status_find_disk(const struct status *st, const char *disk);
+/* The same for a disk that is gone (--lost): DISK, or `missing` for the
+ * one disk missing, which must not be usable; -1 with the reason on
+ * stderr (cmd: the command, for it). */
+int status_find_gone(const struct status *st, const char *disk, const char *cmd);
 
 /* `stats`: every disk's error counters, as btrfs device stats prints them
  * (--json: the daemon's line); reset: zeroed as they are read; check: exit
@@ -133,5 +151,71 @@ int plan_rebalance(const struct status *st, const double *weight, struct plan *p
  * those with room for it (remove).  Returns as plan_rebalance. */
 int plan_drain(const struct status *st, const double *weight, uint32_t disk, struct plan *p);
 void plan_free(struct plan *p);
+
+/* By default a disk weighs the room lsmfs can have on its backing
+ * filesystem, in GiB (plan.c): weight[d] for every disk of st whose given
+ * [d] is false. */
+void plan_default_weights(const struct status *st, double *weight, const bool *given);
+
+/* ---- moves.c: sections moved, with progress ---- */
+struct progress {
+	bool tty;
+	size_t index, count;       /* this move's place in the plan */
+	uint64_t plan_bytes, before; /* bytes of the plan, moved before this one */
+	struct timespec start;     /* of the whole run */
+	struct timespec move_start;
+	uint64_t last_bytes;
+	uint64_t files;
+	bool evacuate;             /* remove --evacuate: a failing disk */
+	uint64_t lost;             /* chunks it could not read, listed */
+	size_t failed;             /* sections it could not move */
+	size_t kept;               /* sections kept apart from their partners' disks */
+	/* Set by SIGINT or SIGTERM: stop after the move under way (NULL:
+	 * never). */
+	volatile sig_atomic_t *stop;
+};
+/* Move one section (`move`, or `evacuate` when p->evacuate); a move the
+ * daemon refuses for keeping two copies of a chunk apart (EXDEV) is
+ * counted in p->kept and is no failure.  0 or an exit code, said on
+ * stderr. */
+int moves_one(struct session *s, const struct move *m, struct progress *p);
+/* The plan's moves in order; the first failure stops them, except when
+ * evacuating (every section that can be moved is), and *p->stop stops
+ * them after the move under way (EXIT_STOPPED).  An exit code. */
+int moves_run(struct session *s, const struct plan *pl, struct progress *p);
+/* Plan (drain UINT32_MAX: rebalance; else only empty disk `drain`),
+ * check the room, then print the plan (dry) or carry it out.  An exit
+ * code. */
+int moves_plan_and_run(struct session *s, const struct status *st, const double *weight,
+		       uint32_t drain, bool dry, struct progress *p);
+/* A line callback for session_ask: `lost {json}` of a disk dropped as
+ * lost (fs/SCHEMA.md "A disk lost"), printed "lost: PATH: ..." on stdout;
+ * other lines are ignored. */
+void moves_lost_file(void *ctx, const char *text);
+
+/* ---- storecopy.c: the store's copies, for the commands ---- */
+/* A new copy of the store on disk d; *why: the daemon's errno (0 done).
+ * An exit code, said on stdout or stderr. */
+int storecopy_add(struct session *s, uint32_t d, int *why);
+int storecopy_remove(struct session *s, uint32_t c);
+/* Disk idx's copy of the store, if it has one, goes to disk prefer when
+ * that holds none (UINT32_MAX: no preference), else to the usable disk
+ * with the most room that holds none (a disk the daemon refuses for room
+ * is skipped); when there is none, the copy count drops.  An exit
+ * code. */
+int storecopy_move_off(struct session *s, const struct status *st, uint32_t idx, uint32_t prefer);
+/* Every copy of the store on disk idx so moved, *st read again after
+ * each. */
+int storecopy_off_disk(struct session *s, struct status *st, uint32_t idx, uint32_t prefer);
+
+/* `replace OLD NEWDISK` (replace.c; fs/SCHEMA.md "Replacing a disk"): an
+ * exit code. */
+int cmd_replace(struct session *s, const char *old, const char *newdisk, bool force, bool dry,
+		bool lost, bool evacuate, volatile sig_atomic_t *stop);
+/* Offline, a replace run again after its new disk was added: target (a
+ * DISK[:DISK...] list) with NEWDISK appended, malloc'd, when NEWDISK is a
+ * member of target's filesystem by its own superblock and not in the
+ * list; else NULL (target as it is). */
+char *replace_target(const char *target, const char *newdisk);
 
 #endif

@@ -9,6 +9,7 @@
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT add NEWDISK [-f] [--weight W] [--no-balance]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT remove DISK [--dry-run] [--evacuate]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT remove --lost DISK|missing
+ *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT replace OLD|missing NEWDISK [-f] [-n] [--lost|--evacuate]
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT backup DIR
  *   lsmfs-disk DISK[:DISK...] restore DIR
  *   lsmfs-disk DISK[:DISK...]|MOUNTPOINT scrub start|resume [-r RATE] [-B] [--json]
@@ -67,6 +68,15 @@ static void usage(FILE *f)
 		"  remove DISK        move every section off DISK (an index or a path), and\n"
 		"                     its copy of the metadata store to a disk without one,\n"
 		"                     then detach it: it keeps only a retired superblock\n"
+		"  replace OLD NEWDISK\n"
+		"                     the new directory NEWDISK takes the place of disk OLD\n"
+		"                     (an index, a path, or `missing`): added, then OLD's\n"
+		"                     sections moved straight onto it and its copy of the\n"
+		"                     metadata store too, then OLD detached as remove does;\n"
+		"                     OLD gone (missing from a degraded mount, or --lost):\n"
+		"                     its sections go to NEWDISK, every chunk with another\n"
+		"                     copy gets its copy back there, and the files whose\n"
+		"                     bytes were only on OLD are listed (\"lost: PATH ...\")\n"
 		"  copy add DISK      a new copy of the metadata store on DISK, filled while\n"
 		"                     in use (restores the copy count after a copy failed)\n"
 		"  copy remove N      remove copy N of the metadata store (not the last)\n"
@@ -101,26 +111,29 @@ static void usage(FILE *f)
 		"  -z, --reset        stats: print the counters, then zero them (each as it\n"
 		"                     is read: no error counted between is lost)\n"
 		"  -c, --check        stats: exit 64 when a counter (before -z) is not 0\n"
-		"  -n, --dry-run      rebalance, remove: print the plan (moves, bytes, an\n"
-		"                     estimate of the time), change nothing\n"
+		"  -n, --dry-run      rebalance, remove, replace: print the plan (moves,\n"
+		"                     bytes, an estimate of the time), change nothing\n"
 		"      --weight I=W   rebalance: disk I weighs W (default: the room lsmfs can\n"
 		"                     have on it, in GiB: its free space plus what lsmfs\n"
 		"                     holds there; 0: move everything off it); may be\n"
 		"                     repeated\n"
 		"      --weight W     add: the new disk weighs W in the rebalance after it\n"
-		"  -f, --force        add: take NEWDISK even when it is not empty\n"
+		"  -f, --force        add, replace: take NEWDISK even when it is not empty\n"
 		"      --no-balance   add: only add the disk, move nothing\n"
-		"      --evacuate     remove: the disk is failing: what cannot be read is\n"
-		"                     listed by path (\"unreadable: PATH: bytes A..B ...\"),\n"
-		"                     not copied (it reads as EIO until fsck.lsmfs -y makes\n"
-		"                     it a hole), and stops nothing; exit 0 once the disk\n"
-		"                     is removed, whatever was lost (the list says)\n"
-		"      --lost         remove: the disk is dead for good and gone (mounted\n"
-		"                     without it, lsmfs -o degraded; DISK may be `missing`): its\n"
-		"                     sections go, empty, to the other disks; the files that\n"
-		"                     had bytes on it are listed (\"lost: PATH ...\") and read\n"
-		"                     as EIO there until truncated below them or removed;\n"
-		"                     its copy of the metadata store is replaced\n"
+		"      --evacuate     remove, replace: the disk is failing: what cannot be\n"
+		"                     read is listed by path (\"unreadable: PATH: bytes\n"
+		"                     A..B ...\"), not copied (it reads as EIO until\n"
+		"                     fsck.lsmfs -y makes it a hole), and stops nothing;\n"
+		"                     exit 0 once the disk is removed, whatever was lost\n"
+		"                     (the list says)\n"
+		"      --lost         remove, replace: the disk is dead for good and gone\n"
+		"                     (mounted without it, lsmfs -o degraded; DISK may be\n"
+		"                     `missing`): its sections go, empty, to the other disks\n"
+		"                     (replace: to NEWDISK); a chunk with a copy elsewhere\n"
+		"                     gets its copy back, the files that had bytes only on\n"
+		"                     it are listed (\"lost: PATH ...\") and read as EIO\n"
+		"                     there until truncated below them or removed; its\n"
+		"                     copy of the metadata store is replaced\n"
 		"      --copies K     convert: 1 or 2 copies of file data\n"
 		"      --placement P  convert: spread (each chunk in its hash section, over\n"
 		"                     every disk) or together (every chunk of a file in\n"
@@ -223,6 +236,13 @@ static int cmd_status(struct session *s, bool json)
 		else
 			printf("  copy %u: %s(its path unknown): %s\n", c, where, st.copy[c].state);
 	}
+	if (st.replacing && st.replace_old_member && st.replace_new >= 0) {
+		int n = status_disk(&st, (uint32_t)st.replace_new);
+		const char *np = n >= 0 ? st.disk[n].path : "NEWDISK";
+		printf("disk %u is being replaced by disk %" PRId64 " (%s): unless that runs now, "
+		       "replace %u %s again goes on\n", st.replace_old, st.replace_new, np,
+		       st.replace_old, np);
+	}
 	if (st.moving) {
 		char done[32], total[32];
 		size_format(st.move_done, done, sizeof(done));
@@ -237,161 +257,6 @@ static int cmd_status(struct session *s, bool json)
 	}
 	status_free(&st);
 	return EXIT_DONE;
-}
-
-/* ---- moving ---- */
-
-struct progress {
-	bool tty;
-	size_t index, count;       /* this move's place in the plan */
-	uint64_t plan_bytes, before; /* bytes of the plan, moved before this one */
-	struct timespec start;     /* of the whole run */
-	struct timespec move_start;
-	uint64_t last_bytes;
-	uint64_t files;
-	bool evacuate;             /* remove --evacuate: a failing disk */
-	uint64_t lost;             /* chunks it could not read, listed */
-	size_t failed;             /* sections it could not move */
-	size_t kept;               /* sections kept apart from their partners' disks */
-};
-
-static double since(const struct timespec *t)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
-}
-
-/* s on stdout, control bytes as \xNN: a hostile name keeps to its line. */
-static void put_name(const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c < 0x20 || c == 0x7f || c == '\\')
-			printf("\\x%02x", c);
-		else
-			putchar(c);
-	}
-}
-
-/* `lost {json}`: a chunk an evacuation could not read, listed on stdout
- * by path (fs/SCHEMA.md, "Control requests"). */
-static void lost_line(struct progress *p, const char *text)
-{
-	struct jv *j;
-	char err[128];
-	if (p->tty)
-		fputc('\n', stderr);
-	p->lost++;
-	if (jv_parse(text, strlen(text), &j, err, sizeof(err))) {
-		printf("unreadable: %s\n", text); /* as the daemon said it */
-		return;
-	}
-	uint64_t ino = 0, chunk = 0, off = 0, bytes = 0;
-	jv_u64(jv_get(j, "ino"), &ino);
-	jv_u64(jv_get(j, "chunk"), &chunk);
-	jv_u64(jv_get(j, "offset"), &off);
-	jv_u64(jv_get(j, "bytes"), &bytes);
-	const struct jv *path = jv_get(j, "path"), *file = jv_get(j, "file"),
-			*why = jv_get(j, "error");
-	fputs("unreadable: ", stdout);
-	put_name(path && path->type == JV_STRING ? path->str : "?");
-	printf(": bytes %" PRIu64 "..%" PRIu64 " (inode %" PRIu64 ", chunk %" PRIu64 "): ", off,
-	       off + bytes, ino, chunk);
-	put_name(file && file->type == JV_STRING ? file->str : "?");
-	printf(": %s\n", why && why->type == JV_STRING ? why->str : "?");
-	fflush(stdout);
-	jv_free(j);
-}
-
-static void progress_line(void *ctx, const char *text)
-{
-	struct progress *p = ctx;
-	if (!strncmp(text, "lost ", 5)) {
-		lost_line(p, text + 5);
-		return;
-	}
-	uint64_t bytes = 0, files = 0;
-	const char *b = strstr(text, "\"bytes_done\":"), *f = strstr(text, "\"files_done\":");
-	if (strncmp(text, "progress ", 9) || !b || !f)
-		return;
-	bytes = strtoull(b + 13, NULL, 10);
-	files = strtoull(f + 13, NULL, 10);
-	p->last_bytes = bytes;
-	p->files = files;
-	if (!p->tty)
-		return;
-	double t = since(&p->start);
-	uint64_t done = p->before + bytes;
-	double rate = t > 0 ? (double)done / t : 0;
-	char d[32], tot[32], r[32];
-	size_format(done, d, sizeof(d));
-	size_format(p->plan_bytes, tot, sizeof(tot));
-	size_format((uint64_t)rate, r, sizeof(r));
-	double eta = rate > 0 && p->plan_bytes > done ? (double)(p->plan_bytes - done) / rate : 0;
-	fprintf(stderr, "\rsection %zu of %zu: %s of %s moved, %s/s, ETA %d:%02d   ", p->index + 1,
-		p->count, d, tot, r, (int)eta / 60, (int)eta % 60);
-	fflush(stderr);
-}
-
-/* Move one section; 0 or an exit code, said on stderr. */
-static int do_move(struct session *s, const struct move *m, struct progress *p)
-{
-	char req[64], err[1200];
-	snprintf(req, sizeof(req), "%s %u %u", p->evacuate ? "evacuate" : "move", m->section, m->to);
-	clock_gettime(CLOCK_MONOTONIC, &p->move_start);
-	p->last_bytes = 0;
-	p->files = 0;
-	int rc = session_ask(s, req, progress_line, p, err, sizeof(err));
-	if (p->tty)
-		fputc('\n', stderr);
-	if (rc == -EXDEV) {
-		/* It would put both copies of some chunks on one disk: it
-		 * stays, and the plan goes on without it. */
-		fprintf(stderr, PROG ": section %u stays on disk %u: %s\n", m->section, m->from, err);
-		p->kept++;
-		return 0;
-	}
-	if (rc) {
-		fprintf(stderr, PROG ": section %u: %s\n", m->section, err);
-		return EXIT_FAILED;
-	}
-	char b[32];
-	size_format(p->last_bytes, b, sizeof(b));
-	if (!p->tty)
-		printf("moved section %u from disk %u to disk %u: %" PRIu64 " file%s, %s in %.2f s\n",
-		       m->section, m->from, m->to, p->files, p->files == 1 ? "" : "s", b,
-		       since(&p->move_start));
-	fflush(stdout);
-	return 0;
-}
-
-/* The plan's moves in order; the first failure stops them, except when
- * evacuating (every section that can be moved is), and SIGINT stops them
- * after the move under way. */
-static int run_moves(struct session *s, const struct plan *pl, struct progress *p)
-{
-	p->tty = isatty(2);
-	p->count = pl->n;
-	p->plan_bytes = pl->bytes;
-	clock_gettime(CLOCK_MONOTONIC, &p->start);
-	for (size_t i = 0; i < pl->n; i++) {
-		if (stop_asked) {
-			fprintf(stderr, PROG ": stopped: %zu of %zu section moves left; run the command "
-				"again to go on\n", pl->n - i, pl->n);
-			return EXIT_STOPPED;
-		}
-		p->index = i;
-		int rc = do_move(s, &pl->moves[i], p);
-		if (rc && !p->evacuate)
-			return rc;
-		p->failed += rc != 0;
-		p->before += pl->moves[i].bytes;
-	}
-	if (p->kept)
-		printf("%zu section%s stayed: moved, %s would have put both copies of chunks on one "
-		       "disk\n", p->kept, p->kept == 1 ? "" : "s", p->kept == 1 ? "it" : "each");
-	return p->failed ? EXIT_FAILED : EXIT_DONE;
 }
 
 /* The daemon's "disk N" line after an add. */
@@ -422,115 +287,6 @@ static int parse_weights(char **list, int n, double *weight, bool *given)
 	return 0;
 }
 
-/* By default a disk weighs the room lsmfs can have on its backing
- * filesystem, in GiB (--weight speaks the same unit): its free space plus
- * the bytes the sections of the disks on it hold, which is its capacity
- * less other files, the copies of the metadata store and the blocks kept
- * for root; disks that are directories of one filesystem share it.  A
- * disk full of other files so weighs little, and a move between
- * filesystems leaves the weights as they were. */
-static void default_weights(const struct status *st, double *weight, const bool *given)
-{
-	for (uint32_t i = 0; i < st->ndisks; i++) {
-		const struct disk_info *d = &st->disk[i];
-		if (given[d->index])
-			continue;
-		unsigned sharing = 0;
-		uint64_t held = 0;
-		for (uint32_t j = 0; j < st->ndisks; j++)
-			if (!st->disk[j].missing && st->disk[j].device == d->device) {
-				sharing++;
-				held += st->disk[j].bytes;
-			}
-		weight[d->index] = d->usable && sharing ? ((double)d->available + (double)held) /
-								  (1u << 30) / sharing
-							: 0;
-	}
-}
-
-/* Plan (drain UINT32_MAX: rebalance; else only empty disk `drain`),
- * check the room, then print the plan (dry) or carry it out. */
-static int plan_and_move(struct session *s, const struct status *st, const double *weight,
-			 uint32_t drain, bool dry, struct progress *p)
-{
-	struct plan pl;
-	bool even = drain == UINT32_MAX;
-	for (uint32_t i = 0; i < st->ndisks; i++)
-		if (st->disk[i].missing) {
-			fprintf(stderr, PROG ": disk %u is missing (a degraded mount): its sections "
-				"cannot move; mount with it, or drop it with remove --lost\n",
-				st->disk[i].index);
-			return EXIT_FAILED;
-		}
-	int rc = even ? plan_rebalance(st, weight, &pl) : plan_drain(st, weight, drain, &pl);
-	if (rc == -ENOSPC) {
-		bool weighed = false;
-		for (uint32_t i = 0; i < st->ndisks; i++)
-			weighed |= weight[st->disk[i].index] > 0;
-		if (!weighed)
-			fprintf(stderr, PROG ": no disk may take sections (every weight is 0)\n");
-		else if (even)
-			fprintf(stderr, PROG ": the disks of weight 0 hold a section that no other "
-				"disk has the room for: nothing moved\n");
-		else
-			fprintf(stderr, PROG ": disk %u holds a section that no other disk has the "
-				"room for: nothing moved\n", drain);
-		return EXIT_FAILED;
-	}
-	if (rc) {
-		fprintf(stderr, PROG ": %s\n", strerror(-rc));
-		return EXIT_FAILED;
-	}
-	/* Room: a disk must be able to take what the plan gives it (the
-	 * planner sees to it; this is the last word before anything moves). */
-	uint64_t in[LSMFS_MAX_DISKS] = {0}, out[LSMFS_MAX_DISKS] = {0};
-	for (size_t i = 0; i < pl.n; i++) {
-		in[pl.moves[i].to] += pl.moves[i].bytes;
-		out[pl.moves[i].from] += pl.moves[i].bytes;
-	}
-	for (uint32_t i = 0; i < st->ndisks; i++) {
-		const struct disk_info *d = &st->disk[i];
-		/* A move copies before it removes: the whole section must fit. */
-		if (in[d->index] > d->available) {
-			char need[32], have[32];
-			size_format(in[d->index], need, sizeof(need));
-			size_format(d->available, have, sizeof(have));
-			fprintf(stderr, PROG ": disk %u (%s) would take %s but has %s free: nothing "
-				"moved\n", d->index, d->path, need, have);
-			plan_free(&pl);
-			return EXIT_FAILED;
-		}
-	}
-	if (dry) {
-		char b[32];
-		size_format(pl.bytes, b, sizeof(b));
-		printf("plan: %zu section move%s, %s", pl.n, pl.n == 1 ? "" : "s", b);
-		/* An estimate at 100 MiB/s, a plain disk's sequential rate. */
-		double secs = (double)pl.bytes / (100.0 * 1024 * 1024);
-		printf(", about %d:%02d at 100 MiB/s\n", (int)secs / 60, (int)secs % 60);
-		for (size_t i = 0; i < pl.n; i++) {
-			size_format(pl.moves[i].bytes, b, sizeof(b));
-			printf("move section %u from disk %u to disk %u (%s)\n", pl.moves[i].section,
-			       pl.moves[i].from, pl.moves[i].to, b);
-		}
-		for (uint32_t i = 0; i < st->ndisks; i++) {
-			const struct disk_info *d = &st->disk[i];
-			char now[32], after[32];
-			size_format(d->bytes, now, sizeof(now));
-			size_format(d->bytes + in[d->index] - out[d->index], after, sizeof(after));
-			printf("disk %u: %s now, %s after (weight %.2f)\n", d->index, now, after,
-			       weight[d->index]);
-		}
-		plan_free(&pl);
-		return EXIT_DONE;
-	}
-	rc = pl.n ? run_moves(s, &pl, p) : EXIT_DONE;
-	if (!pl.n && even)
-		printf("balanced: nothing to move\n");
-	plan_free(&pl);
-	return rc;
-}
-
 static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 {
 	double weight[LSMFS_MAX_DISKS] = {0};
@@ -545,15 +301,15 @@ static int cmd_rebalance(struct session *s, bool dry, char **wlist, int nw)
 		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
 		return EXIT_FAILED;
 	}
-	default_weights(&st, weight, given);
+	plan_default_weights(&st, weight, given);
 	for (uint32_t d = 0; d < LSMFS_MAX_DISKS; d++)
 		if (given[d] && status_disk(&st, d) < 0) {
 			fprintf(stderr, PROG ": --weight: the filesystem has no disk %u\n", d);
 			status_free(&st);
 			return EXIT_USAGE;
 		}
-	struct progress p = {0};
-	int rc = plan_and_move(s, &st, weight, UINT32_MAX, dry, &p);
+	struct progress p = {.stop = &stop_asked};
+	int rc = moves_plan_and_run(s, &st, weight, UINT32_MAX, dry, &p);
 	status_free(&st);
 	return rc;
 }
@@ -601,100 +357,14 @@ static int cmd_add(struct session *s, const char *disk, bool force, double w, bo
 		weight[got.index] = w;
 		given[got.index] = true;
 	}
-	default_weights(&st, weight, given);
-	struct progress p = {0};
-	rc = plan_and_move(s, &st, weight, UINT32_MAX, false, &p);
+	plan_default_weights(&st, weight, given);
+	struct progress p = {.stop = &stop_asked};
+	rc = moves_plan_and_run(s, &st, weight, UINT32_MAX, false, &p);
 	status_free(&st);
 	if (rc == EXIT_FAILED)
 		fprintf(stderr, PROG ": the disk is added; the rebalance onto it did not finish (run "
 			PROG " rebalance)\n");
 	return rc;
-}
-
-/* DISK as an index or as a path (resolved, matched to a disk's; a
- * missing disk's by the path it had). */
-static int find_disk(const struct status *st, const char *disk)
-{
-	char *end;
-	errno = 0;
-	unsigned long i = strtoul(disk, &end, 10);
-	if (*disk && !*end && !errno)
-		return i < LSMFS_MAX_DISKS ? status_disk(st, (uint32_t)i) : -1;
-	char *path = realpath(disk, NULL);
-	int found = -1;
-	for (uint32_t j = 0; j < st->ndisks; j++)
-		if (!strcmp(st->disk[j].path, path ? path : disk) ||
-		    (st->disk[j].missing && !strcmp(st->disk[j].path, disk)))
-			found = (int)j;
-	free(path);
-	return found;
-}
-
-/* A new copy of the store on disk d; *why: the daemon's errno (0 done). */
-static int copy_add(struct session *s, uint32_t d, int *why)
-{
-	char req[32], err[1200];
-	snprintf(req, sizeof(req), "copy-add %u", d);
-	*why = session_ask(s, req, NULL, NULL, err, sizeof(err));
-	if (*why) {
-		fprintf(stderr, PROG ": a copy of the metadata store on disk %u: %s\n", d, err);
-		return EXIT_FAILED;
-	}
-	printf("a new copy of the metadata store on disk %u, up to date\n", d);
-	return EXIT_DONE;
-}
-
-static int copy_remove(struct session *s, uint32_t c)
-{
-	char req[32], err[1200];
-	snprintf(req, sizeof(req), "copy-remove %u", c);
-	if (session_ask(s, req, NULL, NULL, err, sizeof(err))) {
-		fprintf(stderr, PROG ": removing copy %u of the metadata store: %s\n", c, err);
-		return EXIT_FAILED;
-	}
-	printf("removed copy %u of the metadata store\n", c);
-	return EXIT_DONE;
-}
-
-/* remove: disk idx's copy of the store goes to the usable disk with the
- * most room that holds none; when there is none, the copy count drops. */
-static int move_copy_off(struct session *s, const struct status *st, uint32_t idx)
-{
-	uint32_t c = UINT32_MAX;
-	for (uint32_t i = 0; i < st->ncopies; i++)
-		if (st->copy[i].disk == (int64_t)idx)
-			c = i;
-	if (c == UINT32_MAX)
-		return EXIT_DONE;
-	/* The disks without a copy, the most room first; the daemon refuses
-	 * one without room for the store. */
-	uint64_t tried = 1ull << idx;
-	for (;;) {
-		uint32_t to = UINT32_MAX;
-		uint64_t best = 0;
-		for (uint32_t i = 0; i < st->ndisks; i++) {
-			uint32_t di = st->disk[i].index;
-			if (!(tried & (1ull << di)) && st->disk[i].usable &&
-			    !(st->store_disks & (1ull << di)) &&
-			    (to == UINT32_MAX || st->disk[i].available > best)) {
-				to = di;
-				best = st->disk[i].available;
-			}
-		}
-		if (to == UINT32_MAX) {
-			printf("no other disk without a copy of the metadata store has room for one: "
-			       "it keeps %u cop%s\n", st->ncopies - 1, st->ncopies - 1 == 1 ? "y" : "ies");
-			break;
-		}
-		tried |= 1ull << to;
-		int why;
-		int rc = copy_add(s, to, &why);
-		if (rc == EXIT_DONE)
-			break;
-		if (why != -ENOSPC)
-			return rc;
-	}
-	return copy_remove(s, c);
 }
 
 static int cmd_copy(struct session *s, char **pos, int npos)
@@ -710,20 +380,20 @@ static int cmd_copy(struct session *s, char **pos, int npos)
 	char *end = NULL;
 	unsigned long n = npos > 3 ? strtoul(pos[3], &end, 10) : 0;
 	bool number_ok = npos > 3 && *pos[3] && end && !*end && n < LSMFS_MAX_META_COPIES;
-	int at = npos == 4 && !strcmp(what, "add") ? find_disk(&st, pos[3])
-		 : npos == 5 && !strcmp(what, "move") ? find_disk(&st, pos[4]) : 0;
+	int at = npos == 4 && !strcmp(what, "add") ? status_find_disk(&st, pos[3])
+		 : npos == 5 && !strcmp(what, "move") ? status_find_disk(&st, pos[4]) : 0;
 	int why;
 	if (at < 0) {
 		fprintf(stderr, PROG ": %s: not a disk of this filesystem\n", pos[npos - 1]);
 		rc = EXIT_FAILED;
 	} else if (!strcmp(what, "add") && npos == 4) {
-		rc = copy_add(s, st.disk[at].index, &why);
+		rc = storecopy_add(s, st.disk[at].index, &why);
 	} else if (!strcmp(what, "remove") && npos == 4 && number_ok) {
-		rc = copy_remove(s, (uint32_t)n);
+		rc = storecopy_remove(s, (uint32_t)n);
 	} else if (!strcmp(what, "move") && npos == 5 && number_ok) {
-		rc = copy_add(s, st.disk[at].index, &why);
+		rc = storecopy_add(s, st.disk[at].index, &why);
 		if (rc == EXIT_DONE)
-			rc = copy_remove(s, (uint32_t)n);
+			rc = storecopy_remove(s, (uint32_t)n);
 	} else {
 		fprintf(stderr, PROG ": copy add DISK | copy remove N | copy move N DISK\n");
 	}
@@ -743,7 +413,7 @@ static int cmd_remove(struct session *s, const char *disk, bool dry, bool evacua
 		return EXIT_FAILED;
 	}
 	int rc = EXIT_FAILED;
-	int at = find_disk(&st, disk);
+	int at = status_find_disk(&st, disk);
 	if (at < 0) {
 		fprintf(stderr, PROG ": %s: not a disk of this filesystem\n", disk);
 		goto out;
@@ -776,11 +446,11 @@ static int cmd_remove(struct session *s, const char *disk, bool dry, bool evacua
 	double weight[LSMFS_MAX_DISKS] = {0};
 	bool given[LSMFS_MAX_DISKS] = {0};
 	given[idx] = true;
-	default_weights(&st, weight, given);
+	plan_default_weights(&st, weight, given);
 	if (dry && holds_store)
 		printf("the copy of the metadata store would move off disk %u too\n", idx);
-	struct progress p = {.evacuate = evacuate};
-	rc = plan_and_move(s, &st, weight, idx, dry, &p);
+	struct progress p = {.evacuate = evacuate, .stop = &stop_asked};
+	rc = moves_plan_and_run(s, &st, weight, idx, dry, &p);
 	if (p.lost)
 		fprintf(stderr, PROG ": %" PRIu64 " chunk%s of disk %u could not be read (listed "
 			"above): %s read as EIO until fsck.lsmfs -y makes %s a hole\n", p.lost,
@@ -796,7 +466,7 @@ static int cmd_remove(struct session *s, const char *disk, bool dry, bool evacua
 		rc = EXIT_STOPPED;
 		goto out;
 	}
-	if (holds_store && (rc = move_copy_off(s, &st, idx)) != EXIT_DONE)
+	if (holds_store && (rc = storecopy_move_off(s, &st, idx, UINT32_MAX)) != EXIT_DONE)
 		goto out;
 	char req[32];
 	snprintf(req, sizeof(req), "detach %u", idx);
@@ -812,32 +482,6 @@ out:
 	return rc;
 }
 
-static void lost_file(void *ctx, const char *text)
-{
-	(void)ctx;
-	if (strncmp(text, "lost ", 5))
-		return;
-	struct jv *v = NULL;
-	char err[128];
-	if (jv_parse(text + 5, strlen(text + 5), &v, err, sizeof(err)))
-		v = NULL;
-	const struct jv *p = v ? jv_get(v, "path") : NULL;
-	uint64_t chunks = 0, bytes = 0;
-	const struct jv *c = v ? jv_get(v, "chunks") : NULL, *b = v ? jv_get(v, "bytes") : NULL;
-	if (p && p->type == JV_STRING && !jv_u64(c, &chunks) && !jv_u64(b, &bytes)) {
-		char sz[32];
-		size_format(bytes, sz, sizeof(sz));
-		printf("lost: ");
-		put_name(p->str);
-		printf(": %" PRIu64 " chunk%s, %s (EIO until truncated below them or removed)\n",
-		       chunks, chunks == 1 ? "" : "s", sz);
-	} else {
-		printf("lost: %s\n", text + 5); /* as the daemon said it */
-	}
-	if (v)
-		jv_free(v);
-}
-
 /* `remove --lost DISK`: a disk dead for good, missing from the mount.
  * Its copies of the store are replaced first (as remove does), then the
  * daemon (or fs_control) gives its sections away and detaches it. */
@@ -849,49 +493,16 @@ static int cmd_remove_lost(struct session *s, const char *disk)
 		fprintf(stderr, PROG ": %s: %s\n", s->where, err);
 		return EXIT_FAILED;
 	}
-	int rc = EXIT_FAILED, at = -1;
-	if (!strcmp(disk, "missing")) {
-		for (uint32_t i = 0; i < st.ndisks; i++)
-			if (st.disk[i].missing) {
-				if (at >= 0) {
-					fprintf(stderr, PROG ": more than one disk is missing: name one\n");
-					goto out;
-				}
-				at = (int)i;
-			}
-		if (at < 0) {
-			fprintf(stderr, PROG ": no disk is missing\n");
-			goto out;
-		}
-	} else if ((at = find_disk(&st, disk)) < 0) {
-		fprintf(stderr, PROG ": %s: not a disk of this filesystem\n", disk);
+	int rc = EXIT_FAILED, at = status_find_gone(&st, disk, "remove");
+	if (at < 0)
 		goto out;
-	}
 	uint32_t idx = st.disk[at].index;
-	if (st.disk[at].usable) {
-		fprintf(stderr, PROG ": disk %u (%s) is there: --lost is for a disk that is gone "
-			"(mount -o degraded without it); remove it without --lost%s\n", idx,
-			st.disk[at].path, " (with --evacuate when it fails)");
+	/* Each copy of the store it held, replaced. */
+	if ((rc = storecopy_off_disk(s, &st, idx, UINT32_MAX)) != EXIT_DONE)
 		goto out;
-	}
-	/* Each copy of the store it held, replaced: the highest number
-	 * first (a removal renumbers those after it). */
-	for (int c = (int)st.ncopies - 1; c >= 0; c--) {
-		if (st.copy[c].disk != (int64_t)idx)
-			continue;
-		if ((rc = move_copy_off(s, &st, idx)) != EXIT_DONE)
-			goto out;
-		status_free(&st);
-		if (status_read(s, &st, err, sizeof(err))) {
-			fprintf(stderr, PROG ": %s: %s\n", s->where, err);
-			return EXIT_FAILED;
-		}
-		at = status_disk(&st, idx);
-		c = (int)st.ncopies;
-	}
 	char req[32];
 	snprintf(req, sizeof(req), "drop-lost %u", idx);
-	if (session_ask(s, req, lost_file, NULL, err, sizeof(err))) {
+	if (session_ask(s, req, moves_lost_file, NULL, err, sizeof(err))) {
 		fprintf(stderr, PROG ": dropping disk %u: %s\n", idx, err);
 		rc = EXIT_FAILED;
 		goto out;
@@ -1067,7 +678,7 @@ static void restore_log(void *ctx, const char *msg)
 static int restore_out(void *ctx, const char *line)
 {
 	if (!strncmp(line, "lost ", 5))
-		lost_file(ctx, line);
+		moves_lost_file(ctx, line);
 	else if (strcmp(line, "restored"))
 		printf("%s\n", line);
 	return 0;
@@ -1122,7 +733,7 @@ static int cmd_move(struct session *s, const char *sec, const char *disk)
 	status_free(&st);
 	struct progress p = {.tty = isatty(2), .count = 1};
 	clock_gettime(CLOCK_MONOTONIC, &p.start);
-	return do_move(s, &m, &p);
+	return moves_one(s, &m, &p);
 }
 
 /* A small count (copies): the number, or -1 when text is none. */
@@ -1289,10 +900,10 @@ int main(int argc, char **argv)
 	bool is_copy = !strcmp(cmd, "copy");
 	bool is_backup = !strcmp(cmd, "backup"), is_restore = !strcmp(cmd, "restore");
 	bool is_stats = !strcmp(cmd, "stats"), is_convert = !strcmp(cmd, "convert");
-	bool is_scrub = !strcmp(cmd, "scrub");
-	bool known = is_status || is_rebal || is_move || is_add || is_remove || is_copy ||
+	bool is_scrub = !strcmp(cmd, "scrub"), is_replace = !strcmp(cmd, "replace");
+	bool known = is_status || is_rebal || is_move || is_add || is_remove || is_copy || is_replace ||
 		     is_backup || is_restore || is_stats || is_convert || is_scrub;
-	int want = is_copy ? (npos >= 4 ? npos : 4) : is_move ? 4
+	int want = is_copy ? (npos >= 4 ? npos : 4) : is_move || is_replace ? 4
 		   : is_convert ? (npos == 3 ? 3 : 2)
 		   : is_add || is_remove || is_backup || is_restore || is_scrub ? 3 : 2;
 	double add_weight = -1;
@@ -1306,9 +917,10 @@ int main(int argc, char **argv)
 		   ((rate_text || wait) && !scrub_runs) || bad_rate ||
 		   (json && !is_status && !is_stats && strcmp(sub, "status") && !(scrub_runs && wait)) ||
 		   ((reset || check) && !is_stats) ||
-		   (dry && !is_rebal && !is_remove) || (nw && !is_rebal && !is_add) ||
-		   ((force || no_balance) && !is_add) || (evacuate && !is_remove) ||
-		   (lost && (!is_remove || evacuate || dry)) ||
+		   (dry && !is_rebal && !is_remove && !is_replace) || (nw && !is_rebal && !is_add) ||
+		   (force && !is_add && !is_replace) || (no_balance && !is_add) ||
+		   (evacuate && !is_remove && !is_replace) ||
+		   (lost && (evacuate || (is_remove ? dry : !is_replace))) ||
 		   (is_add && (nw > 1 || (nw == 1 && number(weights[0], &add_weight)))) ||
 		   ((copies || placement) && !is_convert) ||
 		   (is_convert && ((!copies && !placement) || copies < 0 ||
@@ -1337,7 +949,11 @@ int main(int argc, char **argv)
 	struct session s;
 	/* stats without -z only reads, as status (a disk missing is fine). */
 	bool reads = is_status || (is_stats && !reset) || (is_scrub && !scrub_runs);
-	int rc = session_open(&s, pos[0], !reads && !dry, reads || lost);
+	/* A replace going on offline: its new disk may be a member now. */
+	char *spec = is_replace ? replace_target(pos[0], pos[3]) : NULL;
+	bool gone = lost || (is_replace && !strcmp(pos[2], "missing"));
+	int rc = session_open(&s, spec ? spec : pos[0], !reads && !dry, reads || gone);
+	free(spec);
 	if (rc)
 		return rc;
 	if (is_status)
@@ -1348,6 +964,8 @@ int main(int argc, char **argv)
 		rc = cmd_rebalance(&s, dry, weights, nw);
 	else if (is_add)
 		rc = cmd_add(&s, pos[2], force, add_weight, !no_balance);
+	else if (is_replace)
+		rc = cmd_replace(&s, pos[2], pos[3], force, dry, lost, evacuate, &stop_asked);
 	else if (is_remove && lost)
 		rc = cmd_remove_lost(&s, pos[2]);
 	else if (is_remove)

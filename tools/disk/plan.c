@@ -317,3 +317,29 @@ void plan_free(struct plan *p)
 	free(p->moves);
 	memset(p, 0, sizeof(*p));
 }
+
+/* By default a disk weighs the room lsmfs can have on its backing
+ * filesystem, in GiB (--weight speaks the same unit): its free space plus
+ * the bytes the sections of the disks on it hold, which is its capacity
+ * less other files, the copies of the metadata store and the blocks kept
+ * for root; disks that are directories of one filesystem share it.  A
+ * disk full of other files so weighs little, and a move between
+ * filesystems leaves the weights as they were. */
+void plan_default_weights(const struct status *st, double *weight, const bool *given)
+{
+	for (uint32_t i = 0; i < st->ndisks; i++) {
+		const struct disk_info *d = &st->disk[i];
+		if (given[d->index])
+			continue;
+		unsigned sharing = 0;
+		uint64_t held = 0;
+		for (uint32_t j = 0; j < st->ndisks; j++)
+			if (!st->disk[j].missing && st->disk[j].device == d->device) {
+				sharing++;
+				held += st->disk[j].bytes;
+			}
+		weight[d->index] = d->usable && sharing ? ((double)d->available + (double)held) /
+								  (1u << 30) / sharing
+							: 0;
+	}
+}

@@ -167,6 +167,19 @@ int status_read(struct session *s, struct status *st, char *err, size_t errlen)
 	for (uint32_t i = 0; i < st->sections; i++)
 		st->section_disk[i] = (uint32_t)map[i];
 	free(map);
+	const struct jv *r = jv_get(j, "replace");
+	if (r && r->type == JV_OBJECT) { /* absent from older daemons */
+		uint64_t o, nw;
+		const struct jv *om = jv_get(r, "old_member");
+		if (u64_of(r, "old", &o) || o >= LSMFS_MAX_DISKS || !om || om->type != JV_BOOL) {
+			rc = -EINVAL;
+			goto out;
+		}
+		st->replacing = true;
+		st->replace_old = (uint32_t)o;
+		st->replace_old_member = om->b;
+		st->replace_new = u64_of(r, "new", &nw) == 0 && nw < LSMFS_MAX_DISKS ? (int64_t)nw : -1;
+	}
 	const struct jv *m = jv_get(j, "move");
 	if (m && m->type == JV_OBJECT) {
 		uint64_t sec, from, to;
@@ -199,4 +212,50 @@ void status_free(struct status *st)
 	free(st->section_bytes);
 	free(st->json);
 	memset(st, 0, sizeof(*st));
+}
+
+int status_find_disk(const struct status *st, const char *disk)
+{
+	char *end;
+	errno = 0;
+	unsigned long i = strtoul(disk, &end, 10);
+	if (*disk && !*end && !errno)
+		return i < LSMFS_MAX_DISKS ? status_disk(st, (uint32_t)i) : -1;
+	char *path = realpath(disk, NULL);
+	int found = -1;
+	for (uint32_t j = 0; j < st->ndisks; j++)
+		if (!strcmp(st->disk[j].path, path ? path : disk) ||
+		    (st->disk[j].missing && !strcmp(st->disk[j].path, disk)))
+			found = (int)j;
+	free(path);
+	return found;
+}
+
+int status_find_gone(const struct status *st, const char *disk, const char *cmd)
+{
+	int at = -1;
+	if (!strcmp(disk, "missing")) {
+		for (uint32_t i = 0; i < st->ndisks; i++)
+			if (st->disk[i].missing) {
+				if (at >= 0) {
+					fprintf(stderr, PROG ": more than one disk is missing: name one\n");
+					return -1;
+				}
+				at = (int)i;
+			}
+		if (at < 0)
+			fprintf(stderr, PROG ": no disk is missing\n");
+		return at;
+	}
+	if ((at = status_find_disk(st, disk)) < 0) {
+		fprintf(stderr, PROG ": %s: not a disk of this filesystem\n", disk);
+		return -1;
+	}
+	if (st->disk[at].usable) {
+		fprintf(stderr, PROG ": disk %u (%s) is there: --lost is for a disk that is gone "
+			"(mount -o degraded without it); %s it without --lost%s\n", st->disk[at].index,
+			st->disk[at].path, cmd, " (with --evacuate when it fails)");
+		return -1;
+	}
+	return at;
 }

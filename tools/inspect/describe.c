@@ -117,7 +117,9 @@ static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t 
 	bool is_next = kl == 1 + strlen(META_NEXT_INO) && !memcmp(k + 1, META_NEXT_INO, kl - 1);
 	bool is_move = kl == 1 + strlen(META_MOVE) && !memcmp(k + 1, META_MOVE, kl - 1);
 	bool is_scrub = kl == 1 + strlen(META_SCRUB) && !memcmp(k + 1, META_SCRUB, kl - 1);
+	bool is_replace = kl == 1 + strlen(META_REPLACE) && !memcmp(k + 1, META_REPLACE, kl - 1);
 	struct section_move m;
+	struct replace_record rr;
 	struct scrub_record sr;
 	if (is_scrub && scrub_record_decode(v, vl, &sr) == 0) {
 		const struct scrub_count *c = &sr.count;
@@ -128,6 +130,12 @@ static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t 
 			 c->chunks, c->bytes, c->errors, c->repaired, c->unrepaired, c->rebuilt,
 			 c->skipped, sr.files);
 		scrub_record_free(&sr);
+	} else if (is_replace && replace_record_decode(v, vl, &rr) == 0) {
+		char ou[37], nu[37];
+		lsmfs_uuid_format(rr.old_uuid, ou);
+		lsmfs_uuid_format(rr.new_uuid, nu);
+		snprintf(out, cap, "M %s -> disk %u (UUID %s) being replaced by the disk of UUID %s",
+			 name, rr.old, ou, nu);
 	} else if (is_move && section_move_decode(v, vl, &m) == 0) {
 		snprintf(out, cap, "M %s -> section %u moving from disk %u to disk %u", name, m.section,
 			 m.from, m.to);
@@ -145,7 +153,7 @@ static void describe_meta(const uint8_t *k, size_t kl, const uint8_t *v, size_t 
 	} else {
 		insp_hex(b, sizeof(b), v, vl < 64 ? vl : 64);
 		snprintf(out, cap, "M %s -> %s%s%s", name, b, vl > 64 ? "..." : "",
-			 is_fs || is_next || is_move || is_scrub ? " (does not decode)" : "");
+			 is_fs || is_next || is_move || is_scrub || is_replace ? " (does not decode)" : "");
 	}
 }
 
