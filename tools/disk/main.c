@@ -1101,7 +1101,11 @@ static int cmd_move(struct session *s, const char *sec, const char *disk)
 	status_free(&st);
 	struct progress p = {.tty = isatty(2), .count = 1};
 	clock_gettime(CLOCK_MONOTONIC, &p.start);
-	return do_move(s, &m, &p);
+	int rc = do_move(s, &m, &p);
+	/* Refused (both copies of some chunks would be on one disk): a
+	 * rebalance goes on without it, but this move was all that was
+	 * asked, and it was not made. */
+	return rc == EXIT_DONE && p.kept ? EXIT_FAILED : rc;
 }
 
 /* A small count (copies): the number, or -1 when text is none. */
