@@ -461,6 +461,19 @@ static int cmd_remove(struct session *s, const char *disk, bool dry, bool evacua
 			"it stays a disk\n", p.failed, p.failed == 1 ? "" : "s", idx);
 	if (rc || dry)
 		goto out;
+	/* Sections that stayed (both copies of some chunks would have been
+	 * on one disk) keep the disk a member: the detach would be refused,
+	 * so its copy of the store stays too (with no other disk to take
+	 * one, moving it off would only drop a copy). */
+	if (p.kept) {
+		fprintf(stderr, PROG ": %zu section%s of disk %u could only go to the disk of %s "
+			"partner, which holds the other copy of some chunks: disk %u stays a member "
+			"(its copy of the metadata store too); add a disk, or make room on the others, "
+			"and run it again\n",
+			p.kept, p.kept == 1 ? "" : "s", idx, p.kept == 1 ? "its" : "their", idx);
+		rc = EXIT_FAILED;
+		goto out;
+	}
 	if (stop_asked) {
 		fprintf(stderr, PROG ": stopped before detaching disk %u; run the command again\n", idx);
 		rc = EXIT_STOPPED;
@@ -733,7 +746,11 @@ static int cmd_move(struct session *s, const char *sec, const char *disk)
 	status_free(&st);
 	struct progress p = {.tty = isatty(2), .count = 1};
 	clock_gettime(CLOCK_MONOTONIC, &p.start);
-	return moves_one(s, &m, &p);
+	int rc = moves_one(s, &m, &p);
+	/* Refused (both copies of some chunks would be on one disk): a
+	 * rebalance goes on without it, but this move was all that was
+	 * asked, and it was not made. */
+	return rc == EXIT_DONE && p.kept ? EXIT_FAILED : rc;
 }
 
 /* A small count (copies): the number, or -1 when text is none. */

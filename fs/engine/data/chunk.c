@@ -486,6 +486,16 @@ static int open_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 	return -EIO; /* every copy on a disk not usable */
 }
 
+/* Are a chunk's live copies on as many disks (SCHEMA.md "Copies": never
+ * two on one)?  Only stable inside the gates of their sections. */
+static bool copies_apart(struct fs *fs, const struct chunk_place *pl)
+{
+	if (pl->copies < 2 || pl->stale)
+		return true;
+	uint32_t p = section_of_copy(pl->section, 1, fs->info.sections);
+	return p == UINT32_MAX || section_disk_of(fs, pl->section) != section_disk_of(fs, p);
+}
+
 void chunk_enter(struct fs *fs, const struct chunk_place *pl, uint64_t ino, uint64_t chunk,
 		 bool write)
 {
@@ -583,6 +593,14 @@ again:;
 			return exists; /* no usable disk has room: -ENOSPC */
 	}
 	chunk_enter(fs, &place, in->ino, chunk, write);
+	if (!exists && access == CHUNK_CREATE && !copies_apart(fs, &place)) {
+		/* Placed from the map outside the gates: a move switched one
+		 * of the pair onto the other's disk meanwhile (with nothing of
+		 * this chunk there yet to refuse it, move_copy.c).  Inside both
+		 * gates the pair stays where it is: placed again. */
+		section_release(fs, mark);
+		goto again;
+	}
 	struct chunk_fd *victim = NULL;
 	if (cached) {
 		if (copies_current(fs, cached) && (!write || cached->writable) &&
