@@ -32,7 +32,7 @@ if [[ ${LSMFS_SOAK:-0} == 1 ]]; then N=${BACKUP_FILES:-1000000}; else N=${BACKUP
 # Peak of VmHWM (KiB) of PID while it lives, into FILE.
 hwm() { # PID FILE
 	local peak=0 v
-	while kill -0 "$1" 2>/dev/null; do
+	while alive "$1"; do
 		v=$(awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null)
 		[[ -n $v && $v -gt $peak ]] && peak=$v
 		sleep 0.02

@@ -90,7 +90,7 @@ for round in 1 2 3; do
 	kill -KILL "$pid" 2>/dev/null
 	wait "$tool" 2>/dev/null
 	fusermount3 -u -z "$M" 2>/dev/null
-	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
 	mount_fg "$T/daemon.$round.b.log" "$L" || { fail "mount after SIGKILL, round $round"; break; }
 	check_files "after SIGKILL during convert, round $round"
 	out=$("$DISK" "$M" convert --copies 2 "$M/t" 2>&1) || fail "convert again, round $round: $out"
@@ -154,7 +154,7 @@ ino=$(stat -c %i "$M/t/a/b/f3")
 pid=$(daemon_pid "$L")
 kill -KILL "$pid"
 fusermount3 -u -z "$M" 2>/dev/null
-for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
 src=$(find "$D0/.lsmfs/sections" "$D1/.lsmfs/sections" "$D2/.lsmfs/sections" -type f -name "$ino.0" | head -1)
 sec=$(basename "$(dirname "$src")")
 other=$(( (sec + 2) % 64 ))
@@ -181,7 +181,7 @@ for round in 1 2 3; do
 	kill -KILL "$pid" 2>/dev/null
 	wait "$tool" 2>/dev/null
 	fusermount3 -u -z "$M" 2>/dev/null
-	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
 	mount_fg "$T/daemon.p$round.b.log" "$L" || { fail "mount after SIGKILL, placement round $round"; break; }
 	check_files "after SIGKILL during convert --placement $p, round $round"
 	out=$("$DISK" "$M" convert --placement $p "$M/t" 2>&1) || fail "convert --placement $p again, round $round: $out"

@@ -97,7 +97,7 @@ sums > "$T/sums"
 pid=$(daemon_pid "$L")
 kill -9 "$pid"
 fusermount3 -u -z "$M" 2>/dev/null
-for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
 log=$(ls -S "$D0/.lsmfs/meta/"*.log | head -1)
 sst=$(ls -S "$D0/.lsmfs/meta/"*.sst | head -1)
 [[ $(stat -c %s "$log") -gt 200 ]] || fail "no commit log with records to damage: $(ls -l "$D0/.lsmfs/meta")"
@@ -292,7 +292,7 @@ sums > "$T/sums"
 pid=$(daemon_pid "$RL")
 kill -9 "$pid"
 fusermount3 -u -z "$M" 2>/dev/null
-for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
 log=$(ls -S "$R/d1/.lsmfs/meta/"*.log | head -1)
 truncate -s $(($(stat -c %s "$log") / 2)) "$log"
 out=$("$FSCK" -n "$RL" 2>&1); rc=$?

@@ -397,7 +397,7 @@ sleep 0.5 # the store's writes of the records reach its log (no sync)
 pid=$(daemon_pid "$CL")
 kill -9 "$pid"
 fusermount3 -u -z "$M" 2>/dev/null
-for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
 # Copy I's file of chunk 0 of inode INO.
 copy_file() { # INO I
 	local s

@@ -169,7 +169,7 @@ for try in 1 2 3; do
 		wait "$tool"
 		said=$(cat "$T/move.out")
 		fusermount3 -u -z "$M"
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+		for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
 		break
 	fi
 	wait "$tool"

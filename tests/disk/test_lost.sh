@@ -189,7 +189,7 @@ for round in 1 2 3; do
 	kill -9 "$pid"
 	wait "$tool"
 	fusermount3 -u -z "$M" 2>/dev/null
-	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
 	out=$("$DISK" "$KL" status 2>&1)
 	if grep -q MISSING <<<"$out"; then # not finished: mount degraded, run again
 		mount_fg "$T/daemon.log" -o degraded "$KL" || { fail "k$round: remount degraded"; continue; }

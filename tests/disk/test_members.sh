@@ -145,8 +145,8 @@ for c in "$M/inner" "$M" "$M/inner/../inner" "$G0/.lsmfs/sections/0" "-f $G1/.ls
 	# shellcheck disable=SC2086
 	"$DISK" "$M" add $c --no-balance > "$T/add.out" 2>&1 &
 	tool=$!
-	for _ in $(seq 200); do kill -0 "$tool" 2>/dev/null || break; sleep 0.05; done
-	if kill -0 "$tool" 2>/dev/null; then
+	for _ in $(seq 200); do alive "$tool" || break; sleep 0.05; done
+	if alive "$tool"; then
 		# Hung in the kernel, waiting on the daemon: only an abort of
 		# the FUSE connection lets either go.
 		fail "add $c: hung"

@@ -371,7 +371,7 @@ else
 		head -c 60000 /dev/urandom > "$R/data$i"
 		cp "$R/data$i" "$M/f$i" & W=$!
 		sleep 0.3
-		kill -0 "$W" 2>/dev/null && break
+		alive "$W" && break
 		wait "$W" || fail "f$i: written with the statfs of disk 2 stalled"
 		W=
 	done
@@ -394,7 +394,7 @@ print(buf.decode().strip().splitlines()[-1])
 PY
 )
 		[[ $out == ok ]] || fail "moving section 2 to disk 0 under the held-up writer: $out"
-		kill -0 "$W" 2>/dev/null || fail "f$i: the writer was not held up until the move ended"
+		alive "$W" || fail "f$i: the writer was not held up until the move ended"
 		: > "$RULES.new" && mv "$RULES.new" "$RULES"
 		wait "$W" || fail "f$i: the write held up during the move failed"
 		cmp -s "$R/data$i" "$M/f$i" || fail "f$i: reads other bytes"

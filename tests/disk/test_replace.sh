@@ -279,7 +279,7 @@ for round in 1 2; do
 		kill -9 "$pid"
 		wait "$tool"
 		fusermount3 -u -z "$M" 2>/dev/null
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+		for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
 	fi
 	KL=$K/d0:$K/d2:$K/n
 	out=$("$DISK" "$K/d0:$K/d2" replace --lost 1 "$K/n" 2>&1); rc=$?

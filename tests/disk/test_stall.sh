@@ -56,7 +56,7 @@ for i in 1 2 3; do
 done
 sleep 1
 for i in 1 2 3; do
-	kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "stat -f $i did not wait for the stalled disk"
+	alive "${pids[$((i - 1))]}" || fail "stat -f $i did not wait for the stalled disk"
 done
 
 # Everything else goes on, each step within seconds.
@@ -75,7 +75,7 @@ step "100 creates and unlinks" sh -c "for i in \$(seq 100); do echo \$i > '$M'/f
 [[ $(cat "$M/inline") == small ]] || fail "inline file reads wrong"
 [[ $(cat "$M/new2") == abc ]] || fail "new file reads wrong"
 for i in 1 2 3; do
-	kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "stat -f $i answered while its disk was stalled"
+	alive "${pids[$((i - 1))]}" || fail "stat -f $i answered while its disk was stalled"
 done
 
 # The disk answers again: so do the three.
@@ -117,10 +117,10 @@ bstep() { # WHAT CMD...
 	"$@" > /dev/null 2>&1 &
 	pid=$!
 	for _ in $(seq 200); do
-		kill -0 "$pid" 2>/dev/null || break
+		alive "$pid" || break
 		sleep 0.05
 	done
-	if kill -0 "$pid" 2>/dev/null; then
+	if alive "$pid"; then
 		fail "$what: held up behind the stalled chunk I/O"
 		stragglers+=("$pid")
 	elif ! wait "$pid"; then
@@ -137,10 +137,10 @@ stall() { # RULE WHAT CMD...
 	"$@" &
 	held=$!
 	sleep 1
-	kill -0 "$held" 2>/dev/null || fail "$what did not wait for the stalled disk"
+	alive "$held" || fail "$what did not wait for the stalled disk"
 }
 unstall() { # WHAT
-	kill -0 "$held" 2>/dev/null || fail "$1 finished while its disk was stalled"
+	alive "$held" || fail "$1 finished while its disk was stalled"
 	: > "$RULES"
 	for p in "${stragglers[@]}"; do wait "$p"; done
 	wait "$held" || fail "$1 after the stall"

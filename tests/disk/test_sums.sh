@@ -181,7 +181,7 @@ for round in 1 2 3; do
 	kill -9 "$pid"
 	wait "$w" 2>/dev/null
 	fusermount3 -u -z "$M" 2>/dev/null
-	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
 	: > "$T/daemon.log"
 	mount_fg "$T/daemon.log" "$RL" || { fail "mount r after the kill, round $round"; break; }
 	for i in $(seq 8); do

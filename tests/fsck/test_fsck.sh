@@ -66,7 +66,7 @@ umount_gone() { # DIR
 	local pid; pid=$(head -n1 "$1/d1/.lsmfs/lock" 2>/dev/null)
 	fusermount3 -u "$M"
 	for _ in $(seq 200); do
-		if ! grep -q " $M " /proc/self/mountinfo && { [[ -z $pid ]] || ! kill -0 "$pid" 2>/dev/null; }; then
+		if ! grep -q " $M " /proc/self/mountinfo && { [[ -z $pid ]] || ! alive "$pid"; }; then
 			break
 		fi
 		sleep 0.05
@@ -993,7 +993,7 @@ I_UNS=$(stat -c %i "$M/unsynced")
 echo x > "$M/synced" && sync "$M/synced" # the store's log (unsynced's records) reaches the disk
 pid=$(head -n1 "$X/d1/.lsmfs/lock")
 kill -9 "$pid"; fusermount3 -u "$M" 2>/dev/null || umount -l "$M"
-for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
 "$LSMFS" "$X/d1:$X/d2" "$M" || fail "crash fs: remount after the kill"
 umount_gone "$X"
 f=$(cd "$X" && ls d*/.lsmfs/sections/*/"$I_UNS".1 2>/dev/null | head -1)

@@ -29,6 +29,15 @@ say() { echo "$NAME: $*"; }
 mounted() { grep -q " $M " /proc/self/mountinfo; }
 # The daemon's pid, from the lock file of the first disk of LIST.
 daemon_pid() { head -n1 "${1%%:*}/.lsmfs/lock" 2>/dev/null; }
+# Is process PID running?  A zombie is not: it has exited, only its parent
+# has not reaped it yet (a daemon's parent is init, which may take seconds,
+# where kill -0 still succeeds).
+alive() { # PID
+	local st
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	st=${st##*) }
+	[[ ${st%% *} != Z ]]
+}
 # Unmount, and wait for the daemon to have finished closing (its last
 # writes come after the kernel let go of the mount).
 umount_wait() { # LIST
@@ -36,7 +45,7 @@ umount_wait() { # LIST
 	pid=$(daemon_pid "$1")
 	fusermount3 -u "$M" || return 1
 	for _ in $(seq 300); do
-		if ! mounted && { [[ -z $pid ]] || ! kill -0 "$pid" 2>/dev/null; }; then
+		if ! mounted && { [[ -z $pid ]] || ! alive "$pid"; }; then
 			return 0
 		fi
 		sleep 0.05
@@ -52,7 +61,7 @@ mount_fg() { # LOG ARGS...
 	local pid=$!
 	for _ in $(seq 200); do
 		mounted && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
+		alive "$pid" || return 1
 		sleep 0.05
 	done
 	return 1
@@ -87,7 +96,7 @@ kill_during() { # daemon|tool LIST DELAY ARGS...
 		kill -9 "$pid" 2>/dev/null
 		wait "$tool"
 		fusermount3 -u -z "$M" 2>/dev/null
-		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+		for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
 	else
 		"$DISK" "$list" "$@" > "$T/kill.out" 2>&1 &
 		tool=$!
