@@ -193,6 +193,25 @@ static int drop_locked(struct mirror *m, size_t i, int err, const char *what)
 		left += trusted(m, j) && j != i;
 	if (!left)
 		return err; /* the last current copy: its error is the store's */
+	if (space_error(err)) {
+		/* A full disk: recorded first, while the copy is still
+		 * written (a stale copy written more loses nothing).  When
+		 * even that record finds no room, the copy stays and the
+		 * operation fails as with one copy (the store's "Full disk"
+		 * handling), rather than every write after it failing until
+		 * the drop can be recorded. */
+		int rc = m->hooks.failed ? m->hooks.failed(m->hooks.ctx, i, err, what) : 0;
+		if (rc) {
+			logf_(m, "%s: %s: %s; this copy of the store cannot be dropped (recording it: "
+			      "%s): the operation fails", m->dirs[i], what, strerror(-err),
+			      strerror(-rc));
+			return err;
+		}
+		atomic_fetch_or(&m->failed, 1u << i);
+		logf_(m, "%s: %s: %s; this copy of the store is dropped, %u left", m->dirs[i],
+		      what, strerror(-err), left);
+		return 0;
+	}
 	/* Unrecorded from the moment it is written no more: a write on
 	 * another thread that skips it waits in recorded() for the hook. */
 	__atomic_or_fetch(&m->unrecorded, 1u << i, __ATOMIC_SEQ_CST);

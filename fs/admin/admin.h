@@ -132,15 +132,16 @@ int lost_drop_disk_locked(struct fs *fs, uint32_t d, uint32_t to,
  * is over but for its record, dry); dry: only checked, nothing written.
  * -EBUSY while another replace is under way.  Between the two, lsmfs-disk
  * moves old's sections and copy of the store to the new disk.
- * replace_end: old detached, or, gone, dropped as lost with its sections
- * given to the new disk (out hears lost_drop_disk's lines), then the
+ * replace_end: old detached, or, gone and lost (the caller says it is dead
+ * for good; else -ENODEV), dropped as lost with its sections given to the
+ * new disk (out hears lost_drop_disk's lines), then the
  * record deleted; `replaced {json}` (old, new).  replace_json: the record
  * for the status: null, or {old, old_member, new (null: no member)}. */
 struct json_out;
 int replace_begin(struct fs *fs, uint32_t old, const char *path, bool force, bool dry,
 		  int (*out)(void *ctx, const char *line), void *ctx, char *err, size_t errlen);
-int replace_end(struct fs *fs, uint32_t old, int (*out)(void *ctx, const char *line), void *ctx,
-		char *err, size_t errlen);
+int replace_end(struct fs *fs, uint32_t old, bool lost, int (*out)(void *ctx, const char *line),
+		void *ctx, char *err, size_t errlen);
 void replace_json(struct fs *fs, struct json_out *o);
 
 /* convert.c: the chunks of ino to `copies` copies (SCHEMA.md "Copies";

@@ -468,8 +468,11 @@ int fs_control(struct fs *fs, const char *req, int (*out)(void *ctx, const char 
 		rc = d < LSMFS_MAX_DISKS ? replace_begin(fs, (uint32_t)d, a, force, dry, out, ctx, err,
 							 sizeof(err))
 					 : -EINVAL;
-	} else if (sscanf(req, "replace-end %lu%c", &d, &tail) == 1) {
-		rc = d < LSMFS_MAX_DISKS ? replace_end(fs, (uint32_t)d, out, ctx, err, sizeof(err))
+	} else if (sscanf(req, "replace-end %lu%c", &d, &tail) == 1 ||
+		   sscanf(req, "replace-end %lu lost%c", &d, &tail) == 1) {
+		/* replace-end <old> [lost]: lost, it may be dropped as dead */
+		bool lost = strstr(req, " lost") != NULL;
+		rc = d < LSMFS_MAX_DISKS ? replace_end(fs, (uint32_t)d, lost, out, ctx, err, sizeof(err))
 					 : -EINVAL;
 	} else if (sscanf(req, "detach %lu%c", &d, &tail) == 1) {
 		rc = d < LSMFS_MAX_DISKS ? members_detach(fs, (uint32_t)d, err, sizeof(err)) : -EINVAL;

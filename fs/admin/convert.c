@@ -1,7 +1,8 @@
 /*
- * convert.c: changing the copies of a file's chunks already written
- * (`lsmfs-disk convert`, control request `convert <ino> <copies>`;
- * SCHEMA.md "Copies"), online, one chunk at a time under its inode's lock
+ * convert.c: changing the copies and the placement of a file's chunks
+ * already written (`lsmfs-disk convert`, control request `convert <ino>
+ * <copies> <placement>`; SCHEMA.md "Copies", "Converting the
+ * placement"), online, one chunk at a time under its inode's lock
  * (chunk_convert): readers and writers of the file wait for at most one
  * chunk's copy.  Crash-safe per chunk (see chunk_scrub.c); a conversion
  * cut short is finished by running it again, and a chunk left with a
@@ -34,7 +35,8 @@ int convert_file(struct fs *fs, uint64_t ino, unsigned copies, int placement,
 		 int (*out)(void *ctx, const char *line), void *ctx, char *err, size_t errlen)
 {
 	if (copies > CHUNK_MAX_COPIES)
-		return fs_set_err(err, errlen, -EINVAL, "copies %u: 1 to %d", copies, CHUNK_MAX_COPIES);
+		return fs_set_err(err, errlen, -EINVAL, "copies %u: 1 to %d (0: as they are)", copies,
+				  CHUNK_MAX_COPIES);
 	if (!fs_writable(fs))
 		return fs_set_err(err, errlen, -EROFS, "mounted read-only");
 	/* The chunks first (a scan of its records, no lock), then each under

@@ -54,11 +54,11 @@ int copies_failed(void *ctx, size_t k, int err, const char *what)
 	if (rc)
 		ds->sb.meta[c].flags = before;
 	pthread_mutex_unlock(&fs->copies_lock);
-	__atomic_store_n(&fs->copies_degraded, true, __ATOMIC_RELEASE);
+	if (!rc) /* else not dropped yet: the store retries, or keeps it (a full disk) */
+		__atomic_store_n(&fs->copies_degraded, true, __ATOMIC_RELEASE);
 	if (rc)
 		fs_logf(fs, "metadata store copy %u (%s) failed (%s: %s) and cannot be marked stale "
-			"(%s): writes fail until it can", c, ds->meta_paths[c], what, strerror(-err),
-			e);
+			"(%s)", c, ds->meta_paths[c], what, strerror(-err), e);
 	else
 		fs_logf(fs, "metadata store copy %u (%s) failed (%s: %s): marked stale; the "
 			"filesystem goes on DEGRADED with the other copies (lsmfs-disk restores the "

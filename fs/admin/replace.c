@@ -168,8 +168,10 @@ int replace_begin(struct fs *fs, uint32_t old, const char *path, bool force, boo
 		goto out;
 	}
 	rc = members_add_locked(fs, path, force, nr.new_uuid, false, &n, err, errlen);
-	if (rc) {
-		/* Its new disk no member: the record is void anyway. */
+	if (rc && slot_of(ds, nr.new_uuid) == UINT32_MAX) {
+		/* Its new disk no member: the record is void anyway.  (One
+		 * that failed after the disk joined keeps it: run again, the
+		 * replace goes on.) */
 		int r2 = record_delete(fs);
 		if (r2)
 			fs_logf(fs, "replace of disk %" PRIu32 " refused; its record stays (void): %s",
@@ -186,8 +188,8 @@ out:
 	return rc;
 }
 
-int replace_end(struct fs *fs, uint32_t old, int (*out)(void *ctx, const char *line), void *ctx,
-		char *err, size_t errlen)
+int replace_end(struct fs *fs, uint32_t old, bool lost, int (*out)(void *ctx, const char *line),
+		void *ctx, char *err, size_t errlen)
 {
 	struct lsmfs_diskset *ds = fs->ds;
 	int rc = members_change_begin(fs, err, errlen);
@@ -212,8 +214,13 @@ int replace_end(struct fs *fs, uint32_t old, int (*out)(void *ctx, const char *l
 		 * and every copy left with one is rebuilt, there. */
 		if (disk_usable(fs, old))
 			rc = members_detach_locked(fs, old, err, errlen);
-		else
+		else if (lost)
 			rc = lost_drop_disk_locked(fs, old, n, out, ctx, err, errlen);
+		else
+			rc = fs_set_err(err, errlen, -ENODEV, "disk %" PRIu32 " is not usable here (missing "
+					"or failing): if it is dead for good, say so (lsmfs-disk replace "
+					"--lost: what it alone held is lost); else mount with it and run "
+					"the replace again", old);
 		if (rc)
 			goto out;
 	}

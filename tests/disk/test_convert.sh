@@ -122,12 +122,31 @@ out=$("$DISK" "$M" convert "$M/t" 2>&1); rc=$?
 [[ $rc == 16 ]] || fail "convert with neither --copies nor --placement: exit $rc (want 16): $out"
 out=$("$DISK" "$M" convert --placement apart "$M/t" 2>&1); rc=$?
 [[ $rc == 16 ]] || fail "convert --placement apart: exit $rc (want 16): $out"
+# A sparse file, 8 chunks with 4 KiB written at each end of each (a hole of
+# 56 KiB inside every chunk file): its holes stay holes when its chunks
+# move.
+for c in $(seq 0 7); do
+	for b in 0 15; do
+		dd if=/dev/urandom of="$P/t/sparse" bs=4096 count=1 seek=$((c * 16 + b)) conv=notrunc \
+			status=none
+	done
+done
+cp --sparse=always "$P/t/sparse" "$M/t/sparse"
+echo t/sparse >> "$T/list"
+sync -f "$M/t/sparse"
+held() { # INO: bytes its chunk files hold on the disks
+	find "$D0" "$D1" "$D2" -path '*/.lsmfs/sections/*' -name "$1.*" -printf '%b\n' |
+		awk '{ b += $1 * 512 } END { print b + 0 }'
+}
+sino=$(stat -c %i "$M/t/sparse")
 got=$(sections_of t)
 [[ $got == *"disks 3"* ]] || fail "before: spread files are not over 3 disks: $got"
 out=$("$DISK" "$M" convert --placement together "$M/t" 2>&1) || fail "convert --placement together: $out"
 say "$out"
 got=$(sections_of t)
-[[ $got == $'1: 31\ndisks 1' ]] || fail "after convert --placement together: $got"
+[[ $got == $'1: 32\ndisks 1' ]] || fail "after convert --placement together: $got"
+h=$(held "$sino")
+((h <= 8 * 32768)) || fail "the sparse file's chunks hold $h bytes after they moved (64 KiB written): holes filled"
 [[ $(getfattr --only-values -n user.lsmfs.placement "$M/t/a/b/f3" 2>/dev/null) == together ]] ||
 	fail "the placement attribute is not on the tree"
 check_files "after convert --placement together"
@@ -135,7 +154,7 @@ check_files "after convert --placement together"
 # Two copies, together: each file on the two disks of one pair.
 out=$("$DISK" "$M" convert --copies 2 --placement together "$M/t" 2>&1) || fail "convert --copies 2 --placement together: $out"
 got=$(sections_of t)
-[[ $got == $'2: 31\ndisks 2' ]] || fail "after --copies 2 --placement together: $got"
+[[ $got == $'2: 32\ndisks 2' ]] || fail "after --copies 2 --placement together: $got"
 check_files "after --copies 2 --placement together"
 out=$("$DISK" "$M" convert --copies 1 --placement spread "$M/t" 2>&1) || fail "convert --copies 1 --placement spread: $out"
 got=$(sections_of t)
@@ -185,7 +204,7 @@ for round in 1 2 3; do
 	mount_fg "$T/daemon.p$round.b.log" "$L" || { fail "mount after SIGKILL, placement round $round"; break; }
 	check_files "after SIGKILL during convert --placement $p, round $round"
 	out=$("$DISK" "$M" convert --placement $p "$M/t" 2>&1) || fail "convert --placement $p again, round $round: $out"
-	[[ $p == spread || $(sections_of t) == $'1: 31\ndisks 1' ]] ||
+	[[ $p == spread || $(sections_of t) == $'1: 32\ndisks 1' ]] ||
 		fail "round $round: not every file together: $(sections_of t)"
 	check_files "after convert --placement $p again, round $round"
 	umount_wait "$L" || fail "unmount, placement round $round"

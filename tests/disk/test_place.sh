@@ -214,6 +214,15 @@ if fallocate -l $((bavail + 3 * CS)) "$M/too-big" 2>/dev/null; then
 fi
 rm -f "$M/too-big"
 fallocate -l $((bavail / 2)) "$M/fits" || fail "two copies: fallocate of half of f_bavail failed"
+# The small disk filled from outside: new chunks get one copy (the other
+# stale), so f_bavail is the large disk's room, and fallocate works.
+head -c $((200 * MiB)) /dev/zero > "$T/k0/fill" 2>/dev/null
+a1=$(avail "$T/k1") bavail=$(avail "$M")
+say "two copies, the small disk full: $(mib "$a1") MiB free on the other, f_bavail $(mib "$bavail") MiB"
+((bavail >= a1 - tol && bavail <= a1 + tol)) ||
+	fail "two copies, the small disk full: f_bavail $(mib "$bavail") MiB, one copy fits in $(mib "$a1") MiB"
+fallocate -l $MiB "$M/one-copy" || fail "two copies, the small disk full: fallocate of 1 MiB failed"
+rm -f "$T/k0/fill" "$M/one-copy"
 umount_wait "$L" || fail "two copies: unmount"
 fsck_clean "$L" "two copies, fallocate"
 

@@ -32,6 +32,9 @@
 # (a writer held up in the placement by a disk's statfs, eiofs): placed
 # again, never both copies on one disk.
 #
+# Then a pair moved onto one disk while its chunks have one live copy (a
+# degraded mount wrote them): fsck says stale copies (0518), not 0519.
+#
 # LSMFS_SEED replays a run (the seed is printed); LSMFS_REBALANCE_KILLS
 # sets the number of kills (default 10).
 NAME=test_rebalance_copies
@@ -408,5 +411,33 @@ PY
 			say "a chunk placed while its section moved onto its partner's disk: placed again, in sections $(find "$RB" "$RC" "$RA" -path '*/sections/*' -name "*.*" -type f -printf '%h\n' | sed 's|.*/||' | sort | tr '\n' ' ')"
 		fi
 	fi
+fi
+
+# ---- a pair on one disk whose chunks have one live copy ----
+# Written by a mount without disk 1 (each chunk one copy, the other stale),
+# then sections 1 and 3 (disk 1's) moved beside their partners on disk 0:
+# the mover allows it (no chunk there has two live copies), and fsck says
+# the stale copies (LSMFS-0518), not two copies on one disk (0519: it did,
+# exit 4, for chunks that were never on two disks).
+Q0=$T/q0 Q1=$T/q1
+mkdir -p "$Q0" "$Q1"
+if ! "$MKFS" -q --meta-copies 1 --data-copies 2 --sections 4 --chunk-size 65536 "$Q0" "$Q1" ||
+	! mount_fg "$T/q.log" -o degraded "$Q0"; then
+	fail "mkfs or degraded mount of the stale pair's disks"
+else
+	head -c 300000 /dev/urandom > "$T/qdata"
+	cp "$T/qdata" "$M/q" && sync -f "$M/q" || fail "writing with disk 1 missing"
+	umount_wait "$Q0" || fail "unmount of the degraded mount"
+	for sec in 1 3; do
+		out=$("$DISK" "$Q0:$Q1" move "$sec" 0 2>&1) || fail "moving section $sec (stale copies only) beside its partner: $out"
+	done
+	before=$fails
+	out=$("$FSCK" -n "$Q0:$Q1" 2>&1)
+	# 0518 is said in one line for all the stale copies.
+	grep -q "[1-9][0-9]* chunk cop[a-z]* stale" <<<"$out" || fail "a pair on one disk with stale copies: fsck -n does not say the stale copies: $out"
+	grep -q "LSMFS-0519" <<<"$out" && fail "a pair on one disk with stale copies: fsck -n says two copies on one disk: $(grep LSMFS-0519 <<<"$out")"
+	mount_fg "$T/q.log" "$Q0:$Q1" && cmp -s "$T/qdata" "$M/q" || fail "the stale pair's file after the moves"
+	umount_wait "$Q0:$Q1"
+	((fails > before)) || say "a pair on one disk, its chunks with a stale copy: stale copies said (0518), not 0519"
 fi
 finish

@@ -176,6 +176,11 @@ umount_wait "$C/d0:$C/d1:$C/d2"
 rm -rf "$C/d1"
 CL=$C/d0:$C/d2
 mount_fg "$T/daemon.log" -o degraded,force_degraded "$CL" || fail "c: mount -o degraded"
+# Not usable here is not dead for good: without --lost (or `missing`)
+# nothing is dropped.
+out=$("$DISK" "$M" replace 1 "$C/d3" 2>&1); rc=$?
+[[ $rc == 8 ]] && grep -q "not usable here" <<<"$out" && [[ ! -e $C/d3/.lsmfs ]] ||
+	fail "c: replace 1 of a missing disk without --lost: exit $rc (want 8, nothing added): $out"
 out=$("$DISK" "$M" replace missing "$C/d3" 2>&1); rc=$?
 [[ $rc == 0 ]] && grep -q "replaced disk 1 ($C/d1) by disk 3 ($C/d3)" <<<"$out" || fail "c: replace missing: exit $rc: $out"
 grep -q "^lost: " <<<"$out" && fail "c: files listed lost with two copies: $(grep '^lost: ' <<<"$out" | head -3)"

@@ -84,11 +84,11 @@ static void ended_line(void *ctx, const char *text)
 
 /* Step 4, and what it did said. */
 static int finish(struct session *s, uint32_t old, const char *old_path, uint32_t n,
-		  const char *path)
+		  const char *path, bool lost)
 {
 	char req[48], err[1200];
 	struct ended e = {0};
-	snprintf(req, sizeof(req), "replace-end %u", old);
+	snprintf(req, sizeof(req), "replace-end %u%s", old, lost ? " lost" : "");
 	if (session_ask(s, req, ended_line, &e, err, sizeof(err))) {
 		fprintf(stderr, PROG ": replacing disk %u: %s\n", old, err);
 		return EXIT_FAILED;
@@ -266,7 +266,7 @@ int cmd_replace(struct session *s, const char *old, const char *newdisk, bool fo
 			       st.replace_old, st.disk[nat].index, path);
 			rc = EXIT_DONE;
 		} else {
-			rc = finish(s, st.replace_old, "gone", st.disk[nat].index, path);
+			rc = finish(s, st.replace_old, "gone", st.disk[nat].index, path, false);
 		}
 		goto out;
 	}
@@ -280,6 +280,15 @@ int cmd_replace(struct session *s, const char *old, const char *newdisk, bool fo
 	const struct disk_info *o = &st.disk[at];
 	uint32_t idx = o->index;
 	bool gone = !o->usable;
+	/* A disk dead for good is the user's word, as for remove --lost:
+	 * one only missing here (or failing) may come back. */
+	lost = lost || !strcmp(old, "missing");
+	if (gone && !lost) {
+		fprintf(stderr, PROG ": disk %u is not usable here (missing or failing): if it is dead "
+			"for good, replace --lost %s (what it alone held is lost); else mount with it\n",
+			idx, old);
+		goto out;
+	}
 	if (evacuate && gone) {
 		fprintf(stderr, PROG ": disk %u is gone: --evacuate is for a failing disk that is "
 			"there; what a gone disk held is rebuilt from the other copies (or listed "
@@ -325,9 +334,16 @@ int cmd_replace(struct session *s, const char *old, const char *newdisk, bool fo
 	}
 	at = status_disk(&st, idx);
 	gone = at < 0 || !st.disk[at].usable;
+	if (gone && !lost) {
+		fprintf(stderr, PROG ": disk %u is no longer usable (missing or failing): if it is dead "
+			"for good, run it again with --lost; else mount with it and run it again\n",
+			idx);
+		rc = EXIT_FAILED;
+		goto out;
+	}
 	if (!b.done && (rc = move_onto(s, &st, idx, n, gone, evacuate, stop)) != EXIT_DONE)
 		goto out;
-	rc = finish(s, idx, old_path, n, path);
+	rc = finish(s, idx, old_path, n, path, lost);
 out:
 	status_free(&st);
 	free(old_path);

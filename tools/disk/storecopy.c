@@ -44,6 +44,10 @@ int storecopy_move_off(struct session *s, const struct status *st, uint32_t idx,
 			c = i;
 	if (c == UINT32_MAX)
 		return EXIT_DONE;
+	/* A move to prefer cut short after its copy was added there (a
+	 * replace run again): only the removal is left. */
+	if (prefer < LSMFS_MAX_DISKS && (st->store_disks & (1ull << prefer)))
+		return storecopy_remove(s, c);
 	/* prefer, then the disks without a copy, the most room first; the
 	 * daemon refuses one without room for the store. */
 	uint64_t tried = 1ull << idx;

@@ -260,9 +260,12 @@ void fsck_check_chunk(struct fsck *f, struct fsck_chunk *c, uint64_t *last_lost)
 		if (good < 0 && cp[i].good)
 			good = (int)i;
 	}
-	/* Two copies on one disk: counted by section pair, said once all
-	 * chunks are seen. */
-	if (n == 2 && cp[0].disk == cp[1].disk && cp[0].disk != UINT32_MAX) {
+	/* Two live copies on one disk: counted by section pair, said once
+	 * all chunks are seen.  With one of them stale the chunk has one
+	 * copy (0518 says it), as the daemon's mover sees it: it moves a
+	 * section onto its partner's disk only when no chunk there has two
+	 * live copies. */
+	if (n == 2 && !c->stale && cp[0].disk == cp[1].disk && cp[0].disk != UINT32_MAX) {
 		if (!f->pair_one_disk)
 			f->pair_one_disk = calloc(f->info.sections / 2 + 1, sizeof(uint32_t));
 		if (f->pair_one_disk)

@@ -83,6 +83,7 @@ int sweep_finish(struct fs *fs)
 
 struct sweep_count {
 	uint64_t removed, failed;
+	uint64_t leftovers; /* of them, files of a relocation cut short */
 	char first[600]; /* the first file removed, for the log */
 };
 
@@ -175,11 +176,14 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 		for (unsigned i = 0; placed && i < pl.copies; i++)
 			ours |= section_of_copy(pl.section, i, fs->info.sections) == section;
 		free(val);
-		if (has == 1 && !ours)
+		bool leftover = false;
+		if (has == 1 && !ours) {
 			/* Its record puts the chunk elsewhere: with every
 			 * live copy there, a leftover of a relocation cut
 			 * short (chunk_relocate.c); else damage, fsck's. */
-			has = placed && copies_there(fs, ino, chunk, &pl) ? 0 : 2;
+			leftover = placed && copies_there(fs, ino, chunk, &pl);
+			has = leftover ? 0 : 2;
+		}
 		int e = 0;
 		bool full = false;
 		if (has == 1 && section_disk_of(fs, section) == d && (durable == 0 || inwrite)) {
@@ -194,6 +198,7 @@ static int sweep_section(struct fs *fs, uint32_t d, uint32_t section, const char
 		} else if (has == 0) {
 			if (unlinkat(dirfd(dir), de->d_name, 0) == 0) {
 				chunk_section_changed(fs, section);
+				n->leftovers += leftover;
 				if (!n->removed++)
 					snprintf(n->first, sizeof(n->first), "%s/%s", sname, de->d_name);
 			} else if (errno != ENOENT) {
@@ -254,10 +259,14 @@ void sweep_run(struct fs *fs)
 		}
 		closedir(top);
 	}
-	if (n.removed)
+	if (n.removed > n.leftovers)
 		fs_logf(fs, "after a crash: removed %" PRIu64 " chunk file%s whose record never "
-			"became durable (never synced; the first: %s)", n.removed,
-			n.removed == 1 ? "" : "s", n.first);
+			"became durable (never synced; the first: %s)", n.removed - n.leftovers,
+			n.removed - n.leftovers == 1 ? "" : "s", n.first);
+	if (n.leftovers)
+		fs_logf(fs, "after a crash: removed %" PRIu64 " chunk file%s left by a relocation "
+			"cut short (each chunk whole in the section its record names)", n.leftovers,
+			n.leftovers == 1 ? "" : "s");
 	if (n.failed)
 		fs_logf(fs, "after a crash: %" PRIu64 " chunk file%s without record could not be "
 			"removed (logged above; fsck.lsmfs reports them)", n.failed,

@@ -486,9 +486,7 @@ static int open_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 	return -EIO; /* every copy on a disk not usable */
 }
 
-/* Are a chunk's live copies on as many disks (SCHEMA.md "Copies": never
- * two on one)?  Only stable inside the gates of their sections. */
-static bool copies_apart(struct fs *fs, const struct chunk_place *pl)
+bool chunk_copies_apart(struct fs *fs, const struct chunk_place *pl)
 {
 	if (pl->copies < 2 || pl->stale)
 		return true;
@@ -593,7 +591,7 @@ again:;
 			return exists; /* no usable disk has room: -ENOSPC */
 	}
 	chunk_enter(fs, &place, in->ino, chunk, write);
-	if (!exists && access == CHUNK_CREATE && !copies_apart(fs, &place)) {
+	if (!exists && access == CHUNK_CREATE && !chunk_copies_apart(fs, &place)) {
 		/* Placed from the map outside the gates: a move switched one
 		 * of the pair onto the other's disk meanwhile (with nothing of
 		 * this chunk there yet to refuse it, move_copy.c).  Inside both

@@ -231,12 +231,12 @@ int copies_heal(struct fs *fs, uint64_t ino, const struct chunk_fd *c, unsigned 
 	return 0;
 }
 
-int copies_copy_body(int in, int out, uint64_t size, char *buf, size_t piece, bool short_ok,
-		     bool *src_failed)
+/* [off, end) of in into out at the same offsets. */
+static int copy_piece(int in, int out, uint64_t off, uint64_t end, char *buf, size_t piece,
+		      bool short_ok, bool *src_failed, bool *at_end)
 {
-	*src_failed = false;
-	for (uint64_t off = 0; off < size; off += piece) {
-		size_t want = size - off < piece ? (size_t)(size - off) : piece, got = 0;
+	for (; off < end; off += piece) {
+		size_t want = end - off < piece ? (size_t)(end - off) : piece, got = 0;
 		int rc = lsmfs_pread_full(in, buf, want, (off_t)off, &got);
 		if (!rc && got < want && !short_ok)
 			rc = -EIO; /* the source came short under us */
@@ -246,9 +246,43 @@ int copies_copy_body(int in, int out, uint64_t size, char *buf, size_t piece, bo
 		}
 		if ((rc = lsmfs_pwrite_full(out, buf, got, (off_t)off)))
 			return rc;
-		if (got < want)
-			break; /* short_ok: what it has */
+		if (got < want) {
+			*at_end = true; /* short_ok: what it has */
+			return 0;
+		}
 	}
+	return 0;
+}
+
+int copies_copy_body(int in, int out, uint64_t size, char *buf, size_t piece, bool short_ok,
+		     bool sparse, bool *src_failed)
+{
+	*src_failed = false;
+	bool at_end = false;
+	for (uint64_t off = 0; off < size && !at_end;) {
+		uint64_t end = size;
+		if (sparse) {
+			/* Only the source's data: its holes stay holes in out
+			 * (a new file), which the length set below keeps. */
+			off_t d = lseek(in, (off_t)off, SEEK_DATA);
+			if (d < 0 && errno == ENXIO)
+				break; /* a hole to the end */
+			if (d >= 0) {
+				off = (uint64_t)d;
+				off_t h = lseek(in, d, SEEK_HOLE);
+				if (h > d && (uint64_t)h < end)
+					end = (uint64_t)h;
+			} /* else a filesystem that cannot say: all of it */
+			if (off >= size)
+				break;
+		}
+		int rc = copy_piece(in, out, off, end, buf, piece, short_ok, src_failed, &at_end);
+		if (rc)
+			return rc;
+		off = end;
+	}
+	if (sparse && !at_end && ftruncate(out, (off_t)size) != 0)
+		return -errno;
 	return 0;
 }
 
@@ -276,11 +310,16 @@ int copies_resync(struct fs *fs, uint64_t ino, uint64_t chunk, struct chunk_plac
 		int e = out < 0 ? -errno : 0;
 		bool src_failed = false;
 		if (!e && (e = copies_copy_body(fds[from], out, (uint64_t)st.st_size, buf, 1u << 20,
-						true, &src_failed)) && src_failed) {
+						true, false, &src_failed)) && src_failed) {
 			rc = e; /* the source failing: the chunk's sync fails */
 			e = 0;
 		}
 		if (!e && !rc && ftruncate(out, st.st_size) != 0)
+			e = -errno;
+		/* Synced here: the caller's fsync goes to the copy it opened,
+		 * which a move may have replaced since (this one is by name,
+		 * inside the gate). */
+		if (!e && !rc && fdatasync(out) != 0)
 			e = -errno;
 		if (!e && !rc)
 			fs_logf(fs, "inode %" PRIu64 ": chunk %" PRIu64 ": copy %u brought in step with "

@@ -21,7 +21,9 @@
  * record not in write; the gates of the old and new sections are entered
  * here as a change (a move of either copies the chunk again after it).
  * The bytes are copied as they are, not checked: their sums go with the
- * record, so damage stays found where it was.
+ * record, so damage stays found where it was.  Holes stay holes; space
+ * fallocate reserved past the data is not carried (only space is at
+ * stake: a later write there may find the disk full).
  */
 #include "data.h"
 
@@ -66,7 +68,7 @@ static int copy_file(struct fs *fs, uint32_t from, const char *frel, uint32_t to
 		rc = out < 0 ? -errno : 0;
 	}
 	if (!rc)
-		rc = copies_copy_body(in, out, (uint64_t)st.st_size, buf, RELOCATE_PIECE, false,
+		rc = copies_copy_body(in, out, (uint64_t)st.st_size, buf, RELOCATE_PIECE, false, true,
 				      src_failed);
 	if (!rc && fdatasync(out) != 0)
 		rc = -errno;
@@ -105,15 +107,20 @@ static int make_at(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t from, u
 		rc = copy_file(fs, from, frel, to, trel, buf, bytes, &src_failed);
 	if (!rc)
 		rc = sync_section_dir(fs, to);
-	if (rc)
+	if (rc) {
 		chunk_log_error(fs, src_failed ? from : to, src_failed ? DEVSTAT_READ : DEVSTAT_WRITE,
 				src_failed ? frel : trel, "relocating its chunk ", -rc);
+		(void)unlinkat(tdir, trel, 0); /* what was made of it, if anything */
+	}
 	return rc;
 }
 
-/* Remove the file of chunk in section s (it may not be there). */
+/* Remove the file of chunk in section s (it may not be there; one on a
+ * disk not usable stays, a leftover for the mount that has it again). */
 static void remove_at(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t s)
 {
+	if (!disk_usable(fs, section_disk_of(fs, s)))
+		return;
 	char rel[96];
 	section_chunk_name(ino, chunk, s, rel, sizeof(rel));
 	if (unlinkat(chunk_dirfd(fs, s), rel, 0) != 0 && errno != ENOENT)
@@ -129,6 +136,11 @@ int chunk_relocate(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 	struct chunk_place np = {.section = target, .copies = pl->copies, .stale = pl->stale};
 	chunk_enter(fs, pl, in->ino, chunk, true);
 	chunk_enter(fs, &np, in->ino, chunk, true);
+	/* Chosen from the map outside the gates: a move may have put the
+	 * target pair on one disk since (nothing of this chunk there to
+	 * refuse it).  Inside both gates it stays where it is. */
+	if (!chunk_copies_apart(fs, &np))
+		return -ENOSPC;
 	char *buf = malloc(RELOCATE_PIECE);
 	if (!buf)
 		return -ENOMEM;

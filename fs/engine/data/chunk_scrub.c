@@ -263,7 +263,7 @@ static int rebuild(struct fs *fs, struct scrub_copy *f, struct scrub_copy *t, ch
 	int rc = fd < 0 ? -errno : 0;
 	bool src_failed;
 	if (!rc)
-		rc = copies_copy_body(f->fd, fd, f->size, buf, SCRUB_PIECE, false, &src_failed);
+		rc = copies_copy_body(f->fd, fd, f->size, buf, SCRUB_PIECE, false, true, &src_failed);
 	if (!rc && fdatasync(fd) != 0)
 		rc = -errno;
 	if (fd >= 0) {
@@ -551,7 +551,8 @@ static int relocate(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum pla
 		rc = chunk_relocate(fs, in, chunk, &pl, target, &sc->bytes);
 		*outcome = rc ? CONVERT_LEFT : CONVERT_DONE;
 		if (rc != -EROFS && rc != -ENOMEM)
-			rc = 0; /* a chunk file that failed (logged): left where it is */
+			rc = 0; /* a chunk file that failed (logged), or the target
+				 * pair no longer on two disks: left where it is */
 	} else if (rc == 1) {
 		rc = 0;
 	}

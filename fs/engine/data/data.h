@@ -146,6 +146,10 @@ struct inode_data *chunk_data_of(struct fs_inode *in);
  * section_release with a mark taken before. */
 int chunk_open(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum chunk_access access,
 	       struct chunk_fd **out, bool *created);
+/* Are a chunk's live copies (at place) on as many disks (SCHEMA.md
+ * "Copies": never two on one)?  Only stable inside the gates of their
+ * sections. */
+bool chunk_copies_apart(struct fs *fs, const struct chunk_place *place);
 /* Enter the gates of every copy's section (place), the lowest first. */
 void chunk_enter(struct fs *fs, const struct chunk_place *place, uint64_t ino, uint64_t chunk,
 		 bool write);
@@ -290,8 +294,11 @@ int copies_heal(struct fs *fs, uint64_t ino, const struct chunk_fd *c, unsigned 
 /* The first size bytes of file in into out, piece bytes at a time through
  * buf: 0, or the first error, *src_failed saying whether reading in
  * failed (in coming short of size is such a failure, -EIO, unless
- * short_ok: then what it has is copied). */
+ * short_ok: then what it has is copied).  sparse: out is new and empty,
+ * and only in's data is copied (SEEK_DATA), its holes left holes, out's
+ * length set to size. */
 int copies_copy_body(int in, int out, uint64_t size, char *buf, size_t piece, bool short_ok,
+		     bool sparse,
 		     bool *src_failed);
 
 /* sums.c: the checksums of chunk blocks (SCHEMA.md "Chunk checksums"),

@@ -109,21 +109,26 @@ static uint64_t space_for_data(const struct space *sp, uint64_t chunk_size)
  * disks): for two, as btrfs's raid1 reports it, half the room, and no
  * more than the room outside the group with the most, whose chunks need
  * their other copy elsewhere, unless that group has two disks that can
- * hold both (disks that are directories of one filesystem). */
+ * hold both (disks that are directories of one filesystem).  With room
+ * for a chunk in one disk alone, placement gives new chunks one copy (the
+ * other stale: space_place): that room, as for one copy. */
 static uint64_t space_for_copies(const struct space *sp, uint64_t chunk_size, unsigned copies)
 {
 	uint64_t all = space_for_data(sp, chunk_size);
 	if (copies < 2)
 		return all;
 	uint64_t most = 0;
-	uint32_t most_disks = 0;
+	uint32_t most_disks = 0, with_room = 0;
 	for (uint32_t i = 0; i < sp->n; i++) {
 		uint64_t a = sp->g[i].sections ? sp->g[i].bavail / chunk_size * chunk_size : 0;
+		with_room += a > 0;
 		if (a > most) {
 			most = a;
 			most_disks = sp->g[i].disks;
 		}
 	}
+	if (with_room < 2 && most_disks < 2)
+		return all; /* one copy is what new chunks get */
 	uint64_t half = all / 2 / chunk_size * chunk_size;
 	return most_disks >= 2 || all - most >= half ? half : all - most;
 }
@@ -449,8 +454,9 @@ int space_relocation(struct fs *fs, struct fs_inode *in, uint64_t chunk, enum pl
 	for (unsigned i = 0; i < pl->copies; i++) {
 		uint32_t from = section_of_copy(pl->section, i, n), to = section_of_copy(want, i, n);
 		uint32_t d = section_disk_of(fs, to);
-		if (!disk_usable(fs, d))
-			return -ENOSPC;
+		if (!disk_usable(fs, d) ||
+		    (!(pl->stale >> i & 1) && !disk_usable(fs, section_disk_of(fs, from))))
+			return -ENOSPC; /* a disk missing: later */
 		if (d != section_disk_of(fs, from) && takes_chunk(fs, to) == UINT32_MAX)
 			return -ENOSPC;
 	}
