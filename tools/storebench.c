@@ -444,6 +444,12 @@ static void hist_print(const struct histogram *h, const char *what)
 
 /* ---- benchmarks ---- */
 
+/* Each benchmark's loop stays a function of its own, so that a profile
+ * can collect that benchmark alone (valgrind --tool=callgrind
+ * --toggle-collect=do_read_scan) as with db_bench's Benchmark::ReadSequential;
+ * one call per benchmark costs nothing. */
+#define NOINLINE __attribute__((noinline))
+
 enum bench_kind {
 	B_FILLSEQ, B_FILLRANDOM, B_OVERWRITE, B_READRANDOM, B_READSEQ,
 	B_SEEKRANDOM, B_DELETERANDOM, B_READREVERSE, B_FILLSYNC, B_STATS,
@@ -539,7 +545,7 @@ static void finished_op(struct thread_state *t)
 	}
 }
 
-static void do_write(struct thread_state *t, bool sequential)
+static NOINLINE void do_write(struct thread_state *t, bool sequential)
 {
 	struct bench *b = t->b;
 	size_t ksz = (size_t)b->f->key_size, vsz = (size_t)b->f->value_size;
@@ -559,7 +565,7 @@ static void do_write(struct thread_state *t, bool sequential)
 	}
 }
 
-static void do_delete(struct thread_state *t)
+static NOINLINE void do_delete(struct thread_state *t)
 {
 	struct bench *b = t->b;
 	size_t ksz = (size_t)b->f->key_size;
@@ -626,7 +632,7 @@ static uint64_t read_key_number(struct thread_state *t, uint64_t range)
 	return r < range ? r : range - 1;
 }
 
-static void do_read_random(struct thread_state *t)
+static NOINLINE void do_read_random(struct thread_state *t)
 {
 	struct bench *b = t->b;
 	size_t ksz = (size_t)b->f->key_size;
@@ -653,7 +659,7 @@ static void do_read_random(struct thread_state *t)
 	}
 }
 
-static void do_seek_random(struct thread_state *t)
+static NOINLINE void do_seek_random(struct thread_state *t)
 {
 	struct bench *b = t->b;
 	size_t ksz = (size_t)b->f->key_size;
@@ -683,7 +689,7 @@ static void do_seek_random(struct thread_state *t)
 	store_iter_free(it);
 }
 
-static void do_read_scan(struct thread_state *t, bool reverse)
+static NOINLINE void do_read_scan(struct thread_state *t, bool reverse)
 {
 	struct bench *b = t->b;
 	struct store_iter_options io = { 0 };
