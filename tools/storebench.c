@@ -147,7 +147,7 @@ static void usage(FILE *f)
 		"usage: " PROG " [--flag=value ...]\n"
 		"A db_bench work-alike for the lsmfs store.\n"
 		"Benchmarks: fillseq fillrandom overwrite readrandom readseq seekrandom\n"
-		"            deleterandom readreverse fillsync stats waitforcompaction\n"
+		"            deleterandom readreverse fillsync stats waitforcompaction compact\n"
 		"Each of --threads threads performs the full --num (writes) or --reads\n"
 		"(reads) operations, as db_bench does.\n\nFlags:\n");
 	for (size_t i = 0; i < sizeof(flag_defs) / sizeof(flag_defs[0]); i++)
@@ -453,7 +453,7 @@ static void hist_print(const struct histogram *h, const char *what)
 enum bench_kind {
 	B_FILLSEQ, B_FILLRANDOM, B_OVERWRITE, B_READRANDOM, B_READSEQ,
 	B_SEEKRANDOM, B_DELETERANDOM, B_READREVERSE, B_FILLSYNC, B_STATS,
-	B_WAITFORCOMPACTION,
+	B_WAITFORCOMPACTION, B_COMPACT,
 };
 
 static const struct {
@@ -473,6 +473,7 @@ static const struct {
 	{ "fillsync", B_FILLSYNC, true, true },
 	{ "stats", B_STATS, false, false },
 	{ "waitforcompaction", B_WAITFORCOMPACTION, false, false },
+	{ "compact", B_COMPACT, false, false },
 };
 #define NBENCH (sizeof(bench_table) / sizeof(bench_table[0]))
 
@@ -751,6 +752,7 @@ static void *thread_main(void *arg)
 		break;
 	case B_STATS:
 	case B_WAITFORCOMPACTION:
+	case B_COMPACT:
 		break;
 	}
 	t->finish = now_seconds();
@@ -941,11 +943,16 @@ static void run_benchmark(struct bench *b, int bi)
 		print_stats(b->st);
 		return;
 	}
-	if (b->kind == B_WAITFORCOMPACTION) {
+	/* compact: everything down to the bottom level, memtable included,
+	 * as db_bench's compact (CompactRange over all keys): reads then see
+	 * the shape a read-heavy LevelDB reaches by its seek compactions. */
+	if (b->kind == B_WAITFORCOMPACTION || b->kind == B_COMPACT) {
 		double t0 = now_seconds();
-		int rc = store_wait_compactions(b->st);
+		int rc = b->kind == B_COMPACT
+				 ? store_compact_range(b->st, NULL, 0, NULL, 0)
+				 : store_wait_compactions(b->st);
 		if (rc)
-			die_store(b, "wait for compactions", rc);
+			die_store(b, b->kind == B_COMPACT ? "compact" : "wait for compactions", rc);
 		printf("%-12s : %.3f seconds\n", name, now_seconds() - t0);
 		return;
 	}
