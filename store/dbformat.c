@@ -23,6 +23,17 @@ int ikey_compare(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 	return at > bt ? -1 : at < bt ? 1 : 0;
 }
 
+uint64_t ikey_prefix(const uint8_t *k, size_t len)
+{
+	size_t u = len >= IKEY_TAG_LEN ? len - IKEY_TAG_LEN : 0;
+	if (u >= 8)
+		return get_be64(k);
+	uint64_t p = 0;
+	for (size_t i = 0; i < u; i++)
+		p |= (uint64_t)k[i] << (56 - 8 * i);
+	return p;
+}
+
 struct error_iter {
 	struct iter base;
 	int err;
