@@ -61,16 +61,24 @@ static struct merge_iter *mi(struct iter *it)
 	return (struct merge_iter *)it;
 }
 
-/* Read c's position after it moved; record its error, if any. */
-static void refresh(struct merge_iter *m, struct child *c)
+/* Read c's position after it moved, its key's prefix too when
+ * with_prefix; record its error, if any. */
+static inline void refresh_key(struct merge_iter *m, struct child *c,
+			       bool with_prefix)
 {
 	c->valid = iter_valid(c->it);
 	if (c->valid) {
 		c->key = iter_key(c->it, &c->klen);
-		c->prefix = m->prefix ? m->prefix(c->key, c->klen) : 0;
+		if (with_prefix)
+			c->prefix = m->prefix ? m->prefix(c->key, c->klen) : 0;
 	} else if (!m->err) {
 		m->err = iter_status(c->it);
 	}
+}
+
+static void refresh(struct merge_iter *m, struct child *c)
+{
+	refresh_key(m, c, true);
 }
 
 static void refresh_all(struct merge_iter *m)
@@ -206,13 +214,17 @@ static void m_next(struct iter *it)
 		find_smallest(m);
 		return;
 	}
+	struct child *second = m->second;
 	iter_next(cur->it);
-	refresh(m, cur);
+	/* With no runner-up (the others are all exhausted) cur's key is
+	 * compared with nothing until a seek or a change of direction, and
+	 * each of those refreshes cur before comparing: its prefix is not
+	 * worth making (a scan of a compacted tree, one child, is this). */
+	refresh_key(m, cur, second != NULL);
 	if (m->err) {
 		m->current = m->second = NULL;
 		return;
 	}
-	struct child *second = m->second;
 	if (!second) {
 		/* cur is the only child left, if it is still valid. */
 		if (!cur->valid)
