@@ -8,7 +8,9 @@
 
 #include "iter.h"
 
-int ikey_compare(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+/* ikey_compare in full: user keys (ukey_compare), then tags. */
+static __attribute__((noinline)) int compare_whole(const uint8_t *a, size_t alen,
+						   const uint8_t *b, size_t blen)
 {
 	/* Internal keys are never shorter than a tag where this is used; treat
 	 * a short one as an empty user key with tag 0 rather than read past it. */
@@ -21,6 +23,18 @@ int ikey_compare(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 	uint64_t bt = blen >= IKEY_TAG_LEN ? get_le64(b + bu) : 0;
 	/* Newer (larger tag) first. */
 	return at > bt ? -1 : at < bt ? 1 : 0;
+}
+
+/* The common case first, apart from compare_whole, so that it needs no
+ * stack frame: user keys of 8 bytes or more that differ in their first 8. */
+int ikey_compare(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	if (alen >= IKEY_TAG_LEN + 8 && blen >= IKEY_TAG_LEN + 8) {
+		uint64_t x = get_be64(a), y = get_be64(b);
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
+	return compare_whole(a, alen, b, blen);
 }
 
 uint64_t ikey_prefix(const uint8_t *k, size_t len)
