@@ -35,10 +35,27 @@ struct store_iter {
 	void *cleanup_arg;
 };
 
-static void set_buf(struct buf *b, const void *p, size_t n)
+/* Make b a copy of [p, p + n); false when out of memory (b's error is
+ * then sticky).  Called for every entry a scan steps past, so a key that
+ * fits the buffer (every one after the first, mostly) is one memcpy. */
+static inline bool set_buf(struct buf *b, const void *p, size_t n)
 {
+	if (n <= b->cap && !b->oom) {
+		if (n)
+			memcpy(b->data, p, n);
+		b->len = n;
+		return true;
+	}
 	buf_clear(b);
 	buf_append(b, p, n);
+	return buf_ok(b) == 0;
+}
+
+/* Out of memory: the iterator stops with -ENOMEM. */
+static void fail_nomem(struct store_iter *it)
+{
+	it->status = -ENOMEM;
+	it->valid = false;
 }
 
 /* Parse the internal iterator's key; on corruption stop with -EUCLEAN. */
@@ -84,7 +101,12 @@ static void find_next_user_entry(struct store_iter *it, bool skipping)
 			return;
 		if (p.seq <= it->seq) {
 			if (p.type == KTYPE_DELETE) {
-				set_buf(&it->saved_key, p.ukey, p.ulen);
+				/* The key to skip past: without it the older
+				 * entries of a deleted key would show. */
+				if (!set_buf(&it->saved_key, p.ukey, p.ulen)) {
+					fail_nomem(it);
+					return;
+				}
 				skipping = true;
 			} else if (skipping &&
 				   ukey_compare(p.ukey, p.ulen, it->saved_key.data,
@@ -124,8 +146,9 @@ static void find_prev_user_entry(struct store_iter *it)
 			} else {
 				size_t vn;
 				const uint8_t *v = iter_value(it->in, &vn);
-				set_buf(&it->saved_key, p.ukey, p.ulen);
-				set_buf(&it->saved_value, v, vn);
+				/* Checked once the scan ends (buf_ok below). */
+				(void)set_buf(&it->saved_key, p.ukey, p.ulen);
+				(void)set_buf(&it->saved_value, v, vn);
 			}
 		}
 		iter_prev(it->in);
@@ -277,7 +300,10 @@ void store_iter_next(struct store_iter *it)
 	} else {
 		size_t n;
 		const uint8_t *k = iter_key(it->in, &n);
-		set_buf(&it->saved_key, k, n - IKEY_TAG_LEN);
+		if (!set_buf(&it->saved_key, k, n - IKEY_TAG_LEN)) {
+			fail_nomem(it);
+			return;
+		}
 		iter_next(it->in);
 		if (!iter_valid(it->in)) {
 			it->valid = false;
@@ -296,7 +322,10 @@ void store_iter_prev(struct store_iter *it)
 	if (it->dir == FORWARD) {
 		size_t n;
 		const uint8_t *k = iter_key(it->in, &n);
-		set_buf(&it->saved_key, k, n - IKEY_TAG_LEN);
+		if (!set_buf(&it->saved_key, k, n - IKEY_TAG_LEN)) {
+			fail_nomem(it);
+			return;
+		}
 		for (;;) {
 			iter_prev(it->in);
 			if (!iter_valid(it->in)) {
@@ -384,11 +413,11 @@ struct store_iter *db_iter_new(struct store *st, struct iter *internal,
 	buf_init(&it->scratch);
 	if (o && o->lower) {
 		it->has_lower = true;
-		set_buf(&it->lower, o->lower, o->lower_len);
+		(void)set_buf(&it->lower, o->lower, o->lower_len); /* checked below */
 	}
 	if (o && o->upper) {
 		it->has_upper = true;
-		set_buf(&it->upper, o->upper, o->upper_len);
+		(void)set_buf(&it->upper, o->upper, o->upper_len); /* checked below */
 	}
 	if (buf_ok(&it->lower) || buf_ok(&it->upper)) {
 		store_iter_free(it);
