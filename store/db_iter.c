@@ -26,6 +26,11 @@ struct store_iter {
 	enum direction dir;
 	bool valid;
 	int status;
+	/* FORWARD and valid: the user key shown, in the internal iterator's
+	 * memory (good until it moves), so that key() and next() need not
+	 * ask the merge for it again. */
+	const uint8_t *ukey;
+	size_t ulen;
 	struct buf saved_key;
 	struct buf saved_value;
 	struct buf lower, upper;
@@ -116,6 +121,8 @@ static void find_next_user_entry(struct store_iter *it, bool skipping)
 				if (above_upper(it, p.ukey, p.ulen))
 					break;
 				it->valid = true;
+				it->ukey = p.ukey;
+				it->ulen = p.ulen;
 				buf_clear(&it->saved_key);
 				return;
 			}
@@ -298,9 +305,7 @@ void store_iter_next(struct store_iter *it)
 			return;
 		}
 	} else {
-		size_t n;
-		const uint8_t *k = iter_key(it->in, &n);
-		if (!set_buf(&it->saved_key, k, n - IKEY_TAG_LEN)) {
+		if (!set_buf(&it->saved_key, it->ukey, it->ulen)) {
 			fail_nomem(it);
 			return;
 		}
@@ -320,9 +325,7 @@ void store_iter_prev(struct store_iter *it)
 	if (!it->valid)
 		return;
 	if (it->dir == FORWARD) {
-		size_t n;
-		const uint8_t *k = iter_key(it->in, &n);
-		if (!set_buf(&it->saved_key, k, n - IKEY_TAG_LEN)) {
+		if (!set_buf(&it->saved_key, it->ukey, it->ulen)) {
 			fail_nomem(it);
 			return;
 		}
@@ -353,10 +356,8 @@ const void *store_iter_key(const struct store_iter *it, size_t *len)
 		*len = it->saved_key.len;
 		return it->saved_key.data;
 	}
-	size_t n;
-	const uint8_t *k = iter_key(it->in, &n);
-	*len = n - IKEY_TAG_LEN;
-	return k;
+	*len = it->ulen;
+	return it->ukey;
 }
 
 const void *store_iter_value(const struct store_iter *it, size_t *len)
