@@ -15,6 +15,9 @@
  *    --use_existing_db=1 they are skipped.  Without --use_existing_db the
  *    database is destroyed once at start, too.
  *  - fillsync does --num/1000 synced writes over keys [0, num/1000).
+ *  - compact compacts every key down to the bottom level, the memtable
+ *    first (store_compact_range over all keys, db_bench's CompactRange
+ *    over all); waitforcompaction only waits for the background work.
  *  - Random keys are rand() % num per operation (fillrandom and overwrite
  *    may repeat keys).  As in db_bench, every thread of every benchmark gets
  *    its own seed, --seed plus the number of threads started before it, so
