@@ -76,13 +76,14 @@ static inline int ikey_parse(const uint8_t *k, size_t len, struct parsed_ikey *p
 int ikey_compare(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 
 /*
- * The key_prefix_fn of ikey_compare: the user key's first 8 bytes, big
- * endian, zero-padded when it is shorter.  It agrees with the order: at
- * the first byte where two padded prefixes differ, either both user keys
- * have that byte, or the one that ended there is a prefix of the other
- * and so sorts first.
+ * The key_prefix_fn of ikey_compare (iter.h): the user key's first 16
+ * bytes, zero-padded when it is shorter, as two big-endian words.  It
+ * agrees with the order: at the first byte where two padded prefixes
+ * differ, either both user keys have that byte, or the one that ended
+ * there is a prefix of the other and so sorts first.
  */
-uint64_t ikey_prefix(const uint8_t *k, size_t len);
+struct key_prefix;
+struct key_prefix ikey_prefix(const uint8_t *k, size_t len);
 
 /* Append user key + tag to b. */
 static inline void ikey_append(struct buf *b, const void *ukey, size_t ulen,

@@ -19,7 +19,7 @@
  * leveled tree long runs of keys come from one child (after a compaction,
  * most from the last level), so most steps are that one comparison.
  * With the key order's prefix (iter.h key_prefix_fn) beside each cached
- * key, most comparisons are one of two integers: with random keys spread
+ * key, most comparisons are of two integers: with random keys spread
  * over 8 children, about 6 per step, each had been a call to the
  * comparator and to memcmp.
  *
@@ -40,7 +40,7 @@ struct child {
 	struct iter *it;
 	const uint8_t *key; /* when valid */
 	size_t klen;
-	uint64_t prefix;    /* when valid: the merge's prefix of key, or 0 */
+	struct key_prefix prefix; /* when valid: the merge's prefix of key, or 0s */
 	bool valid;
 };
 
@@ -69,8 +69,8 @@ static inline void refresh_key(struct merge_iter *m, struct child *c,
 	c->valid = iter_valid(c->it);
 	if (c->valid) {
 		c->key = iter_key(c->it, &c->klen);
-		if (with_prefix)
-			c->prefix = m->prefix ? m->prefix(c->key, c->klen) : 0;
+		if (with_prefix && m->prefix)
+			c->prefix = m->prefix(c->key, c->klen);
 	} else if (!m->err) {
 		m->err = iter_status(c->it);
 	}
@@ -92,8 +92,10 @@ static void refresh_all(struct merge_iter *m)
 static inline int order(const struct merge_iter *m, const struct child *a,
 			const struct child *b)
 {
-	if (a->prefix != b->prefix)
-		return a->prefix < b->prefix ? -1 : 1;
+	if (a->prefix.w[0] != b->prefix.w[0])
+		return a->prefix.w[0] < b->prefix.w[0] ? -1 : 1;
+	if (a->prefix.w[1] != b->prefix.w[1])
+		return a->prefix.w[1] < b->prefix.w[1] ? -1 : 1;
 	return m->cmp(a->key, a->klen, b->key, b->klen);
 }
 

@@ -170,19 +170,20 @@ static int memcmp_keys(const uint8_t *a, size_t alen, const uint8_t *b,
 	return ukey_compare(a, alen, b, blen);
 }
 
-/* Prefixes that agree with memcmp_keys: the first two bytes (most keys
- * below share them, so the merge falls back on the comparator often) and
- * the first eight, zero-padded (as ikey_prefix does for user keys). */
-static uint64_t two_byte_prefix(const uint8_t *k, size_t len)
+/* Prefixes that agree with memcmp_keys: the first byte, then the second
+ * (most keys below share them, so the merge falls back on the comparator
+ * often) and the first sixteen, zero-padded (as ikey_prefix does for user
+ * keys). */
+static struct key_prefix two_byte_prefix(const uint8_t *k, size_t len)
 {
-	return ((uint64_t)(len > 0 ? k[0] : 0) << 8) | (len > 1 ? k[1] : 0);
+	return (struct key_prefix){ { len > 0 ? k[0] : 0, len > 1 ? k[1] : 0 } };
 }
 
-static uint64_t padded_prefix(const uint8_t *k, size_t len)
+static struct key_prefix padded_prefix(const uint8_t *k, size_t len)
 {
-	uint64_t p = 0;
-	for (size_t i = 0; i < 8; i++)
-		p = p << 8 | (i < len ? k[i] : 0);
+	struct key_prefix p = { { 0, 0 } };
+	for (size_t i = 0; i < 16; i++)
+		p.w[i / 8] = p.w[i / 8] << 8 | (i < len ? k[i] : 0);
 	return p;
 }
 
@@ -439,19 +440,19 @@ static int ikey_compare_reference(const uint8_t *a, size_t alen, const uint8_t *
 	return at > bt ? -1 : at < bt ? 1 : 0;
 }
 
-/* ikey_compare (and its shortcut for keys that differ in their first 8
- * bytes) against the reference, and ikey_prefix agreeing with it: random
- * internal keys of 0 to 12 user-key bytes from a small alphabet (so that
- * prefixes tie and keys are prefixes of others), every pair. */
+/* ikey_compare (and its shortcuts for keys that differ in their first 8
+ * or next 8 bytes) against the reference, and ikey_prefix agreeing with
+ * it: random internal keys of 0 to 20 user-key bytes from a small alphabet
+ * (so that prefixes tie and keys are prefixes of others), every pair. */
 START_TEST(test_ikey_prefix)
 {
 	uint64_t seed = test_seed();
 	uint64_t s = seed;
 	enum { N = 300 };
-	uint8_t keys[N][20];
+	uint8_t keys[N][28];
 	size_t lens[N];
 	for (int i = 0; i < N; i++) {
-		size_t u = (size_t)(rng(&s) % 13);
+		size_t u = (size_t)(rng(&s) % 21);
 		for (size_t j = 0; j < u; j++)
 			keys[i][j] = (uint8_t)"\0a\xff"[rng(&s) % 3];
 		put_le64(keys[i] + u, ikey_pack_tag(rng(&s) % 4, (int)(rng(&s) % 2)));
@@ -459,14 +460,16 @@ START_TEST(test_ikey_prefix)
 	}
 	for (int i = 0; i < N; i++)
 		for (int j = 0; j < N; j++) {
-			uint64_t pi = ikey_prefix(keys[i], lens[i]);
-			uint64_t pj = ikey_prefix(keys[j], lens[j]);
+			struct key_prefix pi = ikey_prefix(keys[i], lens[i]);
+			struct key_prefix pj = ikey_prefix(keys[j], lens[j]);
+			int po = pi.w[0] != pj.w[0] ? (pi.w[0] < pj.w[0] ? -1 : 1)
+				 : pi.w[1] != pj.w[1] ? (pi.w[1] < pj.w[1] ? -1 : 1) : 0;
 			int c = ikey_compare(keys[i], lens[i], keys[j], lens[j]);
 			int want = ikey_compare_reference(keys[i], lens[i], keys[j], lens[j]);
 			ck_assert_msg((c > 0) - (c < 0) == want,
 				      "seed %" PRIu64 ": keys %d and %d: ikey_compare %d, "
 				      "expected %d", seed, i, j, c, want);
-			ck_assert_msg(pi == pj || (pi < pj) == (c < 0),
+			ck_assert_msg(po == 0 || (po < 0) == (c < 0),
 				      "seed %" PRIu64 ": keys %d and %d: prefix order "
 				      "disagrees", seed, i, j);
 		}
