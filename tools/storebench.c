@@ -40,7 +40,10 @@
  * Additions: after each write benchmark a write-amplification line and a
  * per-level table, from store_get_stats() deltas over that benchmark
  * (compaction still running in the background when it ends is not in it);
- * the "stats" benchmark prints every counter, cumulative since open.
+ * after readrandom the filters' report and the bytes the process read from
+ * the device over it (getrusage's ru_inblock, every thread: the reads the
+ * page cache did not answer); the "stats" benchmark prints every counter,
+ * cumulative since open.
  *
  * Exit codes: 0 ok, 1 a store call failed ("storebench: <op>: <strerror>"),
  * 2 usage.
@@ -58,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -906,7 +910,7 @@ static void print_stats(struct store *st)
 /* After readrandom: the filters' memory and what they saved, as deltas
  * over the benchmark. */
 static void print_filter_report(const struct bench *b, const struct store_stats *x,
-				const struct store_stats *y, uint64_t lookups)
+				const struct store_stats *y, uint64_t lookups, long inblock)
 {
 	char policy[64];
 	store_filter_format(&b->opt.filter, policy, sizeof(policy));
@@ -924,6 +928,17 @@ static void print_filter_report(const struct bench *b, const struct store_stats 
 	       "reads per lookup\n",
 	       checked, useful, fp, useful + fp ? 100.0 * (double)fp / (double)(useful + fp) : 0.0,
 	       lookups ? (double)reads / (double)lookups : 0.0);
+	/* ru_inblock counts 512-byte units read from the device. */
+	printf("device       : %.1f MiB read, %.3f KiB per lookup (page cache misses)\n",
+	       (double)inblock * 512 / MIB,
+	       lookups ? (double)inblock / 2 / (double)lookups : 0.0);
+}
+
+/* Blocks of 512 bytes this process has read from the device so far. */
+static long device_reads(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_inblock;
 }
 
 static void run_benchmark(struct bench *b, int bi)
@@ -973,6 +988,7 @@ static void run_benchmark(struct bench *b, int bi)
 
 	struct store_stats before, after;
 	store_get_stats(b->st, &before);
+	long inblock = device_reads();
 
 	struct thread_state *ts = calloc((size_t)n, sizeof(*ts));
 	if (!ts)
@@ -1033,7 +1049,7 @@ static void run_benchmark(struct bench *b, int bi)
 		hist_print(&hist, bench_table[bi].writes ? "write" : "read");
 	if (b->kind == B_READRANDOM) {
 		store_get_stats(b->st, &after);
-		print_filter_report(b, &before, &after, ops);
+		print_filter_report(b, &before, &after, ops, device_reads() - inblock);
 	}
 	if (bench_table[bi].writes) {
 		store_get_stats(b->st, &after);
