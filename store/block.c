@@ -198,7 +198,6 @@ void block_iter_reset(struct block_iter *it, const struct block *b)
 	it->num_restarts = b ? b->num_restarts : 0;
 	it->current = it->restarts;
 	it->next = it->restarts;
-	it->restart_index = it->num_restarts;
 	it->status = 0;
 	it->key = it->val = NULL;
 	it->klen = it->vlen = 0;
@@ -222,7 +221,6 @@ static void mark_invalid(struct block_iter *it)
 {
 	it->current = it->restarts;
 	it->next = it->restarts;
-	it->restart_index = it->num_restarts;
 	it->key = it->val = NULL;
 	it->klen = it->vlen = 0;
 }
@@ -284,6 +282,47 @@ static int key_reserve(struct block_iter *it, size_t need, size_t keep)
 	return 0;
 }
 
+static inline uint8_t *key_buf(struct block_iter *it)
+{
+	return it->heap_key ? it->heap_key : it->inline_key;
+}
+
+static inline size_t key_buf_cap(const struct block_iter *it)
+{
+	return it->heap_key ? it->heap_cap : BLOCK_ITER_INLINE_KEY;
+}
+
+/* Build in the key buffer the key of an entry that shares `shared` bytes
+ * with the key before it and goes on with delta[0, non_shared); delta
+ * lies before limit.  false (status -ENOMEM) when the buffer cannot grow. */
+static inline bool build_key(struct block_iter *it, uint32_t shared,
+			     const uint8_t *delta, uint32_t non_shared,
+			     const uint8_t *limit)
+{
+	size_t klen = (size_t)shared + non_shared;
+	bool in_buf = it->key == key_buf(it);
+	/* The previous key is in the buffer (keep its prefix) or in the
+	 * block (copy its prefix in). */
+	if (key_reserve(it, klen, in_buf ? shared : 0)) {
+		it->status = -ENOMEM;
+		mark_invalid(it);
+		return false;
+	}
+	uint8_t *kb = key_buf(it);
+	if (!in_buf)
+		memcpy(kb, it->key, shared);
+	/* A delta is mostly short: when the block and the buffer have room,
+	 * copy a fixed 32 bytes (a move or two, no call); the bytes past
+	 * the delta are never read as key. */
+	if (non_shared <= 32 && limit - delta >= 32 && shared + 32 <= key_buf_cap(it))
+		memcpy(kb + shared, delta, 32);
+	else
+		memcpy(kb + shared, delta, non_shared);
+	it->key = kb;
+	it->klen = klen;
+	return true;
+}
+
 /* Decode the entry at it->next into key/val.  false at the end of the
  * entries or on corruption (status set). */
 static bool parse_next(struct block_iter *it)
@@ -304,36 +343,12 @@ static bool parse_next(struct block_iter *it)
 	if (shared == 0) {
 		it->key = p; /* stored whole: no copy */
 		it->klen = non_shared;
-	} else {
-		size_t klen = (size_t)shared + non_shared;
-		uint8_t *kb;
-		if (it->key != (it->heap_key ? it->heap_key : it->inline_key)) {
-			/* The previous key is in the block: copy its prefix. */
-			if (key_reserve(it, klen, 0)) {
-				it->status = -ENOMEM;
-				mark_invalid(it);
-				return false;
-			}
-			kb = it->heap_key ? it->heap_key : it->inline_key;
-			memcpy(kb, it->key, shared);
-		} else {
-			if (key_reserve(it, klen, shared)) {
-				it->status = -ENOMEM;
-				mark_invalid(it);
-				return false;
-			}
-			kb = it->heap_key ? it->heap_key : it->inline_key;
-		}
-		memcpy(kb + shared, p, non_shared);
-		it->key = kb;
-		it->klen = klen;
+	} else if (!build_key(it, shared, p, non_shared, limit)) {
+		return false;
 	}
 	it->val = p + non_shared;
 	it->vlen = value_len;
 	it->next = (uint32_t)(it->val + value_len - it->data);
-	while (it->restart_index + 1 < it->num_restarts &&
-	       restart_point(it, it->restart_index + 1) <= it->current)
-		it->restart_index++;
 	return true;
 }
 
@@ -341,7 +356,6 @@ static void seek_to_restart(struct block_iter *it, uint32_t index)
 {
 	it->klen = 0;
 	it->key = NULL;
-	it->restart_index = index;
 	it->next = restart_point(it, index);
 }
 
@@ -403,14 +417,22 @@ void block_iter_prev(struct block_iter *it)
 	if (it->status || it->current >= it->restarts)
 		return;
 	uint32_t original = it->current;
-	while (restart_point(it, it->restart_index) >= original) {
-		if (it->restart_index == 0) {
-			mark_invalid(it); /* before the first entry */
-			return;
-		}
-		it->restart_index--;
+	/* The last restart point before the current entry (restart points
+	 * rise: block_init): a binary search here rather than one kept up to
+	 * date by every forward step, which are far more common. */
+	if (restart_point(it, 0) >= original) {
+		mark_invalid(it); /* before the first entry */
+		return;
 	}
-	seek_to_restart(it, it->restart_index);
+	uint32_t left = 0, right = it->num_restarts - 1;
+	while (left < right) {
+		uint32_t mid = left + (right - left + 1) / 2;
+		if (restart_point(it, mid) < original)
+			left = mid;
+		else
+			right = mid - 1;
+	}
+	seek_to_restart(it, left);
 	do {
 		if (!parse_next(it))
 			return;

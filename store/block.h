@@ -126,7 +126,6 @@ struct block_iter {
 	uint32_t num_restarts;
 	uint32_t current;       /* offset of the entry; restarts if invalid */
 	uint32_t next;          /* offset just past the entry */
-	uint32_t restart_index; /* restart block holding current */
 	int status;
 	const uint8_t *key;
 	size_t klen;

@@ -331,7 +331,7 @@ static struct iter *compaction_input(struct store *st, struct compaction *c)
 			free(its);
 			return NULL;
 		}
-	struct iter *m = merge_iter_new(ikey_compare, its, k);
+	struct iter *m = merge_iter_new(ikey_compare, ikey_prefix, its, k);
 	free(its);
 	return m;
 }

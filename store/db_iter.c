@@ -26,6 +26,11 @@ struct store_iter {
 	enum direction dir;
 	bool valid;
 	int status;
+	/* FORWARD and valid: the user key shown, in the internal iterator's
+	 * memory (good until it moves), so that key() and next() need not
+	 * ask the merge for it again. */
+	const uint8_t *ukey;
+	size_t ulen;
 	struct buf saved_key;
 	struct buf saved_value;
 	struct buf lower, upper;
@@ -35,10 +40,27 @@ struct store_iter {
 	void *cleanup_arg;
 };
 
-static void set_buf(struct buf *b, const void *p, size_t n)
+/* Make b a copy of [p, p + n); false when out of memory (b's error is
+ * then sticky).  Called for every entry a scan steps past, so a key that
+ * fits the buffer (every one after the first, mostly) is one memcpy. */
+static inline bool set_buf(struct buf *b, const void *p, size_t n)
 {
+	if (n <= b->cap && !b->oom) {
+		if (n)
+			memcpy(b->data, p, n);
+		b->len = n;
+		return true;
+	}
 	buf_clear(b);
 	buf_append(b, p, n);
+	return buf_ok(b) == 0;
+}
+
+/* Out of memory: the iterator stops with -ENOMEM. */
+static void fail_nomem(struct store_iter *it)
+{
+	it->status = -ENOMEM;
+	it->valid = false;
 }
 
 /* Parse the internal iterator's key; on corruption stop with -EUCLEAN. */
@@ -84,7 +106,12 @@ static void find_next_user_entry(struct store_iter *it, bool skipping)
 			return;
 		if (p.seq <= it->seq) {
 			if (p.type == KTYPE_DELETE) {
-				set_buf(&it->saved_key, p.ukey, p.ulen);
+				/* The key to skip past: without it the older
+				 * entries of a deleted key would show. */
+				if (!set_buf(&it->saved_key, p.ukey, p.ulen)) {
+					fail_nomem(it);
+					return;
+				}
 				skipping = true;
 			} else if (skipping &&
 				   ukey_compare(p.ukey, p.ulen, it->saved_key.data,
@@ -94,6 +121,8 @@ static void find_next_user_entry(struct store_iter *it, bool skipping)
 				if (above_upper(it, p.ukey, p.ulen))
 					break;
 				it->valid = true;
+				it->ukey = p.ukey;
+				it->ulen = p.ulen;
 				buf_clear(&it->saved_key);
 				return;
 			}
@@ -124,8 +153,9 @@ static void find_prev_user_entry(struct store_iter *it)
 			} else {
 				size_t vn;
 				const uint8_t *v = iter_value(it->in, &vn);
-				set_buf(&it->saved_key, p.ukey, p.ulen);
-				set_buf(&it->saved_value, v, vn);
+				/* Checked once the scan ends (buf_ok below). */
+				(void)set_buf(&it->saved_key, p.ukey, p.ulen);
+				(void)set_buf(&it->saved_value, v, vn);
 			}
 		}
 		iter_prev(it->in);
@@ -275,9 +305,10 @@ void store_iter_next(struct store_iter *it)
 			return;
 		}
 	} else {
-		size_t n;
-		const uint8_t *k = iter_key(it->in, &n);
-		set_buf(&it->saved_key, k, n - IKEY_TAG_LEN);
+		if (!set_buf(&it->saved_key, it->ukey, it->ulen)) {
+			fail_nomem(it);
+			return;
+		}
 		iter_next(it->in);
 		if (!iter_valid(it->in)) {
 			it->valid = false;
@@ -294,9 +325,10 @@ void store_iter_prev(struct store_iter *it)
 	if (!it->valid)
 		return;
 	if (it->dir == FORWARD) {
-		size_t n;
-		const uint8_t *k = iter_key(it->in, &n);
-		set_buf(&it->saved_key, k, n - IKEY_TAG_LEN);
+		if (!set_buf(&it->saved_key, it->ukey, it->ulen)) {
+			fail_nomem(it);
+			return;
+		}
 		for (;;) {
 			iter_prev(it->in);
 			if (!iter_valid(it->in)) {
@@ -324,10 +356,8 @@ const void *store_iter_key(const struct store_iter *it, size_t *len)
 		*len = it->saved_key.len;
 		return it->saved_key.data;
 	}
-	size_t n;
-	const uint8_t *k = iter_key(it->in, &n);
-	*len = n - IKEY_TAG_LEN;
-	return k;
+	*len = it->ulen;
+	return it->ukey;
 }
 
 const void *store_iter_value(const struct store_iter *it, size_t *len)
@@ -384,11 +414,11 @@ struct store_iter *db_iter_new(struct store *st, struct iter *internal,
 	buf_init(&it->scratch);
 	if (o && o->lower) {
 		it->has_lower = true;
-		set_buf(&it->lower, o->lower, o->lower_len);
+		(void)set_buf(&it->lower, o->lower, o->lower_len); /* checked below */
 	}
 	if (o && o->upper) {
 		it->has_upper = true;
-		set_buf(&it->upper, o->upper, o->upper_len);
+		(void)set_buf(&it->upper, o->upper, o->upper_len); /* checked below */
 	}
 	if (buf_ok(&it->lower) || buf_ok(&it->upper)) {
 		store_iter_free(it);

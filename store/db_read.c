@@ -285,7 +285,7 @@ int store_iter_new(struct store *st, const struct store_iter_options *opt,
 	rc = version_add_iterators(refs->v, true, &its, &n);
 	if (rc)
 		goto fail;
-	struct iter *merged = merge_iter_new(ikey_compare, its, n);
+	struct iter *merged = merge_iter_new(ikey_compare, ikey_prefix, its, n);
 	free(its);
 	its = NULL;
 	n = 0;

@@ -8,7 +8,9 @@
 
 #include "iter.h"
 
-int ikey_compare(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+/* ikey_compare in full: user keys (ukey_compare), then tags. */
+static __attribute__((noinline)) int compare_whole(const uint8_t *a, size_t alen,
+						   const uint8_t *b, size_t blen)
 {
 	/* Internal keys are never shorter than a tag where this is used; treat
 	 * a short one as an empty user key with tag 0 rather than read past it. */
@@ -21,6 +23,43 @@ int ikey_compare(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 	uint64_t bt = blen >= IKEY_TAG_LEN ? get_le64(b + bu) : 0;
 	/* Newer (larger tag) first. */
 	return at > bt ? -1 : at < bt ? 1 : 0;
+}
+
+/* The common case first, apart from compare_whole, so that it needs no
+ * stack frame: user keys that differ in their first 8 bytes, or in the
+ * next 8 (the filesystem's keys share the first 8 within a directory). */
+int ikey_compare(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	if (alen >= IKEY_TAG_LEN + 8 && blen >= IKEY_TAG_LEN + 8) {
+		uint64_t x = get_be64(a), y = get_be64(b);
+		if (x != y)
+			return x < y ? -1 : 1;
+		if (alen >= IKEY_TAG_LEN + 16 && blen >= IKEY_TAG_LEN + 16) {
+			x = get_be64(a + 8);
+			y = get_be64(b + 8);
+			if (x != y)
+				return x < y ? -1 : 1;
+		}
+	}
+	return compare_whole(a, alen, b, blen);
+}
+
+struct key_prefix ikey_prefix(const uint8_t *k, size_t len)
+{
+	size_t u = len >= IKEY_TAG_LEN ? len - IKEY_TAG_LEN : 0;
+	struct key_prefix p = { { 0, 0 } };
+	size_t i = 0;
+	if (u >= 8) {
+		p.w[0] = get_be64(k);
+		if (u >= 16) {
+			p.w[1] = get_be64(k + 8);
+			return p;
+		}
+		i = 8;
+	}
+	for (; i < u; i++)
+		p.w[i / 8] |= (uint64_t)k[i] << (56 - 8 * (i % 8));
+	return p;
 }
 
 struct error_iter {

@@ -55,9 +55,24 @@ typedef int (*key_cmp_fn)(const uint8_t *a, size_t alen, const uint8_t *b,
 			  size_t blen);
 
 /*
- * Merge n child iterators (ownership passes to the merge) ordered by cmp
- * into one.  Supports both directions, like LevelDB's MergingIterator.
+ * Two numbers made from a key's first bytes whose order (w[0], then w[1])
+ * agrees with a key order: prefix(a) < prefix(b) implies cmp(a, b) < 0
+ * (equal prefixes tell nothing).  They let a merge settle most
+ * comparisons with one or two integer comparisons instead of a call to
+ * cmp.  Two, because the filesystem's keys share their first 8 bytes
+ * within a directory (type byte and parent inode: fs/SCHEMA.md).
  */
-struct iter *merge_iter_new(key_cmp_fn cmp, struct iter **children, size_t n);
+struct key_prefix {
+	uint64_t w[2];
+};
+typedef struct key_prefix (*key_prefix_fn)(const uint8_t *key, size_t len);
+
+/*
+ * Merge n child iterators (ownership passes to the merge) ordered by cmp
+ * into one.  prefix (NULL: none) must agree with cmp, as above.  Supports
+ * both directions, like LevelDB's MergingIterator.
+ */
+struct iter *merge_iter_new(key_cmp_fn cmp, key_prefix_fn prefix,
+			    struct iter **children, size_t n);
 
 #endif

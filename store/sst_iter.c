@@ -247,7 +247,9 @@ static void si_next(struct iter *base)
 	if (!si_valid(base))
 		return;
 	block_iter_next(&it->data);
-	skip_forward(it);
+	/* Mostly still inside the block: no call to skip. */
+	if (!block_iter_valid(&it->data))
+		skip_forward(it);
 }
 
 static void si_prev(struct iter *base)

@@ -185,6 +185,11 @@ static uint8_t *room_buf(void *ctx, size_t n)
 	return buf_reserve(b, n ? n : 1) ? NULL : b->data;
 }
 
+/* Stored blocks up to this size (payload + trailer) are read onto the
+ * stack: a data block (4 KiB before compression) read for a lookup would
+ * otherwise cost an allocation and a free besides the one it keeps. */
+#define RAW_ON_STACK 8192
+
 /*
  * Read block h into a new allocation: BLOCK_HEAD bytes of room, then the
  * (decompressed) payload at *data, *len bytes.
@@ -199,16 +204,27 @@ int sst_read_block_alloc(struct sst_reader *r, const char *what,
 				       r->path, what, h->offset));
 		return -EUCLEAN;
 	}
-	uint8_t *raw = malloc(BLOCK_HEAD + h->size + BLOCK_TRAILER_SIZE);
-	if (!raw)
+	size_t stored = (size_t)h->size + BLOCK_TRAILER_SIZE;
+	uint8_t stack[RAW_ON_STACK];
+	/* A large block is read straight into what becomes the block, if
+	 * it turns out not to be compressed. */
+	uint8_t *raw = stored <= sizeof(stack) ? NULL : malloc(BLOCK_HEAD + stored);
+	if (stored > sizeof(stack) && !raw)
 		return -ENOMEM;
+	uint8_t *p = raw ? raw + BLOCK_HEAD : stack;
 	uint8_t type;
-	int rc = read_raw(r, what, h, raw + BLOCK_HEAD, &type, msg);
+	int rc = read_raw(r, what, h, p, &type, msg);
 	if (rc) {
 		free(raw);
 		return rc;
 	}
 	if (type == BLOCK_TYPE_NONE) {
+		if (!raw) {
+			raw = malloc(BLOCK_HEAD + h->size + 1); /* + 1: h->size may be 0 */
+			if (!raw)
+				return -ENOMEM;
+			memcpy(raw + BLOCK_HEAD, p, h->size);
+		}
 		*mem = raw;
 		*data = raw + BLOCK_HEAD;
 		*len = h->size;
@@ -216,8 +232,7 @@ int sst_read_block_alloc(struct sst_reader *r, const char *what,
 	}
 	void *plain = NULL;
 	uint8_t *d = NULL;
-	rc = decode_block(r, what, h, raw + BLOCK_HEAD, type, room_alloc, &plain, &d,
-			  len, msg);
+	rc = decode_block(r, what, h, p, type, room_alloc, &plain, &d, len, msg);
 	free(raw);
 	if (rc) {
 		free(plain);

@@ -1130,7 +1130,9 @@ static void li_next(struct iter *it)
 	if (!li_valid(it))
 		return;
 	iter_next(li->data);
-	li_skip_forward(li);
+	/* Mostly still inside the table: no call to skip. */
+	if (!iter_valid(li->data))
+		li_skip_forward(li);
 }
 
 static void li_prev(struct iter *it)

@@ -18,7 +18,10 @@
  *
  * Reading stops at the first bad fragment with -EUCLEAN.  It is a torn tail
  * (wal_error.tail) when nothing valid follows it: no block after it holds a
- * FULL or FIRST fragment whose length and checksum check out.  A file whose
+ * FULL or FIRST fragment whose length and checksum check out, and, since a
+ * damaged length hides where the next fragment starts, no byte after its
+ * header in its own block starts valid fragments that run to the block's
+ * end.  A file whose
  * remainder is all zeros (a cut inside block padding, or a zero-filled end
  * left by a crash) ends cleanly.  Zeros where a fragment header belongs are
  * a tail whatever follows, and so is a bad fragment that reaches into a
@@ -527,9 +530,25 @@ int wal_read_record(struct wal_reader *r, const uint8_t **rec, size_t *len)
 				       n);
 		}
 		uint64_t after = r->block_off + end;
-		if (checksum32(h + 6, 1 + n) != sum)
-			return corrupt(r, frag_off, stale_page_in(r, r->pos, end) ? UINT64_MAX : after,
-				       "checksum mismatch");
+		if (checksum32(h + 6, 1 + n) != sum) {
+			if (stale_page_in(r, r->pos, end))
+				return corrupt(r, frag_off, UINT64_MAX, "checksum mismatch");
+			/* The length may be what was damaged: then `after`
+			 * is no fragment boundary, and the records that follow
+			 * in this block are found by trying every byte after
+			 * the header for valid fragments that run to the
+			 * block's end (a scan of at most one block, at
+			 * recovery; a damaged log's last block has no later
+			 * block start to find them from).  A salvage resumes
+			 * there. */
+			for (size_t p = r->pos + WAL_HEADER_SIZE; p + WAL_HEADER_SIZE <= r->block_len; p++)
+				if (chain_to_end(r->block, r->block_len, p)) {
+					r->resume = r->block_off + p;
+					return corrupt(r, frag_off, r->resume,
+						       "checksum mismatch, and valid records follow");
+				}
+			return corrupt(r, frag_off, after, "checksum mismatch");
+		}
 
 		const uint8_t *payload = h + WAL_HEADER_SIZE;
 		switch (type) {

@@ -15,6 +15,9 @@
  *    --use_existing_db=1 they are skipped.  Without --use_existing_db the
  *    database is destroyed once at start, too.
  *  - fillsync does --num/1000 synced writes over keys [0, num/1000).
+ *  - compact compacts every key down to the bottom level, the memtable
+ *    first (store_compact_range over all keys, db_bench's CompactRange
+ *    over all); waitforcompaction only waits for the background work.
  *  - Random keys are rand() % num per operation (fillrandom and overwrite
  *    may repeat keys).  As in db_bench, every thread of every benchmark gets
  *    its own seed, --seed plus the number of threads started before it, so
@@ -147,7 +150,7 @@ static void usage(FILE *f)
 		"usage: " PROG " [--flag=value ...]\n"
 		"A db_bench work-alike for the lsmfs store.\n"
 		"Benchmarks: fillseq fillrandom overwrite readrandom readseq seekrandom\n"
-		"            deleterandom readreverse fillsync stats waitforcompaction\n"
+		"            deleterandom readreverse fillsync stats waitforcompaction compact\n"
 		"Each of --threads threads performs the full --num (writes) or --reads\n"
 		"(reads) operations, as db_bench does.\n\nFlags:\n");
 	for (size_t i = 0; i < sizeof(flag_defs) / sizeof(flag_defs[0]); i++)
@@ -444,10 +447,16 @@ static void hist_print(const struct histogram *h, const char *what)
 
 /* ---- benchmarks ---- */
 
+/* Each benchmark's loop stays a function of its own, so that a profile
+ * can collect that benchmark alone (valgrind --tool=callgrind
+ * --toggle-collect=do_read_scan) as with db_bench's Benchmark::ReadSequential;
+ * one call per benchmark costs nothing. */
+#define NOINLINE __attribute__((noinline))
+
 enum bench_kind {
 	B_FILLSEQ, B_FILLRANDOM, B_OVERWRITE, B_READRANDOM, B_READSEQ,
 	B_SEEKRANDOM, B_DELETERANDOM, B_READREVERSE, B_FILLSYNC, B_STATS,
-	B_WAITFORCOMPACTION,
+	B_WAITFORCOMPACTION, B_COMPACT,
 };
 
 static const struct {
@@ -467,6 +476,7 @@ static const struct {
 	{ "fillsync", B_FILLSYNC, true, true },
 	{ "stats", B_STATS, false, false },
 	{ "waitforcompaction", B_WAITFORCOMPACTION, false, false },
+	{ "compact", B_COMPACT, false, false },
 };
 #define NBENCH (sizeof(bench_table) / sizeof(bench_table[0]))
 
@@ -539,7 +549,7 @@ static void finished_op(struct thread_state *t)
 	}
 }
 
-static void do_write(struct thread_state *t, bool sequential)
+static NOINLINE void do_write(struct thread_state *t, bool sequential)
 {
 	struct bench *b = t->b;
 	size_t ksz = (size_t)b->f->key_size, vsz = (size_t)b->f->value_size;
@@ -559,7 +569,7 @@ static void do_write(struct thread_state *t, bool sequential)
 	}
 }
 
-static void do_delete(struct thread_state *t)
+static NOINLINE void do_delete(struct thread_state *t)
 {
 	struct bench *b = t->b;
 	size_t ksz = (size_t)b->f->key_size;
@@ -626,7 +636,7 @@ static uint64_t read_key_number(struct thread_state *t, uint64_t range)
 	return r < range ? r : range - 1;
 }
 
-static void do_read_random(struct thread_state *t)
+static NOINLINE void do_read_random(struct thread_state *t)
 {
 	struct bench *b = t->b;
 	size_t ksz = (size_t)b->f->key_size;
@@ -653,7 +663,7 @@ static void do_read_random(struct thread_state *t)
 	}
 }
 
-static void do_seek_random(struct thread_state *t)
+static NOINLINE void do_seek_random(struct thread_state *t)
 {
 	struct bench *b = t->b;
 	size_t ksz = (size_t)b->f->key_size;
@@ -683,7 +693,7 @@ static void do_seek_random(struct thread_state *t)
 	store_iter_free(it);
 }
 
-static void do_read_scan(struct thread_state *t, bool reverse)
+static NOINLINE void do_read_scan(struct thread_state *t, bool reverse)
 {
 	struct bench *b = t->b;
 	struct store_iter_options io = { 0 };
@@ -745,6 +755,7 @@ static void *thread_main(void *arg)
 		break;
 	case B_STATS:
 	case B_WAITFORCOMPACTION:
+	case B_COMPACT:
 		break;
 	}
 	t->finish = now_seconds();
@@ -935,11 +946,16 @@ static void run_benchmark(struct bench *b, int bi)
 		print_stats(b->st);
 		return;
 	}
-	if (b->kind == B_WAITFORCOMPACTION) {
+	/* compact: everything down to the bottom level, memtable included,
+	 * as db_bench's compact (CompactRange over all keys): reads then see
+	 * the shape a read-heavy LevelDB reaches by its seek compactions. */
+	if (b->kind == B_WAITFORCOMPACTION || b->kind == B_COMPACT) {
 		double t0 = now_seconds();
-		int rc = store_wait_compactions(b->st);
+		int rc = b->kind == B_COMPACT
+				 ? store_compact_range(b->st, NULL, 0, NULL, 0)
+				 : store_wait_compactions(b->st);
 		if (rc)
-			die_store(b, "wait for compactions", rc);
+			die_store(b, b->kind == B_COMPACT ? "compact" : "wait for compactions", rc);
 		printf("%-12s : %.3f seconds\n", name, now_seconds() - t0);
 		return;
 	}

@@ -82,15 +82,8 @@ fsck_clean "$L" "after converting up and down"
 
 # ---- SIGKILL during a conversion ----
 for round in 1 2 3; do
-	mount_fg "$T/daemon.$round.log" "$L" || { fail "mount, round $round"; break; }
-	pid=$(daemon_pid "$L")
-	"$DISK" "$M" convert --copies 2 "$M/t" > /dev/null 2>&1 &
-	tool=$!
-	sleep "0.$((RANDOM % 4))$((RANDOM % 10))"
-	kill -KILL "$pid" 2>/dev/null
-	wait "$tool" 2>/dev/null
-	fusermount3 -u -z "$M" 2>/dev/null
-	for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
+	kill_during daemon "$L" "0.$((RANDOM % 4))$((RANDOM % 10))" convert --copies 2 "$M/t" ||
+		{ fail "mount, round $round"; break; }
 	mount_fg "$T/daemon.$round.b.log" "$L" || { fail "mount after SIGKILL, round $round"; break; }
 	check_files "after SIGKILL during convert, round $round"
 	out=$("$DISK" "$M" convert --copies 2 "$M/t" 2>&1) || fail "convert again, round $round: $out"
@@ -190,17 +183,10 @@ fsck_clean "$L" "after the leftover"
 
 # ---- SIGKILL during a relocation ----
 for round in 1 2 3; do
-	mount_fg "$T/daemon.p$round.log" "$L" || { fail "mount, placement round $round"; break; }
-	pid=$(daemon_pid "$L")
 	p=together
 	((round % 2)) || p=spread
-	"$DISK" "$M" convert --placement $p "$M/t" > /dev/null 2>&1 &
-	tool=$!
-	sleep "0.$((RANDOM % 4))$((RANDOM % 10))"
-	kill -KILL "$pid" 2>/dev/null
-	wait "$tool" 2>/dev/null
-	fusermount3 -u -z "$M" 2>/dev/null
-	for _ in $(seq 100); do alive "$pid" || break; sleep 0.05; done
+	kill_during daemon "$L" "0.$((RANDOM % 4))$((RANDOM % 10))" convert --placement $p "$M/t" ||
+		{ fail "mount, placement round $round"; break; }
 	mount_fg "$T/daemon.p$round.b.log" "$L" || { fail "mount after SIGKILL, placement round $round"; break; }
 	check_files "after SIGKILL during convert --placement $p, round $round"
 	out=$("$DISK" "$M" convert --placement $p "$M/t" 2>&1) || fail "convert --placement $p again, round $round: $out"

@@ -22,15 +22,6 @@ NAME=test_lost
 # shellcheck source=tests/lib/lib.sh
 source "$(dirname "$0")/../lib/lib.sh"
 
-# The files under $M whose inode has chunk files in DISK's sections.
-on_disk() { # DISK
-	local inos
-	inos=$(find "$1/.lsmfs/sections" -type f -printf '%f\n' | cut -d. -f1 | sort -u)
-	(cd "$M" && find . -type f -printf '%i %P\n') |
-		awk -v list="$(tr '\n' ' ' <<<"$inos")" \
-			'BEGIN { n = split(list, a, " "); for (i = 1; i <= n; i++) w[a[i]] = 1 }
-			 ($1 in w) { print "/" substr($0, index($0, " ") + 1) }' | sort
-}
 # Fill $M: inline files, files of a few chunks, a sparse one.
 fill() {
 	mkdir -p "$M/a/b" "$M/c"

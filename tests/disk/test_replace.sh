@@ -76,15 +76,6 @@ not_two() { # LIST
 		awk -v f="$T/files.per.chunk" 'BEGIN { while ((getline l < f) > 0) { split(l, a, " "); n[a[1] " " a[2]] = a[3] " " a[4] } }
 			n[$1 " " $2] != "2 2" { print $1, $2, n[$1 " " $2] }'
 }
-# The files under $M whose inode has chunk files under DISK.
-on_disk() { # DISK
-	local inos
-	inos=$(find "$1/.lsmfs/sections" -type f -printf '%f\n' | cut -d. -f1 | sort -u)
-	(cd "$M" && find . -type f -printf '%i %P\n') |
-		awk -v list="$(tr '\n' ' ' <<<"$inos")" \
-			'BEGIN { n = split(list, a, " "); for (i = 1; i <= n; i++) w[a[i]] = 1 }
-			 ($1 in w) { print "/" substr($0, index($0, " ") + 1) }' | sort
-}
 
 # ---- online, disk 0 there, under load ----
 D0=$T/d0 D1=$T/d1 D2=$T/d2 D3=$T/d3

@@ -77,6 +77,15 @@ fsck_clean() { # LIST WHAT
 	out=$("$FSCK" -n "$1" 2>&1); rc=$?
 	[[ $rc == 0 ]] || fail "$2: fsck -n exit $rc: $(grep -E 'LSMFS-|error|fsck' <<<"$out" | head -5)"
 }
+# The files under $M whose inode has chunk files in DISK's sections.
+on_disk() { # DISK
+	local inos
+	inos=$(find "$1/.lsmfs/sections" -type f -printf '%f\n' | cut -d. -f1 | sort -u)
+	(cd "$M" && find . -type f -printf '%i %P\n') |
+		awk -v list="$(tr '\n' ' ' <<<"$inos")" \
+			'BEGIN { n = split(list, a, " "); for (i = 1; i <= n; i++) w[a[i]] = 1 }
+			 ($1 in w) { print "/" substr($0, index($0, " ") + 1) }' | sort
+}
 held() { # DISK: bytes of chunk files under DISK's sections
 	find "$1/.lsmfs/sections" -type f -printf '%s\n' 2>/dev/null | awk '{s += $1} END {print s + 0}'
 }

@@ -668,13 +668,17 @@ START_TEST(test_corrupt)
 		free(names[i]);
 	free(ki.v);
 	tu_log_free(&c->log);
-	tu_rmrf(c->src);
+	/* The pristine store depends on background timing as well as the
+	 * seed: keep it when a case failed. */
+	if (c->problems)
+		fprintf(stderr, "corrupt: the pristine store is kept at %s\n", c->src);
+	else
+		tu_rmrf(c->src);
 	tu_rmrf(workparent);
 	free(workparent);
 	free(c->src);
 	free(c->work);
 	free(c->hist);
-	/* Clean up first: the copies are rebuilt from the seed to debug. */
 	uint64_t seed = c->seed;
 	int problems = c->problems;
 	free(c);

@@ -2,7 +2,9 @@
  * test_merge: the merging iterator (store/merge_iter.c) over k sorted
  * array-backed iterators, checked step by step against one sorted
  * reference array: forward, backward, direction switches, seeks, empty
- * children, and error status propagation.
+ * children, and error status propagation; with and without a key
+ * prefix (iter.h key_prefix_fn); ikey_compare against a plain
+ * reference, and ikey_prefix against ikey_compare.
  *
  * Randomized cases print their seed; set LSMFS_SEED to replay one.
  */
@@ -168,6 +170,23 @@ static int memcmp_keys(const uint8_t *a, size_t alen, const uint8_t *b,
 	return ukey_compare(a, alen, b, blen);
 }
 
+/* Prefixes that agree with memcmp_keys: the first byte, then the second
+ * (most keys below share them, so the merge falls back on the comparator
+ * often) and the first sixteen, zero-padded (as ikey_prefix does for user
+ * keys). */
+static struct key_prefix two_byte_prefix(const uint8_t *k, size_t len)
+{
+	return (struct key_prefix){ { len > 0 ? k[0] : 0, len > 1 ? k[1] : 0 } };
+}
+
+static struct key_prefix padded_prefix(const uint8_t *k, size_t len)
+{
+	struct key_prefix p = { { 0, 0 } };
+	for (size_t i = 0; i < 16; i++)
+		p.w[i / 8] = p.w[i / 8] << 8 | (i < len ? k[i] : 0);
+	return p;
+}
+
 /* ---- randomized comparison against a sorted reference ---- */
 
 static uint64_t rng(uint64_t *s)
@@ -236,7 +255,8 @@ START_TEST(test_random)
 		struct iter **kids = calloc(k + 1, sizeof(*kids));
 		for (size_t c = 0; c < k; c++)
 			kids[c] = &array_iter_new(per[c], nper[c])->base;
-		struct iter *m = merge_iter_new(memcmp_keys, kids, k);
+		key_prefix_fn prefixes[] = { NULL, two_byte_prefix, padded_prefix };
+		struct iter *m = merge_iter_new(memcmp_keys, prefixes[round % 3], kids, k);
 		ck_assert_ptr_nonnull(m);
 		free(kids);
 		qsort(all, nref, sizeof(char *), cmp_str);
@@ -297,7 +317,7 @@ START_TEST(test_switch_directions)
 		struct iter *kids[3] = { &array_iter_new(a, 4)->base,
 					 &array_iter_new(b, 3)->base,
 					 &array_iter_new(c, 5)->base };
-		struct iter *m = merge_iter_new(memcmp_keys, kids, 3);
+		struct iter *m = merge_iter_new(memcmp_keys, NULL, kids, 3);
 		iter_seek_first(m);
 		for (size_t i = 0; i < turn; i++)
 			iter_next(m);
@@ -333,7 +353,7 @@ END_TEST
 
 START_TEST(test_empty_and_single)
 {
-	struct iter *m = merge_iter_new(memcmp_keys, NULL, 0);
+	struct iter *m = merge_iter_new(memcmp_keys, NULL, NULL, 0);
 	ck_assert_ptr_nonnull(m);
 	iter_seek_first(m);
 	ck_assert(!iter_valid(m));
@@ -342,7 +362,7 @@ START_TEST(test_empty_and_single)
 
 	const char *a[] = { "x", "y" };
 	struct iter *kids[3] = { &array_iter_new(a, 2)->base };
-	m = merge_iter_new(memcmp_keys, kids, 1);
+	m = merge_iter_new(memcmp_keys, NULL, kids, 1);
 	iter_seek_last(m);
 	size_t kl;
 	ck_assert(iter_valid(m));
@@ -353,7 +373,7 @@ START_TEST(test_empty_and_single)
 	kids[0] = &array_iter_new(NULL, 0)->base;
 	kids[1] = &array_iter_new(NULL, 0)->base;
 	kids[2] = iter_new_error(0);
-	m = merge_iter_new(memcmp_keys, kids, 3);
+	m = merge_iter_new(memcmp_keys, NULL, kids, 3);
 	iter_seek_first(m);
 	ck_assert(!iter_valid(m));
 	iter_seek_last(m);
@@ -373,7 +393,7 @@ START_TEST(test_error_child)
 	struct array_iter *x = array_iter_new(a, 3);
 	x->destroyed = &destroyed;
 	struct iter *kids[2] = { &x->base, iter_new_error(-EIO) };
-	struct iter *m = merge_iter_new(memcmp_keys, kids, 2);
+	struct iter *m = merge_iter_new(memcmp_keys, NULL, kids, 2);
 	iter_seek_first(m);
 	ck_assert(!iter_valid(m));
 	ck_assert_int_eq(iter_status(m), -EIO);
@@ -390,7 +410,7 @@ START_TEST(test_error_child)
 	y->fail_after = 3; /* seek_first, next, next ok; the 4th move fails */
 	kids[0] = &array_iter_new(a, 3)->base;
 	kids[1] = &y->base;
-	m = merge_iter_new(memcmp_keys, kids, 2);
+	m = merge_iter_new(memcmp_keys, NULL, kids, 2);
 	iter_seek_first(m);
 	int seen = 0;
 	while (iter_valid(m)) {
@@ -406,6 +426,56 @@ START_TEST(test_error_child)
 }
 END_TEST
 
+/* ikey_compare as FORMAT.md "Internal keys" states it, plainly. */
+static int ikey_compare_reference(const uint8_t *a, size_t alen, const uint8_t *b,
+				  size_t blen)
+{
+	size_t au = alen - IKEY_TAG_LEN, bu = blen - IKEY_TAG_LEN;
+	int r = memcmp(a, b, au < bu ? au : bu);
+	if (r)
+		return r < 0 ? -1 : 1;
+	if (au != bu)
+		return au < bu ? -1 : 1;
+	uint64_t at = get_le64(a + au), bt = get_le64(b + bu);
+	return at > bt ? -1 : at < bt ? 1 : 0;
+}
+
+/* ikey_compare (and its shortcuts for keys that differ in their first 8
+ * or next 8 bytes) against the reference, and ikey_prefix agreeing with
+ * it: random internal keys of 0 to 20 user-key bytes from a small alphabet
+ * (so that prefixes tie and keys are prefixes of others), every pair. */
+START_TEST(test_ikey_prefix)
+{
+	uint64_t seed = test_seed();
+	uint64_t s = seed;
+	enum { N = 300 };
+	uint8_t keys[N][28];
+	size_t lens[N];
+	for (int i = 0; i < N; i++) {
+		size_t u = (size_t)(rng(&s) % 21);
+		for (size_t j = 0; j < u; j++)
+			keys[i][j] = (uint8_t)"\0a\xff"[rng(&s) % 3];
+		put_le64(keys[i] + u, ikey_pack_tag(rng(&s) % 4, (int)(rng(&s) % 2)));
+		lens[i] = u + IKEY_TAG_LEN;
+	}
+	for (int i = 0; i < N; i++)
+		for (int j = 0; j < N; j++) {
+			struct key_prefix pi = ikey_prefix(keys[i], lens[i]);
+			struct key_prefix pj = ikey_prefix(keys[j], lens[j]);
+			int po = pi.w[0] != pj.w[0] ? (pi.w[0] < pj.w[0] ? -1 : 1)
+				 : pi.w[1] != pj.w[1] ? (pi.w[1] < pj.w[1] ? -1 : 1) : 0;
+			int c = ikey_compare(keys[i], lens[i], keys[j], lens[j]);
+			int want = ikey_compare_reference(keys[i], lens[i], keys[j], lens[j]);
+			ck_assert_msg((c > 0) - (c < 0) == want,
+				      "seed %" PRIu64 ": keys %d and %d: ikey_compare %d, "
+				      "expected %d", seed, i, j, c, want);
+			ck_assert_msg(po == 0 || (po < 0) == (c < 0),
+				      "seed %" PRIu64 ": keys %d and %d: prefix order "
+				      "disagrees", seed, i, j);
+		}
+}
+END_TEST
+
 static Suite *merge_suite(void)
 {
 	Suite *s = suite_create("merge");
@@ -415,6 +485,7 @@ static Suite *merge_suite(void)
 	tcase_add_test(tc, test_empty_and_single);
 	tcase_add_test(tc, test_error_child);
 	tcase_add_test(tc, test_random);
+	tcase_add_test(tc, test_ikey_prefix);
 	suite_add_tcase(s, tc);
 	return s;
 }

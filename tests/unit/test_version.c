@@ -1128,7 +1128,7 @@ START_TEST(test_iterators)
 	size_t n = 0;
 	ck_assert_int_eq(version_add_iterators(v, true, &its, &n), 0);
 	ck_assert_uint_eq(n, 4); /* 2 L0 tables, L1, L2 */
-	struct iter *m = merge_iter_new(ikey_compare, its, n);
+	struct iter *m = merge_iter_new(ikey_compare, ikey_prefix, its, n);
 	free(its);
 	ck_assert_ptr_nonnull(m);
 

@@ -500,6 +500,41 @@ START_TEST(test_corrupt_mid_file_no_block_starts)
 }
 END_TEST
 
+START_TEST(test_corrupt_length_last_block)
+{
+	/* A length made shorter in the file's last (short) block: the chain
+	 * from where the damaged length ends is garbage and no block start
+	 * follows, yet whole records do: mid-file damage, not a tail, and a
+	 * resync goes on at the next record. */
+	struct recs rs;
+	recs_init(&rs, 400, 44);
+	for (size_t i = 0; i < rs.n; i++)
+		rs.len[i] = 100; /* 0x64: ^0x20 makes 68 */
+	write_recs(&rs);
+	size_t k = rs.n - 20;
+	uint64_t frag = rec_start(&rs, k);
+	ck_assert_uint_ge(frag, BLOCK); /* in the short last block */
+	xor_byte(frag + 4, 0x20);
+	struct wal_reader *r = read_expect(&rs, k, -EUCLEAN);
+	const struct wal_error *e = wal_reader_error(r);
+	ck_assert_msg(!e->tail, "a tail: %s", e->msg);
+	ck_assert_uint_eq(e->offset, frag);
+	ck_assert_int_eq(wal_reader_resync(r), 0);
+	const uint8_t *rec;
+	size_t len;
+	uint8_t tmp[100];
+	for (size_t i = k + 1; i < rs.n; i++) {
+		ck_assert_int_eq(wal_read_record(r, &rec, &len), 1);
+		ck_assert_uint_eq(len, rs.len[i]);
+		fill(&rs, i, tmp);
+		ck_assert(memcmp(rec, tmp, len) == 0);
+	}
+	ck_assert_int_eq(wal_read_record(r, &rec, &len), 0);
+	wal_reader_close(r);
+	recs_free(&rs);
+}
+END_TEST
+
 START_TEST(test_corrupt_last_record)
 {
 	for (size_t d = 0; d < sizeof(damage_at) / sizeof(damage_at[0]); d++) {
@@ -949,6 +984,7 @@ static Suite *wal_suite(void)
 	tcase_add_test(tc, test_torn_random);
 	tcase_add_test(tc, test_corrupt_mid_file);
 	tcase_add_test(tc, test_corrupt_mid_file_no_block_starts);
+	tcase_add_test(tc, test_corrupt_length_last_block);
 	tcase_add_test(tc, test_corrupt_last_record);
 	tcase_add_test(tc, test_zero_filled_end);
 	tcase_add_test(tc, test_zero_region_mid_file);

@@ -14,11 +14,16 @@
 # db_bench is such an assertions build, slower than a release build, which
 # flatters storebench.  storebench's own build type comes from meson-info.
 #
-# Each round runs two jobs per system, each on a fresh database directory:
-#   seq:    --benchmarks=fillseq
-#   random: --benchmarks=fillrandom,readrandom,readseq,overwrite
-# so readrandom and readseq read what fillrandom wrote, and overwrite writes
-# into a populated database.  The machine is noisy, so there are R rounds
+# Each round runs three jobs per system, each on a fresh database directory:
+#   seq:     --benchmarks=fillseq
+#   leveldb: --benchmarks=fillrandom,overwrite,readrandom,readseq
+#            (LevelDB's default order: the reads see the tree the two
+#            random fills leave, with its compaction debt)
+#   script:  --benchmarks=fillrandom,readrandom,readseq,overwrite
+#            (the reads see what fillrandom alone wrote, and overwrite
+#            writes into a populated database)
+# The table gives every benchmark of the two random jobs once per order,
+# named "benchmark/order".  The machine is noisy, so there are R rounds
 # and in every round all runs (systems x jobs) go in a new random order.
 # The table gives, per benchmark, the best and the median ops/sec of each
 # system and the ratios storebench/rocksdb and storebench/leveldb.
@@ -206,8 +211,15 @@ COMMON=(--num="$NUM" --value_size=100 --compression_ratio=0.5 --bloom_bits=10
 	--use_existing_db=0 --histogram=0)
 DBBENCH=(--key_size=16 --compression_type=lz4 --sync=0)
 ROCKSDB_ONLY=(--disable_wal=0)
-BENCHES=(fillseq fillrandom overwrite readrandom readseq)
-declare -A JOB=([seq]=fillseq [random]="fillrandom,readrandom,readseq,overwrite")
+declare -A JOB=([seq]=fillseq [leveldb]="fillrandom,overwrite,readrandom,readseq"
+	[script]="fillrandom,readrandom,readseq,overwrite")
+JOBS=(seq leveldb script)
+# The table's rows: the seq job's one, then each order's in its own order.
+BENCHES=(fillseq/seq)
+for j in leveldb script; do
+	IFS=, read -r -a bs <<<"${JOB[$j]}"
+	for b in "${bs[@]}"; do BENCHES+=("$b/$j"); done
+done
 SYSTEMS=(storebench)
 [[ -n $ROCKSDB ]] && SYSTEMS+=(rocksdb)
 [[ -n $LEVELDB ]] && SYSTEMS+=(leveldb)
@@ -271,7 +283,8 @@ if [[ -n $LEVELDB ]]; then
 	echo "            no --seed (the same keys every round), ops/sec = 1e6 / micros/op"
 fi
 echo "            level shape and background threads: each system's default"
-echo "jobs:       seq = ${JOB[seq]}; random = ${JOB[random]} (fresh db each)"
+echo "jobs:       seq = ${JOB[seq]}; leveldb (LevelDB's default order) ="
+echo "            ${JOB[leveldb]}; script = ${JOB[script]} (fresh db each)"
 echo "rounds:     $ROUNDS; logs in $LOGS"
 if [[ -n $SLOW ]]; then
 	echo "WARNING:   $SLOW: assertions on or optimization off: slower than a release"
@@ -280,7 +293,7 @@ fi
 echo
 
 # run SYSTEM JOB ROUND: one run on a fresh directory; append ops/sec per
-# benchmark to $LOGS/SYSTEM.BENCH.
+# benchmark to $LOGS/SYSTEM.BENCH.JOB.
 run() {
 	local sys=$1 job=$2 round=$3 log out cmd
 	local seed=$((round * 1000 + 7))
@@ -307,14 +320,14 @@ run() {
 	[[ -n $out ]] || die "$sys ${JOB[$job]}: no results; see $log"
 	local name ops
 	while read -r name ops; do
-		echo "$ops" >>"$LOGS/$sys.$name"
-		printf '  %-10s %-11s %12s ops/sec\n' "$sys" "$name" "$ops"
+		echo "$ops" >>"$LOGS/$sys.$name.$job"
+		printf '  %-10s %-19s %12s ops/sec\n' "$sys" "$name/$job" "$ops"
 	done <<<"$out"
 }
 
 for ((round = 1; round <= ROUNDS; round++)); do
 	mapfile -t order < <(for s in "${SYSTEMS[@]}"; do
-		printf '%s\n' "$s:seq" "$s:random"; done | shuf)
+		for j in "${JOBS[@]}"; do printf '%s\n' "$s:$j"; done; done | shuf)
 	echo "round $round: ${order[*]}"
 	for item in "${order[@]}"; do
 		run "${item%%:*}" "${item#*:}" "$round"
@@ -333,19 +346,19 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 echo
 echo "ops/sec, $NUM keys, $ROUNDS round(s): best and median per system;"
 echo "sb/X = storebench / X (best over best, median over median)"
-line=$(printf '%-12s' "")
+line=$(printf '%-19s' "")
 for s in "${SYSTEMS[@]}"; do line+=$(printf ' %-19s' " $s"); done
 for s in "${SYSTEMS[@]:1}"; do line+=$(printf ' %-15s' " sb/$s"); done
 echo "${line%"${line##*[! ]}"}"
-line=$(printf '%-12s' benchmark)
+line=$(printf '%-19s' benchmark/order)
 for _ in "${SYSTEMS[@]}"; do line+=$(printf ' %9s %9s' best median); done
 for _ in "${SYSTEMS[@]:1}"; do line+=$(printf ' %7s %7s' best median); done
 echo "$line"
 for b in "${BENCHES[@]}"; do
-	line=$(printf '%-12s' "$b")
+	line=$(printf '%-19s' "$b")
 	declare -A B=() M=()
 	for s in "${SYSTEMS[@]}"; do
-		f=$LOGS/$s.$b
+		f=$LOGS/$s.${b%/*}.${b#*/}
 		if [[ -s $f ]]; then
 			B[$s]=$(best "$f") M[$s]=$(median "$f")
 		else

@@ -169,7 +169,7 @@ best_med() { # PHASE SYSTEM: "best median"
 	local k=$1 s=$2 r v=()
 	if [[ $k == create ]]; then echo "${T[create,$s,0]} ${T[create,$s,0]}"; return; fi
 	for ((r = 1; r <= ROUNDS; r++)); do v+=("${T[$k,$s,$r]}"); done
-	printf '%s\n' "${v[@]}" | sort -g | awk '{ a[NR] = $1 } END { printf "%s %s\n", a[1], a[int((NR + 1) / 2)] }'
+	printf '%s\n' "${v[@]}" | sort -g | awk '{ a[NR] = $1 } END { printf "%s %s\n", a[1], a[int(NR / 2) + 1] }'
 }
 echo "walk.sh: $FILES files of 100 B in $DIRS directories, $STATS stats, $ROUNDS rounds; seconds, best (median)"
 printf '%-12s' phase
