@@ -40,12 +40,31 @@ struct cmdline {
 	int degraded;
 	int force_degraded;
 	double attr_timeout, entry_timeout;
+	char *selinux_xattr;
 	long cache_mib;
 	long inode_cache;
 	long log_delay_ms;
 	int bdi_max_ratio;
 	int readahead_kb;
+	bool selinux_on; /* selinux_xattr, auto resolved */
 };
+
+/* selinux_xattr: on, off, or auto (the default): on when the kernel runs
+ * SELinux (its filesystem is mounted, as libselinux's
+ * is_selinux_enabled() finds it), which then labels files itself. */
+static int selinux_choose(struct cmdline *c)
+{
+	const char *v = c->selinux_xattr ? c->selinux_xattr : "auto";
+	if (strcmp(v, "on") == 0)
+		c->selinux_on = true;
+	else if (strcmp(v, "off") == 0)
+		c->selinux_on = false;
+	else if (strcmp(v, "auto") == 0)
+		c->selinux_on = access("/sys/fs/selinux/enforce", F_OK) == 0;
+	else
+		return -EINVAL;
+	return 0;
+}
 
 enum { KEY_FG, KEY_DEBUG, KEY_RO, KEY_RW, KEY_HELP, KEY_VERSION, KEY_DROP, KEY_REMOUNT };
 
@@ -80,6 +99,7 @@ static const struct fuse_opt opts[] = {
 	FUSE_OPT_KEY("group_id=%s", KEY_DROP),
 	OPT("attr_timeout=%lf", attr_timeout),
 	OPT("entry_timeout=%lf", entry_timeout),
+	OPT("selinux_xattr=%s", selinux_xattr),
 	OPT("cache_mib=%ld", cache_mib),
 	OPT("inode_cache=%ld", inode_cache),
 	OPT("log_delay_ms=%ld", log_delay_ms),
@@ -161,6 +181,10 @@ static void usage(FILE *f)
 		"  -o allow_other     let other users in (and the usual FUSE mount options)\n"
 		"  -o attr_timeout=S  seconds the kernel caches attributes (default 60)\n"
 		"  -o entry_timeout=S seconds the kernel caches names (default 60)\n"
+		"  -o selinux_xattr=auto|on|off  keep security.selinux labels (on), or\n"
+		"                     answer EOPNOTSUPP for them (off: ls -l then asks\n"
+		"                     once, not per file); auto (default): on when the\n"
+		"                     kernel runs SELinux\n"
 		"  -o cache_mib=N     metadata store block cache (default 64)\n"
 		"  -o inode_cache=N   inodes kept in memory that nothing uses (default\n"
 		"                     262144, ~190 bytes each); past it only the kernel's\n"
@@ -451,6 +475,7 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 		.direct = !c->nodirect,
 		.attr_timeout = c->attr_timeout,
 		.entry_timeout = c->entry_timeout,
+		.selinux_xattr = c->selinux_on,
 		.cache_bytes = (size_t)c->cache_mib << 20,
 		.inode_cache = (size_t)c->inode_cache,
 		.log_delay_us = (uint64_t)c->log_delay_ms * 1000,
@@ -553,6 +578,9 @@ int main(int argc, char **argv)
 	} else if (c.inode_cache < 0 || c.cache_mib < 0) {
 		fprintf(stderr, "lsmfs: %s must not be negative\n",
 			c.inode_cache < 0 ? "inode_cache" : "cache_mib");
+		status = 1;
+	} else if (selinux_choose(&c) != 0) {
+		fprintf(stderr, "lsmfs: selinux_xattr must be auto, on or off\n");
 		status = 1;
 	} else if (c.log_delay_ms < 0 || c.log_delay_ms > 60000) {
 		fprintf(stderr, "lsmfs: log_delay_ms must be 0..60000\n");

@@ -304,7 +304,7 @@ int fs_offline_open(struct lsmfs_diskset *ds, bool read_only, void (*log)(void *
 		    void *log_ctx, struct fs **out, char *err, size_t errlen)
 {
 	struct fs_options opt = {.read_only = read_only, .direct = true, .attr_timeout = 1,
-				 .entry_timeout = 1};
+				 .entry_timeout = 1, .selinux_xattr = true};
 	return fs_open(ds, &opt, log, log_ctx, out, err, errlen);
 }
 

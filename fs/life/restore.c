@@ -163,7 +163,7 @@ static int settle(struct lsmfs_diskset *ds, void (*log)(void *, const char *), v
 		  int (*out)(void *ctx, const char *line), void *ctx, char *err, size_t errlen)
 {
 	struct fs_options opt = {.direct = true, .attr_timeout = 1, .entry_timeout = 1,
-				 .restoring = out, .restoring_ctx = ctx};
+				 .selinux_xattr = true, .restoring = out, .restoring_ctx = ctx};
 	struct fs *fs;
 	int rc = fs_open(ds, &opt, log, log_ctx, &fs, err, errlen);
 	if (!rc && (rc = fs_close(fs)))

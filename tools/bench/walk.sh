@@ -21,8 +21,11 @@
 # better) with the median beside it, and the speed of lsmfs against each
 # (their seconds over lsmfs's: above 1, lsmfs is faster).
 #
+# -x NAME=BUILD_DIR adds another lsmfs, from another build, as system NAME
+# (repeatable), to compare versions side by side in the same run.
+#
 # Usage: walk.sh [-n FILES] [-d DIRS] [-s STATS] [-r ROUNDS] [-o SYSTEMS]
-#        [BUILD_DIR]
+#        [-x NAME=BUILD_DIR]... [BUILD_DIR]
 #   defaults: 1000000 files, 1000 directories, 100000 stats, 3 rounds,
 #   systems lsmfs,ext4,mergerfs, build ./build.  Needs root (mounts,
 #   drop_caches), fuse3, mergerfs for its column, e2fsprogs.
@@ -31,14 +34,19 @@ set -euo pipefail
 
 PROG=${0##*/}
 FILES=1000000 DIRS=1000 STATS=100000 ROUNDS=3 SYSTEMS=lsmfs,ext4,mergerfs
+declare -A BUILDOF=() # lsmfs systems: their build directories
+EXTRA=()
 usage() { sed -n 's/^# \{0,1\}//; /^Usage:/,/^Exit:/p' "$0" >&2; exit 2; }
-while getopts n:d:s:r:o:h o; do
+while getopts n:d:s:r:o:x:h o; do
 	case $o in
 	n) FILES=$OPTARG ;;
 	d) DIRS=$OPTARG ;;
 	s) STATS=$OPTARG ;;
 	r) ROUNDS=$OPTARG ;;
 	o) SYSTEMS=$OPTARG ;;
+	x) [[ $OPTARG == [a-z]*=* && ${OPTARG%%=*} =~ ^[a-z][a-z0-9]*$ ]] || usage
+	   BUILDOF[${OPTARG%%=*}]=$(cd "${OPTARG#*=}" && pwd) || usage
+	   EXTRA+=("${OPTARG%%=*}") ;;
 	*) usage ;;
 	esac
 done
@@ -48,51 +56,63 @@ BUILD=$(cd "${1:-./build}" && pwd) || usage
    $ROUNDS =~ ^[1-9][0-9]*$ ]] || usage
 [[ $(id -u) == 0 ]] || { echo "$PROG: needs root (mounts, drop_caches)" >&2; exit 1; }
 IFS=, read -r -a SYS <<<"$SYSTEMS"
+BUILDOF[lsmfs]=$BUILD
+SYS+=(${EXTRA[@]+"${EXTRA[@]}"})
 for s in "${SYS[@]}"; do
+	[[ -n ${BUILDOF[$s]:-} ]] && continue
 	case $s in
-	lsmfs | ext4) ;;
+	ext4) ;;
 	mergerfs) command -v mergerfs >/dev/null || { echo "$PROG: no mergerfs here" >&2; exit 1; } ;;
 	*) echo "$PROG: unknown system $s" >&2; exit 2 ;;
 	esac
 done
 
 W=$(mktemp -d "${TMPDIR:-/var/tmp}/walk.XXXXXX")
-declare -A MNT=([lsmfs]=$W/lsmfs [ext4]=$W/ext4 [mergerfs]=$W/merg)
+declare -A MNT=([ext4]=$W/ext4 [mergerfs]=$W/merg)
+for s in "${!BUILDOF[@]}"; do MNT[$s]=$W/$s; done
 cleanup() {
-	for s in lsmfs mergerfs; do fusermount3 -u "${MNT[$s]}" 2>/dev/null || true; done
+	for s in "${!BUILDOF[@]}" mergerfs; do fusermount3 -u "${MNT[$s]}" 2>/dev/null || true; done
 	umount "${MNT[ext4]}" 2>/dev/null || true
 	rm -rf "$W"
 }
 trap cleanup EXIT
 
 # ---- mounting, cold ----
-lsmfs_pid() { head -n1 "$W/ld0/.lsmfs/lock" 2>/dev/null; }
+lsmfs_pid() { head -n1 "$W/$1-d0/.lsmfs/lock" 2>/dev/null; }
 up() { # SYSTEM
+	if [[ -n ${BUILDOF[$1]:-} ]]; then
+		"${BUILDOF[$1]}/fs/lsmfs" "$W/$1-d0:$W/$1-d1" "${MNT[$1]}"
+		return
+	fi
 	case $1 in
-	lsmfs) "$BUILD/fs/lsmfs" "$W/ld0:$W/ld1" "${MNT[lsmfs]}" ;;
 	ext4) mount -o loop "$W/ext4.img" "${MNT[ext4]}" ;;
 	mergerfs) mergerfs -o cache.files=off,dropcacheonclose=true,category.create=mfs \
 		"$W/m1:$W/m2" "${MNT[mergerfs]}" ;;
 	esac
 }
 down() { # SYSTEM: unmounted, its daemon gone
-	case $1 in
-	lsmfs)
-		local pid; pid=$(lsmfs_pid)
-		fusermount3 -u "${MNT[lsmfs]}"
+	if [[ -n ${BUILDOF[$1]:-} ]]; then
+		local pid; pid=$(lsmfs_pid "$1")
+		fusermount3 -u "${MNT[$1]}"
 		while [[ -n $pid && -e /proc/$pid && $(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null) != Z ]]; do
 			sleep 0.05
-		done ;;
+		done
+		return
+	fi
+	case $1 in
 	ext4) umount "${MNT[ext4]}" ;;
 	mergerfs) fusermount3 -u "${MNT[mergerfs]}"; sleep 0.2 ;;
 	esac
 }
 cold() { down "$1"; sync; echo 3 > /proc/sys/vm/drop_caches; up "$1"; }
 
-mkdir -p "$W/ld0" "$W/ld1" "${MNT[lsmfs]}" "${MNT[ext4]}" "$W/m1" "$W/m2" "${MNT[mergerfs]}"
+mkdir -p "${MNT[ext4]}" "$W/m1" "$W/m2" "${MNT[mergerfs]}"
 for s in "${SYS[@]}"; do
+	if [[ -n ${BUILDOF[$s]:-} ]]; then
+		mkdir -p "$W/$s-d0" "$W/$s-d1" "${MNT[$s]}"
+		"${BUILDOF[$s]}/mkfs/mkfs.lsmfs" -q "$W/$s-d0" "$W/$s-d1"
+	fi
 	case $s in
-	lsmfs) "$BUILD/mkfs/mkfs.lsmfs" -q "$W/ld0" "$W/ld1" ;;
 	ext4)
 		# 4 KiB per file and per directory, twice over, and the inodes.
 		truncate -s $(( (FILES + DIRS) * 8192 + (1 << 30) )) "$W/ext4.img"

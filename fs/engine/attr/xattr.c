@@ -12,6 +12,10 @@
  * with ENOSPC when the name list would pass 64 KiB, the most listxattr
  * can return.  The root's user.lsmfs.stats is virtual and root's only;
  * user.lsmfs.placement takes only the values policy.c knows.
+ * security.selinux is EOPNOTSUPP, and left out of listxattr, on a mount
+ * that keeps no SELinux labels (fs_options.selinux_xattr): ls -l asks
+ * for it on every file, which the kernel sends here every time, and
+ * takes EOPNOTSUPP as the filesystem's answer for all its files.
  * Locking: a change holds the inode's stripe lock.
  */
 #include "acl.h"
@@ -28,8 +32,12 @@
 #define XATTR_LIST_MAX_BYTES 65536
 #define CAP_SYS_ADMIN_BIT 21
 
-static int check_name(const char *name, size_t *nlen)
+#define SELINUX_XATTR "security.selinux"
+
+static int check_name(const struct fs *fs, const char *name, size_t *nlen)
 {
+	if (!fs->opt.selinux_xattr && strcmp(name, SELINUX_XATTR) == 0)
+		return -EOPNOTSUPP;
 	static const char *const prefixes[] = {"user.", "trusted.", "security."};
 	*nlen = strlen(name);
 	if (*nlen == 0)
@@ -95,6 +103,9 @@ static int list_names(struct fs *fs, uint64_t ino, bool with_trusted, char **lis
 		const uint8_t *k = store_iter_key(it, &kl);
 		size_t nl = kl - 9;
 		if (!with_trusted && nl >= 8 && memcmp(k + 9, "trusted.", 8) == 0)
+			continue;
+		if (!fs->opt.selinux_xattr && nl == sizeof(SELINUX_XATTR) - 1 &&
+		    memcmp(k + 9, SELINUX_XATTR, nl) == 0)
 			continue;
 		if (list && used + nl + 1 > cap) {
 			cap = (used + nl + 1) * 2;
@@ -191,7 +202,7 @@ int fs_setxattr(struct fs *fs, uint64_t ino, const char *name, const void *val, 
 	if (is_trusted(name) && !caller_admin(caller))
 		return -EPERM;
 	size_t nlen;
-	int rc = check_name(name, &nlen);
+	int rc = check_name(fs, name, &nlen);
 	if (rc)
 		return rc;
 	if (len > XATTR_SIZE_MAX_BYTES)
@@ -230,7 +241,7 @@ int fs_getxattr(struct fs *fs, uint64_t ino, const char *name, void **val, size_
 	if (is_trusted(name) && !caller_admin(caller))
 		return -ENODATA;
 	size_t nlen;
-	int rc = check_name(name, &nlen);
+	int rc = check_name(fs, name, &nlen);
 	if (rc)
 		return rc;
 	rc = may_have_xattrs(fs, ino);
@@ -264,7 +275,7 @@ int fs_removexattr(struct fs *fs, uint64_t ino, const char *name, const struct f
 	if (is_trusted(name) && !caller_admin(caller))
 		return -EPERM;
 	size_t nlen;
-	int rc = check_name(name, &nlen);
+	int rc = check_name(fs, name, &nlen);
 	if (rc)
 		return rc;
 	return change(fs, ino, name, nlen, NULL, 0, 0, caller);

@@ -252,6 +252,7 @@ struct fs_options {
 	bool writeback;         /* kernel writeback cache */
 	bool direct;            /* aligned chunk writes with O_DIRECT */
 	double attr_timeout, entry_timeout;
+	bool selinux_xattr;     /* security.selinux kept; else EOPNOTSUPP (xattr.c) */
 	size_t cache_bytes;     /* store block cache */
 	size_t inode_cache;     /* inodes kept in memory that nothing holds
 				 * (past it, kref.c keeps their counts) */
