@@ -538,10 +538,22 @@ static int dirplus_fill(void *ctx, const char *name, uint64_t ino, uint8_t type,
 	return 0;
 }
 
+/*
+ * The kernel's auto mode asks for the first batch of every listing with
+ * attributes, whether the program will look at them (ls -l) or not
+ * (find, ls): that first reply holds only this many bytes (about 25
+ * entries), so a walk that never looks costs few inode loads per
+ * directory, and one that does looks at these entries first, which has
+ * the kernel ask for the next batch with attributes too.
+ */
+#define DIRPLUS_FIRST_BYTES 4096
+
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
 	(void)fi;
+	if (off == 0 && size > DIRPLUS_FIRST_BYTES)
+		size = DIRPLUS_FIRST_BYTES;
 	struct dirplus p = {.d = {.req = req, .size = size, .last_off = UINT64_MAX},
 			    .fs = fs_of(req)};
 	p.d.buf = malloc(size ? size : 1);
