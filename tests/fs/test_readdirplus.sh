@@ -1,6 +1,6 @@
 #!/bin/bash
-# test_readdirplus.sh BUILD_DIR: directory listings through READDIRPLUS and
-# the kernel's readdir cache (fs/daemon/ops.c), against a plain directory:
+# test_readdirplus.sh BUILD_DIR: directory listings through READDIRPLUS
+# (fs/daemon/ops.c), against a plain directory:
 #   - a directory of 3000 files (each a chunk) and 20 subdirectories, the
 #     caches dropped: `ls -l` gives the plain directory's names, types,
 #     modes, sizes and link counts; `du` its block count within the
@@ -8,8 +8,11 @@
 #   - every entry READDIRPLUS handed out is a lookup the kernel holds: once
 #     the files are removed and the kernel's caches dropped, the daemon
 #     holds no inode in memory and every chunk file goes (none leaks);
-#   - the readdir cache: a name made, renamed or removed after a listing
-#     shows in the next one;
+#   - again with the kernel's caches warm (entries whose inode the kernel
+#     holds come without attributes), after a chmod, a hard link and a
+#     size change made through the mount;
+#   - a name made, renamed or removed after a listing shows in the next
+#     one;
 #   - fsck clean at the end.
 NAME=test_readdirplus
 # shellcheck source=tests/lib/lib.sh
@@ -42,7 +45,18 @@ n=$(in_memory)
 say "ls -l of 3022 entries, caches dropped: the same as the plain directory's; $n inodes in memory"
 [[ $(ls "$M/a" | wc -l) == 3022 ]] || fail "ls counts $(ls "$M/a" | wc -l) names, not 3022"
 
-# The readdir cache follows every change made through the mount.
+# Warm: the kernel holds every inode now, so READDIRPLUS sends them
+# without attributes, and what it shows comes from its own cache.
+for root in "$P" "$M"; do
+	chmod 600 "$root/a/f8"
+	ln "$root/a/f10" "$root/a/link10"
+	head -c 777 /dev/zero > "$root/a/f11"
+done
+[[ $(listing "$M/a") == "$(listing "$P/a")" ]] ||
+	fail "warm ls -l differs from the plain directory's: $(diff <(listing "$P/a") <(listing "$M/a") | head -5)"
+[[ $(ls "$M/a" | wc -l) == 3023 ]] || fail "ls counts $(ls "$M/a" | wc -l) names, not 3023"
+
+# A listing follows every change made through the mount.
 ls "$M/a" > /dev/null
 touch "$M/a/new"
 ls "$M/a" | grep -qx new || fail "a name made after a listing is not in the next one"
