@@ -48,6 +48,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
+	/* Entries with their attributes when the program looks the names
+	 * up (ls -l, du), plain ones when it does not (ls, find): the
+	 * kernel's auto mode chooses. */
+	if (conn->capable & FUSE_CAP_READDIRPLUS) {
+		conn->want |= FUSE_CAP_READDIRPLUS;
+		if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
+			conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
+	}
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC; /* the kernel sends setattr(size) */
 	/* File handles (name_to_handle_at, NFS export) that outlive the
 	 * kernel's cache and remounts: the kernel looks up "." and ".."
@@ -461,6 +469,107 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(d.buf);
 }
 
+/*
+ * READDIRPLUS: each entry with its attributes, as a lookup would give
+ * them, so that `ls -l` or `du` after a readdir sends no LOOKUP per name
+ * (the kernel asks for it in its auto mode only when the program looks
+ * the names up).  Each entry handed out is a lookup the kernel holds
+ * (FORGET gives it back), so one that does not fit, or that a reply
+ * ending inside a run of one offset drops again, gives its back here.
+ * "." and ".." carry no lookup (node 0: the kernel makes no entry).
+ */
+struct dirplus {
+	struct dirbuf d;
+	struct fs *fs;
+	uint64_t run[64];   /* the lookups taken for the run of last_off */
+	size_t nrun;
+};
+
+/* Give back the lookups of the run of entries dropped from the reply. */
+static void run_forget(struct dirplus *p)
+{
+	for (size_t i = 0; i < p->nrun; i++)
+		fs_forget(p->fs, p->run[i], 1);
+	p->nrun = 0;
+}
+
+static int dirplus_fill(void *ctx, const char *name, uint64_t ino, uint8_t type, uint64_t next_off)
+{
+	struct dirplus *p = ctx;
+	struct dirbuf *d = &p->d;
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof(e));
+	bool dot = name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
+	if (dot || fs_kernel_holds(p->fs, ino) || fs_entry_ref(p->fs, ino, &e.attr) != 0) {
+		/* A dot, an inode the kernel has already (with its
+		 * attributes, which this mount keeps up to date), or one
+		 * that will not load (the lookup that follows says why): a
+		 * plain entry, no lookup held. */
+		memset(&e.attr, 0, sizeof(e.attr));
+		e.attr.st_ino = ino;
+		e.attr.st_mode = (mode_t)type << 12;
+	} else {
+		e.ino = ino;
+		e.generation = fs_generation(p->fs, ino);
+		e.attr_timeout = p->fs->opt.attr_timeout;
+		e.entry_timeout = p->fs->opt.entry_timeout;
+	}
+	size_t len = fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used, name, &e,
+					    (off_t)next_off);
+	if (len > d->size - d->used) {
+		if (e.ino)
+			fs_forget(p->fs, ino, 1);
+		if (next_off == d->last_off && d->run_start > 0) {
+			d->used = d->run_start; /* the run goes whole to the next reply */
+			run_forget(p);
+		}
+		return 1;
+	}
+	if (next_off != d->last_off) {
+		d->run_start = d->used;
+		d->last_off = next_off;
+		p->nrun = 0;
+	}
+	if (e.ino && p->nrun < sizeof(p->run) / sizeof(p->run[0]))
+		p->run[p->nrun++] = ino;
+	else if (e.ino)
+		d->run_start = 0; /* a run too long to give back: kept whole */
+	d->used += len;
+	return 0;
+}
+
+/*
+ * The kernel's auto mode asks for the first batch of every listing with
+ * attributes, whether the program will look at them (ls -l) or not
+ * (find, ls): that first reply holds only this many bytes (about 25
+ * entries), so a walk that never looks costs few inode loads per
+ * directory, and one that does looks at these entries first, which has
+ * the kernel ask for the next batch with attributes too.
+ */
+#define DIRPLUS_FIRST_BYTES 4096
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	if (off == 0 && size > DIRPLUS_FIRST_BYTES)
+		size = DIRPLUS_FIRST_BYTES;
+	struct dirplus p = {.d = {.req = req, .size = size, .last_off = UINT64_MAX},
+			    .fs = fs_of(req)};
+	p.d.buf = malloc(size ? size : 1);
+	if (!p.d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	int rc = fs_readdir(p.fs, ino, (uint64_t)off, dirplus_fill, &p);
+	if (rc && p.d.used == 0)
+		fuse_reply_err(req, -rc);
+	else if (fuse_reply_buf(req, p.d.buf, p.d.used) != 0 && p.d.used)
+		fs_logf(p.fs, "directory %llu: a READDIRPLUS reply did not reach the kernel: its "
+			"entries' lookups stay held until unmount", (unsigned long long)ino);
+	free(p.d.buf);
+}
+
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)datasync;
@@ -570,6 +679,7 @@ const struct fuse_lowlevel_ops lsmfs_ops = {
 	.fsync = op_fsync,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
 	.setxattr = op_setxattr,

@@ -176,6 +176,7 @@ struct kref_table {
 int kref_add(struct kref_table *t, uint64_t ino, uint64_t n);
 uint64_t kref_take(struct kref_table *t, uint64_t ino);
 bool kref_forget(struct kref_table *t, uint64_t ino, uint64_t n);
+uint64_t kref_get(const struct kref_table *t, uint64_t ino);
 size_t kref_count(const struct kref_table *t);
 void kref_free(struct kref_table *t);
 
@@ -643,6 +644,9 @@ void inode_kill_suidgid(struct inode_rec *r, const struct fs_caller *caller);
 bool inode_caller_in_group(const struct fs_caller *caller, gid_t gid);
 void fs_lookup_ref(struct fs *fs, struct fs_inode *in, uint64_t n);
 void fs_forget(struct fs *fs, uint64_t ino, uint64_t n);
+/* Does the kernel hold a lookup of ino (it has the inode, and so most
+ * likely its attributes)?  A hint: it may forget it at any moment. */
+bool fs_kernel_holds(struct fs *fs, uint64_t ino);
 /* The inode is deleted (reclaim.c): nothing more may be written to it. */
 void inode_mark_gone(struct fs *fs, uint64_t ino);
 int fs_persist_all(struct fs *fs);

@@ -277,6 +277,15 @@ void fs_forget(struct fs *fs, uint64_t ino, uint64_t n)
 	unref_locked_maybe_drop(fs, in);
 }
 
+bool fs_kernel_holds(struct fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->itab_lock);
+	struct fs_inode *in = itab_find(fs, ino);
+	bool held = in ? in->nlookup > 0 : kref_get(&fs->kref, ino) > 0;
+	pthread_mutex_unlock(&fs->itab_lock);
+	return held;
+}
+
 static int persist(struct fs *fs, struct fs_inode *in, unsigned flags)
 {
 	bool sync = flags & STORE_WRITE_SYNC;

@@ -366,13 +366,19 @@ int fs_lookup(struct fs *fs, uint64_t parent, const char *name, struct stat *st)
 		rc = dirent_get(fs, parent, name, &ino, &type);
 	if (rc)
 		return rc;
+	rc = fs_entry_ref(fs, ino, st);
+	if (rc == -ENOENT)
+		fs_logf(fs, "directory %llu: entry \"%s\" names missing inode %llu",
+			(unsigned long long)parent, name, (unsigned long long)ino);
+	return rc == -ENOENT ? -EUCLEAN : rc;
+}
+
+int fs_entry_ref(struct fs *fs, uint64_t ino, struct stat *st)
+{
+	int rc;
 	struct fs_inode *in = inode_get(fs, ino, &rc);
-	if (!in) {
-		if (rc == -ENOENT)
-			fs_logf(fs, "directory %llu: entry \"%s\" names missing inode %llu",
-				(unsigned long long)parent, name, (unsigned long long)ino);
-		return rc == -ENOENT ? -EUCLEAN : rc;
-	}
+	if (!in)
+		return rc;
 	inode_lock(fs, in);
 	inode_stat(fs, in, st);
 	inode_unlock(fs, in);

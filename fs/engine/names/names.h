@@ -14,6 +14,10 @@ uint64_t fs_generation(struct fs *fs, uint64_t ino);
 /* "." and ".." name the inode itself and a directory's parent. */
 int fs_lookup(struct fs *fs, uint64_t parent, const char *name,
 	      struct stat *st);
+/* The attributes of ino, and one more lookup the kernel holds of it (as
+ * fs_lookup, for an entry READDIRPLUS hands out; fs_forget gives it
+ * back): 0, or -ENOENT and the like. */
+int fs_entry_ref(struct fs *fs, uint64_t ino, struct stat *st);
 /* umask: the creator's, applied unless the parent has a default ACL. */
 int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode,
 	     dev_t rdev, uid_t uid, gid_t gid, mode_t umask,

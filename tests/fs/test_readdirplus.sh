@@ -1,0 +1,86 @@
+#!/bin/bash
+# test_readdirplus.sh BUILD_DIR: directory listings through READDIRPLUS
+# (fs/daemon/ops.c), against a plain directory:
+#   - a directory of 3000 files (each a chunk) and 20 subdirectories, the
+#     caches dropped: `ls -l` gives the plain directory's names, types,
+#     modes, sizes and link counts; `du` its block count within the
+#     chunk files' rounding;
+#   - every entry READDIRPLUS handed out is a lookup the kernel holds: once
+#     the files are removed and the kernel's caches dropped, the daemon
+#     holds no inode in memory and every chunk file goes (none leaks);
+#   - again with the kernel's caches warm (entries whose inode the kernel
+#     holds come without attributes), after a chmod, a hard link and a
+#     size change made through the mount;
+#   - a name made, renamed or removed after a listing shows in the next
+#     one;
+#   - fsck clean at the end.
+NAME=test_readdirplus
+# shellcheck source=tests/lib/lib.sh
+source "$(dirname "$0")/../lib/lib.sh"
+P=$T/plain D=$T/d
+mkdir -p "$P" "$D" "$M"
+"$MKFS" -q --chunk-size 65536 "$D" || { echo "$NAME: mkfs failed" >&2; exit 1; }
+"$LSMFS" "$D" "$M" || { echo "$NAME: mount failed" >&2; exit 1; }
+in_memory() {
+	getfattr --only-values -n user.lsmfs.stats "$M" 2>/dev/null |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["inodes"]["in_memory"])'
+}
+listing() { # DIR: type and mode, links, size, name of each entry
+	(cd "$1" && LC_ALL=C ls -l --time-style=+ . | awk 'NR > 1 { print $1, $2, $5, $NF }')
+}
+
+for root in "$P" "$M"; do
+	mkdir "$root/a"
+	for i in $(seq 20); do mkdir "$root/a/dir$i"; done
+	for i in $(seq 3000); do head -c $((1000 + i * 20)) /dev/zero > "$root/a/f$i"; done
+	chmod 640 "$root/a/f7"
+	ln "$root/a/f9" "$root/a/link9"
+	ln -s f1 "$root/a/sym"
+done
+sync -f "$M"
+echo 3 > /proc/sys/vm/drop_caches
+[[ $(listing "$M/a") == "$(listing "$P/a")" ]] ||
+	fail "ls -l differs from the plain directory's: $(diff <(listing "$P/a") <(listing "$M/a") | head -5)"
+n=$(in_memory)
+say "ls -l of 3022 entries, caches dropped: the same as the plain directory's; $n inodes in memory"
+[[ $(ls "$M/a" | wc -l) == 3022 ]] || fail "ls counts $(ls "$M/a" | wc -l) names, not 3022"
+
+# Warm: the kernel holds every inode now, so READDIRPLUS sends them
+# without attributes, and what it shows comes from its own cache.
+for root in "$P" "$M"; do
+	chmod 600 "$root/a/f8"
+	ln "$root/a/f10" "$root/a/link10"
+	head -c 777 /dev/zero > "$root/a/f11"
+done
+[[ $(listing "$M/a") == "$(listing "$P/a")" ]] ||
+	fail "warm ls -l differs from the plain directory's: $(diff <(listing "$P/a") <(listing "$M/a") | head -5)"
+[[ $(ls "$M/a" | wc -l) == 3023 ]] || fail "ls counts $(ls "$M/a" | wc -l) names, not 3023"
+
+# A listing follows every change made through the mount.
+ls "$M/a" > /dev/null
+touch "$M/a/new"
+ls "$M/a" | grep -qx new || fail "a name made after a listing is not in the next one"
+mv "$M/a/new" "$M/a/renamed"
+out=$(ls "$M/a")
+grep -qx renamed <<<"$out" && ! grep -qx new <<<"$out" || fail "a rename after a listing is not in the next one"
+rm "$M/a/renamed"
+ls "$M/a" | grep -qx renamed && fail "a name removed after a listing is still in the next one"
+
+# Every lookup READDIRPLUS handed out comes back: nothing left in memory,
+# every chunk file reclaimed.
+ls -lR "$M" > /dev/null
+du -s "$M" > /dev/null
+rm -rf "$M/a"
+gone=0
+for _ in $(seq 100); do
+	echo 3 > /proc/sys/vm/drop_caches
+	if [[ $(in_memory) == 0 && -z $(find "$D/.lsmfs/sections" -type f | head -1) ]]; then
+		gone=1
+		break
+	fi
+	sleep 0.1
+done
+((gone)) || fail "after rm -rf and the kernel's caches dropped: $(in_memory) inodes still in memory, $(find "$D/.lsmfs/sections" -type f | wc -l) chunk files left (lookups READDIRPLUS handed out not given back)"
+umount_wait "$D" || fail "unmount"
+fsck_clean "$D" "after the listings"
+finish
