@@ -500,11 +500,11 @@ static int dirplus_fill(void *ctx, const char *name, uint64_t ino, uint8_t type,
 	struct fuse_entry_param e;
 	memset(&e, 0, sizeof(e));
 	bool dot = name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
-	if (dot || fs_kernel_holds(p->fs, ino) || fs_entry_ref(p->fs, ino, &e.attr) != 0) {
-		/* A dot, an inode the kernel has already (with its
-		 * attributes, which this mount keeps up to date), or one
-		 * that will not load (the lookup that follows says why): a
-		 * plain entry, no lookup held. */
+	if (dot || fs_kernel_has_attrs(p->fs, ino) || fs_entry_ref(p->fs, ino, &e.attr) != 0) {
+		/* A dot, an inode whose attributes the kernel has, not
+		 * timed out (this mount keeps them up to date), or one that
+		 * will not load (the lookup that follows says why): a plain
+		 * entry, no lookup held. */
 		memset(&e.attr, 0, sizeof(e.attr));
 		e.attr.st_ino = ino;
 		e.attr.st_mode = (mode_t)type << 12;

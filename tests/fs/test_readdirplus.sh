@@ -13,6 +13,9 @@
 #     size change made through the mount;
 #   - a name made, renamed or removed after a listing shows in the next
 #     one;
+#   - once the kernel's names and attributes time out (a mount with 1 s
+#     timeouts), the next `ls -l` gets them again through READDIRPLUS and
+#     sends no LOOKUP per name (counted in the daemon's -d log);
 #   - fsck clean at the end.
 NAME=test_readdirplus
 # shellcheck source=tests/lib/lib.sh
@@ -81,6 +84,23 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 ((gone)) || fail "after rm -rf and the kernel's caches dropped: $(in_memory) inodes still in memory, $(find "$D/.lsmfs/sections" -type f | wc -l) chunk files left (lookups READDIRPLUS handed out not given back)"
+umount_wait "$D" || fail "unmount"
+
+# Timed-out attributes come again with the next listing, not one LOOKUP
+# per name.
+mount_fg "$T/debug.log" -d -o attr_timeout=1,entry_timeout=1 "$D" || fail "mount with -d"
+mkdir "$M/b"
+for i in $(seq 300); do : > "$M/b/f$i"; done
+umount_wait "$D" || fail "unmount after making b"
+echo 3 > /proc/sys/vm/drop_caches
+mount_fg "$T/debug.log" -d -o attr_timeout=1,entry_timeout=1 "$D" || fail "mount with -d"
+ls -l "$M/b" > /dev/null
+first=$(grep -c 'opcode: LOOKUP' "$T/debug.log")
+sleep 2.5
+ls -l "$M/b" > /dev/null
+again=$(( $(grep -c 'opcode: LOOKUP' "$T/debug.log") - first ))
+say "ls -l of 300 names: $first LOOKUPs cold, $again once the attributes timed out"
+((again <= 10)) || fail "ls -l after the attributes timed out sent $again LOOKUPs for 300 names"
 umount_wait "$D" || fail "unmount"
 fsck_clean "$D" "after the listings"
 finish

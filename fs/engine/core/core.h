@@ -176,7 +176,6 @@ struct kref_table {
 int kref_add(struct kref_table *t, uint64_t ino, uint64_t n);
 uint64_t kref_take(struct kref_table *t, uint64_t ino);
 bool kref_forget(struct kref_table *t, uint64_t ino, uint64_t n);
-uint64_t kref_get(const struct kref_table *t, uint64_t ino);
 size_t kref_count(const struct kref_table *t);
 void kref_free(struct kref_table *t);
 
@@ -212,6 +211,9 @@ void dcache_dir_made(struct dcache *dc, uint64_t dir);
 struct fs_inode {
 	uint64_t ino;
 	uint64_t nlookup;       /* kernel references (lookup/create - forget) */
+	uint64_t cached_until_ns; /* CLOCK_MONOTONIC: the kernel's name and
+				   * attributes from the last lookup stay
+				   * valid until then (itab_lock) */
 	uint32_t nopen;
 	uint32_t refs;          /* handlers using it right now */
 	bool dirty;             /* rec differs from the store */
@@ -644,9 +646,13 @@ void inode_kill_suidgid(struct inode_rec *r, const struct fs_caller *caller);
 bool inode_caller_in_group(const struct fs_caller *caller, gid_t gid);
 void fs_lookup_ref(struct fs *fs, struct fs_inode *in, uint64_t n);
 void fs_forget(struct fs *fs, uint64_t ino, uint64_t n);
-/* Does the kernel hold a lookup of ino (it has the inode, and so most
- * likely its attributes)?  A hint: it may forget it at any moment. */
-bool fs_kernel_holds(struct fs *fs, uint64_t ino);
+/* The kernel was handed ino's name and attributes by a lookup now, with
+ * the mount's timeouts (fs_kernel_has_attrs). */
+void fs_kernel_given(struct fs *fs, struct fs_inode *in);
+/* Does the kernel hold ino with a name and attributes that have not timed
+ * out?  A hint: it may forget them at any moment; an inode let go from
+ * the inode table (kref.c) counts as not. */
+bool fs_kernel_has_attrs(struct fs *fs, uint64_t ino);
 /* The inode is deleted (reclaim.c): nothing more may be written to it. */
 void inode_mark_gone(struct fs *fs, uint64_t ino);
 int fs_persist_all(struct fs *fs);

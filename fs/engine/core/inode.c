@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 
 static size_t slot(const struct fs *fs, uint64_t ino)
 {
@@ -277,13 +278,31 @@ void fs_forget(struct fs *fs, uint64_t ino, uint64_t n)
 	unref_locked_maybe_drop(fs, in);
 }
 
-bool fs_kernel_holds(struct fs *fs, uint64_t ino)
+static uint64_t mono_ns(void)
 {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void fs_kernel_given(struct fs *fs, struct fs_inode *in)
+{
+	double t = fs->opt.attr_timeout < fs->opt.entry_timeout ? fs->opt.attr_timeout
+								: fs->opt.entry_timeout;
+	uint64_t until = t > 0 ? mono_ns() + (uint64_t)(t * 1e9) : 0;
+	pthread_mutex_lock(&fs->itab_lock);
+	in->cached_until_ns = until;
+	pthread_mutex_unlock(&fs->itab_lock);
+}
+
+bool fs_kernel_has_attrs(struct fs *fs, uint64_t ino)
+{
+	uint64_t now = mono_ns();
 	pthread_mutex_lock(&fs->itab_lock);
 	struct fs_inode *in = itab_find(fs, ino);
-	bool held = in ? in->nlookup > 0 : kref_get(&fs->kref, ino) > 0;
+	bool has = in && in->nlookup > 0 && now < in->cached_until_ns;
 	pthread_mutex_unlock(&fs->itab_lock);
-	return held;
+	return has;
 }
 
 static int persist(struct fs *fs, struct fs_inode *in, unsigned flags)

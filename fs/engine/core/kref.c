@@ -113,12 +113,6 @@ bool kref_forget(struct kref_table *t, uint64_t ino, uint64_t n)
 	return true;
 }
 
-uint64_t kref_get(const struct kref_table *t, uint64_t ino)
-{
-	const struct kref_slot *s = find(t, ino);
-	return s ? s->n : 0;
-}
-
 size_t kref_count(const struct kref_table *t)
 {
 	return t->count;
