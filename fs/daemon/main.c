@@ -593,5 +593,6 @@ int main(int argc, char **argv)
 	fuse_opt_free_args(&args);
 	free(c.disks);
 	free(c.mountpoint);
+	free(c.selinux_xattr);
 	return status;
 }

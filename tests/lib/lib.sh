@@ -59,7 +59,9 @@ mount_fg() { # LOG ARGS...
 	shift
 	"$LSMFS" -f "$@" "$M" 2> "$log" &
 	local pid=$!
-	for _ in $(seq 200); do
+	# Up to 30 s: a sanitizer build on a loaded machine can take over 10
+	# to open its store (the loop ends as soon as the mount is there).
+	for _ in $(seq 600); do
 		mounted && return 0
 		alive "$pid" || return 1
 		sleep 0.05
