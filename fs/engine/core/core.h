@@ -646,9 +646,9 @@ void inode_kill_suidgid(struct inode_rec *r, const struct fs_caller *caller);
 bool inode_caller_in_group(const struct fs_caller *caller, gid_t gid);
 void fs_lookup_ref(struct fs *fs, struct fs_inode *in, uint64_t n);
 void fs_forget(struct fs *fs, uint64_t ino, uint64_t n);
-/* The kernel was handed ino's name and attributes by a lookup now, with
- * the mount's timeouts (fs_kernel_has_attrs). */
-void fs_kernel_given(struct fs *fs, struct fs_inode *in);
+/* One more lookup the kernel holds, handed out now with the inode's name
+ * and attributes under the mount's timeouts (fs_kernel_has_attrs). */
+void fs_lookup_given(struct fs *fs, struct fs_inode *in);
 /* Does the kernel hold ino with a name and attributes that have not timed
  * out?  A hint: it may forget them at any moment; an inode let go from
  * the inode table (kref.c) counts as not. */

@@ -285,12 +285,13 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void fs_kernel_given(struct fs *fs, struct fs_inode *in)
+void fs_lookup_given(struct fs *fs, struct fs_inode *in)
 {
 	double t = fs->opt.attr_timeout < fs->opt.entry_timeout ? fs->opt.attr_timeout
 								: fs->opt.entry_timeout;
 	uint64_t until = t > 0 ? mono_ns() + (uint64_t)(t * 1e9) : 0;
 	pthread_mutex_lock(&fs->itab_lock);
+	in->nlookup++;
 	in->cached_until_ns = until;
 	pthread_mutex_unlock(&fs->itab_lock);
 }

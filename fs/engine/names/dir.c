@@ -382,8 +382,7 @@ int fs_entry_ref(struct fs *fs, uint64_t ino, struct stat *st)
 	inode_lock(fs, in);
 	inode_stat(fs, in, st);
 	inode_unlock(fs, in);
-	fs_lookup_ref(fs, in, 1);
-	fs_kernel_given(fs, in);
+	fs_lookup_given(fs, in);
 	inode_put(fs, in);
 	return 0;
 }
