@@ -179,8 +179,8 @@ static void usage(FILE *f)
 		"                     the newest although a missing one may hold writes they\n"
 		"                     lack (it is then behind; fsck.lsmfs --use-copy chooses)\n"
 		"  -o allow_other     let other users in (and the usual FUSE mount options)\n"
-		"  -o attr_timeout=S  seconds the kernel caches attributes (default 60)\n"
-		"  -o entry_timeout=S seconds the kernel caches names (default 60)\n"
+		"  -o attr_timeout=S  seconds the kernel caches attributes (default 86400)\n"
+		"  -o entry_timeout=S seconds the kernel caches names (default 86400)\n"
 		"  -o selinux_xattr=auto|on|off  keep security.selinux labels (on), or\n"
 		"                     answer EOPNOTSUPP for them (off: ls -l then asks\n"
 		"                     once, not per file); auto (default): on when the\n"
@@ -555,10 +555,22 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 	return (lrc < 0 || rc) ? 1 : 0;
 }
 
+/* The kernel's names and attributes: every change to them passes through
+ * this kernel, or the daemon tells it (notify_inval), so they need not
+ * time out; a day bounds what a missed invalidation could cost. */
+#define TIMEOUT_DEFAULT 86400
+#define TIMEOUT_MAX (365 * 86400)
+
+static bool timeout_valid(double s)
+{
+	return s >= 0 && s <= TIMEOUT_MAX; /* false for NaN */
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct cmdline c = {.attr_timeout = 60, .entry_timeout = 60, .cache_mib = 64,
+	struct cmdline c = {.attr_timeout = TIMEOUT_DEFAULT, .entry_timeout = TIMEOUT_DEFAULT,
+			    .cache_mib = 64,
 			    .log_delay_ms = 5, .bdi_max_ratio = 20, .readahead_kb = 1024};
 	int status;
 	if (fuse_opt_parse(&args, &c, opts, opt_proc) != 0) {
@@ -578,6 +590,10 @@ int main(int argc, char **argv)
 	} else if (c.inode_cache < 0 || c.cache_mib < 0) {
 		fprintf(stderr, "lsmfs: %s must not be negative\n",
 			c.inode_cache < 0 ? "inode_cache" : "cache_mib");
+		status = 1;
+	} else if (!timeout_valid(c.attr_timeout) || !timeout_valid(c.entry_timeout)) {
+		fprintf(stderr, "lsmfs: %s must be 0..%d seconds\n",
+			timeout_valid(c.attr_timeout) ? "entry_timeout" : "attr_timeout", TIMEOUT_MAX);
 		status = 1;
 	} else if (selinux_choose(&c) != 0) {
 		fprintf(stderr, "lsmfs: selinux_xattr must be auto, on or off\n");

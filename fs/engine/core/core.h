@@ -644,7 +644,6 @@ struct fs_caller;
 void inode_kill_suidgid(struct inode_rec *r, const struct fs_caller *caller);
 /* The caller is root or in group gid (NULL: privileged). */
 bool inode_caller_in_group(const struct fs_caller *caller, gid_t gid);
-void fs_lookup_ref(struct fs *fs, struct fs_inode *in, uint64_t n);
 void fs_forget(struct fs *fs, uint64_t ino, uint64_t n);
 /* One more lookup the kernel holds, handed out now with the inode's name
  * and attributes under the mount's timeouts (fs_kernel_has_attrs). */

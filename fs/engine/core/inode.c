@@ -258,13 +258,6 @@ void inode_put(struct fs *fs, struct fs_inode *in)
 	unref_locked_maybe_drop(fs, in);
 }
 
-void fs_lookup_ref(struct fs *fs, struct fs_inode *in, uint64_t n)
-{
-	pthread_mutex_lock(&fs->itab_lock);
-	in->nlookup += n;
-	pthread_mutex_unlock(&fs->itab_lock);
-}
-
 void fs_forget(struct fs *fs, uint64_t ino, uint64_t n)
 {
 	pthread_mutex_lock(&fs->itab_lock);

@@ -472,7 +472,7 @@ int fs_mknod(struct fs *fs, uint64_t parent, const char *name, mode_t mode, dev_
 		dcache_dir_made(&fs->dcache, ino);
 	}
 	inode_stat(fs, in, st);
-	in->nlookup = 1; /* not yet visible to anyone else: no lock needed */
+	fs_lookup_given(fs, in); /* the reply hands name and attributes out */
 	in->fresh = true;
 out:
 	ns_end(&c);
@@ -523,7 +523,7 @@ int fs_link(struct fs *fs, uint64_t ino, uint64_t parent, const char *name, stru
 		inode_stat(fs, in, st);
 	ns_unlock_inodes(&c);
 	if (!rc)
-		fs_lookup_ref(fs, in, 1);
+		fs_lookup_given(fs, in);
 out:
 	ns_end(&c);
 	return rc;
