@@ -29,6 +29,22 @@
  * LOOP_STALL_NS while a helper is free, as in libfuse's loop, where a new
  * thread is started when none is idle.
  *
+ * The primary spins before it sleeps.  A request to a thread asleep on an
+ * idle CPU pays the wakeup of that CPU, and so does its reply to the
+ * client, which went to sleep on its own: on the 2-CPU virtual machine
+ * we measure on, a stat that reaches the daemon took 43 us that way and
+ * 11 us with client and daemon pinned to one CPU; ceilingfs, whose
+ * thread the scheduler happens to put beside the client about half the
+ * time, 23 us.  So after a reply the primary polls /dev/fuse for up to
+ * spin_ns (-o spin_us) before it blocks in read(2), yielding the CPU to
+ * anything else runnable there, but only while requests come close
+ * together: when the last one came later than spin_ns after the reply
+ * before it, a spin would have been in vain, and the primary blocks at
+ * once.  A client that makes one request after another then finds the
+ * daemon awake (stat: 48,000 a second against 23,000 with -o spin_us=0,
+ * cold du of 100,000 files 2.6-3.1 s against 5.5-5.7); an idle mount
+ * costs one spin after its last request.
+ *
  * Where a request lands in memory.  libfuse reads each request into a
  * malloc'd buffer, so a WRITE's data, which follows 80 bytes of headers
  * (struct fuse_in_header, struct fuse_write_in), starts 80 bytes past an
@@ -56,7 +72,9 @@
 
 #include <errno.h>
 #include <linux/fuse.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -84,6 +102,8 @@ struct worker {
 	bool primary;
 	atomic_bool in_read;  /* inside fuse_session_receive_buf */
 	uint64_t took;        /* when its last request was read (ns) */
+	uint64_t replied;     /* when it last finished one (ns) */
+	uint64_t gap;         /* from that to the request after it (ns) */
 	void *alloc;         /* page-aligned; buf.mem points into it */
 	struct fuse_buf buf;
 };
@@ -91,6 +111,7 @@ struct worker {
 struct loop {
 	struct fuse_session *se;
 	int max_workers;
+	uint64_t spin_ns;       /* the primary's spin before read(2) */
 	pthread_mutex_t lock;   /* guards what follows, up to the atomics */
 	pthread_cond_t park_cv; /* helpers wait here for a release */
 	pthread_cond_t watch_cv;
@@ -143,6 +164,15 @@ static bool is_forget(const struct fuse_buf *b)
 	return in->opcode == FUSE_FORGET || in->opcode == FUSE_BATCH_FORGET;
 }
 
+/* Until a request waits on /dev/fuse (or something else does: the end,
+ * a signal) or until (ns); the CPU goes to whatever else is runnable. */
+static void spin(struct loop *l, uint64_t until)
+{
+	struct pollfd pf = {.fd = fuse_session_fd(l->se), .events = POLLIN};
+	while (poll(&pf, 1, 0) == 0 && now_ns() < until)
+		sched_yield();
+}
+
 /* Read one request into w's buffer: > 0, or 0 at the end (the session
  * exited, the filesystem unmounted), or a negative errno. */
 static int take(struct worker *w)
@@ -153,11 +183,14 @@ static int take(struct worker *w)
 	w->buf.flags = 0;
 	atomic_fetch_add(&l->nreading, 1);
 	atomic_store(&w->in_read, true);
+	if (w->primary && w->gap < l->spin_ns)
+		spin(l, w->replied + l->spin_ns);
 	int res = fuse_session_exited(l->se) ? 0 : fuse_session_receive_buf(l->se, &w->buf);
 	atomic_store(&w->in_read, false);
 	atomic_fetch_sub(&l->nreading, 1);
 	if (res > 0) {
 		w->took = now_ns();
+		w->gap = w->took - w->replied;
 		if (!is_forget(&w->buf))
 			atomic_store(&l->last_take, w->took);
 	}
@@ -205,8 +238,9 @@ static bool serve_one(struct worker *w)
 	}
 	fuse_session_process_buf(l->se, &w->buf);
 	if (w->primary) {
+		w->replied = now_ns();
 		atomic_store(&l->busy_since, 0);
-		atomic_fetch_add(&l->busy_ns, now_ns() - w->took);
+		atomic_fetch_add(&l->busy_ns, w->replied - w->took);
 	}
 	return true;
 }
@@ -374,9 +408,10 @@ static void join_worker(struct worker *w)
 	}
 }
 
-int fs_loop(struct fuse_session *se, int max_workers)
+int fs_loop(struct fuse_session *se, int max_workers, uint64_t spin_ns)
 {
-	struct loop l = {.se = se, .max_workers = max_workers > 0 ? max_workers : 1};
+	struct loop l = {.se = se, .max_workers = max_workers > 0 ? max_workers : 1,
+			 .spin_ns = spin_ns};
 	pthread_mutex_init(&l.lock, NULL);
 	pthread_cond_init(&l.park_cv, NULL);
 	pthread_cond_init(&l.watch_cv, NULL);

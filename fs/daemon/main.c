@@ -44,6 +44,7 @@ struct cmdline {
 	long cache_mib;
 	long inode_cache;
 	long log_delay_ms;
+	long spin_us;
 	int bdi_max_ratio;
 	int readahead_kb;
 	bool selinux_on; /* selinux_xattr, auto resolved */
@@ -103,6 +104,7 @@ static const struct fuse_opt opts[] = {
 	OPT("cache_mib=%ld", cache_mib),
 	OPT("inode_cache=%ld", inode_cache),
 	OPT("log_delay_ms=%ld", log_delay_ms),
+	OPT("spin_us=%ld", spin_us),
 	OPT("no_writeback", nowriteback),
 	OPT("no_direct", nodirect),
 	OPT("degraded", degraded),
@@ -192,6 +194,9 @@ static void usage(FILE *f)
 		"  -o log_delay_ms=N  a change not synced reaches the metadata store's\n"
 		"                     commit log at most N ms later (default 5; 0: before\n"
 		"                     the call returns); fsync(2) is not delayed\n"
+		"  -o spin_us=N       after a reply, wait up to N us for the next request\n"
+		"                     awake before sleeping, while requests come that\n"
+		"                     close (default 100; 0: sleep at once)\n"
 		"  -o no_writeback    disable the kernel writeback cache\n"
 		"  -o no_direct       write chunk files through the backing page cache\n"
 		"                     (default: page-aligned writes use O_DIRECT)\n"
@@ -543,7 +548,7 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 		notify(fd, "");
 	}
 
-	int lrc = fs_loop(se, LOOP_WORKERS);
+	int lrc = fs_loop(se, LOOP_WORKERS, (uint64_t)c->spin_us * 1000);
 	diskset_mark(ds, DISKSET_CLOSING); /* a new mount of these disks waits for us now */
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
@@ -571,7 +576,8 @@ int main(int argc, char **argv)
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct cmdline c = {.attr_timeout = TIMEOUT_DEFAULT, .entry_timeout = TIMEOUT_DEFAULT,
 			    .cache_mib = 64,
-			    .log_delay_ms = 5, .bdi_max_ratio = 20, .readahead_kb = 1024};
+			    .log_delay_ms = 5, .spin_us = 100, .bdi_max_ratio = 20,
+			    .readahead_kb = 1024};
 	int status;
 	if (fuse_opt_parse(&args, &c, opts, opt_proc) != 0) {
 		usage(stderr);
@@ -600,6 +606,9 @@ int main(int argc, char **argv)
 		status = 1;
 	} else if (c.log_delay_ms < 0 || c.log_delay_ms > 60000) {
 		fprintf(stderr, "lsmfs: log_delay_ms must be 0..60000\n");
+		status = 1;
+	} else if (c.spin_us < 0 || c.spin_us > 10000) {
+		fprintf(stderr, "lsmfs: spin_us must be 0..10000\n");
 		status = 1;
 	} else if (c.remount) {
 		status = remount(&c);

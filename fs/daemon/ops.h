@@ -12,7 +12,8 @@ int fs_wire_attach(struct fs *fs, struct fuse_session *se);
 
 /* loop.c: serve se's requests on up to max_workers threads until unmount
  * or a signal; 0 or a negative errno.  A WRITE's data lands page-aligned
- * in memory (see loop.c). */
-int fs_loop(struct fuse_session *se, int max_workers);
+ * in memory; between requests that come close together the first thread
+ * polls for up to spin_ns before it sleeps (0: never; see loop.c). */
+int fs_loop(struct fuse_session *se, int max_workers, uint64_t spin_ns);
 
 #endif
