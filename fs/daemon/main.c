@@ -190,7 +190,7 @@ static void usage(FILE *f)
 		"  -o cache_mib=N     metadata store block cache (default 64)\n"
 		"  -o inode_cache=N   inodes kept in memory that nothing uses (default\n"
 		"                     262144, ~190 bytes each); past it only the kernel's\n"
-		"                     reference count stays (16 bytes)\n"
+		"                     reference count stays (24 bytes)\n"
 		"  -o log_delay_ms=N  a change not synced reaches the metadata store's\n"
 		"                     commit log at most N ms later (default 5; 0: before\n"
 		"                     the call returns); fsync(2) is not delayed\n"

@@ -166,15 +166,18 @@ struct section_gates {
 struct kref_slot {
 	uint64_t ino;           /* 0: empty */
 	uint64_t n;
+	uint64_t until;         /* its cached_until_ns */
 };
 struct kref_table {
 	struct kref_slot *v;
 	size_t cap, count;      /* cap: 0 or a power of two */
 };
-/* All under fs->itab_lock.  add: -ENOMEM; take: the count (0: none),
- * removed; forget: lower it by n (false: not here). */
-int kref_add(struct kref_table *t, uint64_t ino, uint64_t n);
-uint64_t kref_take(struct kref_table *t, uint64_t ino);
+/* All under fs->itab_lock.  add: -ENOMEM; take: the count (0: none) and
+ * *until, removed; until: its cached_until_ns (0: none); forget: lower
+ * the count by n (false: not here). */
+int kref_add(struct kref_table *t, uint64_t ino, uint64_t n, uint64_t until);
+uint64_t kref_take(struct kref_table *t, uint64_t ino, uint64_t *until);
+uint64_t kref_until(const struct kref_table *t, uint64_t ino);
 bool kref_forget(struct kref_table *t, uint64_t ino, uint64_t n);
 size_t kref_count(const struct kref_table *t);
 void kref_free(struct kref_table *t);
@@ -649,8 +652,8 @@ void fs_forget(struct fs *fs, uint64_t ino, uint64_t n);
  * and attributes under the mount's timeouts (fs_kernel_has_attrs). */
 void fs_lookup_given(struct fs *fs, struct fs_inode *in);
 /* Does the kernel hold ino with a name and attributes that have not timed
- * out?  A hint: it may forget them at any moment; an inode let go from
- * the inode table (kref.c) counts as not. */
+ * out?  A hint: it may forget them at any moment (an inode let go from the
+ * inode table answers from kref.c, without being loaded). */
 bool fs_kernel_has_attrs(struct fs *fs, uint64_t ino);
 /* The inode is deleted (reclaim.c): nothing more may be written to it. */
 void inode_mark_gone(struct fs *fs, uint64_t ino);

@@ -152,7 +152,7 @@ struct fs_inode *inode_get(struct fs *fs, uint64_t ino, int *err)
 		free(fresh);
 	} else {
 		/* Let go with the kernel's references kept aside: back. */
-		fresh->nlookup = kref_take(&fs->kref, ino);
+		fresh->nlookup = kref_take(&fs->kref, ino, &fresh->cached_until_ns);
 		itab_insert(fs, fresh);
 		in = fresh;
 	}
@@ -171,7 +171,7 @@ struct fs_inode *inode_new(struct fs *fs, uint64_t ino, const struct inode_rec *
 	in->refs = 1;
 	in->nentries = -1;
 	pthread_mutex_lock(&fs->itab_lock);
-	in->nlookup = kref_take(&fs->kref, ino); /* 0: a new inode */
+	in->nlookup = kref_take(&fs->kref, ino, &in->cached_until_ns); /* 0: a new inode */
 	itab_insert(fs, in);
 	pthread_mutex_unlock(&fs->itab_lock);
 	return in;
@@ -242,7 +242,7 @@ static void unref_locked_maybe_drop(struct fs *fs, struct fs_inode *in)
 		return;
 	}
 	if (in->refs == 0 && in->nopen == 0 && fs->itab_count > fs->opt.inode_cache &&
-	    can_let_go(in) && kref_add(&fs->kref, in->ino, in->nlookup) == 0) {
+	    can_let_go(in) && kref_add(&fs->kref, in->ino, in->nlookup, in->cached_until_ns) == 0) {
 		itab_remove(fs, in);
 		pthread_mutex_unlock(&fs->itab_lock);
 		free(in);
@@ -294,7 +294,8 @@ bool fs_kernel_has_attrs(struct fs *fs, uint64_t ino)
 	uint64_t now = mono_ns();
 	pthread_mutex_lock(&fs->itab_lock);
 	struct fs_inode *in = itab_find(fs, ino);
-	bool has = in && in->nlookup > 0 && now < in->cached_until_ns;
+	bool has = in ? in->nlookup > 0 && now < in->cached_until_ns
+		      : now < kref_until(&fs->kref, ino);
 	pthread_mutex_unlock(&fs->itab_lock);
 	return has;
 }

@@ -3,10 +3,13 @@
  * table (inode.c).  The table keeps at most fs_options.inode_cache inodes
  * that no request, open file or unwritten change holds; past that, such an
  * inode is let go when its last request ends, and only its count stays,
- * here: 16 bytes against about 190 for the inode, so the daemon's memory no
- * longer grows with every inode the kernel keeps in its caches (a `du` over
- * 10 million files held 1.9 GB of inodes).  The next request for it loads
- * its record again and takes the count back; a forget lowers it here.
+ * here, with how long the kernel keeps the name and attributes it was last
+ * given (fs_inode.cached_until_ns, for fs_kernel_has_attrs: a listing
+ * sends such an inode without its attributes, and does not load it): 24
+ * bytes against about 190 for the inode, so the daemon's memory no longer
+ * grows with every inode the kernel keeps in its caches (a `du` over 10
+ * million files held 1.9 GB of inodes).  The next request for it loads its
+ * record again and takes both back; a forget lowers the count here.
  *
  * Open addressing with linear probing and backward-shift deletion; inode 0
  * marks an empty slot (no inode has number 0).  The caller holds
@@ -54,11 +57,12 @@ static int grow(struct kref_table *t)
 	return 0;
 }
 
-int kref_add(struct kref_table *t, uint64_t ino, uint64_t n)
+int kref_add(struct kref_table *t, uint64_t ino, uint64_t n, uint64_t until)
 {
 	struct kref_slot *s = find(t, ino);
 	if (s) {
 		s->n += n;
+		s->until = until > s->until ? until : s->until;
 		return 0;
 	}
 	/* At most 3/4 full: probes stay short. */
@@ -69,6 +73,7 @@ int kref_add(struct kref_table *t, uint64_t ino, uint64_t n)
 		i = (i + 1) & (t->cap - 1);
 	t->v[i].ino = ino;
 	t->v[i].n = n;
+	t->v[i].until = until;
 	t->count++;
 	return 0;
 }
@@ -88,17 +93,25 @@ static void remove_slot(struct kref_table *t, struct kref_slot *s)
 	}
 	t->v[hole].ino = 0;
 	t->v[hole].n = 0;
+	t->v[hole].until = 0;
 	t->count--;
 }
 
-uint64_t kref_take(struct kref_table *t, uint64_t ino)
+uint64_t kref_take(struct kref_table *t, uint64_t ino, uint64_t *until)
 {
 	struct kref_slot *s = find(t, ino);
+	*until = s ? s->until : 0;
 	if (!s)
 		return 0;
 	uint64_t n = s->n;
 	remove_slot(t, s);
 	return n;
+}
+
+uint64_t kref_until(const struct kref_table *t, uint64_t ino)
+{
+	const struct kref_slot *s = find(t, ino);
+	return s && s->n ? s->until : 0;
 }
 
 bool kref_forget(struct kref_table *t, uint64_t ino, uint64_t n)
