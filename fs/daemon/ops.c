@@ -5,6 +5,7 @@
  */
 #include "ops.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -49,13 +50,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	/* Entries with their attributes when the program looks the names
-	 * up (ls -l, du), plain ones when it does not (ls, find): the
-	 * kernel's auto mode chooses. */
-	if (conn->capable & FUSE_CAP_READDIRPLUS) {
+	 * up (ls -l, du), without them when it does not (ls, find): every
+	 * listing is READDIRPLUS, and plus.c chooses, not the kernel's auto
+	 * mode (libfuse asks for it unless told not to). */
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
-		if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
-			conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
-	}
+	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC; /* the kernel sends setattr(size) */
 	/* File handles (name_to_handle_at, NFS export) that outlive the
 	 * kernel's cache and remounts: the kernel looks up "." and ".."
@@ -97,6 +97,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else if (rc) {
 		fuse_reply_err(req, -rc);
 	} else {
+		plus_looked(fuse_req_ctx(req)->pid, parent, S_ISDIR(st.st_mode)); /* req ends at the reply */
 		reply_entry(req, fs, &st);
 	}
 }
@@ -481,6 +482,9 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 struct dirplus {
 	struct dirbuf d;
 	struct fs *fs;
+	bool plain;         /* no attributes: entries without a lookup */
+	size_t attr_room;   /* bytes left in this reply for entries with them */
+	size_t files_left;  /* entries that are not directories it may still take */
 	uint64_t run[64];   /* the lookups taken for the run of last_off */
 	size_t nrun;
 };
@@ -500,11 +504,13 @@ static int dirplus_fill(void *ctx, const char *name, uint64_t ino, uint8_t type,
 	struct fuse_entry_param e;
 	memset(&e, 0, sizeof(e));
 	bool dot = name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
-	if (dot || fs_kernel_has_attrs(p->fs, ino) || fs_entry_ref(p->fs, ino, &e.attr) != 0) {
-		/* A dot, an inode whose attributes the kernel has, not
-		 * timed out (this mount keeps them up to date), or one that
-		 * will not load (the lookup that follows says why): a plain
-		 * entry, no lookup held. */
+	if (dot || p->plain || fs_kernel_has_attrs(p->fs, ino) ||
+	    fs_entry_ref(p->fs, ino, &e.attr) != 0) {
+		/* A dot, a listing without attributes (plus.c), an inode
+		 * whose attributes the kernel has, not timed out (this mount
+		 * keeps them up to date), or one that will not load (the
+		 * lookup that follows says why): a plain entry, no lookup
+		 * held. */
 		memset(&e.attr, 0, sizeof(e.attr));
 		e.attr.st_ino = ino;
 		e.attr.st_mode = (mode_t)type << 12;
@@ -514,9 +520,14 @@ static int dirplus_fill(void *ctx, const char *name, uint64_t ino, uint8_t type,
 		e.attr_timeout = p->fs->opt.attr_timeout;
 		e.entry_timeout = p->fs->opt.entry_timeout;
 	}
-	size_t len = fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used, name, &e,
+	size_t room = d->size - d->used;
+	if (e.ino && room > p->attr_room)
+		room = p->attr_room;
+	if (!p->files_left && type != DT_DIR && !dot)
+		room = 0;
+	size_t len = fuse_add_direntry_plus(d->req, d->buf + d->used, room, name, &e,
 					    (off_t)next_off);
-	if (len > d->size - d->used) {
+	if (len > room) {
 		if (e.ino)
 			fs_forget(p->fs, ino, 1);
 		if (next_off == d->last_off && d->run_start > 0) {
@@ -530,6 +541,10 @@ static int dirplus_fill(void *ctx, const char *name, uint64_t ino, uint8_t type,
 		d->last_off = next_off;
 		p->nrun = 0;
 	}
+	if (e.ino)
+		p->attr_room -= len;
+	if (type != DT_DIR && !dot)
+		p->files_left--;
 	if (e.ino && p->nrun < sizeof(p->run) / sizeof(p->run[0]))
 		p->run[p->nrun++] = ino;
 	else if (e.ino)
@@ -539,23 +554,22 @@ static int dirplus_fill(void *ctx, const char *name, uint64_t ino, uint8_t type,
 }
 
 /*
- * The kernel's auto mode asks for the first batch of every listing with
- * attributes, whether the program will look at them (ls -l) or not
- * (find, ls): that first reply holds only this many bytes (about 25
- * entries), so a walk that never looks costs few inode loads per
- * directory, and one that does looks at these entries first, which has
- * the kernel ask for the next batch with attributes too.
+ * What each reply holds, plus.c chooses (see there).  A reader not known
+ * to look at what it lists gets attributes in the first reply of a
+ * listing only, for at most PLUS_FIRST_BYTES of entries (about 25; entries
+ * the kernel holds need none and do not count): a walk that never looks
+ * (find) costs few inode loads per directory, and a small directory listed
+ * by `ls -l` needs no lookup.
  */
-#define DIRPLUS_FIRST_BYTES 4096
-
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
 	(void)fi;
-	if (off == 0 && size > DIRPLUS_FIRST_BYTES)
-		size = DIRPLUS_FIRST_BYTES;
+	enum plus_mode m = plus_listing(fuse_req_ctx(req)->pid, ino, (uint64_t)off);
 	struct dirplus p = {.d = {.req = req, .size = size, .last_off = UINT64_MAX},
-			    .fs = fs_of(req)};
+			    .fs = fs_of(req), .plain = m == PLUS_ASK || m == PLUS_PLAIN,
+			    .attr_room = m == PLUS_FIRST ? PLUS_FIRST_BYTES : SIZE_MAX,
+			    .files_left = m == PLUS_ASK ? PLUS_LOOKS : SIZE_MAX};
 	p.d.buf = malloc(size ? size : 1);
 	if (!p.d.buf) {
 		fuse_reply_err(req, ENOMEM);

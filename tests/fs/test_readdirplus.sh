@@ -16,6 +16,8 @@
 #   - once the kernel's names and attributes time out (a mount with 1 s
 #     timeouts), the next `ls -l` gets them again through READDIRPLUS and
 #     sends no LOOKUP per name (counted in the daemon's -d log);
+#   - `du` of five directories, cold, sends the LOOKUPs of the first only
+#     (fs/daemon/plus.c: the listings after it carry the attributes);
 #   - fsck clean at the end.
 NAME=test_readdirplus
 # shellcheck source=tests/lib/lib.sh
@@ -101,6 +103,23 @@ ls -l "$M/b" > /dev/null
 again=$(( $(grep -c 'opcode: LOOKUP' "$T/debug.log") - first ))
 say "ls -l of 300 names: $first LOOKUPs cold, $again once the attributes timed out"
 ((again <= 10)) || fail "ls -l after the attributes timed out sent $again LOOKUPs for 300 names"
+umount_wait "$D" || fail "unmount"
+
+# A reader that reads a whole directory before it looks at any name (du)
+# gets the attributes with its later listings once it has looked: one
+# directory's worth of LOOKUPs, not one per name of the tree.
+mount_fg "$T/debug.log" "$D" || fail "mount"
+for d in 1 2 3 4 5; do
+	mkdir "$M/c$d"
+	for i in $(seq 300); do : > "$M/c$d/f$i"; done
+done
+umount_wait "$D" || fail "unmount after making c"
+echo 3 > /proc/sys/vm/drop_caches
+mount_fg "$T/debug.log" -d "$D" || fail "mount with -d"
+du -s "$M"/c? > /dev/null
+n=$(grep -c 'opcode: LOOKUP' "$T/debug.log")
+say "du of 5 directories of 300 files, cold: $n LOOKUPs"
+((n <= 330)) || fail "du of 1,500 files sent $n LOOKUPs: its listings after the first carried no attributes"
 umount_wait "$D" || fail "unmount"
 fsck_clean "$D" "after the listings"
 finish

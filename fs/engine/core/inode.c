@@ -437,6 +437,12 @@ void inode_touch_as(struct inode_rec *r, const struct inode_rec *stamp, bool mti
 	}
 }
 
+/* A directory's preferred I/O size: glibc's opendir sizes its getdents
+ * buffer by it (32 KiB at least, 1 MiB at most), and the kernel asks for a
+ * listing in requests of that size (up to max_pages): 1,000 entries with
+ * attributes (about 160 bytes each) come in one request, not six. */
+#define DIR_BLKSIZE (256 << 10)
+
 void inode_stat(const struct fs *fs, const struct fs_inode *in, struct stat *st)
 {
 	const struct inode_rec *r = &in->rec;
@@ -449,8 +455,10 @@ void inode_stat(const struct fs *fs, const struct fs_inode *in, struct stat *st)
 	st->st_rdev = r->rdev;
 	st->st_size = (off_t)r->size;
 	st->st_blksize = 4096;
-	if (S_ISDIR(r->mode))
+	if (S_ISDIR(r->mode)) {
 		st->st_size = 4096;
+		st->st_blksize = DIR_BLKSIZE;
+	}
 	if (S_ISREG(r->mode) && !(r->flags & INODE_FLAG_CHUNKED))
 		st->st_blocks = (blkcnt_t)((r->size + 511) / 512);
 	else if (S_ISDIR(r->mode))
