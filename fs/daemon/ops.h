@@ -8,10 +8,10 @@
 extern const struct fuse_lowlevel_ops lsmfs_ops;
 
 /* plus.c: what a reply to a listing by reader pid of dir from off holds:
- * every entry's attributes (ALL); those of at most PLUS_FIRST_BYTES of
- * entries, the reply ending before the next that needs them (FIRST); no
- * attributes, PLUS_LOOKS entries that are not directories at most (ASK);
- * none (PLAIN).  And what a lookup by pid of a name in parent tells. */
+ * every entry's attributes (ALL); attributes, in at most PLUS_FIRST_BYTES
+ * (FIRST); no attributes, PLUS_LOOKS entries that are not directories at
+ * most (ASK); none (PLAIN).  And what a lookup by pid of a name in parent
+ * tells. */
 #define PLUS_FIRST_BYTES 4096
 #define PLUS_LOOKS 8
 enum plus_mode { PLUS_ALL, PLUS_FIRST, PLUS_ASK, PLUS_PLAIN };

@@ -14,11 +14,11 @@
  * 0.47-0.51 s).  So the daemon takes every listing as READDIRPLUS (ops.c
  * turns the auto mode off) and chooses here, per reader (the thread that
  * lists, the request's pid):
- *   - a reader not known to look: the first reply of a listing carries
- *     attributes for at most PLUS_FIRST_BYTES of entries (a small
- *     directory costs no more), the second holds PLUS_LOOKS entries that
- *     are not directories, without (the kernel sends no request for what
- *     it got with attributes, so these are what tells), the rest not;
+ *   - a reader not known to look: the first reply of a listing holds at
+ *     most PLUS_FIRST_BYTES, with attributes (a small directory costs no
+ *     more), the second PLUS_LOOKS entries that are not directories,
+ *     without (the kernel sends no request for what it got with
+ *     attributes, so these are what tells), the rest none;
  *   - a reader that looked up PLUS_LOOKS names that are not directories
  *     of the directory it last listed that way is known to look: all its
  *     replies carry attributes, from the next one on (`ls -l` of a large
