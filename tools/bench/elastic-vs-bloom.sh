@@ -57,19 +57,10 @@ budget=$((num / 2))
 common=(--num="$num" --key_size=16 --value_size=100 --cache_size=8388608)
 policies=(elastic:6x2 bloom:4 bloom:10)
 runs=("${policies[@]}" unbounded)
-mkdir -p "$dir"
 
 # The memory cgroups: cg_kind v1 or v2, cg_root the hierarchy's root,
 # cg the current run's cgroup (removed on exit).
 cg_kind='' cg_root='' cg=''
-cleanup() {
-	[[ -n $cg && -d $cg ]] && rmdir "$cg" 2>/dev/null
-	[[ ${KEEP:-0} == 1 ]] || rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
 cg_find() {
 	local v1='' v2='' _ mnt type opts
 	while read -r _ mnt type opts _; do
@@ -93,6 +84,18 @@ cg_find() {
 		exit 2
 	fi
 }
+
+# -c without a memory cgroup is refused before anything is made or
+# removed (the stores in DIR stay as they are).
+[[ -z $limit_mib ]] || cg_find
+mkdir -p "$dir"
+cleanup() {
+	[[ -n $cg && -d $cg ]] && rmdir "$cg" 2>/dev/null
+	[[ ${KEEP:-0} == 1 ]] || rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # cg_new: a fresh cgroup limited to limit_mib (its peak starts at zero).
 cg_new() {
@@ -151,7 +154,6 @@ for p in "${policies[@]}"; do
 	sizes+="$p $(du -sm "$dir/${p/:/-}-$num" | cut -f1) MiB, "
 done
 if [[ -n $limit_mib ]]; then
-	cg_find
 	echo "page cache limit: $limit_mib MiB, a memory cgroup ($cg_kind) under $cg_root;" \
 		"stores on disk: ${sizes%, }"
 else
