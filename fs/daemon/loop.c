@@ -137,13 +137,6 @@ struct loop {
 	bool watcher_started;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* CLOCK_REALTIME ns (< 1 s) from now: a deadline for
  * pthread_cond_timedwait and pthread_timedjoin_np. */
 static struct timespec deadline_in(uint64_t ns)
@@ -169,7 +162,7 @@ static bool is_forget(const struct fuse_buf *b)
 static void spin(struct loop *l, uint64_t until)
 {
 	struct pollfd pf = {.fd = fuse_session_fd(l->se), .events = POLLIN};
-	while (poll(&pf, 1, 0) == 0 && now_ns() < until)
+	while (poll(&pf, 1, 0) == 0 && fs_mono_ns() < until)
 		sched_yield();
 }
 
@@ -189,7 +182,7 @@ static int take(struct worker *w)
 	atomic_store(&w->in_read, false);
 	atomic_fetch_sub(&l->nreading, 1);
 	if (res > 0) {
-		w->took = now_ns();
+		w->took = fs_mono_ns();
 		w->gap = w->took - w->replied;
 		if (!is_forget(&w->buf))
 			atomic_store(&l->last_take, w->took);
@@ -238,7 +231,7 @@ static bool serve_one(struct worker *w)
 	}
 	fuse_session_process_buf(l->se, &w->buf);
 	if (w->primary) {
-		w->replied = now_ns();
+		w->replied = fs_mono_ns();
 		atomic_store(&l->busy_since, 0);
 		atomic_fetch_add(&l->busy_ns, w->replied - w->took);
 	}
@@ -272,7 +265,7 @@ static void serve_helper(struct worker *w)
 		do {
 			if (!serve_one(w))
 				return;
-		} while (now_ns() < atomic_load(&l->helpers_until) && !fuse_session_exited(l->se));
+		} while (fs_mono_ns() < atomic_load(&l->helpers_until) && !fuse_session_exited(l->se));
 	}
 }
 
@@ -344,10 +337,10 @@ static void release_helper(struct loop *l)
 static void *watch(void *arg)
 {
 	struct loop *l = arg;
-	uint64_t window_start = now_ns(), window_busy = atomic_load(&l->busy_ns);
+	uint64_t window_start = fs_mono_ns(), window_busy = atomic_load(&l->busy_ns);
 	pthread_mutex_lock(&l->lock);
 	while (!l->exiting) {
-		uint64_t now = now_ns();
+		uint64_t now = fs_mono_ns();
 		uint64_t last = atomic_load(&l->last_take);
 		uint64_t since = atomic_load(&l->busy_since);
 		if (!since && now - last >= LOOP_IDLE_NS) {
@@ -364,7 +357,7 @@ static void *watch(void *arg)
 			}
 			while (atomic_load(&l->watcher_asleep) && !l->exiting)
 				pthread_cond_wait(&l->watch_cv, &l->lock);
-			window_start = now_ns();
+			window_start = fs_mono_ns();
 			window_busy = atomic_load(&l->busy_ns);
 			continue;
 		}
@@ -418,7 +411,7 @@ int fs_loop(struct fuse_session *se, int max_workers, uint64_t spin_ns)
 	sem_init(&l.finish, 0, 0);
 	atomic_init(&l.nreading, 0);
 	atomic_init(&l.helpers_until, 0);
-	atomic_init(&l.last_take, now_ns());
+	atomic_init(&l.last_take, fs_mono_ns());
 	atomic_init(&l.busy_ns, 0);
 	atomic_init(&l.busy_since, 0);
 	atomic_init(&l.watcher_asleep, false);

@@ -40,7 +40,6 @@
 #include "ops.h"
 
 #include <pthread.h>
-#include <time.h>
 
 #define PLUS_READERS 64
 #define PLUS_PROBE 64
@@ -59,13 +58,6 @@ struct reader {
 static struct reader readers[PLUS_READERS];
 static pthread_mutex_t plus_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* pid's slot, taken over (as unknown) when another reader held it or pid
  * was away too long.  plus_lock held. */
 static struct reader *slot_of(pid_t pid, uint64_t now)
@@ -79,7 +71,7 @@ static struct reader *slot_of(pid_t pid, uint64_t now)
 
 enum plus_mode plus_listing(pid_t pid, uint64_t dir, uint64_t off)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = fs_mono_ns();
 	pthread_mutex_lock(&plus_lock);
 	struct reader *r = slot_of(pid, now);
 	if (r->looks && off == 0 && ++r->listings % PLUS_PROBE == 0)
@@ -102,7 +94,7 @@ void plus_looked(pid_t pid, uint64_t parent, bool is_dir)
 {
 	if (is_dir)
 		return;
-	uint64_t now = mono_ns();
+	uint64_t now = fs_mono_ns();
 	pthread_mutex_lock(&plus_lock);
 	struct reader *r = &readers[(unsigned)pid % PLUS_READERS];
 	if (r->pid == pid && !r->looks && r->dir == parent && ++r->looked >= PLUS_LOOKS) {

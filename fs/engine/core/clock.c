@@ -82,3 +82,10 @@ void fs_now(struct fs *fs, int64_t *sec, uint32_t *nsec)
 	*sec = ts.tv_sec;
 	*nsec = (uint32_t)ts.tv_nsec;
 }
+
+uint64_t fs_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

@@ -590,6 +590,9 @@ void fs_log_named(struct fs *fs, uint64_t ino, const char *fmt, ...)
 void clock_open(struct fs *fs);
 void clock_close(struct fs *fs);
 void fs_now(struct fs *fs, int64_t *sec, uint32_t *nsec);
+/* CLOCK_MONOTONIC in nanoseconds: for intervals and deadlines, never for
+ * inode times. */
+uint64_t fs_mono_ns(void);
 
 /*
  * What the inode table asks of the layers above it when it lets an inode

@@ -271,18 +271,11 @@ void fs_forget(struct fs *fs, uint64_t ino, uint64_t n)
 	unref_locked_maybe_drop(fs, in);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void fs_lookup_given(struct fs *fs, struct fs_inode *in)
 {
 	double t = fs->opt.attr_timeout < fs->opt.entry_timeout ? fs->opt.attr_timeout
 								: fs->opt.entry_timeout;
-	uint64_t until = t > 0 ? mono_ns() + (uint64_t)(t * 1e9) : 0;
+	uint64_t until = t > 0 ? fs_mono_ns() + (uint64_t)(t * 1e9) : 0;
 	pthread_mutex_lock(&fs->itab_lock);
 	in->nlookup++;
 	in->cached_until_ns = until;
@@ -291,7 +284,7 @@ void fs_lookup_given(struct fs *fs, struct fs_inode *in)
 
 bool fs_kernel_has_attrs(struct fs *fs, uint64_t ino)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = fs_mono_ns();
 	pthread_mutex_lock(&fs->itab_lock);
 	struct fs_inode *in = itab_find(fs, ino);
 	bool has = in ? in->nlookup > 0 && now < in->cached_until_ns
