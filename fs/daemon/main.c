@@ -40,6 +40,7 @@ struct cmdline {
 	int degraded;
 	int force_degraded;
 	double attr_timeout, entry_timeout;
+	double dircache_age;
 	char *selinux_xattr;
 	long cache_mib;
 	long inode_cache;
@@ -100,6 +101,7 @@ static const struct fuse_opt opts[] = {
 	FUSE_OPT_KEY("group_id=%s", KEY_DROP),
 	OPT("attr_timeout=%lf", attr_timeout),
 	OPT("entry_timeout=%lf", entry_timeout),
+	OPT("dircache_age=%lf", dircache_age),
 	OPT("selinux_xattr=%s", selinux_xattr),
 	OPT("cache_mib=%ld", cache_mib),
 	OPT("inode_cache=%ld", inode_cache),
@@ -183,6 +185,8 @@ static void usage(FILE *f)
 		"  -o allow_other     let other users in (and the usual FUSE mount options)\n"
 		"  -o attr_timeout=S  seconds the kernel caches attributes (default 86400)\n"
 		"  -o entry_timeout=S seconds the kernel caches names (default 86400)\n"
+		"  -o dircache_age=S  the kernel keeps the listing of a directory left\n"
+		"                     alone for S seconds (default 30)\n"
 		"  -o selinux_xattr=auto|on|off  keep security.selinux labels (on), or\n"
 		"                     answer EOPNOTSUPP for them (off: ls -l then asks\n"
 		"                     once, not per file); auto (default): on when the\n"
@@ -480,6 +484,7 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 		.direct = !c->nodirect,
 		.attr_timeout = c->attr_timeout,
 		.entry_timeout = c->entry_timeout,
+		.dircache_age = c->dircache_age,
 		.selinux_xattr = c->selinux_on,
 		.cache_bytes = (size_t)c->cache_mib << 20,
 		.inode_cache = (size_t)c->inode_cache,
@@ -565,6 +570,8 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
  * time out; a day bounds what a missed invalidation could cost. */
 #define TIMEOUT_DEFAULT 86400
 #define TIMEOUT_MAX (365 * 86400)
+/* fs/daemon/dircache.c says why. */
+#define DIRCACHE_AGE_DEFAULT 30
 
 static bool timeout_valid(double s)
 {
@@ -575,6 +582,7 @@ int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct cmdline c = {.attr_timeout = TIMEOUT_DEFAULT, .entry_timeout = TIMEOUT_DEFAULT,
+			    .dircache_age = DIRCACHE_AGE_DEFAULT,
 			    .cache_mib = 64,
 			    .log_delay_ms = 5, .spin_us = 100, .bdi_max_ratio = 20,
 			    .readahead_kb = 1024};
@@ -597,9 +605,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lsmfs: %s must not be negative\n",
 			c.inode_cache < 0 ? "inode_cache" : "cache_mib");
 		status = 1;
-	} else if (!timeout_valid(c.attr_timeout) || !timeout_valid(c.entry_timeout)) {
+	} else if (!timeout_valid(c.attr_timeout) || !timeout_valid(c.entry_timeout) ||
+		   !timeout_valid(c.dircache_age)) {
 		fprintf(stderr, "lsmfs: %s must be 0..%d seconds\n",
-			timeout_valid(c.attr_timeout) ? "entry_timeout" : "attr_timeout", TIMEOUT_MAX);
+			!timeout_valid(c.attr_timeout)	  ? "attr_timeout"
+			: !timeout_valid(c.entry_timeout) ? "entry_timeout"
+							  : "dircache_age",
+			TIMEOUT_MAX);
 		status = 1;
 	} else if (selinux_choose(&c) != 0) {
 		fprintf(stderr, "lsmfs: selinux_xattr must be auto, on or off\n");

@@ -409,12 +409,14 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	bool dir = S_ISDIR(in->rec.mode);
+	bool keep = dir && dircache_keep(fs, &in->rec);
 	inode_put(fs, in);
 	if (!dir) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
-	fi->cache_readdir = 0;
+	fi->cache_readdir = keep;
+	fi->keep_cache = keep; /* a copy already kept stays (the kernel checks it) */
 	fuse_reply_open(req, fi);
 }
 

@@ -18,6 +18,10 @@ enum plus_mode { PLUS_ALL, PLUS_FIRST, PLUS_ASK, PLUS_PLAIN };
 enum plus_mode plus_listing(pid_t pid, uint64_t dir, uint64_t off);
 void plus_looked(pid_t pid, uint64_t parent, bool is_dir);
 
+/* dircache.c: does the kernel keep the listing of dir (its record, as
+ * loaded at opendir) once read? */
+bool dircache_keep(struct fs *fs, const struct inode_rec *dir);
+
 /* wire.c */
 int fs_wire_attach(struct fs *fs, struct fuse_session *se);
 

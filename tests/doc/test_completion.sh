@@ -138,7 +138,7 @@ has 'lsmfs -' -f -d -o
 only 'lsmfs -o inode_' inode_cache=
 nospace 'lsmfs -o inode_'
 only 'lsmfs -o ro,no_' ro,no_writeback ro,no_direct
-has 'lsmfs -o ' ro degraded force_degraded allow_other attr_timeout= entry_timeout= selinux_xattr= cache_mib= \
+has 'lsmfs -o ' ro degraded force_degraded allow_other attr_timeout= entry_timeout= dircache_age= selinux_xattr= cache_mib= \
     inode_cache= log_delay_ms= spin_us= no_writeback no_direct bdi_max_ratio= readahead_kb=
 only 'lsmfs -o selinux_xattr=' auto off on
 only 'lsmfs -o ro,selinux_xattr=o' off on

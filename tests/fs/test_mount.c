@@ -703,7 +703,8 @@ START_TEST(t_log_delay)
 	const char *bad[] = {"log_delay_ms=-1",  "log_delay_ms=60001", "log_delay_ms=x",
 			     "attr_timeout=nan", "attr_timeout=1e30",  "attr_timeout=x",
 			     "entry_timeout=-1", "entry_timeout=inf", "spin_us=-1",
-			     "spin_us=10001"};
+			     "spin_us=10001", "dircache_age=-1", "dircache_age=nan",
+			     "dircache_age=1e30"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *argv[] = {bin("LSMFS_BIN"), "-f", "-o", bad[i], f.spec, f.mnt, NULL};
 		char out[4096];

@@ -1,0 +1,32 @@
+/*
+ * dircache.c: whether the kernel keeps a directory's listing.
+ *
+ * With FOPEN_CACHE_DIR on an open directory, the kernel copies each entry
+ * of the listing it reads into the directory's page cache, and serves later
+ * listings from there without a request until the directory changes: a
+ * change through the mount, or a new mtime, drops the copy (it checks both
+ * at the start of each listing).  Every change to a name passes through
+ * this kernel (the daemon makes none behind it), so a kept listing is never
+ * stale.  Warm `find` over a million files in 1,000 directories: 0.51 s
+ * read from the daemon, 0.23-0.31 s from the kernel's copy.
+ *
+ * The copy is not free: the kernel finds and locks a page per entry it
+ * adds, about 190 ns per entry on our 2-CPU machine (a directory listed
+ * once, just after it was filled: 1.5-1.8M entries/s with the copy against
+ * 1.9-2.7M without).  A directory that just changed is likely to change
+ * again, which throws the copy away, so only one left alone for
+ * dircache_age seconds (-o dircache_age, default 30) is kept, after NFS's
+ * rule of caching longer what changed longer ago.  ctime is the clock:
+ * every change of a name in the directory sets it, and no user can set it
+ * back (mtime they can, with utimensat).
+ */
+#include "ops.h"
+
+bool dircache_keep(struct fs *fs, const struct inode_rec *dir)
+{
+	int64_t s;
+	uint32_t ns;
+	fs_now(fs, &s, &ns);
+	double age = (double)(s - dir->ctime_sec) + ((double)ns - (double)dir->ctime_nsec) / 1e9;
+	return age >= fs->opt.dircache_age;
+}
