@@ -408,8 +408,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	inode_lock(fs, in);
 	bool dir = S_ISDIR(in->rec.mode);
 	bool keep = dir && dircache_keep(fs, &in->rec);
+	inode_unlock(fs, in);
 	inode_put(fs, in);
 	if (!dir) {
 		fuse_reply_err(req, ENOTDIR);
