@@ -433,7 +433,30 @@ struct dirbuf {
 /*
  * Entries whose names hash alike share one offset; a reply must never end
  * inside such a run, or resuming from that offset would skip the rest.
+ * An entry of next_off did not fit: the reply ends before it, and before
+ * the rest of its run when the run began in this reply, not at its start
+ * (true: the run was dropped).
  */
+static bool dir_full(struct dirbuf *d, uint64_t next_off)
+{
+	if (next_off != d->last_off || d->run_start == 0)
+		return false;
+	d->used = d->run_start;
+	return true;
+}
+
+/* An entry of len bytes and next_off was added; true when it begins a run. */
+static bool dir_took(struct dirbuf *d, uint64_t next_off, size_t len)
+{
+	bool first = next_off != d->last_off;
+	if (first) {
+		d->run_start = d->used;
+		d->last_off = next_off;
+	}
+	d->used += len;
+	return first;
+}
+
 static int dir_fill(void *ctx, const char *name, uint64_t ino, uint8_t type, uint64_t next_off)
 {
 	struct dirbuf *d = ctx;
@@ -444,15 +467,10 @@ static int dir_fill(void *ctx, const char *name, uint64_t ino, uint8_t type, uin
 	size_t len = fuse_add_direntry(d->req, d->buf + d->used, d->size - d->used, name, &st,
 				       (off_t)next_off);
 	if (len > d->size - d->used) {
-		if (next_off == d->last_off && d->run_start > 0)
-			d->used = d->run_start;
+		dir_full(d, next_off);
 		return 1;
 	}
-	if (next_off != d->last_off) {
-		d->run_start = d->used;
-		d->last_off = next_off;
-	}
-	d->used += len;
+	dir_took(d, next_off, len);
 	return 0;
 }
 
@@ -531,24 +549,18 @@ static int dirplus_fill(void *ctx, const char *name, uint64_t ino, uint8_t type,
 	if (len > room) {
 		if (e.ino)
 			fs_forget(p->fs, ino, 1);
-		if (next_off == d->last_off && d->run_start > 0) {
-			d->used = d->run_start; /* the run goes whole to the next reply */
-			run_forget(p);
-		}
+		if (dir_full(d, next_off))
+			run_forget(p); /* the run goes whole to the next reply */
 		return 1;
 	}
-	if (next_off != d->last_off) {
-		d->run_start = d->used;
-		d->last_off = next_off;
+	if (dir_took(d, next_off, len))
 		p->nrun = 0;
-	}
 	if (type != DT_DIR && !dot)
 		p->files_left--;
 	if (e.ino && p->nrun < sizeof(p->run) / sizeof(p->run[0]))
 		p->run[p->nrun++] = ino;
 	else if (e.ino)
 		d->run_start = 0; /* a run too long to give back: kept whole */
-	d->used += len;
 	return 0;
 }
 
