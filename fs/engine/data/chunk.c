@@ -956,6 +956,18 @@ void chunk_section_changed(struct fs *fs, uint32_t section)
 		__atomic_fetch_or(&fs->section_changed[section / 8], bit, __ATOMIC_RELAXED);
 }
 
+void chunk_file_remove(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t section,
+		       const char *what)
+{
+	if (!disk_usable(fs, section_disk_of(fs, section)))
+		return;
+	char rel[96];
+	section_chunk_name(ino, chunk, section, rel, sizeof(rel));
+	if (unlinkat(chunk_dirfd(fs, section), rel, 0) != 0 && errno != ENOENT)
+		chunk_log_error(fs, section, DEVSTAT_WRITE, rel, what, errno);
+	chunk_section_changed(fs, section);
+}
+
 /* chunk's record with its place changed by fn (which may refuse: its
  * error returned, nothing written), the rest of it kept; the cached slot
  * too; into b or (b NULL) synced.  0 for no record or a lost one. */

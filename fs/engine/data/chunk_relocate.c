@@ -115,20 +115,6 @@ static int make_at(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t from, u
 	return rc;
 }
 
-/* Remove the file of chunk in section s (it may not be there; one on a
- * disk not usable stays, a leftover for the mount that has it again). */
-static void remove_at(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t s)
-{
-	if (!disk_usable(fs, section_disk_of(fs, s)))
-		return;
-	char rel[96];
-	section_chunk_name(ino, chunk, s, rel, sizeof(rel));
-	if (unlinkat(chunk_dirfd(fs, s), rel, 0) != 0 && errno != ENOENT)
-		chunk_log_error(fs, s, DEVSTAT_WRITE, rel, "removing a relocated chunk's old file ",
-				errno);
-	chunk_section_changed(fs, s);
-}
-
 int chunk_relocate(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 		   const struct chunk_place *pl, uint32_t target, uint64_t *bytes)
 {
@@ -166,12 +152,14 @@ int chunk_relocate(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 			return rc;
 		}
 		for (unsigned i = 0; i < pl->copies; i++)
-			remove_at(fs, in->ino, chunk, section_of_copy(pl->section, i, n));
+			chunk_file_remove(fs, in->ino, chunk, section_of_copy(pl->section, i, n),
+					  "removing a relocated chunk's old file ");
 		return 0;
 	}
 	/* Not moved: what was made goes, the record still names the old. */
 	for (unsigned i = 0; i < pl->copies; i++)
 		if (made >> i & 1)
-			remove_at(fs, in->ino, chunk, section_of_copy(target, i, n));
+			chunk_file_remove(fs, in->ino, chunk, section_of_copy(target, i, n),
+					  "removing a relocation's unused new file ");
 	return rc;
 }

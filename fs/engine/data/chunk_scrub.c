@@ -449,28 +449,6 @@ static int scrub_locked(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 
 /* The section of chunk's copy i (name into rel), and whether its disk
  * takes I/O. */
-static bool copy_at(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_place *pl,
-		    unsigned i, uint32_t *section, char *rel, size_t cap)
-{
-	*section = section_of_copy(pl->section, i, fs->info.sections);
-	section_chunk_name(ino, chunk, *section, rel, cap);
-	return disk_usable(fs, section_disk_of(fs, *section));
-}
-
-/* Remove copy i's file (logged when it fails: the mount's sweep or fsck
- * finds what is left). */
-static void remove_copy(struct fs *fs, uint64_t ino, uint64_t chunk, const struct chunk_place *pl,
-			unsigned i)
-{
-	uint32_t section;
-	char rel[96];
-	if (!copy_at(fs, ino, chunk, pl, i, &section, rel, sizeof(rel)))
-		return; /* its disk is not there: left for a mount that has it */
-	if (unlinkat(chunk_dirfd(fs, section), rel, 0) != 0 && errno != ENOENT)
-		chunk_log_error(fs, section, DEVSTAT_WRITE, rel, "removing a dropped copy ", errno);
-	chunk_section_changed(fs, section);
-}
-
 /*
  * One copy to two: the record says two copies, the new one stale (synced),
  * then the scrub makes it (and clears the mark).  A crash between leaves a
@@ -516,7 +494,8 @@ static int lower_copies(struct fs *fs, struct fs_inode *in, uint64_t chunk,
 		rc = chunk_restale(fs, in, chunk, (uint8_t)(1u << drop), 0, NULL);
 	if (rc)
 		return rc;
-	remove_copy(fs, in->ino, chunk, pl, drop);
+	chunk_file_remove(fs, in->ino, chunk, section_of_copy(pl->section, drop, fs->info.sections),
+			  "removing a dropped copy ");
 	struct chunk_place np = {.section = section_of_copy(pl->section, keep, fs->info.sections),
 				 .copies = 1};
 	rc = chunk_set_place(fs, in, chunk, &np);

@@ -352,6 +352,13 @@ int sums_unmark(struct fs *fs, struct fs_inode *in);
 int chunk_recover(struct fs *fs);
 /* A chunk file was made or removed in section: chunk_sync_all covers it. */
 void chunk_section_changed(struct fs *fs, uint32_t section);
+/* Remove the file of chunk in section, which its record no longer names
+ * there (it may be gone already).  One on a disk not usable stays, a
+ * leftover for the mount that has the disk again (the sweep or fsck finds
+ * it); a failure is logged as what ("removing a dropped copy ") and
+ * counted against the disk. */
+void chunk_file_remove(struct fs *fs, uint64_t ino, uint64_t chunk, uint32_t section,
+		       const char *what);
 /* At unmount and remount read-only: syncfs of every disk, then an fsync of
  * every section directory changed since the mount (a backing filesystem's
  * syncfs may not reach them: FUSE passes none on).  Logs each failure;
