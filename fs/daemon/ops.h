@@ -7,16 +7,17 @@
 
 extern const struct fuse_lowlevel_ops lsmfs_ops;
 
-/* plus.c: what a reply to a listing by reader pid of dir from off holds:
+/* plus.c: what a reply to a listing by thread tid (its process is the
+ * reader) of dir from off holds:
  * every entry's attributes (ALL); attributes, in at most PLUS_FIRST_BYTES
  * (FIRST); no attributes, PLUS_LOOKS entries that are not directories at
- * most (ASK); none (PLAIN).  And what a lookup by pid of a name in parent
+ * most (ASK); none (PLAIN).  And what a lookup by thread tid of a name in parent
  * tells. */
 #define PLUS_FIRST_BYTES 4096
 #define PLUS_LOOKS 8
 enum plus_mode { PLUS_ALL, PLUS_FIRST, PLUS_ASK, PLUS_PLAIN };
-enum plus_mode plus_listing(pid_t pid, uint64_t dir, uint64_t off);
-void plus_looked(pid_t pid, uint64_t parent, bool is_dir);
+enum plus_mode plus_listing(pid_t tid, uint64_t dir, uint64_t off);
+void plus_looked(pid_t tid, uint64_t parent, bool is_dir);
 
 /* dircache.c: does the kernel keep the listing of dir (its record, as
  * loaded at opendir) once read? */

@@ -12,8 +12,8 @@
  * Sending them always costs programs that never look (find, ls): an inode
  * loaded and a kernel inode made per name (the same find: 0.08 against
  * 0.47-0.51 s).  So the daemon takes every listing as READDIRPLUS (ops.c
- * turns the auto mode off) and chooses here, per reader (the thread that
- * lists, the request's pid):
+ * turns the auto mode off) and chooses here, per reader (the process
+ * that lists; see below):
  *   - a reader not known to look: the first reply of a listing holds at
  *     most PLUS_FIRST_BYTES, with attributes (a small directory costs no
  *     more), the second PLUS_LOOKS entries that are not directories,
@@ -31,6 +31,12 @@
  * The attributes of an inode the kernel already holds are never sent
  * (fs_kernel_has_attrs), whatever this says.
  *
+ * A reader is a process: FUSE names the thread that asks, and a program
+ * whose threads list and look up apart (Go's runtime runs a goroutine on
+ * any of its threads: gdu) is still one reader.  tgid_of maps a thread to
+ * its process through /proc/TID/status, read once per thread (PLUS_THREADS
+ * remembered); without /proc, each thread is its own reader.
+ *
  * PLUS_READERS slots, the reader's pid modulo that: two readers that
  * collide share a slot and take it from each other (a guess, never a
  * wrong answer: either way the kernel gets what it asks for).  One lock;
@@ -40,10 +46,12 @@
 #include "ops.h"
 
 #include <pthread.h>
+#include <stdio.h>
 
 #define PLUS_READERS 64
 #define PLUS_PROBE 64
 #define PLUS_FORGET_NS 10000000000ull /* 10 s */
+#define PLUS_THREADS 256
 
 struct reader {
 	pid_t pid;          /* 0: free */
@@ -58,6 +66,56 @@ struct reader {
 static struct reader readers[PLUS_READERS];
 static pthread_mutex_t plus_lock = PTHREAD_MUTEX_INITIALIZER;
 
+struct thread {
+	pid_t tid, tgid;  /* tid 0: free */
+	uint64_t seen_ns;
+};
+static struct thread threads[PLUS_THREADS];
+
+/* The Tgid line of /proc/TID/status; tid itself when it cannot be read. */
+static pid_t tgid_read(pid_t tid)
+{
+	char path[40], line[128];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return tid;
+	pid_t tgid = tid;
+	int v;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &v) == 1) {
+			if (v > 0)
+				tgid = v;
+			break;
+		}
+	fclose(f);
+	return tgid;
+}
+
+/* The process of thread tid into *tgid when remembered: until its slot is
+ * taken or it is away PLUS_FORGET_NS (a tid reused in that time by another
+ * process gives a wrong guess, never a wrong answer).  plus_lock held. */
+static bool tgid_known(pid_t tid, uint64_t now, pid_t *tgid)
+{
+	struct thread *t = &threads[(unsigned)tid % PLUS_THREADS];
+	if (t->tid != tid || now - t->seen_ns > PLUS_FORGET_NS)
+		return false;
+	t->seen_ns = now;
+	*tgid = t->tgid;
+	return true;
+}
+
+/* The same, read from /proc and remembered.  plus_lock not held (the
+ * read is a system call or three). */
+static pid_t tgid_learn(pid_t tid, uint64_t now)
+{
+	pid_t tgid = tgid_read(tid);
+	pthread_mutex_lock(&plus_lock);
+	threads[(unsigned)tid % PLUS_THREADS] = (struct thread){.tid = tid, .tgid = tgid, .seen_ns = now};
+	pthread_mutex_unlock(&plus_lock);
+	return tgid;
+}
+
 /* pid's slot, taken over (as unknown) when another reader held it or pid
  * was away too long.  plus_lock held. */
 static struct reader *slot_of(pid_t pid, uint64_t now)
@@ -69,10 +127,16 @@ static struct reader *slot_of(pid_t pid, uint64_t now)
 	return r;
 }
 
-enum plus_mode plus_listing(pid_t pid, uint64_t dir, uint64_t off)
+enum plus_mode plus_listing(pid_t tid, uint64_t dir, uint64_t off)
 {
 	uint64_t now = fs_mono_ns();
+	pid_t pid;
 	pthread_mutex_lock(&plus_lock);
+	if (!tgid_known(tid, now, &pid)) {
+		pthread_mutex_unlock(&plus_lock);
+		pid = tgid_learn(tid, now);
+		pthread_mutex_lock(&plus_lock);
+	}
 	struct reader *r = slot_of(pid, now);
 	if (r->looks && off == 0 && ++r->listings % PLUS_PROBE == 0)
 		r->looks = false; /* a probe: this listing decides again */
@@ -90,12 +154,25 @@ enum plus_mode plus_listing(pid_t pid, uint64_t dir, uint64_t off)
 	return m;
 }
 
-void plus_looked(pid_t pid, uint64_t parent, bool is_dir)
+void plus_looked(pid_t tid, uint64_t parent, bool is_dir)
 {
 	if (is_dir)
 		return;
 	uint64_t now = fs_mono_ns();
+	pid_t pid;
 	pthread_mutex_lock(&plus_lock);
+	if (!tgid_known(tid, now, &pid)) {
+		/* A thread not seen listing: /proc is read only when some
+		 * reader waits to learn from lookups in parent. */
+		bool learning = false;
+		for (size_t i = 0; i < PLUS_READERS && !learning; i++)
+			learning = readers[i].pid && !readers[i].looks && readers[i].dir == parent;
+		pthread_mutex_unlock(&plus_lock);
+		if (!learning)
+			return;
+		pid = tgid_learn(tid, now);
+		pthread_mutex_lock(&plus_lock);
+	}
 	struct reader *r = &readers[(unsigned)pid % PLUS_READERS];
 	if (r->pid == pid && !r->looks && r->dir == parent && ++r->looked >= PLUS_LOOKS) {
 		r->looks = true;

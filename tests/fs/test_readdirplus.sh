@@ -17,7 +17,8 @@
 #     timeouts), the next `ls -l` gets them again through READDIRPLUS and
 #     sends no LOOKUP per name (counted in the daemon's -d log);
 #   - `du` of five directories, cold, sends the LOOKUPs of the first only
-#     (fs/daemon/plus.c: the listings after it carry the attributes);
+#     (fs/daemon/plus.c: the listings after it carry the attributes); so
+#     does a walk that lists in one thread and looks up in another;
 #   - fsck clean at the end.
 NAME=test_readdirplus
 # shellcheck source=tests/lib/lib.sh
@@ -120,6 +121,25 @@ du -s "$M"/c? > /dev/null
 n=$(grep -c 'opcode: LOOKUP' "$T/debug.log")
 say "du of 5 directories of 300 files, cold: $n LOOKUPs"
 ((n <= 330)) || fail "du of 1,500 files sent $n LOOKUPs: its listings after the first carried no attributes"
+umount_wait "$D" || fail "unmount"
+
+# A program whose threads list and look up apart (gdu; Go runs a goroutine
+# on any thread) is one reader: the same, one thread listing each
+# directory and another lstat-ing its names.
+echo 3 > /proc/sys/vm/drop_caches
+mount_fg "$T/debug.log" -d "$D" || fail "mount with -d"
+python3 - "$M" <<'PY' || fail "the two-thread walk failed"
+import os, sys
+from concurrent.futures import ThreadPoolExecutor
+lister, looker = ThreadPoolExecutor(1), ThreadPoolExecutor(1)
+for d in ["c1", "c2", "c3", "c4", "c5"]:
+    path = os.path.join(sys.argv[1], d)
+    names = lister.submit(os.listdir, path).result()
+    looker.submit(lambda: [os.lstat(os.path.join(path, n)) for n in names]).result()
+PY
+n=$(grep -c 'opcode: LOOKUP' "$T/debug.log")
+say "a walk of the same, listing in one thread and lstat-ing in another: $n LOOKUPs"
+((n <= 330)) || fail "a walk listing in one thread and looking up in another sent $n LOOKUPs for 1,500 files: its threads were taken for two readers"
 umount_wait "$D" || fail "unmount"
 fsck_clean "$D" "after the listings"
 finish
