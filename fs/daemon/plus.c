@@ -24,17 +24,26 @@
  *     replies carry attributes, from the next one on (`ls -l` of a large
  *     directory: 8 lookups).  Looking up directories is what a walk does
  *     to descend: find does it, and never looks at the files;
+ *   - a reader whose last PLUS_BLIND listings that went as far as the
+ *     second reply were not looked at is known not to look (find, ls):
+ *     its listings carry no attributes, not even in the first reply, which
+ *     would load the inodes of its entries for nothing (a cold `find` of a
+ *     million files in 1,000 directories read 57 MiB of the store from the
+ *     disk, 34 MiB without them: 1.22-1.36 s against 0.93-0.95 s);
+ *     lookups of PLUS_LOOKS names of the directory it listed last still
+ *     make it one that looks, as they make an unknown reader;
  *   - every PLUS_PROBE-th listing of a reader known to look is listed the
  *     other way again, and its lookups decide anew, so that a reader whose
  *     pattern changed (a reused pid, a shell) stops paying for attributes
- *     nobody reads; a reader not seen for PLUS_FORGET_NS is unknown again.
+ *     nobody reads (one known not to look needs no probe: the kernel sends
+ *     its lookups); a reader not seen for PLUS_FORGET_NS is unknown again.
  * The attributes of an inode the kernel already holds are never sent
  * (fs_kernel_has_attrs), whatever this says.
  *
  * A reader is a process: FUSE names the thread that asks, and a program
  * whose threads list and look up apart (Go's runtime runs a goroutine on
- * any of its threads: gdu) is still one reader.  tgid_of maps a thread to
- * its process through /proc/TID/status, read once per thread (PLUS_THREADS
+ * any of its threads: gdu) is still one reader.  tgid_known and
+ * tgid_learn map a thread to its process through /proc/TID/status, read once per thread (PLUS_THREADS
  * remembered); without /proc, each thread is its own reader.
  *
  * PLUS_READERS slots, the reader's pid modulo that: two readers that
@@ -50,12 +59,16 @@
 
 #define PLUS_READERS 64
 #define PLUS_PROBE 64
+#define PLUS_BLIND 2
 #define PLUS_FORGET_NS 10000000000ull /* 10 s */
 #define PLUS_THREADS 256
 
 struct reader {
 	pid_t pid;          /* 0: free */
 	bool looks;         /* known to look up what it lists */
+	bool asked;         /* the listing of dir had its second (ASK) reply */
+	bool plain;         /* the listing of dir goes without attributes */
+	uint32_t blind;     /* listings in a row asked and not looked at */
 	uint32_t looked;    /* names looked up in dir since its listing */
 	uint32_t replies;   /* replies of the listing of dir so far */
 	uint32_t listings;  /* listings since it was found to look */
@@ -143,12 +156,23 @@ enum plus_mode plus_listing(pid_t tid, uint64_t dir, uint64_t off)
 	enum plus_mode m = PLUS_ALL;
 	if (!r->looks) {
 		if (off == 0 || r->dir != dir) {
+			/* The listing before this one was asked about and not
+			 * looked at: one more blind listing. */
+			if (r->asked && r->looked < PLUS_LOOKS && r->blind < PLUS_BLIND)
+				r->blind++;
 			r->dir = dir;
 			r->looked = 0;
 			r->replies = 0;
+			r->asked = false;
+			r->plain = r->blind >= PLUS_BLIND;
 		}
 		r->replies++;
-		m = r->replies == 1 && off == 0 ? PLUS_FIRST : r->replies <= 2 ? PLUS_ASK : PLUS_PLAIN;
+		m = r->plain				? PLUS_PLAIN
+		    : r->replies == 1 && off == 0 ? PLUS_FIRST
+		    : r->replies <= 2		? PLUS_ASK
+						: PLUS_PLAIN;
+		if (m == PLUS_ASK)
+			r->asked = true;
 	}
 	pthread_mutex_unlock(&plus_lock);
 	return m;
@@ -176,6 +200,7 @@ void plus_looked(pid_t tid, uint64_t parent, bool is_dir)
 	struct reader *r = &readers[(unsigned)pid % PLUS_READERS];
 	if (r->pid == pid && !r->looks && r->dir == parent && ++r->looked >= PLUS_LOOKS) {
 		r->looks = true;
+		r->blind = 0;
 		r->listings = 0;
 	}
 	if (r->pid == pid)

@@ -18,7 +18,9 @@
 #     sends no LOOKUP per name (counted in the daemon's -d log);
 #   - `du` of five directories, cold, sends the LOOKUPs of the first only
 #     (fs/daemon/plus.c: the listings after it carry the attributes); so
-#     does a walk that lists in one thread and looks up in another;
+#     does a walk that lists in one thread and looks up in another; a cold
+#     `find` of them loads the inodes of its first two listings' first
+#     replies only;
 #   - fsck clean at the end.
 NAME=test_readdirplus
 # shellcheck source=tests/lib/lib.sh
@@ -140,6 +142,18 @@ PY
 n=$(grep -c 'opcode: LOOKUP' "$T/debug.log")
 say "a walk of the same, listing in one thread and lstat-ing in another: $n LOOKUPs"
 ((n <= 330)) || fail "a walk listing in one thread and looking up in another sent $n LOOKUPs for 1,500 files: its threads were taken for two readers"
+umount_wait "$D" || fail "unmount"
+
+# A walk that never looks at the files (find) gets no attributes once two
+# of its listings went unlooked at: the first replies of the listings after
+# them load no inode (fs/daemon/plus.c, PLUS_BLIND).
+echo 3 > /proc/sys/vm/drop_caches
+mount_fg "$T/debug.log" "$D" || fail "mount"
+before=$(in_memory)
+[[ $(find "$M"/c? -type f | wc -l) == 1500 ]] || fail "find of the 5 directories did not list 1,500 files"
+n=$(( $(in_memory) - before ))
+say "find of 5 directories of 300 files, cold: $n inodes loaded"
+((n <= 80)) || fail "find of 5 directories loaded $n inodes: the listings after two unlooked ones still carried attributes"
 umount_wait "$D" || fail "unmount"
 fsck_clean "$D" "after the listings"
 finish
