@@ -591,6 +591,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 		return;
 	}
 	int rc = fs_readdir(p.fs, ino, (uint64_t)off, dirplus_fill, &p);
+	if (m == PLUS_ASK && p.files_left == 0)
+		plus_asked(fuse_req_ctx(req)->pid, ino);
 	if (rc && p.d.used == 0)
 		fuse_reply_err(req, -rc);
 	else if (fuse_reply_buf(req, p.d.buf, p.d.used) != 0 && p.d.used)

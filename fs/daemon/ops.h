@@ -18,6 +18,9 @@ extern const struct fuse_lowlevel_ops lsmfs_ops;
 enum plus_mode { PLUS_ALL, PLUS_FIRST, PLUS_ASK, PLUS_PLAIN };
 enum plus_mode plus_listing(pid_t tid, uint64_t dir, uint64_t off);
 void plus_looked(pid_t tid, uint64_t parent, bool is_dir);
+/* The ASK reply to tid's listing of dir held PLUS_LOOKS files: what it
+ * does next tells. */
+void plus_asked(pid_t tid, uint64_t dir);
 
 /* dircache.c: does the kernel keep the listing of dir (its record, as
  * loaded at opendir) once read? */

@@ -25,7 +25,9 @@
  *     directory: 8 lookups).  Looking up directories is what a walk does
  *     to descend: find does it, and never looks at the files;
  *   - a reader whose last PLUS_BLIND listings that went as far as the
- *     second reply were not looked at is known not to look (find, ls):
+ *     second reply, with PLUS_LOOKS files in it, were not looked at is
+ *     known not to look (find, ls; a listing of subdirectories tells
+ *     nothing, since only the lookup of a file counts):
  *     its listings carry no attributes, not even in the first reply, which
  *     would load the inodes of its entries for nothing (a cold `find` of a
  *     million files in 1,000 directories read 57 MiB of the store from the
@@ -66,7 +68,8 @@
 struct reader {
 	pid_t pid;          /* 0: free */
 	bool looks;         /* known to look up what it lists */
-	bool asked;         /* the listing of dir had its second (ASK) reply */
+	bool asked;         /* the listing of dir had its ASK reply, with
+			     * PLUS_LOOKS files in it (plus_asked) */
 	bool plain;         /* the listing of dir goes without attributes */
 	uint32_t blind;     /* listings in a row asked and not looked at */
 	uint32_t looked;    /* names looked up in dir since its listing */
@@ -171,11 +174,22 @@ enum plus_mode plus_listing(pid_t tid, uint64_t dir, uint64_t off)
 		    : r->replies == 1 && off == 0 ? PLUS_FIRST
 		    : r->replies <= 2		? PLUS_ASK
 						: PLUS_PLAIN;
-		if (m == PLUS_ASK)
-			r->asked = true;
 	}
 	pthread_mutex_unlock(&plus_lock);
 	return m;
+}
+
+void plus_asked(pid_t tid, uint64_t dir)
+{
+	uint64_t now = fs_mono_ns();
+	pid_t pid;
+	pthread_mutex_lock(&plus_lock);
+	if (tgid_known(tid, now, &pid)) { /* plus_listing has just learnt it */
+		struct reader *r = &readers[(unsigned)pid % PLUS_READERS];
+		if (r->pid == pid && r->dir == dir)
+			r->asked = true;
+	}
+	pthread_mutex_unlock(&plus_lock);
 }
 
 void plus_looked(pid_t tid, uint64_t parent, bool is_dir)
