@@ -11,8 +11,8 @@ extern const struct fuse_lowlevel_ops lsmfs_ops;
  * reader) of dir from off holds:
  * every entry's attributes (ALL); attributes, in at most PLUS_FIRST_BYTES
  * (FIRST); no attributes, PLUS_LOOKS entries that are not directories at
- * most (ASK); none (PLAIN).  And what a lookup by thread tid of a name in parent
- * tells. */
+ * most (ASK); none (PLAIN).  And what a lookup by thread tid of a name in
+ * parent tells. */
 #define PLUS_FIRST_BYTES 4096
 #define PLUS_LOOKS 8
 enum plus_mode { PLUS_ALL, PLUS_FIRST, PLUS_ASK, PLUS_PLAIN };

@@ -45,8 +45,9 @@
  * A reader is a process: FUSE names the thread that asks, and a program
  * whose threads list and look up apart (Go's runtime runs a goroutine on
  * any of its threads: gdu) is still one reader.  tgid_known and
- * tgid_learn map a thread to its process through /proc/TID/status, read once per thread (PLUS_THREADS
- * remembered); without /proc, each thread is its own reader.
+ * tgid_learn map a thread to its process through /proc/TID/status, read
+ * once per thread (PLUS_THREADS remembered); without /proc, each thread is
+ * its own reader.
  *
  * PLUS_READERS slots, the reader's pid modulo that: two readers that
  * collide share a slot and take it from each other (a guess, never a
@@ -70,7 +71,6 @@ struct reader {
 	bool looks;         /* known to look up what it lists */
 	bool asked;         /* the listing of dir had its ASK reply, with
 			     * PLUS_LOOKS files in it (plus_asked) */
-	bool plain;         /* the listing of dir goes without attributes */
 	uint32_t blind;     /* listings in a row asked and not looked at */
 	uint32_t looked;    /* names looked up in dir since its listing */
 	uint32_t replies;   /* replies of the listing of dir so far */
@@ -121,14 +121,14 @@ static bool tgid_known(pid_t tid, uint64_t now, pid_t *tgid)
 	return true;
 }
 
-/* The same, read from /proc and remembered.  plus_lock not held (the
- * read is a system call or three). */
+/* The same, read from /proc and remembered.  plus_lock held, and let go
+ * during the read (a system call or three). */
 static pid_t tgid_learn(pid_t tid, uint64_t now)
 {
+	pthread_mutex_unlock(&plus_lock);
 	pid_t tgid = tgid_read(tid);
 	pthread_mutex_lock(&plus_lock);
 	threads[(unsigned)tid % PLUS_THREADS] = (struct thread){.tid = tid, .tgid = tgid, .seen_ns = now};
-	pthread_mutex_unlock(&plus_lock);
 	return tgid;
 }
 
@@ -148,11 +148,8 @@ enum plus_mode plus_listing(pid_t tid, uint64_t dir, uint64_t off)
 	uint64_t now = fs_mono_ns();
 	pid_t pid;
 	pthread_mutex_lock(&plus_lock);
-	if (!tgid_known(tid, now, &pid)) {
-		pthread_mutex_unlock(&plus_lock);
+	if (!tgid_known(tid, now, &pid))
 		pid = tgid_learn(tid, now);
-		pthread_mutex_lock(&plus_lock);
-	}
 	struct reader *r = slot_of(pid, now);
 	if (r->looks && off == 0 && ++r->listings % PLUS_PROBE == 0)
 		r->looks = false; /* a probe: this listing decides again */
@@ -167,10 +164,11 @@ enum plus_mode plus_listing(pid_t tid, uint64_t dir, uint64_t off)
 			r->looked = 0;
 			r->replies = 0;
 			r->asked = false;
-			r->plain = r->blind >= PLUS_BLIND;
 		}
 		r->replies++;
-		m = r->plain				? PLUS_PLAIN
+		/* blind changes only here and when the reader is found to
+		 * look: it holds for the whole listing. */
+		m = r->blind >= PLUS_BLIND		? PLUS_PLAIN
 		    : r->replies == 1 && off == 0 ? PLUS_FIRST
 		    : r->replies <= 2		? PLUS_ASK
 						: PLUS_PLAIN;
@@ -205,11 +203,11 @@ void plus_looked(pid_t tid, uint64_t parent, bool is_dir)
 		bool learning = false;
 		for (size_t i = 0; i < PLUS_READERS && !learning; i++)
 			learning = readers[i].pid && !readers[i].looks && readers[i].dir == parent;
-		pthread_mutex_unlock(&plus_lock);
-		if (!learning)
+		if (!learning) {
+			pthread_mutex_unlock(&plus_lock);
 			return;
+		}
 		pid = tgid_learn(tid, now);
-		pthread_mutex_lock(&plus_lock);
 	}
 	struct reader *r = &readers[(unsigned)pid % PLUS_READERS];
 	if (r->pid == pid && !r->looks && r->dir == parent && ++r->looked >= PLUS_LOOKS) {
