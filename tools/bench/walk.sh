@@ -23,9 +23,12 @@
 #
 # -x NAME=BUILD_DIR adds another lsmfs, from another build, as system NAME
 # (repeatable), to compare versions side by side in the same run.
+# -O NAME=OPTIONS mounts the lsmfs system NAME (lsmfs or a -x name) with
+# -o OPTIONS (repeatable), to compare settings in the same run: -x with
+# the same build and -O give a second lsmfs that differs only in them.
 #
 # Usage: walk.sh [-n FILES] [-d DIRS] [-s STATS] [-r ROUNDS] [-o SYSTEMS]
-#        [-x NAME=BUILD_DIR]... [BUILD_DIR]
+#        [-x NAME=BUILD_DIR]... [-O NAME=OPTIONS]... [BUILD_DIR]
 #   defaults: 1000000 files, 1000 directories, 100000 stats, 3 rounds,
 #   systems lsmfs,ext4,mergerfs, build ./build.  Needs root (mounts,
 #   drop_caches), fuse3, mergerfs for its column, e2fsprogs.
@@ -35,9 +38,10 @@ set -euo pipefail
 PROG=${0##*/}
 FILES=1000000 DIRS=1000 STATS=100000 ROUNDS=3 SYSTEMS=lsmfs,ext4,mergerfs
 declare -A BUILDOF=() # lsmfs systems: their build directories
+declare -A OPTSOF=()  # lsmfs systems: their mount options (-O)
 EXTRA=()
 usage() { sed -n 's/^# \{0,1\}//; /^Usage:/,/^Exit:/p' "$0" >&2; exit 2; }
-while getopts n:d:s:r:o:x:h o; do
+while getopts n:d:s:r:o:x:O:h o; do
 	case $o in
 	n) FILES=$OPTARG ;;
 	d) DIRS=$OPTARG ;;
@@ -47,6 +51,8 @@ while getopts n:d:s:r:o:x:h o; do
 	x) [[ $OPTARG == [a-z]*=* && ${OPTARG%%=*} =~ ^[a-z][a-z0-9]*$ ]] || usage
 	   BUILDOF[${OPTARG%%=*}]=$(cd "${OPTARG#*=}" && pwd) || usage
 	   EXTRA+=("${OPTARG%%=*}") ;;
+	O) [[ $OPTARG =~ ^[a-z][a-z0-9]*=. ]] || usage
+	   OPTSOF[${OPTARG%%=*}]=${OPTARG#*=} ;;
 	*) usage ;;
 	esac
 done
@@ -58,6 +64,9 @@ BUILD=$(cd "${1:-./build}" && pwd) || usage
 IFS=, read -r -a SYS <<<"$SYSTEMS"
 BUILDOF[lsmfs]=$BUILD
 SYS+=(${EXTRA[@]+"${EXTRA[@]}"})
+for s in "${!OPTSOF[@]}"; do
+	[[ -n ${BUILDOF[$s]:-} ]] || { echo "$PROG: -O $s: no lsmfs system $s" >&2; exit 2; }
+done
 for s in "${SYS[@]}"; do
 	[[ -n ${BUILDOF[$s]:-} ]] && continue
 	case $s in
@@ -81,7 +90,8 @@ trap cleanup EXIT
 lsmfs_pid() { head -n1 "$W/$1-d0/.lsmfs/lock" 2>/dev/null; }
 up() { # SYSTEM
 	if [[ -n ${BUILDOF[$1]:-} ]]; then
-		"${BUILDOF[$1]}/fs/lsmfs" "$W/$1-d0:$W/$1-d1" "${MNT[$1]}"
+		"${BUILDOF[$1]}/fs/lsmfs" ${OPTSOF[$1]:+-o "${OPTSOF[$1]}"} \
+			"$W/$1-d0:$W/$1-d1" "${MNT[$1]}"
 		return
 	fi
 	case $1 in
@@ -192,6 +202,9 @@ best_med() { # PHASE SYSTEM: "best median"
 	printf '%s\n' "${v[@]}" | sort -g | awk '{ a[NR] = $1 } END { printf "%s %s\n", a[1], a[int(NR / 2) + 1] }'
 }
 echo "walk.sh: $FILES files of 100 B in $DIRS directories, $STATS stats, $ROUNDS rounds; seconds, best (median)"
+for s in "${SYS[@]}"; do
+	[[ -n ${OPTSOF[$s]:-} ]] && echo "  $s: mounted with -o ${OPTSOF[$s]}"
+done
 printf '%-12s' phase
 for s in "${SYS[@]}"; do printf ' %-22s' "$s"; done
 for s in "${SYS[@]}"; do [[ $s == lsmfs ]] || printf ' %-14s' "speed vs $s"; done
