@@ -22,6 +22,11 @@
  * (no system call), which no stamp the kernel hands out is ahead of:
  * fs_now's stamp (clock.c) costs a fchmod and a fstat on the store's
  * disk, which this choice need not pay per OPENDIR.
+ *
+ * The first listing pays for the copy: a cold `find` of a million files in
+ * 1,000 directories took 0.71 s with it and 0.48 s without (walk.sh, one
+ * run), against 0.22 and 0.37 s warm; -o no_dircache keeps none, for a
+ * tree walked once per mount.
  */
 #include "ops.h"
 
@@ -29,6 +34,8 @@
 
 bool dircache_keep(struct fs *fs, const struct inode_rec *dir)
 {
+	if (!fs->opt.dircache)
+		return false;
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	double age = (double)(now.tv_sec - dir->ctime_sec) +

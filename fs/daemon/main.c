@@ -37,6 +37,7 @@ struct cmdline {
 	int help, version;
 	int nowriteback;
 	int nodirect;
+	int nodircache;
 	int degraded;
 	int force_degraded;
 	double attr_timeout, entry_timeout;
@@ -109,6 +110,7 @@ static const struct fuse_opt opts[] = {
 	OPT("spin_us=%ld", spin_us),
 	OPT("no_writeback", nowriteback),
 	OPT("no_direct", nodirect),
+	OPT("no_dircache", nodircache),
 	OPT("degraded", degraded),
 	OPT("force_degraded", force_degraded),
 	OPT("bdi_max_ratio=%d", bdi_max_ratio),
@@ -187,6 +189,8 @@ static void usage(FILE *f)
 		"  -o entry_timeout=S seconds the kernel caches names (default 86400)\n"
 		"  -o dircache_age=S  the kernel keeps the listing of a directory left\n"
 		"                     alone for S seconds (default 30)\n"
+		"  -o no_dircache     the kernel keeps no listing (a tree walked once\n"
+		"                     per mount is walked faster)\n"
 		"  -o selinux_xattr=auto|on|off  keep security.selinux labels (on), or\n"
 		"                     answer EOPNOTSUPP for them (off: ls -l then asks\n"
 		"                     once, not per file); auto (default): on when the\n"
@@ -484,6 +488,7 @@ static int serve(const struct cmdline *c, struct fuse_args *args)
 		.direct = !c->nodirect,
 		.attr_timeout = c->attr_timeout,
 		.entry_timeout = c->entry_timeout,
+		.dircache = !c->nodircache,
 		.dircache_age = c->dircache_age,
 		.selinux_xattr = c->selinux_on,
 		.cache_bytes = (size_t)c->cache_mib << 20,

@@ -137,9 +137,9 @@ done
 has 'lsmfs -' -f -d -o
 only 'lsmfs -o inode_' inode_cache=
 nospace 'lsmfs -o inode_'
-only 'lsmfs -o ro,no_' ro,no_writeback ro,no_direct
+only 'lsmfs -o ro,no_' ro,no_writeback ro,no_direct ro,no_dircache
 has 'lsmfs -o ' ro degraded force_degraded allow_other attr_timeout= entry_timeout= dircache_age= selinux_xattr= cache_mib= \
-    inode_cache= log_delay_ms= spin_us= no_writeback no_direct bdi_max_ratio= readahead_kb=
+    inode_cache= log_delay_ms= spin_us= no_writeback no_direct no_dircache bdi_max_ratio= readahead_kb=
 only 'lsmfs -o selinux_xattr=' auto off on
 only 'lsmfs -o ro,selinux_xattr=o' off on
 # after a '=' readline replaces only what follows it
@@ -260,7 +260,7 @@ has 'lsmfs-bench --' --disks --size --bs --files --jobs --fsync --compare \
 only 'lsmfs-bench seqwrite --compare raw,m' raw,mergerfs
 only 'lsmfs-bench seqwrite --compare=raw,m' raw,mergerfs
 only 'lsmfs-bench --fsync ev' every:
-only 'lsmfs-bench -o no_' no_writeback no_direct
+only 'lsmfs-bench -o no_' no_writeback no_direct no_dircache
 only 'lsmfs-bench -o ro,cache_mib=8,inode_' 8,inode_cache=
 
 exit $failed

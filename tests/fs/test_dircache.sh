@@ -11,6 +11,7 @@
 #   - at the default age (30 s), a directory made a moment ago is read from
 #     the daemon at every listing;
 #   - with -o dircache_age=2, a directory is kept once left alone 2 s;
+#   - with -o no_dircache, none is (dircache_age=0 beside it);
 #   - fsck clean at the end.
 NAME=test_dircache
 # shellcheck source=tests/lib/lib.sh
@@ -107,6 +108,16 @@ say "dircache_age=2: listings read from the daemon: $((n1 - n0)) then $((n2 - n1
 ((n3 == n2)) || fail "with dircache_age=2 a directory left alone 2.5 s was not kept ($((n3 - n2)) READDIR requests)"
 touch "$M/aged/f101"
 [[ $(ls "$M/aged" | wc -l) == 101 ]] || fail "a name made in a kept directory is not listed"
+umount_wait "$D" || fail "unmount"
+
+# no_dircache: nothing kept, whatever the age says.
+mount_fg "$LOG" -d -o no_dircache,dircache_age=0 "$D" || fail "mount -o no_dircache"
+ls "$M/aged" > /dev/null
+n0=$(reads)
+ls "$M/aged" > /dev/null
+n1=$(reads)
+say "no_dircache: a second listing sent $((n1 - n0)) READDIR requests"
+((n1 > n0)) || fail "with no_dircache the kernel kept a listing"
 umount_wait "$D" || fail "unmount"
 fsck_clean "$D" "after the listings"
 finish

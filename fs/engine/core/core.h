@@ -257,6 +257,7 @@ struct fs_options {
 	bool writeback;         /* kernel writeback cache */
 	bool direct;            /* aligned chunk writes with O_DIRECT */
 	double attr_timeout, entry_timeout;
+	bool dircache;          /* the kernel may keep listings */
 	double dircache_age;    /* seconds a directory is left alone before the
 				 * kernel keeps its listing (fs/daemon/dircache.c) */
 	bool selinux_xattr;     /* security.selinux kept; else EOPNOTSUPP (xattr.c) */
