@@ -331,11 +331,13 @@ void sst_close(struct sst_reader *r)
 {
 	if (!r)
 		return;
+	/* First: the filter memory's thread may be reading a part of the
+	 * filter through r->file; detaching waits for that read to end. */
+	if (r->filter.attached)
+		filter_cache_detach(r->counters->filters, &r->filter);
 	if (r->file)
 		r->env->ops->close_readable(r->file);
 	free(r->index);
-	if (r->filter.attached)
-		filter_cache_detach(r->counters->filters, &r->filter);
 	table_filter_free(&r->filter);
 	free(r->iter_errmsg);
 	free(r->path);
