@@ -7,11 +7,11 @@
  * change through the mount, or a new mtime, drops the copy (it checks both
  * at the start of each listing).  Every change to a name passes through
  * this kernel (the daemon makes none behind it), so a kept listing is never
- * stale.  Warm `find` over a million files in 1,000 directories: 0.51 s
- * read from the daemon, 0.23-0.31 s from the kernel's copy.
+ * stale.  Warm `find` over a million files in 1,000 directories: 0.37 s
+ * read from the daemon, 0.22 s from the kernel's copy (walk.sh, one run).
  *
  * The copy is not free: the kernel finds and locks a page per entry it
- * adds, about 190 ns per entry on our 2-CPU machine (a directory listed
+ * adds, 190-230 ns per entry on our 2-CPU machine (a directory listed
  * once, just after it was filled: 1.5-1.8M entries/s with the copy against
  * 1.9-2.7M without).  A directory that just changed is likely to change
  * again, which throws the copy away, so only one left alone for
@@ -23,10 +23,9 @@
  * fs_now's stamp (clock.c) costs a fchmod and a fstat on the store's
  * disk, which this choice need not pay per OPENDIR.
  *
- * The first listing pays for the copy: a cold `find` of a million files in
- * 1,000 directories took 0.71 s with it and 0.48 s without (walk.sh, one
- * run), against 0.22 and 0.37 s warm; -o no_dircache keeps none, for a
- * tree walked once per mount.
+ * The first listing pays for the copy: a cold `find` of the same million
+ * files took 0.71 s with it and 0.48 s without (the same run); -o
+ * no_dircache keeps none, for a tree walked once per mount.
  */
 #include "ops.h"
 

@@ -23,9 +23,10 @@
 #
 # -x NAME=BUILD_DIR adds another lsmfs, from another build, as system NAME
 # (repeatable), to compare versions side by side in the same run.
-# -O NAME=OPTIONS mounts the lsmfs system NAME (lsmfs or a -x name) with
-# -o OPTIONS (repeatable), to compare settings in the same run: -x with
-# the same build and -O give a second lsmfs that differs only in them.
+# -O NAME=OPTIONS mounts the lsmfs system NAME (lsmfs or a -x name) of
+# the run with -o OPTIONS (repeatable; the options of one NAME add up), to
+# compare settings in the same run: -x with the same build and -O give a
+# second lsmfs that differs only in them.
 #
 # Usage: walk.sh [-n FILES] [-d DIRS] [-s STATS] [-r ROUNDS] [-o SYSTEMS]
 #        [-x NAME=BUILD_DIR]... [-O NAME=OPTIONS]... [BUILD_DIR]
@@ -52,7 +53,7 @@ while getopts n:d:s:r:o:x:O:h o; do
 	   BUILDOF[${OPTARG%%=*}]=$(cd "${OPTARG#*=}" && pwd) || usage
 	   EXTRA+=("${OPTARG%%=*}") ;;
 	O) [[ $OPTARG =~ ^[a-z][a-z0-9]*=. ]] || usage
-	   OPTSOF[${OPTARG%%=*}]=${OPTARG#*=} ;;
+	   OPTSOF[${OPTARG%%=*}]=${OPTSOF[${OPTARG%%=*}]:+${OPTSOF[${OPTARG%%=*}]},}${OPTARG#*=} ;;
 	*) usage ;;
 	esac
 done
@@ -65,7 +66,8 @@ IFS=, read -r -a SYS <<<"$SYSTEMS"
 BUILDOF[lsmfs]=$BUILD
 SYS+=(${EXTRA[@]+"${EXTRA[@]}"})
 for s in "${!OPTSOF[@]}"; do
-	[[ -n ${BUILDOF[$s]:-} ]] || { echo "$PROG: -O $s: no lsmfs system $s" >&2; exit 2; }
+	[[ -n ${BUILDOF[$s]:-} && " ${SYS[*]} " == *" $s "* ]] ||
+		{ echo "$PROG: -O $s: no lsmfs system $s in this run" >&2; exit 2; }
 done
 for s in "${SYS[@]}"; do
 	[[ -n ${BUILDOF[$s]:-} ]] && continue
