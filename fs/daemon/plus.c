@@ -143,6 +143,14 @@ static struct reader *slot_of(pid_t pid, uint64_t now)
 	return r;
 }
 
+/* pid's slot when pid holds it, else NULL (nothing taken over).
+ * plus_lock held. */
+static struct reader *reader_of(pid_t pid)
+{
+	struct reader *r = &readers[(unsigned)pid % PLUS_READERS];
+	return r->pid == pid ? r : NULL;
+}
+
 enum plus_mode plus_listing(pid_t tid, uint64_t dir, uint64_t off)
 {
 	uint64_t now = fs_mono_ns();
@@ -183,8 +191,8 @@ void plus_asked(pid_t tid, uint64_t dir)
 	pid_t pid;
 	pthread_mutex_lock(&plus_lock);
 	if (tgid_known(tid, now, &pid)) { /* plus_listing has just learnt it */
-		struct reader *r = &readers[(unsigned)pid % PLUS_READERS];
-		if (r->pid == pid && r->dir == dir)
+		struct reader *r = reader_of(pid);
+		if (r && r->dir == dir)
 			r->asked = true;
 	}
 	pthread_mutex_unlock(&plus_lock);
@@ -209,13 +217,13 @@ void plus_looked(pid_t tid, uint64_t parent, bool is_dir)
 		}
 		pid = tgid_learn(tid, now);
 	}
-	struct reader *r = &readers[(unsigned)pid % PLUS_READERS];
-	if (r->pid == pid && !r->looks && r->dir == parent && ++r->looked >= PLUS_LOOKS) {
+	struct reader *r = reader_of(pid);
+	if (r && !r->looks && r->dir == parent && ++r->looked >= PLUS_LOOKS) {
 		r->looks = true;
 		r->blind = 0;
 		r->listings = 0;
 	}
-	if (r->pid == pid)
+	if (r)
 		r->seen_ns = now;
 	pthread_mutex_unlock(&plus_lock);
 }
